@@ -1,0 +1,963 @@
+/* SPDX-License-Identifier: MIT */
+/* cudart.c - simulated CUDA runtime (sim/libcudart.so.13) with NVIDIA's ABI.
+ *
+ * Compiled against NVIDIA's cuda_runtime_api.h so the ABI cannot drift. Each
+ * of SIMGPU_DEVICES devices owns a private address range of SIMGPU_MEM bytes,
+ * reserved lazily with mmap(MAP_NORESERVE), so pointers say which device they
+ * live on, out-of-memory happens where a GPU's would, and a device pointer is
+ * never a host pointer. Work is executed synchronously on the calling thread;
+ * streams and events exist for their handles and ordering only.
+ *
+ * Thread-safe: one mutex guards the allocation maps (this is a test bench,
+ * not a hot path). The last error is per thread, as in CUDA. Functions that
+ * NVIDIA's library exports but this one does not implement fail loudly
+ * (unimplemented.c). */
+#include <cuda_runtime_api.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "simgpu.h"
+
+#define SIM_MAX_DEVICES 64
+#define DEVICE_ALIGN 256
+#define STREAM_MAGIC 0x5354524du
+#define EVENT_MAGIC 0x4556454eu
+
+#define EXPORT __attribute__((visibility("default")))
+
+/* One live allocation inside a heap, kept in address order. */
+struct block {
+	uintptr_t addr;
+	size_t size;
+	struct block *next;
+};
+
+/* A device's memory (or the managed range): a lazily reserved address range
+ * carved first-fit. */
+struct heap {
+	char *base;
+	size_t cap;
+	size_t used;
+	struct block *blocks;
+	int device;
+	bool managed;
+};
+
+struct sim_stream {
+	unsigned magic;
+	int device;
+	int priority;
+	unsigned flags;
+	struct sim_stream *next;
+};
+
+struct sim_event {
+	unsigned magic;
+	unsigned flags;
+	uint64_t when_ns;
+	bool recorded;
+	struct sim_event *next;
+};
+
+struct sim_pool {
+	int device;
+};
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t config_once = PTHREAD_ONCE_INIT;
+static int ndevices = 8;
+static size_t device_mem = 80ull << 30;
+static double timeout_s = 60.0;
+static struct heap heaps[SIM_MAX_DEVICES];
+static struct heap managed_heap = { .managed = true, .device = 0 };
+static struct block *host_blocks; /* pinned host allocations */
+static struct sim_stream *streams;
+static struct sim_event *events;
+static struct sim_pool pools[SIM_MAX_DEVICES];
+
+static __thread int current_device;
+static __thread cudaError_t last_error;
+
+static const struct {
+	int code;
+	const char *name;
+	const char *text;
+} cuda_errors[] = {
+#define RT_CUDA_ERR(c, n, t) { c, n, t },
+#define RT_NCCL_ERR(c, t)
+#include "errors.def"
+#undef RT_CUDA_ERR
+#undef RT_NCCL_ERR
+};
+
+/* Parse "80G", "512MiB", "1048576" into bytes; 0 on error. */
+static size_t parse_size(const char *s)
+{
+	char *end;
+	unsigned long long v = strtoull(s, &end, 10);
+
+	if (end == s)
+		return 0;
+	switch (*end) {
+	case 'k': case 'K': v <<= 10; break;
+	case 'm': case 'M': v <<= 20; break;
+	case 'g': case 'G': v <<= 30; break;
+	case 't': case 'T': v <<= 40; break;
+	case '\0': break;
+	default: return 0;
+	}
+	return (size_t)v;
+}
+
+static void load_config(void)
+{
+	const char *s;
+
+	s = getenv("SIMGPU_DEVICES");
+	if (s) {
+		int n = atoi(s);
+
+		if (n >= 0 && n <= SIM_MAX_DEVICES)
+			ndevices = n;
+		else
+			fprintf(stderr, "simgpu: SIMGPU_DEVICES=%s out of range 0..%d, using %d\n",
+				s, SIM_MAX_DEVICES, ndevices);
+	}
+	s = getenv("SIMGPU_MEM");
+	if (s) {
+		size_t m = parse_size(s);
+
+		if (m >= (1u << 20))
+			device_mem = m;
+		else
+			fprintf(stderr, "simgpu: SIMGPU_MEM=%s not understood (e.g. 80G), using default\n", s);
+	}
+	s = getenv("SIMGPU_TIMEOUT");
+	if (s && atof(s) > 0)
+		timeout_s = atof(s);
+	for (int d = 0; d < SIM_MAX_DEVICES; d++) {
+		heaps[d].device = d;
+		pools[d].device = d;
+	}
+	managed_heap.cap = device_mem;
+}
+
+static void config(void)
+{
+	pthread_once(&config_once, load_config);
+}
+
+static cudaError_t fail(cudaError_t e)
+{
+	if (e != cudaSuccess)
+		last_error = e;
+	return e;
+}
+
+static bool valid_device(int d)
+{
+	config();
+	return d >= 0 && d < ndevices;
+}
+
+/* Reserve the heap's range on first use. Called with lock held. */
+static bool heap_ready(struct heap *h)
+{
+	void *p;
+
+	if (h->base)
+		return true;
+	h->cap = device_mem;
+	p = mmap(NULL, h->cap, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p == MAP_FAILED)
+		return false;
+	h->base = p;
+	return true;
+}
+
+/* First-fit allocation. Called with lock held. Returns NULL when full. */
+static void *heap_alloc(struct heap *h, size_t size)
+{
+	struct block **link, *b, *nb;
+	uintptr_t start;
+
+	if (!heap_ready(h))
+		return NULL;
+	size = (size + DEVICE_ALIGN - 1) & ~(size_t)(DEVICE_ALIGN - 1);
+	if (size == 0 || size > h->cap - h->used)
+		return NULL;
+	start = (uintptr_t)h->base;
+	for (link = &h->blocks; ; link = &(*link)->next) {
+		uintptr_t limit = *link ? (*link)->addr : (uintptr_t)h->base + h->cap;
+
+		if (limit - start >= size)
+			break;
+		if (!*link)
+			return NULL;
+		start = (*link)->addr + (((*link)->size + DEVICE_ALIGN - 1) &
+					 ~(size_t)(DEVICE_ALIGN - 1));
+	}
+	nb = malloc(sizeof(*nb));
+	if (!nb)
+		return NULL;
+	b = *link;
+	nb->addr = start;
+	nb->size = size;
+	nb->next = b;
+	*link = nb;
+	h->used += size;
+	return (void *)start;
+}
+
+/* Remove the block starting exactly at p. Called with lock held. */
+static bool heap_free(struct heap *h, const void *p)
+{
+	for (struct block **link = &h->blocks; *link; link = &(*link)->next) {
+		struct block *b = *link;
+
+		if (b->addr != (uintptr_t)p)
+			continue;
+		*link = b->next;
+		h->used -= b->size;
+		if (b->size >= (1u << 20))
+			madvise((void *)b->addr, b->size, MADV_DONTNEED);
+		free(b);
+		return true;
+	}
+	return false;
+}
+
+static struct block *find_block(struct block *list, uintptr_t p)
+{
+	for (struct block *b = list; b; b = b->next)
+		if (p >= b->addr && p < b->addr + b->size)
+			return b;
+	return NULL;
+}
+
+/* Heap whose range holds p, or NULL. Called with lock held. */
+static struct heap *heap_of(const void *p)
+{
+	uintptr_t a = (uintptr_t)p;
+
+	for (int d = 0; d < ndevices; d++)
+		if (heaps[d].base && a >= (uintptr_t)heaps[d].base &&
+		    a < (uintptr_t)heaps[d].base + heaps[d].cap)
+			return &heaps[d];
+	if (managed_heap.base && a >= (uintptr_t)managed_heap.base &&
+	    a < (uintptr_t)managed_heap.base + managed_heap.cap)
+		return &managed_heap;
+	return NULL;
+}
+
+enum mem_kind { MEM_UNKNOWN, MEM_HOST, MEM_DEVICE, MEM_MANAGED };
+
+/* Classify [p, p+len): device memory must lie inside one live allocation.
+ * *dev receives the device. */
+static enum mem_kind classify(const void *p, size_t len, int *dev)
+{
+	enum mem_kind k = MEM_UNKNOWN;
+	struct heap *h;
+	struct block *b;
+
+	pthread_mutex_lock(&lock);
+	h = heap_of(p);
+	if (h) {
+		b = find_block(h->blocks, (uintptr_t)p);
+		if (b && (uintptr_t)p + len <= b->addr + b->size) {
+			k = h->managed ? MEM_MANAGED : MEM_DEVICE;
+			*dev = h->managed ? current_device : h->device;
+		}
+	} else {
+		k = MEM_HOST;
+		*dev = -1;
+	}
+	pthread_mutex_unlock(&lock);
+	return k;
+}
+
+/* ---- private interface for the simulated NCCL ---- */
+
+EXPORT int simgpu_current_device(void)
+{
+	return current_device;
+}
+
+EXPORT int simgpu_device_count(void)
+{
+	config();
+	return ndevices;
+}
+
+EXPORT int simgpu_range_device(const void *ptr, size_t len)
+{
+	int dev = -1;
+	enum mem_kind k = classify(ptr, len ? len : 1, &dev);
+
+	return (k == MEM_DEVICE || k == MEM_MANAGED) ? dev : -1;
+}
+
+EXPORT double simgpu_timeout_s(void)
+{
+	config();
+	return timeout_s;
+}
+
+/* ---- errors ---- */
+
+EXPORT const char *cudaGetErrorName(cudaError_t e)
+{
+	for (size_t i = 0; i < sizeof(cuda_errors) / sizeof(cuda_errors[0]); i++)
+		if (cuda_errors[i].code == (int)e)
+			return cuda_errors[i].name;
+	return "unrecognized error code";
+}
+
+EXPORT const char *cudaGetErrorString(cudaError_t e)
+{
+	for (size_t i = 0; i < sizeof(cuda_errors) / sizeof(cuda_errors[0]); i++)
+		if (cuda_errors[i].code == (int)e)
+			return cuda_errors[i].text;
+	return "unrecognized error code";
+}
+
+EXPORT cudaError_t cudaGetLastError(void)
+{
+	cudaError_t e = last_error;
+
+	last_error = cudaSuccess;
+	return e;
+}
+
+EXPORT cudaError_t cudaPeekAtLastError(void)
+{
+	return last_error;
+}
+
+/* ---- versions and devices ---- */
+
+EXPORT cudaError_t cudaDriverGetVersion(int *v)
+{
+	if (!v)
+		return fail(cudaErrorInvalidValue);
+	*v = CUDART_VERSION;
+	return cudaSuccess;
+}
+
+EXPORT cudaError_t cudaRuntimeGetVersion(int *v)
+{
+	if (!v)
+		return fail(cudaErrorInvalidValue);
+	*v = CUDART_VERSION;
+	return cudaSuccess;
+}
+
+EXPORT cudaError_t cudaGetDeviceCount(int *count)
+{
+	config();
+	if (!count)
+		return fail(cudaErrorInvalidValue);
+	*count = ndevices;
+	if (ndevices == 0)
+		return fail(cudaErrorNoDevice);
+	return cudaSuccess;
+}
+
+EXPORT cudaError_t cudaSetDevice(int device)
+{
+	if (!valid_device(device))
+		return fail(cudaErrorInvalidDevice);
+	current_device = device;
+	return cudaSuccess;
+}
+
+EXPORT cudaError_t cudaGetDevice(int *device)
+{
+	config();
+	if (!device)
+		return fail(cudaErrorInvalidValue);
+	if (ndevices == 0)
+		return fail(cudaErrorNoDevice);
+	*device = current_device;
+	return cudaSuccess;
+}
+
+EXPORT cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int device)
+{
+	if (!prop)
+		return fail(cudaErrorInvalidValue);
+	if (!valid_device(device))
+		return fail(cudaErrorInvalidDevice);
+	memset(prop, 0, sizeof(*prop));
+	snprintf(prop->name, sizeof(prop->name), "SimGPU %d (simulated by ranktrace)", device);
+	for (int i = 0; i < 16; i++)
+		prop->uuid.bytes[i] = (char)(0x51 + i + device * 16);
+	prop->totalGlobalMem = device_mem;
+	prop->sharedMemPerBlock = 48 << 10;
+	prop->regsPerBlock = 65536;
+	prop->warpSize = 32;
+	prop->maxThreadsPerBlock = 1024;
+	prop->maxThreadsDim[0] = prop->maxThreadsDim[1] = 1024;
+	prop->maxThreadsDim[2] = 64;
+	prop->maxGridSize[0] = 0x7fffffff;
+	prop->maxGridSize[1] = prop->maxGridSize[2] = 65535;
+	prop->totalConstMem = 64 << 10;
+	prop->major = 9;
+	prop->minor = 0;
+	prop->multiProcessorCount = 132;
+	prop->pciBusID = 0x18 + device;
+	prop->unifiedAddressing = 1;
+	prop->managedMemory = 1;
+	prop->concurrentManagedAccess = 1;
+	prop->l2CacheSize = 50 << 20;
+	return cudaSuccess;
+}
+
+EXPORT cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr, int device)
+{
+	struct cudaDeviceProp p;
+
+	if (!value)
+		return fail(cudaErrorInvalidValue);
+	if (cudaGetDeviceProperties(&p, device) != cudaSuccess)
+		return last_error;
+	switch (attr) {
+	case cudaDevAttrComputeCapabilityMajor: *value = p.major; break;
+	case cudaDevAttrComputeCapabilityMinor: *value = p.minor; break;
+	case cudaDevAttrMultiProcessorCount: *value = p.multiProcessorCount; break;
+	case cudaDevAttrWarpSize: *value = p.warpSize; break;
+	case cudaDevAttrMaxThreadsPerBlock: *value = p.maxThreadsPerBlock; break;
+	case cudaDevAttrPciBusId: *value = p.pciBusID; break;
+	case cudaDevAttrUnifiedAddressing: *value = 1; break;
+	case cudaDevAttrManagedMemory: *value = 1; break;
+	case cudaDevAttrConcurrentManagedAccess: *value = 1; break;
+	default:
+		fprintf(stderr, "simgpu: cudaDeviceGetAttribute(%d) is not simulated\n", (int)attr);
+		return fail(cudaErrorNotSupported);
+	}
+	return cudaSuccess;
+}
+
+EXPORT cudaError_t cudaDeviceGetStreamPriorityRange(int *least, int *greatest)
+{
+	if (least)
+		*least = 0;
+	if (greatest)
+		*greatest = -5;
+	return cudaSuccess;
+}
+
+EXPORT cudaError_t cudaDeviceSynchronize(void)
+{
+	return cudaSuccess;
+}
+
+/* Frees every allocation of the current device, as a context reset does. */
+EXPORT cudaError_t cudaDeviceReset(void)
+{
+	struct heap *h;
+
+	config();
+	pthread_mutex_lock(&lock);
+	h = &heaps[current_device];
+	while (h->blocks)
+		heap_free(h, (void *)h->blocks->addr);
+	pthread_mutex_unlock(&lock);
+	return cudaSuccess;
+}
+
+/* ---- memory ---- */
+
+static cudaError_t device_malloc(void **p, size_t size, int device)
+{
+	void *r;
+
+	if (!p)
+		return fail(cudaErrorInvalidValue);
+	if (size == 0) {
+		*p = NULL;
+		return cudaSuccess;
+	}
+	if (!valid_device(device))
+		return fail(cudaErrorInvalidDevice);
+	pthread_mutex_lock(&lock);
+	r = heap_alloc(&heaps[device], size);
+	pthread_mutex_unlock(&lock);
+	if (!r)
+		return fail(cudaErrorMemoryAllocation);
+	*p = r;
+	return cudaSuccess;
+}
+
+static cudaError_t device_free(void *p)
+{
+	struct heap *h;
+	bool ok = false;
+
+	config();
+	if (!p)
+		return cudaSuccess;
+	pthread_mutex_lock(&lock);
+	h = heap_of(p);
+	if (h)
+		ok = heap_free(h, p);
+	pthread_mutex_unlock(&lock);
+	return ok ? cudaSuccess : fail(cudaErrorInvalidValue);
+}
+
+EXPORT cudaError_t cudaMalloc(void **devPtr, size_t size)
+{
+	config();
+	return device_malloc(devPtr, size, current_device);
+}
+
+EXPORT cudaError_t cudaMallocPitch(void **devPtr, size_t *pitch, size_t width, size_t height)
+{
+	size_t p = (width + 511) & ~(size_t)511;
+
+	if (!pitch)
+		return fail(cudaErrorInvalidValue);
+	*pitch = p;
+	config();
+	return device_malloc(devPtr, p * height, current_device);
+}
+
+EXPORT cudaError_t cudaMallocAsync(void **devPtr, size_t size, cudaStream_t stream)
+{
+	(void)stream;
+	config();
+	return device_malloc(devPtr, size, current_device);
+}
+
+EXPORT cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t *pool, int device)
+{
+	if (!pool)
+		return fail(cudaErrorInvalidValue);
+	if (!valid_device(device))
+		return fail(cudaErrorInvalidDevice);
+	*pool = (cudaMemPool_t)&pools[device];
+	return cudaSuccess;
+}
+
+EXPORT cudaError_t cudaMallocFromPoolAsync(void **ptr, size_t size, cudaMemPool_t pool,
+					   cudaStream_t stream)
+{
+	struct sim_pool *sp = (struct sim_pool *)pool;
+
+	(void)stream;
+	config();
+	if (!sp || sp < pools || sp >= pools + SIM_MAX_DEVICES)
+		return fail(cudaErrorInvalidValue);
+	return device_malloc(ptr, size, sp->device);
+}
+
+EXPORT cudaError_t cudaFree(void *devPtr)
+{
+	return device_free(devPtr);
+}
+
+EXPORT cudaError_t cudaFreeAsync(void *devPtr, cudaStream_t stream)
+{
+	(void)stream;
+	return device_free(devPtr);
+}
+
+EXPORT cudaError_t cudaMallocManaged(void **devPtr, size_t size, unsigned int flags)
+{
+	void *r;
+
+	(void)flags;
+	config();
+	if (!devPtr || size == 0)
+		return fail(cudaErrorInvalidValue);
+	pthread_mutex_lock(&lock);
+	r = heap_alloc(&managed_heap, size);
+	pthread_mutex_unlock(&lock);
+	if (!r)
+		return fail(cudaErrorMemoryAllocation);
+	*devPtr = r;
+	return cudaSuccess;
+}
+
+EXPORT cudaError_t cudaHostAlloc(void **pHost, size_t size, unsigned int flags)
+{
+	struct block *b;
+	void *r;
+
+	(void)flags;
+	if (!pHost)
+		return fail(cudaErrorInvalidValue);
+	if (size == 0) {
+		*pHost = NULL;
+		return cudaSuccess;
+	}
+	b = malloc(sizeof(*b));
+	if (!b || posix_memalign(&r, 4096, size) != 0) {
+		free(b);
+		return fail(cudaErrorMemoryAllocation);
+	}
+	b->addr = (uintptr_t)r;
+	b->size = size;
+	pthread_mutex_lock(&lock);
+	b->next = host_blocks;
+	host_blocks = b;
+	pthread_mutex_unlock(&lock);
+	*pHost = r;
+	return cudaSuccess;
+}
+
+EXPORT cudaError_t cudaMallocHost(void **ptr, size_t size)
+{
+	return cudaHostAlloc(ptr, size, cudaHostAllocDefault);
+}
+
+EXPORT cudaError_t cudaFreeHost(void *ptr)
+{
+	struct block *found = NULL;
+
+	if (!ptr)
+		return cudaSuccess;
+	pthread_mutex_lock(&lock);
+	for (struct block **link = &host_blocks; *link; link = &(*link)->next) {
+		if ((*link)->addr == (uintptr_t)ptr) {
+			found = *link;
+			*link = found->next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&lock);
+	if (!found)
+		return fail(cudaErrorInvalidValue);
+	free((void *)found->addr);
+	free(found);
+	return cudaSuccess;
+}
+
+EXPORT cudaError_t cudaMemGetInfo(size_t *freeb, size_t *total)
+{
+	struct heap *h;
+
+	config();
+	if (!freeb || !total)
+		return fail(cudaErrorInvalidValue);
+	h = &heaps[current_device];
+	pthread_mutex_lock(&lock);
+	*total = device_mem;
+	*freeb = device_mem - h->used;
+	pthread_mutex_unlock(&lock);
+	return cudaSuccess;
+}
+
+EXPORT cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *attr, const void *ptr)
+{
+	int dev = -1;
+	enum mem_kind k;
+	bool pinned = false;
+
+	config();
+	if (!attr)
+		return fail(cudaErrorInvalidValue);
+	k = classify(ptr, 1, &dev);
+	if (k == MEM_HOST) {
+		pthread_mutex_lock(&lock);
+		pinned = find_block(host_blocks, (uintptr_t)ptr) != NULL;
+		pthread_mutex_unlock(&lock);
+	}
+	memset(attr, 0, sizeof(*attr));
+	switch (k) {
+	case MEM_DEVICE:
+		attr->type = cudaMemoryTypeDevice;
+		attr->device = dev;
+		attr->devicePointer = (void *)ptr;
+		break;
+	case MEM_MANAGED:
+		attr->type = cudaMemoryTypeManaged;
+		attr->device = dev;
+		attr->devicePointer = attr->hostPointer = (void *)ptr;
+		break;
+	case MEM_HOST:
+		attr->type = pinned ? cudaMemoryTypeHost : cudaMemoryTypeUnregistered;
+		attr->device = pinned ? current_device : -2;
+		if (pinned)
+			attr->devicePointer = attr->hostPointer = (void *)ptr;
+		break;
+	case MEM_UNKNOWN:
+		/* inside a device range but not allocated: as CUDA, an error */
+		return fail(cudaErrorInvalidValue);
+	}
+	return cudaSuccess;
+}
+
+/* Check both ends of a copy against its kind; device ends must lie inside
+ * one live allocation. */
+static cudaError_t check_copy(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind)
+{
+	int ddev, sdev;
+	enum mem_kind dk = classify(dst, count ? count : 1, &ddev);
+	enum mem_kind sk = classify(src, count ? count : 1, &sdev);
+	bool d_dev = dk == MEM_DEVICE || dk == MEM_MANAGED;
+	bool s_dev = sk == MEM_DEVICE || sk == MEM_MANAGED;
+
+	if (dk == MEM_UNKNOWN || sk == MEM_UNKNOWN)
+		return cudaErrorInvalidValue;
+	switch (kind) {
+	case cudaMemcpyHostToHost: return (!d_dev || dk == MEM_MANAGED) && (!s_dev || sk == MEM_MANAGED) ? cudaSuccess : cudaErrorInvalidValue;
+	case cudaMemcpyHostToDevice: return d_dev && (!s_dev || sk == MEM_MANAGED) ? cudaSuccess : cudaErrorInvalidValue;
+	case cudaMemcpyDeviceToHost: return s_dev && (!d_dev || dk == MEM_MANAGED) ? cudaSuccess : cudaErrorInvalidValue;
+	case cudaMemcpyDeviceToDevice: return d_dev && s_dev ? cudaSuccess : cudaErrorInvalidValue;
+	case cudaMemcpyDefault: return cudaSuccess;
+	default: return cudaErrorInvalidMemcpyDirection;
+	}
+}
+
+EXPORT cudaError_t cudaMemcpy(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind)
+{
+	cudaError_t e;
+
+	if (count == 0)
+		return cudaSuccess;
+	if (!dst || !src)
+		return fail(cudaErrorInvalidValue);
+	e = check_copy(dst, src, count, kind);
+	if (e != cudaSuccess)
+		return fail(e);
+	memmove(dst, src, count);
+	return cudaSuccess;
+}
+
+EXPORT cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count,
+				   enum cudaMemcpyKind kind, cudaStream_t stream)
+{
+	(void)stream;
+	return cudaMemcpy(dst, src, count, kind);
+}
+
+EXPORT cudaError_t cudaMemcpyPeer(void *dst, int dstDevice, const void *src, int srcDevice,
+				  size_t count)
+{
+	if (!valid_device(dstDevice) || !valid_device(srcDevice))
+		return fail(cudaErrorInvalidDevice);
+	if (count && (simgpu_range_device(dst, count) != dstDevice ||
+		      simgpu_range_device(src, count) != srcDevice))
+		return fail(cudaErrorInvalidValue);
+	return cudaMemcpy(dst, src, count, cudaMemcpyDeviceToDevice);
+}
+
+EXPORT cudaError_t cudaMemcpyPeerAsync(void *dst, int dstDevice, const void *src, int srcDevice,
+				       size_t count, cudaStream_t stream)
+{
+	(void)stream;
+	return cudaMemcpyPeer(dst, dstDevice, src, srcDevice, count);
+}
+
+EXPORT cudaError_t cudaMemset(void *devPtr, int value, size_t count)
+{
+	if (count == 0)
+		return cudaSuccess;
+	if (simgpu_range_device(devPtr, count) < 0)
+		return fail(cudaErrorInvalidValue);
+	memset(devPtr, value, count);
+	return cudaSuccess;
+}
+
+EXPORT cudaError_t cudaMemsetAsync(void *devPtr, int value, size_t count, cudaStream_t stream)
+{
+	(void)stream;
+	return cudaMemset(devPtr, value, count);
+}
+
+/* ---- streams and events ---- */
+
+static bool stream_ok(cudaStream_t s)
+{
+	bool ok = false;
+
+	if (s == NULL || s == cudaStreamLegacy || s == cudaStreamPerThread)
+		return true;
+	pthread_mutex_lock(&lock);
+	for (struct sim_stream *p = streams; p; p = p->next)
+		if ((void *)p == (void *)s)
+			ok = true;
+	pthread_mutex_unlock(&lock);
+	return ok;
+}
+
+EXPORT cudaError_t cudaStreamCreateWithPriority(cudaStream_t *pStream, unsigned int flags,
+						int priority)
+{
+	struct sim_stream *s;
+
+	config();
+	if (!pStream)
+		return fail(cudaErrorInvalidValue);
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return fail(cudaErrorMemoryAllocation);
+	s->magic = STREAM_MAGIC;
+	s->device = current_device;
+	s->flags = flags;
+	s->priority = priority < -5 ? -5 : priority > 0 ? 0 : priority;
+	pthread_mutex_lock(&lock);
+	s->next = streams;
+	streams = s;
+	pthread_mutex_unlock(&lock);
+	*pStream = (cudaStream_t)s;
+	return cudaSuccess;
+}
+
+EXPORT cudaError_t cudaStreamCreateWithFlags(cudaStream_t *pStream, unsigned int flags)
+{
+	return cudaStreamCreateWithPriority(pStream, flags, 0);
+}
+
+EXPORT cudaError_t cudaStreamCreate(cudaStream_t *pStream)
+{
+	return cudaStreamCreateWithPriority(pStream, cudaStreamDefault, 0);
+}
+
+EXPORT cudaError_t cudaStreamDestroy(cudaStream_t stream)
+{
+	struct sim_stream *found = NULL;
+
+	pthread_mutex_lock(&lock);
+	for (struct sim_stream **link = &streams; *link; link = &(*link)->next) {
+		if ((void *)*link == (void *)stream) {
+			found = *link;
+			*link = found->next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&lock);
+	if (!found)
+		return fail(cudaErrorInvalidResourceHandle);
+	found->magic = 0;
+	free(found);
+	return cudaSuccess;
+}
+
+EXPORT cudaError_t cudaStreamGetPriority(cudaStream_t stream, int *priority)
+{
+	if (!priority || !stream_ok(stream))
+		return fail(cudaErrorInvalidResourceHandle);
+	*priority = (stream == NULL || stream == cudaStreamLegacy || stream == cudaStreamPerThread)
+			    ? 0 : ((struct sim_stream *)stream)->priority;
+	return cudaSuccess;
+}
+
+EXPORT cudaError_t cudaStreamSynchronize(cudaStream_t stream)
+{
+	return stream_ok(stream) ? cudaSuccess : fail(cudaErrorInvalidResourceHandle);
+}
+
+EXPORT cudaError_t cudaStreamQuery(cudaStream_t stream)
+{
+	return stream_ok(stream) ? cudaSuccess : fail(cudaErrorInvalidResourceHandle);
+}
+
+static bool event_ok(cudaEvent_t e)
+{
+	bool ok = false;
+
+	pthread_mutex_lock(&lock);
+	for (struct sim_event *p = events; p; p = p->next)
+		if ((void *)p == (void *)e)
+			ok = true;
+	pthread_mutex_unlock(&lock);
+	return ok;
+}
+
+EXPORT cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int flags)
+{
+	(void)flags;
+	if (!stream_ok(stream) || !event_ok(event))
+		return fail(cudaErrorInvalidResourceHandle);
+	return cudaSuccess;
+}
+
+EXPORT cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned int flags)
+{
+	struct sim_event *e;
+
+	if (!event)
+		return fail(cudaErrorInvalidValue);
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return fail(cudaErrorMemoryAllocation);
+	e->magic = EVENT_MAGIC;
+	e->flags = flags;
+	pthread_mutex_lock(&lock);
+	e->next = events;
+	events = e;
+	pthread_mutex_unlock(&lock);
+	*event = (cudaEvent_t)e;
+	return cudaSuccess;
+}
+
+EXPORT cudaError_t cudaEventCreate(cudaEvent_t *event)
+{
+	return cudaEventCreateWithFlags(event, cudaEventDefault);
+}
+
+EXPORT cudaError_t cudaEventDestroy(cudaEvent_t event)
+{
+	struct sim_event *found = NULL;
+
+	pthread_mutex_lock(&lock);
+	for (struct sim_event **link = &events; *link; link = &(*link)->next) {
+		if ((void *)*link == (void *)event) {
+			found = *link;
+			*link = found->next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&lock);
+	if (!found)
+		return fail(cudaErrorInvalidResourceHandle);
+	free(found);
+	return cudaSuccess;
+}
+
+EXPORT cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream)
+{
+	struct timespec ts;
+
+	if (!event_ok(event) || !stream_ok(stream))
+		return fail(cudaErrorInvalidResourceHandle);
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	((struct sim_event *)event)->when_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	((struct sim_event *)event)->recorded = true;
+	return cudaSuccess;
+}
+
+EXPORT cudaError_t cudaEventSynchronize(cudaEvent_t event)
+{
+	return event_ok(event) ? cudaSuccess : fail(cudaErrorInvalidResourceHandle);
+}
+
+EXPORT cudaError_t cudaEventQuery(cudaEvent_t event)
+{
+	return event_ok(event) ? cudaSuccess : fail(cudaErrorInvalidResourceHandle);
+}
+
+EXPORT cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end)
+{
+	struct sim_event *a = (struct sim_event *)start, *b = (struct sim_event *)end;
+
+	if (!ms)
+		return fail(cudaErrorInvalidValue);
+	if (!event_ok(start) || !event_ok(end))
+		return fail(cudaErrorInvalidResourceHandle);
+	if (!a->recorded || !b->recorded)
+		return fail(cudaErrorInvalidResourceHandle);
+	*ms = (float)((double)((int64_t)(b->when_ns - a->when_ns)) / 1e6);
+	return cudaSuccess;
+}

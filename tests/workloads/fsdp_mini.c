@@ -1,0 +1,733 @@
+/* SPDX-License-Identifier: MIT */
+/* fsdp_mini.c - bin/fsdp_mini: FSDP v1 as accelerate + transformers drive it,
+ * in C, on the real CUDA runtime and NCCL APIs.
+ *
+ * The model is an embedding (tied to the output head) plus L residual tanh
+ * blocks; each is an FSDP unit with one flat fp32 parameter. The run goes
+ * through the same stages as a transformers Trainer with FSDP v1:
+ *   from_pretrained with cpu_ram_efficient_loading: rank 0 builds weights in
+ *     pinned host memory, the other ranks hold them on "meta" (no storage);
+ *   FSDP wrap: per unit, materialise on device LOCAL_RANK, broadcast from
+ *     rank 0 (sync_module_states), keep a 1/N shard and free the full storage:
+ *     the module's original parameters now point at freed storage;
+ *   train step: root forward (lazy init creates the FSDP streams, all-gather
+ *     each unit before use), loss (all-reduce), backward (all-gather again,
+ *     reduce-scatter gradients), SGD on the shards.
+ * Arithmetic is done on the host on data copied back from the device, so the
+ * same binary is valid on a real GPU. --trainer-version picks the transformers
+ * behaviour: 4.53.0 trains the unwrapped module, as transformers 4.53.0 did.
+ *
+ * Environment: RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT (rank 0
+ * serves the ncclUniqueId over TCP, as torch's TCPStore would). */
+#include <arpa/inet.h>
+#include <cuda_runtime_api.h>
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <nccl.h>
+#include <netdb.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---- configuration and call accounting ---- */
+
+struct config {
+	const char *version;
+	int steps, layers, hidden, vocab, seq, batch;
+	double lr;
+	const char *counts_path;
+};
+
+static int rank, world = 1, local_rank;
+
+#define MAX_COUNTED 64
+static struct {
+	const char *name;
+	long calls;
+} counted[MAX_COUNTED];
+
+/* Count one call of `name` (a string literal: compared by address first). */
+static void count_call(const char *name)
+{
+	for (int i = 0; i < MAX_COUNTED; i++) {
+		if (!counted[i].name)
+			counted[i].name = name;
+		if (counted[i].name == name || strcmp(counted[i].name, name) == 0) {
+			counted[i].calls++;
+			return;
+		}
+	}
+}
+
+static void write_counts(const char *path)
+{
+	char file[4096];
+	FILE *f;
+
+	if (!path)
+		return;
+	snprintf(file, sizeof(file), "%s.rank%d", path, rank);
+	f = fopen(file, "w");
+	if (!f) {
+		fprintf(stderr, "fsdp_mini: cannot write %s: %s\n", file, strerror(errno));
+		return;
+	}
+	for (int i = 0; i < MAX_COUNTED && counted[i].name; i++)
+		fprintf(f, "%s %ld\n", counted[i].name, counted[i].calls);
+	fclose(f);
+}
+
+static const char *counts_path;
+
+__attribute__((noreturn)) static void die(int code)
+{
+	write_counts(counts_path);
+	exit(code);
+}
+
+static void cuda_failed(const char *call, cudaError_t e)
+{
+	fprintf(stderr, "fsdp_mini: rank %d: %s failed: %s (%s)\n", rank, call, cudaGetErrorName(e),
+		cudaGetErrorString(e));
+	die(1);
+}
+
+static void nccl_failed(const char *call, ncclResult_t r, ncclComm_t comm)
+{
+	fprintf(stderr, "fsdp_mini: rank %d: %s failed: %s (%s)\n", rank, call,
+		ncclGetErrorString(r), ncclGetLastError(comm));
+	die(1);
+}
+
+/* Every CUDA and NCCL call of the workload goes through these, so the test
+ * suite can compare what a tracer recorded with what was really called. */
+#define CUDA(fn, ...)                                                                  \
+	do {                                                                           \
+		cudaError_t e_;                                                        \
+		count_call(#fn);                                                       \
+		e_ = fn(__VA_ARGS__);                                                  \
+		if (e_ != cudaSuccess)                                                 \
+			cuda_failed(#fn, e_);                                          \
+	} while (0)
+#define NCCL(comm, fn, ...)                                                            \
+	do {                                                                           \
+		ncclResult_t r_;                                                       \
+		count_call(#fn);                                                       \
+		r_ = fn(__VA_ARGS__);                                                  \
+		if (r_ != ncclSuccess)                                                 \
+			nccl_failed(#fn, r_, comm);                                    \
+	} while (0)
+
+/* ---- bootstrap: share the ncclUniqueId like torch's TCPStore ---- */
+
+static int connect_retry(const char *host, const char *port, double timeout_s)
+{
+	struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM }, *ai;
+	struct timespec pause = { 0, 20 * 1000 * 1000 };
+
+	for (double waited = 0; waited < timeout_s; waited += 0.02) {
+		int fd;
+
+		if (getaddrinfo(host, port, &hints, &ai) != 0)
+			return -1;
+		fd = socket(AF_INET, SOCK_STREAM, 0);
+		if (fd >= 0 && connect(fd, ai->ai_addr, ai->ai_addrlen) == 0) {
+			freeaddrinfo(ai);
+			return fd;
+		}
+		if (fd >= 0)
+			close(fd);
+		freeaddrinfo(ai);
+		nanosleep(&pause, NULL);
+	}
+	return -1;
+}
+
+static bool full_io(int fd, void *buf, size_t n, bool writing)
+{
+	char *p = buf;
+
+	while (n) {
+		ssize_t k = writing ? write(fd, p, n) : read(fd, p, n);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return false;
+		p += k;
+		n -= (size_t)k;
+	}
+	return true;
+}
+
+static void share_unique_id(ncclUniqueId *id)
+{
+	const char *addr = getenv("MASTER_ADDR") ? getenv("MASTER_ADDR") : "127.0.0.1";
+	const char *port = getenv("MASTER_PORT") ? getenv("MASTER_PORT") : "29500";
+	int fd;
+
+	if (rank == 0) {
+		struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(port)),
+					 .sin_addr.s_addr = htonl(INADDR_ANY) };
+		int one = 1, ls = socket(AF_INET, SOCK_STREAM, 0);
+
+		setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		if (ls < 0 || bind(ls, (struct sockaddr *)&a, sizeof(a)) != 0 || listen(ls, world) != 0) {
+			fprintf(stderr, "fsdp_mini: rank 0: cannot listen on port %s: %s\n", port,
+				strerror(errno));
+			die(1);
+		}
+		for (int i = 1; i < world; i++) {
+			fd = accept(ls, NULL, NULL);
+			if (fd < 0 || !full_io(fd, id, sizeof(*id), true)) {
+				fprintf(stderr, "fsdp_mini: rank 0: bootstrap failed: %s\n", strerror(errno));
+				die(1);
+			}
+			close(fd);
+		}
+		close(ls);
+		return;
+	}
+	fd = connect_retry(addr, port, 60);
+	if (fd < 0 || !full_io(fd, id, sizeof(*id), false)) {
+		fprintf(stderr, "fsdp_mini: rank %d: cannot get the NCCL id from %s:%s\n", rank, addr,
+			port);
+		die(1);
+	}
+	close(fd);
+}
+
+/* ---- the model ---- */
+
+/* A parameter of the original (unwrapped) module: a view into its unit's
+ * flat parameter. After sharding, the storage is freed (storage_bytes 0). */
+struct param {
+	char name[64];
+	size_t offset, numel;
+};
+
+struct unit {
+	struct param params[2];
+	int nparams;
+	size_t numel, padded, shard;
+	float *host_init;     /* rank 0 after from_pretrained, pinned */
+	bool on_meta;         /* ranks != 0 after from_pretrained */
+	float *storage;       /* device storage of the original parameters */
+	size_t storage_bytes; /* 0 once FSDP freed it */
+	float *shard_dev, *grad_shard_dev;
+	float *host_full;     /* host copy of the gathered parameter */
+	double *grad;         /* host gradient of the full parameter */
+};
+
+struct model {
+	struct config cfg;
+	int nunits;
+	struct unit *units;
+	ncclComm_t comm;
+	cudaStream_t unshard_stream, post_backward_stream;
+	bool lazy_init_done;
+	float *scalar_dev;
+	long root_forwards;
+};
+
+static uint64_t lcg_state;
+
+static double lcg_uniform(void)
+{
+	lcg_state = lcg_state * 6364136223846793005ull + 1442695040888963407ull;
+	return (double)(lcg_state >> 11) / 9007199254740992.0;
+}
+
+static void build_units(struct model *m)
+{
+	int D = m->cfg.hidden, V = m->cfg.vocab;
+
+	m->nunits = 1 + m->cfg.layers;
+	m->units = calloc((size_t)m->nunits, sizeof(*m->units));
+	if (!m->units)
+		die(1);
+	snprintf(m->units[0].params[0].name, 64, "model.embed_tokens.weight");
+	m->units[0].params[0].numel = (size_t)V * D;
+	m->units[0].nparams = 1;
+	for (int l = 1; l < m->nunits; l++) {
+		struct unit *u = &m->units[l];
+
+		snprintf(u->params[0].name, 64, "model.layers.%d.mlp.weight", l - 1);
+		u->params[0].numel = (size_t)D * D;
+		snprintf(u->params[1].name, 64, "model.layers.%d.mlp.bias", l - 1);
+		u->params[1].offset = (size_t)D * D;
+		u->params[1].numel = (size_t)D;
+		u->nparams = 2;
+	}
+	for (int i = 0; i < m->nunits; i++) {
+		struct unit *u = &m->units[i];
+
+		for (int p = 0; p < u->nparams; p++)
+			u->numel += u->params[p].numel;
+		u->shard = (u->numel + (size_t)world - 1) / (size_t)world;
+		u->padded = u->shard * (size_t)world;
+		u->host_full = calloc(u->padded, sizeof(float));
+		u->grad = calloc(u->padded, sizeof(double));
+		if (!u->host_full || !u->grad)
+			die(1);
+	}
+}
+
+/* transformers from_pretrained with fsdp_cpu_ram_efficient_loading. */
+static void from_pretrained(struct model *m)
+{
+	int D = m->cfg.hidden;
+
+	lcg_state = 42;
+	for (int i = 0; i < m->nunits; i++) {
+		struct unit *u = &m->units[i];
+
+		if (rank != 0) {
+			u->on_meta = true;
+			continue;
+		}
+		CUDA(cudaMallocHost, (void **)&u->host_init, u->numel * sizeof(float));
+		for (size_t k = 0; k < u->numel; k++) {
+			double scale = i == 0 ? 1.0 : 1.0 / sqrt((double)D);
+			bool bias = i > 0 && k >= (size_t)D * D;
+
+			u->host_init[k] = bias ? 0.0f : (float)((lcg_uniform() * 2 - 1) * scale);
+		}
+	}
+}
+
+/* FSDP(model, sync_module_states=True, param_init_fn=...) per unit. */
+static void fsdp_wrap(struct model *m)
+{
+	for (int i = 0; i < m->nunits; i++) {
+		struct unit *u = &m->units[i];
+
+		CUDA(cudaMalloc, (void **)&u->storage, u->padded * sizeof(float));
+		u->storage_bytes = u->padded * sizeof(float);
+		if (u->on_meta)
+			CUDA(cudaMemset, u->storage, 0, u->padded * sizeof(float));
+		else
+			CUDA(cudaMemcpy, u->storage, u->host_init, u->numel * sizeof(float),
+			     cudaMemcpyHostToDevice);
+		NCCL(m->comm, ncclBroadcast, u->storage, u->storage, u->numel, ncclFloat32, 0,
+		     m->comm, NULL);
+		CUDA(cudaMalloc, (void **)&u->shard_dev, u->shard * sizeof(float));
+		CUDA(cudaMalloc, (void **)&u->grad_shard_dev, u->shard * sizeof(float));
+		CUDA(cudaMemcpy, u->shard_dev, u->storage + (size_t)rank * u->shard,
+		     u->shard * sizeof(float), cudaMemcpyDeviceToDevice);
+		/* FSDP frees the full storage: the module's parameters keep their
+		 * shapes but their storage is resized to 0 bytes. */
+		CUDA(cudaFree, u->storage);
+		u->storage_bytes = 0;
+		u->on_meta = false;
+		if (u->host_init) {
+			CUDA(cudaFreeHost, u->host_init);
+			u->host_init = NULL;
+		}
+	}
+	CUDA(cudaMalloc, (void **)&m->scalar_dev, sizeof(double));
+}
+
+/* FSDP unshard: all-gather the flat parameter and bring it to the host. */
+static void unshard(struct model *m, struct unit *u)
+{
+	float *full;
+
+	CUDA(cudaMalloc, (void **)&full, u->padded * sizeof(float));
+	NCCL(m->comm, ncclAllGather, u->shard_dev, full, u->shard, ncclFloat32, m->comm,
+	     m->unshard_stream);
+	CUDA(cudaMemcpy, u->host_full, full, u->padded * sizeof(float), cudaMemcpyDeviceToHost);
+	CUDA(cudaFree, full);
+}
+
+/* A module's own parameter access: what PyTorch checks at the first op. */
+static const float *param_data(const struct unit *u, int p)
+{
+	if (u->storage_bytes == 0 && u->params[p].numel > 0) {
+		fprintf(stderr, "fsdp_mini: rank %d: %s has %zu elements and no storage\n", rank,
+			u->params[p].name, u->params[p].numel);
+		fprintf(stderr, "RuntimeError: The tensor has a non-zero number of elements, but its data is not allocated yet.\n");
+		die(1);
+	}
+	return u->host_full + u->params[p].offset;
+}
+
+/* ---- arithmetic on the host ---- */
+
+struct batch {
+	int n, T;            /* sequences on this rank, tokens per sequence */
+	int *tok;            /* n*T */
+	double *h;           /* (L+1) * n*T * D activations */
+	double loss_sum;
+	long predictions;    /* global number of predicted tokens */
+};
+
+static void make_batch(const struct model *m, int step, struct batch *b)
+{
+	int V = m->cfg.vocab, per = m->cfg.batch / world;
+
+	b->n = per;
+	b->T = m->cfg.seq;
+	for (int s = 0; s < per; s++) {
+		int gs = rank * per + s;
+		uint64_t x = (uint64_t)(step * 7919 + gs * 104729) * 2654435761u;
+		int t0 = (int)(x % (uint64_t)V);
+
+		/* a learnable sequence: each token follows from the previous one */
+		for (int t = 0; t < b->T; t++)
+			b->tok[s * b->T + t] = (t0 + t * 3 + (t * t0) % 5) % V;
+	}
+	b->predictions = (long)m->cfg.batch * (b->T - 1);
+}
+
+/* Forward through the blocks with the gathered parameters; returns nothing,
+ * fills b->h. Called by the root forward after unsharding. */
+static void blocks_forward(struct model *m, struct batch *b)
+{
+	int D = m->cfg.hidden, N = b->n * b->T;
+	const float *E = param_data(&m->units[0], 0);
+
+	for (int i = 0; i < N; i++)
+		for (int d = 0; d < D; d++)
+			b->h[(size_t)i * D + d] = E[(size_t)b->tok[i] * D + d];
+	for (int l = 1; l < m->nunits; l++) {
+		struct unit *u = &m->units[l];
+		double *hin = b->h + (size_t)(l - 1) * N * D, *hout = b->h + (size_t)l * N * D;
+
+		unshard(m, u);
+		const float *W = param_data(u, 0), *bias = param_data(u, 1);
+
+		for (int i = 0; i < N; i++)
+			for (int o = 0; o < D; o++) {
+				double z = bias[o];
+
+				for (int k = 0; k < D; k++)
+					z += (double)W[(size_t)o * D + k] * hin[(size_t)i * D + k];
+				hout[(size_t)i * D + o] = hin[(size_t)i * D + o] + tanh(z);
+			}
+	}
+}
+
+/* Tied output head: loss and its gradient into the embedding's and hL's. */
+static void head_loss_backward(struct model *m, struct batch *b, double *dh)
+{
+	int D = m->cfg.hidden, V = m->cfg.vocab, N = b->n * b->T, L = m->nunits - 1;
+	const float *E = m->units[0].host_full;
+	double *gE = m->units[0].grad, *hL = b->h + (size_t)L * N * D;
+	double *p = malloc(sizeof(double) * (size_t)V);
+
+	if (!p)
+		die(1);
+	b->loss_sum = 0;
+	memset(dh, 0, sizeof(double) * (size_t)N * D);
+	for (int s = 0; s < b->n; s++)
+		for (int t = 0; t + 1 < b->T; t++) {
+			int i = s * b->T + t, target = b->tok[i + 1];
+			double mx = -1e300, z = 0;
+
+			for (int v = 0; v < V; v++) {
+				double a = 0;
+
+				for (int d = 0; d < D; d++)
+					a += (double)E[(size_t)v * D + d] * hL[(size_t)i * D + d];
+				p[v] = a;
+				mx = a > mx ? a : mx;
+			}
+			for (int v = 0; v < V; v++)
+				z += (p[v] = exp(p[v] - mx));
+			b->loss_sum += -log(p[target] / z);
+			for (int v = 0; v < V; v++) {
+				double g = (p[v] / z - (v == target)) / (double)b->predictions;
+
+				for (int d = 0; d < D; d++) {
+					gE[(size_t)v * D + d] += g * hL[(size_t)i * D + d];
+					dh[(size_t)i * D + d] += g * E[(size_t)v * D + d];
+				}
+			}
+		}
+	free(p);
+}
+
+/* Gradient of one block given dh at its output; dh becomes dh at its input. */
+static void block_backward(struct model *m, struct batch *b, int l, double *dh)
+{
+	int D = m->cfg.hidden, N = b->n * b->T;
+	struct unit *u = &m->units[l];
+	const float *W = u->host_full, *bias = W + (size_t)D * D;
+	double *hin = b->h + (size_t)(l - 1) * N * D, *gW = u->grad, *gb = u->grad + (size_t)D * D;
+	double *dz = malloc(sizeof(double) * (size_t)D);
+
+	if (!dz)
+		die(1);
+	for (int i = 0; i < N; i++) {
+		for (int o = 0; o < D; o++) {
+			double z = bias[o];
+
+			for (int k = 0; k < D; k++)
+				z += (double)W[(size_t)o * D + k] * hin[(size_t)i * D + k];
+			double a = tanh(z);
+
+			dz[o] = dh[(size_t)i * D + o] * (1 - a * a);
+			gb[o] += dz[o];
+			for (int k = 0; k < D; k++)
+				gW[(size_t)o * D + k] += dz[o] * hin[(size_t)i * D + k];
+		}
+		for (int k = 0; k < D; k++) {
+			double s = 0;
+
+			for (int o = 0; o < D; o++)
+				s += (double)W[(size_t)o * D + k] * dz[o];
+			dh[(size_t)i * D + k] += s;
+		}
+	}
+	free(dz);
+}
+
+/* FSDP post-backward hook: reduce-scatter the unit's gradient. */
+static void reduce_gradient(struct model *m, struct unit *u)
+{
+	float *full_grad, *tmp = malloc(u->padded * sizeof(float));
+
+	if (!tmp)
+		die(1);
+	for (size_t k = 0; k < u->padded; k++)
+		tmp[k] = (float)u->grad[k];
+	CUDA(cudaMalloc, (void **)&full_grad, u->padded * sizeof(float));
+	CUDA(cudaMemcpy, full_grad, tmp, u->padded * sizeof(float), cudaMemcpyHostToDevice);
+	NCCL(m->comm, ncclReduceScatter, full_grad, u->grad_shard_dev, u->shard, ncclFloat32,
+	     ncclSum, m->comm, m->post_backward_stream);
+	CUDA(cudaFree, full_grad);
+	free(tmp);
+	memset(u->grad, 0, u->padded * sizeof(double));
+}
+
+static void sgd_step(struct model *m)
+{
+	for (int i = 0; i < m->nunits; i++) {
+		struct unit *u = &m->units[i];
+		float *w = malloc(u->shard * sizeof(float)), *g = malloc(u->shard * sizeof(float));
+
+		if (!w || !g)
+			die(1);
+		CUDA(cudaMemcpy, w, u->shard_dev, u->shard * sizeof(float), cudaMemcpyDeviceToHost);
+		CUDA(cudaMemcpy, g, u->grad_shard_dev, u->shard * sizeof(float),
+		     cudaMemcpyDeviceToHost);
+		for (size_t k = 0; k < u->shard; k++)
+			w[k] -= (float)(m->cfg.lr * g[k]);
+		CUDA(cudaMemcpy, u->shard_dev, w, u->shard * sizeof(float), cudaMemcpyHostToDevice);
+		free(w);
+		free(g);
+	}
+}
+
+/* Global mean loss: all-reduce of this rank's sum. */
+static double global_loss(struct model *m, struct batch *b)
+{
+	double v = b->loss_sum;
+
+	CUDA(cudaMemcpy, m->scalar_dev, &v, sizeof(v), cudaMemcpyHostToDevice);
+	NCCL(m->comm, ncclAllReduce, m->scalar_dev, m->scalar_dev, 1, ncclFloat64, ncclSum,
+	     m->comm, NULL);
+	CUDA(cudaMemcpy, &v, m->scalar_dev, sizeof(v), cudaMemcpyDeviceToHost);
+	return v / (double)b->predictions;
+}
+
+/* FullyShardedDataParallel.forward of the root: lazy init on the first call,
+ * then unshard the root unit; the inner units unshard themselves. While the
+ * root runs, the module's parameters are views of the gathered data. */
+static void fsdp_root_forward(struct model *m, struct batch *b)
+{
+	if (!m->lazy_init_done) {
+		int least, greatest;
+
+		CUDA(cudaDeviceGetStreamPriorityRange, &least, &greatest);
+		CUDA(cudaStreamCreateWithPriority, &m->unshard_stream, cudaStreamNonBlocking, greatest);
+		CUDA(cudaStreamCreateWithFlags, &m->post_backward_stream, cudaStreamNonBlocking);
+		m->lazy_init_done = true;
+	}
+	m->root_forwards++;
+	unshard(m, &m->units[0]);
+	for (int i = 0; i < m->nunits; i++)
+		m->units[i].storage_bytes = m->units[i].padded * sizeof(float);
+	blocks_forward(m, b);
+}
+
+/* The unwrapped module's forward: its parameters' storage was freed by FSDP. */
+static void module_forward(struct model *m, struct batch *b)
+{
+	blocks_forward(m, b);
+}
+
+static void train_step(struct model *m, bool wrapped, int step, struct batch *b)
+{
+	int D = m->cfg.hidden, N = b->n * b->T;
+	double *dh = malloc(sizeof(double) * (size_t)N * D), loss;
+
+	if (!dh)
+		die(1);
+	make_batch(m, step, b);
+	if (wrapped)
+		fsdp_root_forward(m, b);
+	else
+		module_forward(m, b);
+	head_loss_backward(m, b, dh);
+	loss = global_loss(m, b);
+	for (int l = m->nunits - 1; l >= 1; l--) {
+		unshard(m, &m->units[l]); /* FULL_SHARD re-gathers in backward */
+		block_backward(m, b, l, dh);
+		reduce_gradient(m, &m->units[l]);
+	}
+	/* the embedding's input-side gradient */
+	for (int i = 0; i < N; i++)
+		for (int d = 0; d < D; d++)
+			m->units[0].grad[(size_t)b->tok[i] * D + d] += dh[(size_t)i * D + d];
+	reduce_gradient(m, &m->units[0]);
+	for (int i = 0; i < m->nunits; i++)
+		m->units[i].storage_bytes = 0; /* resharded */
+	sgd_step(m);
+	if (rank == 0)
+		printf("step %d loss %.4f\n", step, loss);
+	fflush(stdout);
+	free(dh);
+}
+
+/* transformers.Trainer._inner_training_loop: which module gets trained. */
+static bool trainer_uses_wrapped(const char *version)
+{
+	return strcmp(version, "4.53.0") != 0 && strcmp(version, "4.53.1") != 0;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: fsdp_mini [--trainer-version V] [--steps N] [--layers L] [--hidden D]\n"
+		"                 [--vocab V] [--seq T] [--batch B] [--lr X] [--call-counts PATH]\n"
+		"\n"
+		"An FSDP v1 training job (embedding + L blocks, one FSDP unit each) on the\n"
+		"CUDA runtime and NCCL, one process per rank (start it with rt-launch or\n"
+		"torchrun: RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT).\n"
+		"\n"
+		"  --trainer-version V  transformers behaviour to model (default 4.52.4):\n"
+		"                       4.52.4, 4.53.2: the Trainer runs the FSDP-wrapped model;\n"
+		"                       4.53.0, 4.53.1: it runs the unwrapped module and every\n"
+		"                       rank fails at the embedding, as transformers 4.53.0 did\n"
+		"  --steps N            training steps (default 3)\n"
+		"  --batch B            global batch in sequences, divisible by the world size\n"
+		"                       (default 24); losses do not depend on the world size\n"
+		"  --call-counts PATH   write this rank's CUDA/NCCL call counts to PATH.rankN\n"
+		"\n"
+		"Rank 0 prints \"step <n> loss <value>\" per step.\n");
+}
+
+static bool parse_args(int argc, char **argv, struct config *c)
+{
+	static const struct option opts[] = {
+		{ "trainer-version", required_argument, NULL, 'v' },
+		{ "steps", required_argument, NULL, 's' },
+		{ "layers", required_argument, NULL, 'l' },
+		{ "hidden", required_argument, NULL, 'd' },
+		{ "vocab", required_argument, NULL, 'V' },
+		{ "seq", required_argument, NULL, 'T' },
+		{ "batch", required_argument, NULL, 'b' },
+		{ "lr", required_argument, NULL, 'r' },
+		{ "call-counts", required_argument, NULL, 'c' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int o;
+
+	*c = (struct config){ "4.52.4", 3, 2, 16, 32, 8, 24, 0.5, NULL };
+	while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (o) {
+		case 'v': c->version = optarg; break;
+		case 's': c->steps = atoi(optarg); break;
+		case 'l': c->layers = atoi(optarg); break;
+		case 'd': c->hidden = atoi(optarg); break;
+		case 'V': c->vocab = atoi(optarg); break;
+		case 'T': c->seq = atoi(optarg); break;
+		case 'b': c->batch = atoi(optarg); break;
+		case 'r': c->lr = atof(optarg); break;
+		case 'c': c->counts_path = optarg; break;
+		case 'h': usage(stdout); exit(0);
+		default: usage(stderr); return false;
+		}
+	}
+	if (strcmp(c->version, "4.52.4") && strcmp(c->version, "4.53.0") &&
+	    strcmp(c->version, "4.53.1") && strcmp(c->version, "4.53.2")) {
+		fprintf(stderr, "fsdp_mini: unknown --trainer-version %s (known: 4.52.4 4.53.0 4.53.1 4.53.2)\n",
+			c->version);
+		return false;
+	}
+	if (c->steps < 0 || c->layers < 0 || c->hidden < 1 || c->vocab < 2 || c->seq < 2 ||
+	    c->batch < 1) {
+		fprintf(stderr, "fsdp_mini: sizes must be positive\n");
+		return false;
+	}
+	return true;
+}
+
+int main(int argc, char **argv)
+{
+	struct model m = { 0 };
+	struct batch b;
+	ncclUniqueId id;
+	const char *s;
+	bool wrapped;
+
+	if (!parse_args(argc, argv, &m.cfg))
+		return 2;
+	counts_path = m.cfg.counts_path;
+	if ((s = getenv("RANK")))
+		rank = atoi(s);
+	if ((s = getenv("WORLD_SIZE")))
+		world = atoi(s);
+	local_rank = (s = getenv("LOCAL_RANK")) ? atoi(s) : rank;
+	if (world < 1 || rank < 0 || rank >= world) {
+		fprintf(stderr, "fsdp_mini: bad RANK=%d / WORLD_SIZE=%d\n", rank, world);
+		return 2;
+	}
+	if (m.cfg.batch % world) {
+		fprintf(stderr, "fsdp_mini: --batch %d is not divisible by WORLD_SIZE %d\n",
+			m.cfg.batch, world);
+		return 2;
+	}
+	/* accelerate: torch.cuda.set_device(LOCAL_RANK) */
+	CUDA(cudaSetDevice, local_rank);
+	if (rank == 0)
+		NCCL(NULL, ncclGetUniqueId, &id);
+	if (world > 1)
+		share_unique_id(&id);
+	NCCL(NULL, ncclCommInitRank, &m.comm, world, id, rank);
+
+	build_units(&m);
+	from_pretrained(&m);
+	fsdp_wrap(&m);
+	wrapped = trainer_uses_wrapped(m.cfg.version);
+
+	b.n = m.cfg.batch / world;
+	b.T = m.cfg.seq;
+	b.tok = calloc((size_t)b.n * m.cfg.seq, sizeof(int));
+	b.h = calloc((size_t)(m.nunits) * b.n * m.cfg.seq * m.cfg.hidden, sizeof(double));
+	if (!b.tok || !b.h)
+		die(1);
+	for (int step = 1; step <= m.cfg.steps; step++)
+		train_step(&m, wrapped, step, &b);
+
+	for (int i = 0; i < m.nunits; i++) {
+		CUDA(cudaFree, m.units[i].shard_dev);
+		CUDA(cudaFree, m.units[i].grad_shard_dev);
+	}
+	CUDA(cudaFree, m.scalar_dev);
+	if (m.lazy_init_done) {
+		CUDA(cudaStreamDestroy, m.unshard_stream);
+		CUDA(cudaStreamDestroy, m.post_backward_stream);
+	}
+	NCCL(m.comm, ncclCommDestroy, m.comm);
+	die(0);
+}
