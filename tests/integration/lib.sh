@@ -1,0 +1,13 @@
+# lib.sh - helpers for integration tests: sourced, with the build dir as $1.
+set -uo pipefail
+B=$(cd "$1" && pwd)
+SIM="$B/sim"
+T=$(mktemp -d "${TMPDIR:-/tmp}/rt-test.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+failures=0
+checks=0
+ok()   { checks=$((checks + 1)); echo "ok - $*"; }
+bad()  { checks=$((checks + 1)); failures=$((failures + 1)); echo "FAIL - $*"; }
+check() { local what=$1; shift; if "$@"; then ok "$what"; else bad "$what"; fi; }
+finish() { echo "$((checks - failures)) passed, $failures failed"; [ "$failures" -eq 0 ]; }
+sim() { LD_LIBRARY_PATH="$SIM${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$@"; }

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# test_fsdp_mini.sh - fsdp_mini and rt-launch on the simulated cluster and on
+# NVIDIA's real libraries (driverless here).
+source "$(dirname "$0")/lib.sh"
+
+for n in 1 2 4; do
+  sim "$B/bin/rt-launch" -n $n "$B/bin/fsdp_mini" --trainer-version 4.52.4 --steps 4 \
+    > "$T/healthy.$n" 2> "$T/healthy.$n.err"
+  check "4.52.4 on $n ranks exits 0" [ $? -eq 0 ]
+  grep '^\[rank0\]:step' "$T/healthy.$n" | sed 's/^\[rank0\]://' > "$T/loss.$n"
+  check "4.52.4 on $n ranks prints 4 steps" [ "$(wc -l < "$T/loss.$n")" -eq 4 ]
+done
+check "same losses on 1, 2 and 4 ranks" cmp -s "$T/loss.1" "$T/loss.2"
+check "same losses on 1 and 4 ranks" cmp -s "$T/loss.1" "$T/loss.4"
+first=$(awk 'NR==1{print $4}' "$T/loss.1"); last=$(awk 'END{print $4}' "$T/loss.1")
+check "loss decreases ($first -> $last)" awk -v a="$first" -v b="$last" 'BEGIN{exit !(b < a)}'
+check "loss has 4 decimals" grep -qE '^step 1 loss [0-9]+\.[0-9]{4}$' "$T/loss.1"
+
+sim "$B/bin/rt-launch" -n 4 "$B/bin/fsdp_mini" --trainer-version 4.53.2 --steps 2 > "$T/fixed" 2>&1
+check "4.53.2 is healthy again" [ $? -eq 0 ]
+
+sim "$B/bin/rt-launch" -n 4 "$B/bin/fsdp_mini" --trainer-version 4.53.0 --steps 2 > "$T/broken" 2>&1
+rc=$?
+check "4.53.0: launcher exits non-zero ($rc)" [ $rc -ne 0 ]
+for r in 0 1 2 3; do
+  check "4.53.0: rank $r prints the exact error" \
+    grep -qxF "[rank$r]:RuntimeError: The tensor has a non-zero number of elements, but its data is not allocated yet." "$T/broken"
+done
+check "4.53.0: no step completes" bash -c "! grep -q 'step 1 loss' '$T/broken'"
+
+# NVIDIA's libraries, no driver: a clean CUDA error, not a crash.
+env -u LD_LIBRARY_PATH "$B/bin/fsdp_mini" > "$T/real" 2>&1
+rc=$?
+check "real libcudart: exit status 1, not a signal ($rc)" [ $rc -eq 1 ]
+check "real libcudart: message names the CUDA error" grep -qE 'cudaError[A-Za-z]+ \(' "$T/real"
+check "real libcudart is the one loaded" bash -c "env -u LD_LIBRARY_PATH ldd '$B/bin/fsdp_mini' | grep libcudart | grep -vq '$SIM'"
+check "no rpath to sim/ in fsdp_mini" bash -c "! readelf -d '$B/bin/fsdp_mini' | grep -E 'RPATH|RUNPATH' | grep -q sim"
+
+# rt-launch: environment, prefixes, failure propagation.
+"$B/bin/rt-launch" -n 3 sh -c 'echo "$RANK/$LOCAL_RANK/$WORLD_SIZE/$LOCAL_WORLD_SIZE $MASTER_ADDR"' > "$T/env" 2>&1
+check "rt-launch sets torchrun's environment" grep -qxF "[rank2]:2/2/3/3 127.0.0.1" "$T/env"
+start=$(date +%s)
+"$B/bin/rt-launch" -n 3 --grace 1 --monitor-interval 0.2 sh -c '[ "$RANK" = 1 ] && exit 7; exec sleep 60' > "$T/fail" 2>&1
+rc=$?
+check "rt-launch returns the failing rank's status ($rc)" [ $rc -eq 7 ]
+check "rt-launch stops the other ranks quickly" [ $(( $(date +%s) - start )) -lt 10 ]
+"$B/bin/rt-launch" -n 2 --grace 1 --monitor-interval 0.2 sh -c '[ "$RANK" = 0 ] && kill -SEGV $$; exec sleep 60' > /dev/null 2>&1
+check "rt-launch reports a signal as 128+sig" [ $? -eq 139 ]
+"$B/bin/rt-launch" > /dev/null 2>&1
+check "rt-launch without a command is a usage error" [ $? -eq 2 ]
+finish
