@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: MIT */
+/* rank.h - who this process is in the job, and where its trace goes. */
+#ifndef RT_RANK_H
+#define RT_RANK_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct rt_tr_rank_info {
+	int rank, local_rank, world_size; /* -1 when unknown */
+	const char *source;               /* "env:RANK", "env:SLURM_PROCID", ..., "nccl", "pid" */
+	char dir[4096];                   /* DIR/rank-NNNNN or DIR/rank-pPID */
+};
+
+struct rt_tr_config {
+	char dir[4096];      /* RANKTRACE_DIR */
+	uint64_t max_bytes;  /* RANKTRACE_MAX_SIZE per rank process, 0: no cap */
+	char run_id[64];     /* RANKTRACE_RUN_ID */
+};
+
+extern struct rt_tr_rank_info rt_tr_rank;
+extern struct rt_tr_config rt_tr_config;
+
+/* Rank identity from the launcher's environment (torchrun/accelerate, Slurm,
+ * Open MPI, PMI); rank -1 and source "pid" when there is none. */
+void rt_tr_rank_init(void);
+
+/* Parse an environment into rank info (testable without a process). */
+void rt_tr_rank_parse(const char *(*get)(const char *), struct rt_tr_rank_info *r);
+
+/* mkdir the rank directory; derive the trace uuid from run id and rank. */
+int rt_tr_rank_dir_create(uint8_t uuid[16]);
+
+/* writer.c */
+int rt_tr_write_metadata(const char *dir, bool replace);
+void rt_tr_stream_forget_inherited(void);
+
+#endif

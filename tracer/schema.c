@@ -1,0 +1,200 @@
+/* SPDX-License-Identifier: MIT */
+/* schema.c - descriptor table and CTF 1.8 metadata, expanded from the .def files.
+ *
+ * Pure data and formatting: no allocation, no locks, thread-safe. Used by the
+ * tracer (metadata at a rank's first event) and the viewer (decoding). */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "schema.h"
+
+/* Field lists with their offsets: F and O alike. */
+#define F(k, n, e) { #n, RT_K_##k, 0 },
+#define O(k, n, e) { #n, RT_K_##k, 0 },
+#define RT_API(name, ret, params, args, fail, dev, after, fields) \
+	static struct rt_field fields_##name[] = { fields { NULL, 0, 0 } };
+#define RT_EVENT(name, params, fields) \
+	static struct rt_field fields_##name[] = { fields { NULL, 0, 0 } };
+#include "cuda_api.def"
+#include "nccl_api.def"
+#include "events.def"
+#undef RT_API
+#undef RT_EVENT
+#undef F
+#undef O
+
+#define F(k, n, e) +1
+#define O(k, n, e) +1
+#define RT_API(name, ret, params, args, fail, dev, after, fields) \
+	[RT_ID_##name] = { #name, LIB, 0 fields, RT_SIZE_##name, fields_##name },
+#define RT_EVENT(name, params, fields) \
+	[RT_ID_##name] = { #name, RT_LIB_TRACER, 0 fields, RT_SIZE_##name, fields_##name },
+const struct rt_event_desc rt_events[RT_ID_COUNT] = {
+#define LIB RT_LIB_CUDA
+#include "cuda_api.def"
+#undef LIB
+#define LIB RT_LIB_NCCL
+#include "nccl_api.def"
+#undef LIB
+#include "events.def"
+};
+#undef RT_API
+#undef RT_EVENT
+#undef F
+#undef O
+
+size_t rt_kind_size(enum rt_kind k)
+{
+	static const uint8_t sizes[] = { RT_SZ_PTR, RT_SZ_U64, RT_SZ_U32, RT_SZ_I32, RT_SZ_U8, RT_SZ_I8 };
+
+	return (unsigned)k < sizeof(sizes) ? sizes[k] : 0;
+}
+
+/* Offsets are a running sum; computed once (constructor), then read-only. */
+__attribute__((constructor)) static void compute_offsets(void)
+{
+	for (unsigned id = 0; id < RT_ID_COUNT; id++) {
+		struct rt_field *f = (struct rt_field *)rt_events[id].fields;
+		unsigned off = 0;
+
+		for (unsigned i = 0; f && i < rt_events[id].nfields; i++) {
+			f[i].offset = (uint8_t)off;
+			off += (unsigned)rt_kind_size(f[i].kind);
+		}
+	}
+}
+
+int rt_field_index(unsigned id, const char *name)
+{
+	if (id >= RT_ID_COUNT)
+		return -1;
+	for (int i = 0; i < rt_events[id].nfields; i++)
+		if (strcmp(rt_events[id].fields[i].name, name) == 0)
+			return i;
+	return -1;
+}
+
+int64_t rt_field_get(unsigned id, const uint8_t *fields, int i)
+{
+	const struct rt_field *f = &rt_events[id].fields[i];
+	const uint8_t *p = fields + f->offset;
+	uint64_t u = 0;
+
+	switch (f->kind) {
+	case RT_K_PTR: case RT_K_U64: memcpy(&u, p, 8); return (int64_t)u;
+	case RT_K_U32: { uint32_t v; memcpy(&v, p, 4); return v; }
+	case RT_K_I32: { int32_t v; memcpy(&v, p, 4); return v; }
+	case RT_K_U8: return *p;
+	case RT_K_I8: return (int8_t)*p;
+	}
+	return 0;
+}
+
+struct out {
+	char *buf;
+	size_t n, len;
+	int overflow;
+};
+
+static void put(struct out *o, const char *fmt, ...)
+{
+	va_list ap;
+	int k;
+
+	va_start(ap, fmt);
+	k = vsnprintf(o->buf + o->len, o->len < o->n ? o->n - o->len : 0, fmt, ap);
+	va_end(ap);
+	if (k < 0 || o->len + (size_t)k >= o->n)
+		o->overflow = 1;
+	else
+		o->len += (size_t)k;
+}
+
+static const char *tsdl_type(enum rt_kind k)
+{
+	switch (k) {
+	case RT_K_PTR: return "hex64";
+	case RT_K_U64: return "uint64";
+	case RT_K_U32: return "uint32";
+	case RT_K_I32: return "int32";
+	case RT_K_U8: return "uint8";
+	default: return "int8";
+	}
+}
+
+/* Escape a string for a TSDL string literal (hostnames are not trusted). */
+static void put_escaped(struct out *o, const char *s)
+{
+	put(o, "\"");
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			put(o, "\\%c", *s);
+		else if ((unsigned char)*s < 0x20 || (unsigned char)*s > 0x7e)
+			put(o, "?");
+		else
+			put(o, "%c", *s);
+	}
+	put(o, "\"");
+}
+
+long rt_schema_tsdl(char *buf, size_t n, const struct rt_trace_env *env)
+{
+	struct out o = { buf, n, 0, 0 };
+	const uint8_t *u = env->uuid;
+	char uuid[40];
+
+	snprintf(uuid, sizeof(uuid),
+		 "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0], u[1],
+		 u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14],
+		 u[15]);
+	put(&o, "/* CTF 1.8 */\n\n"
+		"typealias integer { size = 8; align = 8; signed = false; } := uint8;\n"
+		"typealias integer { size = 8; align = 8; signed = true; } := int8;\n"
+		"typealias integer { size = 16; align = 8; signed = false; } := uint16;\n"
+		"typealias integer { size = 16; align = 8; signed = true; } := int16;\n"
+		"typealias integer { size = 32; align = 8; signed = false; } := uint32;\n"
+		"typealias integer { size = 32; align = 8; signed = true; } := int32;\n"
+		"typealias integer { size = 40; align = 8; signed = false; } := uint40;\n"
+		"typealias integer { size = 64; align = 8; signed = false; } := uint64;\n"
+		"typealias integer { size = 64; align = 8; signed = false; base = 16; } := hex64;\n"
+		"typealias integer { size = 32; align = 8; signed = false; map = clock.monotonic.value; } := clock32;\n"
+		"typealias integer { size = 64; align = 8; signed = false; map = clock.monotonic.value; } := clock64;\n\n");
+	put(&o, "trace {\n\tmajor = 1;\n\tminor = 8;\n\tuuid = \"%s\";\n\tbyte_order = le;\n"
+		"\tpacket.header := struct {\n\t\tuint32 magic;\n\t\tuint8 uuid[16];\n"
+		"\t\tuint32 stream_id;\n\t\tuint64 stream_instance_id;\n\t} align(8);\n};\n\n", uuid);
+	put(&o, "env {\n\ttracer_name = \"ranktrace\";\n\tranktrace_schema = %d;\n\thostname = ",
+	    RT_SCHEMA_VERSION);
+	put_escaped(&o, env->hostname);
+	put(&o, ";\n\tpid = %d;\n\trank = %d;\n\tlocal_rank = %d;\n\tworld_size = %d;\n"
+		"\trank_source = ", env->pid, env->rank, env->local_rank, env->world_size);
+	put_escaped(&o, env->rank_source ? env->rank_source : "unknown");
+	put(&o, ";\n\tpacket_bytes = %" PRIu64 ";\n};\n\n", env->packet_bytes);
+	put(&o, "clock {\n\tname = \"monotonic\";\n\tuuid = \"%s\";\n"
+		"\tdescription = \"CLOCK_MONOTONIC, ns\";\n\tfreq = 1000000000;\n"
+		"\tprecision = 1;\n\toffset_s = %" PRId64 ";\n\toffset = %" PRId64 ";\n"
+		"\tabsolute = false;\n};\n\n", env->clock_uuid[0] ? env->clock_uuid : uuid,
+	    env->clock_offset_s, env->clock_offset_ns);
+	put(&o, "stream {\n\tid = 0;\n\tpacket.context := struct {\n"
+		"\t\tclock64 timestamp_begin;\n\t\tclock64 timestamp_end;\n"
+		"\t\tuint64 content_size;\n\t\tuint64 packet_size;\n"
+		"\t\tuint64 events_discarded;\n\t\tuint32 pid;\n\t\tuint32 tid;\n\t} align(8);\n"
+		"\tevent.header := struct {\n"
+		"\t\tenum : uint16 { compact = 0 ... 65534, extended = 65535 } id;\n"
+		"\t\tvariant <id> {\n\t\t\tstruct { clock32 timestamp; } compact;\n"
+		"\t\t\tstruct { uint32 id; clock64 timestamp; } extended;\n\t\t} v;\n"
+		"\t} align(8);\n};\n\n");
+	for (unsigned id = 0; id < RT_ID_COUNT; id++) {
+		const struct rt_event_desc *d = &rt_events[id];
+
+		put(&o, "event {\n\tname = \"%s\";\n\tid = %u;\n\tstream_id = 0;\n"
+			"\tfields := struct {\n\t\tuint40 _dur_ns;\n\t\tint16 _ret;\n\t\tint8 _cur_dev;\n",
+		    d->name, id);
+		for (unsigned i = 0; i < d->nfields; i++)
+			/* CTF drops one leading underscore: field names may be keywords (stream) */
+			put(&o, "\t\t%s _%s;\n", tsdl_type(d->fields[i].kind), d->fields[i].name);
+		put(&o, "\t} align(8);\n};\n\n");
+	}
+	return o.overflow ? -1 : (long)o.len;
+}

@@ -1,0 +1,126 @@
+/* SPDX-License-Identifier: MIT */
+/* schema.h - the event schema: ids, sizes, field descriptors, trace layout.
+ *
+ * The one contract between the tracer (writer), the CTF metadata and the
+ * viewer (reader). Everything here is expanded from tracer/cuda_api.def,
+ * tracer/nccl_api.def and tracer/events.def; nothing is written twice.
+ *
+ * On-disk layout of one event (little-endian, byte-aligned):
+ *   header   id:u16, then ts:u32 (compact) -- or, when id == 0xffff,
+ *            id:u32, ts:u64 (extended; used when the 32-bit delta would wrap)
+ *   common   dur_ns:u40 (RT_DUR_PENDING while the call has not returned),
+ *            ret:i16 (the call's result), cur_dev:i8 (device it ran on)
+ *   fields   as declared, each of a fixed size
+ * A packet starts with RT_PACKET_HEADER_BYTES of header and context. */
+#ifndef RT_SCHEMA_H
+#define RT_SCHEMA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define RT_SCHEMA_VERSION 1
+#define RT_CTF_MAGIC 0xC1FC1FC1u
+#define RT_DUR_PENDING 0xffffffffffull /* 40 bits: the call never returned */
+#define RT_DUR_MAX (RT_DUR_PENDING - 1)
+#define RT_COMMON_BYTES 8
+#define RT_HEADER_COMPACT_BYTES 6
+#define RT_HEADER_EXTENDED_BYTES 14
+#define RT_EXTENDED_ID 0xffffu
+
+/* packet header (32 bytes) + packet context (48 bytes) */
+#define RT_PACKET_HEADER_BYTES 80
+#define RT_PKT_OFF_TS_BEGIN 32
+#define RT_PKT_OFF_TS_END 40
+#define RT_PKT_OFF_CONTENT 48
+#define RT_PKT_OFF_SIZE 56
+#define RT_PKT_OFF_DISCARDED 64
+#define RT_PKT_OFF_PID 72
+#define RT_PKT_OFF_TID 76
+
+enum rt_kind { RT_K_PTR, RT_K_U64, RT_K_U32, RT_K_I32, RT_K_U8, RT_K_I8 };
+#define RT_SZ_PTR 8
+#define RT_SZ_U64 8
+#define RT_SZ_U32 4
+#define RT_SZ_I32 4
+#define RT_SZ_U8 1
+#define RT_SZ_I8 1
+
+enum rt_lib { RT_LIB_CUDA, RT_LIB_NCCL, RT_LIB_TRACER };
+
+enum rt_event_id {
+#define RT_API(name, ...) RT_ID_##name,
+#define RT_EVENT(name, ...) RT_ID_##name,
+#include "cuda_api.def"
+	RT_ID_FIRST_NCCL,
+	RT_ID_NCCL_BASE = RT_ID_FIRST_NCCL - 1,
+#include "nccl_api.def"
+	RT_ID_FIRST_TRACER,
+	RT_ID_TRACER_BASE = RT_ID_FIRST_TRACER - 1,
+#include "events.def"
+#undef RT_API
+#undef RT_EVENT
+	RT_ID_COUNT
+};
+
+/* Payload bytes (after the common part) of each event, at compile time. */
+enum rt_event_size {
+#define F(k, n, e) +RT_SZ_##k
+#define O(k, n, e) +RT_SZ_##k
+#define RT_API(name, ret, params, args, fail, dev, after, fields) RT_SIZE_##name = 0 fields,
+#define RT_EVENT(name, params, fields) RT_SIZE_##name = 0 fields,
+#include "cuda_api.def"
+#include "nccl_api.def"
+#include "events.def"
+#undef RT_API
+#undef RT_EVENT
+#undef F
+#undef O
+	RT_SIZE_MAX_PAYLOAD = 96
+};
+
+#define RT_EVENT_MAX_BYTES (RT_HEADER_EXTENDED_BYTES + RT_COMMON_BYTES + RT_SIZE_MAX_PAYLOAD)
+
+struct rt_field {
+	const char *name;
+	uint8_t kind;
+	uint8_t offset; /* from the start of the fields */
+};
+
+struct rt_event_desc {
+	const char *name;
+	uint8_t lib;
+	uint8_t nfields;
+	uint16_t size; /* payload bytes after the common part */
+	const struct rt_field *fields;
+};
+
+/* Indexed by enum rt_event_id (dense: CUDA ids, then NCCL from
+ * RT_ID_FIRST_NCCL, then the tracer's own from RT_ID_FIRST_TRACER). */
+extern const struct rt_event_desc rt_events[RT_ID_COUNT];
+
+size_t rt_kind_size(enum rt_kind k);
+
+/* Field index by name in an event, or -1. */
+int rt_field_index(unsigned id, const char *name);
+
+/* Read field i of an event's payload (fields part) as an integer. */
+int64_t rt_field_get(unsigned id, const uint8_t *fields, int i);
+
+/* Trace-wide facts written into the CTF metadata `env` block. */
+struct rt_trace_env {
+	char hostname[64];
+	int pid;
+	int rank, local_rank, world_size;
+	const char *rank_source; /* "env:RANK", "env:SLURM_PROCID", "nccl", "pid" */
+	int64_t clock_offset_s;  /* wall clock = monotonic + offset */
+	int64_t clock_offset_ns;
+	uint8_t uuid[16];        /* this trace (rank) */
+	char clock_uuid[40];     /* the host's boot_id: one clock domain per boot */
+	uint64_t packet_bytes;
+};
+
+/* Write the CTF 1.8 TSDL metadata for this schema. Returns the length, or
+ * -1 when buf is too small. */
+long rt_schema_tsdl(char *buf, size_t n, const struct rt_trace_env *env);
+
+#endif

@@ -1,0 +1,246 @@
+/* SPDX-License-Identifier: MIT */
+/* tracer.c - libranktrace.so set-up: configuration, symbol resolution, fork,
+ * process exit and fatal signals.
+ *
+ * The constructor only reads the environment (RANKTRACE_DIR,
+ * RANKTRACE_MAX_SIZE, RANKTRACE_RUN_ID); files appear at a process's first
+ * event (writer.c), so launcher processes that never touch CUDA or NCCL
+ * leave nothing behind. Without RANKTRACE_DIR the library passes every call
+ * through untouched.
+ *
+ * Real symbols are resolved at first call (Python loads libcudart long after
+ * this constructor) and cached by the caller: RTLD_NEXT first, then the
+ * already-loaded library by soname, which finds a libcudart that was loaded
+ * into a local scope (dlopen(RTLD_LOCAL), as torch's extension modules do).
+ *
+ * Never exits or aborts: failures warn once and pass through. */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "rank.h"
+#include "tracer.h"
+
+int rt_tr_off = 1;
+pid_t rt_tr_pid;
+int rt_tr_clock_tsc;
+uint64_t rt_tr_tsc0, rt_tr_mono0, rt_tr_tsc_mult;
+RT_TLS int rt_tr_depth;
+RT_TLS int rt_tr_cur_dev;
+RT_TLS struct rt_tr_stream *rt_tr_stream_tls;
+
+static int exit_recorded;
+static int warned_config;
+
+void rt_tr_ev_rt_exit(int status);
+void rt_tr_ev_rt_signal(int signo);
+
+void rt_tr_warn_once(int *flag, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	int n;
+
+	if (__atomic_exchange_n(flag, 1, __ATOMIC_RELAXED))
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	n = dprintf(STDERR_FILENO, "ranktrace: warning: %s\n", msg);
+	(void)n;
+}
+
+void rt_tr_saw_device(int device)
+{
+	rt_tr_cur_dev = device;
+}
+
+static const char *const sonames[][3] = {
+	[RT_LIB_CUDA] = { "libcudart.so.13", "libcudart.so.12", "libcudart.so" },
+	[RT_LIB_NCCL] = { "libnccl.so.2", "libnccl.so", NULL },
+	[RT_LIB_TRACER] = { NULL, NULL, NULL },
+};
+
+static void *self_base; /* load address of libranktrace.so */
+
+/* The real `name`, or NULL. Never returns one of our own wrappers. */
+void *rt_tr_resolve(const char *name, enum rt_lib lib)
+{
+	static int warned;
+	void *p = dlsym(RTLD_NEXT, name);
+	Dl_info info;
+
+	for (int i = 0; !p && i < 3 && sonames[lib][i]; i++) {
+		void *h = dlopen(sonames[lib][i], RTLD_NOW | RTLD_NOLOAD);
+
+		if (h) {
+			p = dlsym(h, name);
+			dlclose(h);
+		}
+	}
+	if (p && dladdr(p, &info) && info.dli_fbase == self_base)
+		p = NULL;
+	if (!p)
+		rt_tr_warn_once(&warned, "cannot find the real %s (is its library loaded?): "
+				"returning an error", name);
+	return p;
+}
+
+/* ---- process end ---- */
+
+typedef void (*exit_fn)(int);
+
+static void record_exit(int status)
+{
+	if (rt_tr_off || __atomic_exchange_n(&exit_recorded, 1, __ATOMIC_RELAXED))
+		return;
+	/* only a process that has a trace records how it ended */
+	if (rt_tr_stream_tls && rt_tr_stream_tls->pid == rt_tr_pid)
+		rt_tr_ev_rt_exit(status);
+}
+
+static exit_fn real_exit_fn(const char *name)
+{
+	return (exit_fn)dlsym(RTLD_NEXT, name);
+}
+
+RT_EXPORT void exit(int status)
+{
+	exit_fn real = real_exit_fn("exit");
+
+	record_exit(status);
+	if (real)
+		real(status);
+	_exit(status); /* not reached */
+}
+
+RT_EXPORT void _exit(int status)
+{
+	exit_fn real = real_exit_fn("_exit");
+
+	record_exit(status);
+	if (real)
+		real(status);
+	for (;;) /* not reached */
+		;
+}
+
+RT_EXPORT void _Exit(int status)
+{
+	exit_fn real = real_exit_fn("_Exit");
+
+	record_exit(status);
+	if (real)
+		real(status);
+	for (;;) /* not reached */
+		;
+}
+
+/* Returning from main reaches exit() inside libc, not through our symbol. */
+__attribute__((destructor)) static void at_unload(void)
+{
+	record_exit(-1);
+}
+
+/* ---- fatal signals: record, then the default action as before ---- */
+
+static const int fatal_signals[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM };
+
+static void on_fatal(int signo, siginfo_t *info, void *uc)
+{
+	int saved = errno;
+
+	(void)uc;
+	/* depth 1: we are inside tracer code, whose state may be half-written */
+	if (rt_tr_depth != 1 && !rt_tr_off && rt_tr_stream_tls &&
+	    rt_tr_stream_tls->pid == rt_tr_pid) {
+		__atomic_store_n(&exit_recorded, 1, __ATOMIC_RELAXED);
+		rt_tr_ev_rt_signal(signo);
+	}
+	errno = saved;
+	/* SA_RESETHAND restored the default: a fault re-executes and dies with
+	 * the same signal; a sent signal (si_code <= 0) is raised again. */
+	if (!info || info->si_code <= 0 || signo == SIGABRT || signo == SIGTERM)
+		raise(signo);
+}
+
+/* At a process's first event (writer.c), and only where the program left the
+ * default: never replace its handlers. */
+void rt_tr_install_signal_handlers(void)
+{
+	for (size_t i = 0; i < sizeof(fatal_signals) / sizeof(fatal_signals[0]); i++) {
+		struct sigaction old, sa = { 0 };
+
+		if (sigaction(fatal_signals[i], NULL, &old) != 0 || old.sa_handler != SIG_DFL ||
+		    (old.sa_flags & SA_SIGINFO))
+			continue;
+		sa.sa_sigaction = on_fatal;
+		sa.sa_flags = (int)(SA_SIGINFO | SA_RESETHAND | SA_NODEFER);
+		sigemptyset(&sa.sa_mask);
+		sigaction(fatal_signals[i], &sa, NULL);
+	}
+}
+
+/* ---- fork and configuration ---- */
+
+static void after_fork_child(void)
+{
+	rt_tr_pid = getpid();
+	exit_recorded = 0;
+	rt_tr_stream_forget_inherited();
+}
+
+static uint64_t parse_bytes(const char *s, bool *ok)
+{
+	char *end;
+	unsigned long long v = strtoull(s, &end, 10);
+
+	*ok = end != s;
+	switch (*end) {
+	case 'k': case 'K': v <<= 10; end++; break;
+	case 'm': case 'M': v <<= 20; end++; break;
+	case 'g': case 'G': v <<= 30; end++; break;
+	case '\0': break;
+	default: *ok = false;
+	}
+	if (*end && *end != 'B' && *end != 'i')
+		*ok = false;
+	return v;
+}
+
+__attribute__((constructor)) static void rt_tr_init(void)
+{
+	const char *dir = getenv("RANKTRACE_DIR"), *s;
+	Dl_info info;
+
+	if (dladdr((void *)rt_tr_resolve, &info))
+		self_base = info.dli_fbase;
+	rt_tr_pid = getpid();
+	pthread_atfork(NULL, NULL, after_fork_child);
+	if (!dir || !*dir)
+		return; /* loaded without `ranktrace run`: inert */
+	if (dir[0] != '/' || strlen(dir) >= sizeof(rt_tr_config.dir) - 64) {
+		rt_tr_warn_once(&warned_config, "RANKTRACE_DIR must be an absolute path shorter "
+				"than 4000 bytes: tracing is off");
+		return;
+	}
+	snprintf(rt_tr_config.dir, sizeof(rt_tr_config.dir), "%s", dir);
+	s = getenv("RANKTRACE_RUN_ID");
+	snprintf(rt_tr_config.run_id, sizeof(rt_tr_config.run_id), "%s", s ? s : "");
+	s = getenv("RANKTRACE_MAX_SIZE");
+	if (s && *s) {
+		bool ok;
+
+		rt_tr_config.max_bytes = parse_bytes(s, &ok);
+		if (!ok) {
+			rt_tr_warn_once(&warned_config, "RANKTRACE_MAX_SIZE=%s not understood "
+					"(e.g. 64M): no size cap", s);
+			rt_tr_config.max_bytes = 0;
+		}
+	}
+	rt_tr_off = 0;
+}

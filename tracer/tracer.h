@@ -1,0 +1,248 @@
+/* SPDX-License-Identifier: MIT */
+/* tracer.h - internals of libranktrace.so shared by its files; the hot path.
+ *
+ * Every interposed call goes: rt_tr_begin (reserve and write the event with
+ * its arguments, dur_ns = RT_DUR_PENDING, commit) -> the real function ->
+ * rt_tr_end (fill in result, duration and out-arguments in place, commit).
+ * A rank that dies inside a call therefore leaves that call in its trace,
+ * marked as never returned.
+ *
+ * The inline functions here take no lock, allocate nothing and format no
+ * string. The slow paths (first event of a thread, packet switch, size cap)
+ * live in writer.c. All state is per thread, except the read-mostly
+ * process configuration. */
+#ifndef RT_TRACER_H
+#define RT_TRACER_H
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/types.h>
+
+#include "schema.h"
+
+#define RT_EXPORT __attribute__((visibility("default")))
+#define RT_TLS __thread __attribute__((tls_model("initial-exec")))
+#define rt_unlikely(x) __builtin_expect(!!(x), 0)
+
+/* One thread's stream: a CTF stream file written one mmap'd packet at a time.
+ * In "scratch" mode (size cap reached, or tracing failed) events are written
+ * into buf and forgotten, so callers need no special case. */
+struct rt_tr_stream {
+	uint8_t *pkt;   /* current packet (mapped), or buf in scratch mode */
+	uint8_t *pos;   /* next free byte */
+	uint8_t *end;   /* end of the packet */
+	uint64_t last_ts;
+	uint64_t events;
+	uint64_t discarded;
+	uint8_t *last_real_pkt; /* newest mapped packet: discarded events are counted there */
+	uint8_t *prev_pkt;      /* the one before, unmapped at the next switch */
+	uint64_t pkt_index;
+	int fd;
+	pid_t pid;
+	pid_t tid;
+	bool scratch;
+	uint8_t buf[RT_PACKET_HEADER_BYTES + 2 * RT_EVENT_MAX_BYTES];
+};
+
+/* One call being recorded. */
+struct rt_tr_call {
+	struct rt_tr_stream *s;
+	uint8_t *common;  /* dur_ns, ret, cur_dev */
+	uint8_t *fields;  /* first field */
+	uint8_t *p;       /* field cursor */
+	uint64_t t0;
+	int errno_in, errno_out;
+	bool ok;
+};
+
+/* Process-wide, read-mostly. */
+extern int rt_tr_off;          /* 1: pass everything through untouched */
+extern pid_t rt_tr_pid;        /* our pid, updated after fork */
+extern int rt_tr_clock_tsc;    /* 1: timestamps from the TSC */
+extern uint64_t rt_tr_tsc0, rt_tr_mono0, rt_tr_tsc_mult; /* ns = mono0 + (tsc-tsc0)*mult>>32 */
+
+/* Per thread. depth: 0 outside, 1 in tracer code, 2 in the real function. */
+extern RT_TLS int rt_tr_depth;
+extern RT_TLS int rt_tr_cur_dev;
+extern RT_TLS struct rt_tr_stream *rt_tr_stream_tls;
+
+/* writer.c: slow paths */
+struct rt_tr_stream *rt_tr_stream_open(void);
+void rt_tr_stream_next(struct rt_tr_stream *s, uint64_t now, unsigned need);
+uint64_t rt_tr_clock_slow(void);
+/* tracer.c */
+void *rt_tr_resolve(const char *name, enum rt_lib lib);
+void rt_tr_warn_once(int *flag, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void rt_tr_saw_device(int device);
+void rt_tr_install_signal_handlers(void);
+/* comms.c */
+uint64_t rt_tr_id_hash(const void *unique_id);
+void rt_tr_comm_new(const void *comm, uint64_t id, int nranks, int rank);
+void rt_tr_comm_init_all(const void *comms, int ndev, const int *devlist);
+void rt_tr_comm_split(const void *parent, int color, const void *newcomm);
+void rt_tr_comm_forget(const void *comm);
+uint64_t rt_tr_comm_id(const void *comm);
+uint32_t rt_tr_coll_seq(const void *comm);
+uint32_t rt_tr_p2p_seq(const void *comm);
+int rt_tr_comm_device(const void *comm);
+/* rank.c */
+void rt_tr_rank_from_nccl(int rank, int nranks);
+
+static inline uint64_t rt_tr_now(void)
+{
+#if defined(__x86_64__)
+	if (rt_tr_clock_tsc) {
+		uint32_t lo, hi;
+
+		__asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+		return rt_tr_mono0 +
+		       (uint64_t)(((unsigned __int128)((((uint64_t)hi << 32) | lo) - rt_tr_tsc0) *
+				   rt_tr_tsc_mult) >> 32);
+	}
+#endif
+	return rt_tr_clock_slow();
+}
+
+static inline void rt_tr_put_PTR(struct rt_tr_call *c, const void *v)
+{
+	uint64_t u = (uint64_t)(uintptr_t)v;
+
+	memcpy(c->p, &u, 8);
+	c->p += 8;
+}
+
+static inline void rt_tr_put_U64(struct rt_tr_call *c, uint64_t v)
+{
+	memcpy(c->p, &v, 8);
+	c->p += 8;
+}
+
+static inline void rt_tr_put_U32(struct rt_tr_call *c, uint32_t v)
+{
+	memcpy(c->p, &v, 4);
+	c->p += 4;
+}
+
+static inline void rt_tr_put_I32(struct rt_tr_call *c, int32_t v)
+{
+	memcpy(c->p, &v, 4);
+	c->p += 4;
+}
+
+static inline void rt_tr_put_U8(struct rt_tr_call *c, uint8_t v)
+{
+	*c->p++ = v;
+}
+
+static inline void rt_tr_put_I8(struct rt_tr_call *c, int8_t v)
+{
+	*c->p++ = (uint8_t)v;
+}
+
+static inline void rt_tr_put_zero(struct rt_tr_call *c, unsigned n)
+{
+	memset(c->p, 0, n);
+	c->p += n;
+}
+
+static inline void rt_tr_commit(struct rt_tr_stream *s, uint64_t ts)
+{
+	uint64_t bits = (uint64_t)(s->pos - s->pkt) * 8, end;
+
+	memcpy(&end, s->pkt + RT_PKT_OFF_TS_END, 8);
+	if (ts > end)
+		memcpy(s->pkt + RT_PKT_OFF_TS_END, &ts, 8);
+	memcpy(s->pkt + RT_PKT_OFF_CONTENT, &bits, 8);
+}
+
+/* Start recording event `id` with `payload` field bytes. False: do not
+ * record (tracing off, or a call nested inside one being recorded). */
+static inline bool rt_tr_begin(struct rt_tr_call *c, unsigned id, unsigned payload, int dev)
+{
+	struct rt_tr_stream *s;
+	unsigned need = RT_HEADER_EXTENDED_BYTES + RT_COMMON_BYTES + payload;
+	uint64_t now;
+	uint8_t *p;
+
+	if (rt_tr_depth || rt_tr_off)
+		return false;
+	rt_tr_depth = 1;
+	c->errno_in = errno;
+	s = rt_tr_stream_tls;
+	if (rt_unlikely(!s || s->pid != rt_tr_pid))
+		s = rt_tr_stream_open();
+	now = rt_tr_now();
+	if (now < s->last_ts)
+		now = s->last_ts;
+	if (rt_unlikely(s->pos + need > s->end))
+		rt_tr_stream_next(s, now, need);
+	p = s->pos;
+	if (rt_unlikely(now - s->last_ts > 0xffffffffull)) {
+		uint16_t ext = RT_EXTENDED_ID;
+		uint32_t id32 = id;
+
+		memcpy(p, &ext, 2);
+		memcpy(p + 2, &id32, 4);
+		memcpy(p + 6, &now, 8);
+		p += RT_HEADER_EXTENDED_BYTES;
+	} else {
+		uint16_t id16 = (uint16_t)id;
+		uint32_t ts32 = (uint32_t)now;
+
+		memcpy(p, &id16, 2);
+		memcpy(p + 2, &ts32, 4);
+		p += RT_HEADER_COMPACT_BYTES;
+	}
+	s->last_ts = now;
+	c->s = s;
+	c->t0 = now;
+	c->common = p;
+	{
+		uint64_t pending = RT_DUR_PENDING;
+		int16_t ret = 0;
+
+		memcpy(p, &pending, 5);
+		memcpy(p + 5, &ret, 2);
+		p[7] = (uint8_t)(int8_t)dev;
+	}
+	c->fields = c->p = p + RT_COMMON_BYTES;
+	s->pos = c->fields + payload;
+	return true;
+}
+
+/* The entry record is complete: make it visible, then call the real thing. */
+static inline void rt_tr_call_real(struct rt_tr_call *c)
+{
+	rt_tr_commit(c->s, c->t0);
+	c->s->events++;
+	rt_tr_depth = 2;
+	errno = c->errno_in;
+}
+
+static inline void rt_tr_returned(struct rt_tr_call *c)
+{
+	c->errno_out = errno;
+	rt_tr_depth = 1;
+}
+
+/* Fill in duration and result; commit. Restores the real call's errno. */
+static inline void rt_tr_end(struct rt_tr_call *c, long ret)
+{
+	uint64_t now = rt_tr_now(), dur;
+	int16_t r16 = ret > INT16_MAX ? INT16_MAX : ret < INT16_MIN ? INT16_MIN : (int16_t)ret;
+
+	if (now < c->t0)
+		now = c->t0;
+	dur = now - c->t0;
+	if (dur > RT_DUR_MAX)
+		dur = RT_DUR_MAX;
+	memcpy(c->common, &dur, 5);
+	memcpy(c->common + 5, &r16, 2);
+	rt_tr_commit(c->s, now); /* last_ts stays the header's: compact deltas decode from it */
+	rt_tr_depth = 0;
+	errno = c->errno_out;
+}
+
+#endif

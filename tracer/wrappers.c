@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: MIT */
+/* wrappers.c - every interposed function and tracer event, generated here
+ * from tracer/cuda_api.def, tracer/nccl_api.def and tracer/events.def.
+ *
+ * Compiled against NVIDIA's cuda_runtime_api.h and nccl.h: a wrapper whose
+ * prototype drifted from NVIDIA's fails to compile. Each wrapper resolves
+ * the real function once (then cached process-wide), records the call
+ * around it (tracer.h), and returns exactly what the real function returned,
+ * with its errno. A call nested inside a recorded one, or made while tracing
+ * is off, goes straight through.
+ *
+ * Field expressions are expanded twice with a constant phase: phase 0
+ * (before the call) evaluates F() fields and zero-fills O() fields, phase 1
+ * (after it) skips F() fields and evaluates O() fields if the call
+ * succeeded. The compiler drops the dead branch of each. */
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include "tracer.h"
+
+#define DEV_CUR rt_tr_cur_dev
+#define DEV_COMM(comm) rt_tr_comm_device(comm)
+#define DEV_ARG(x) (x)
+
+#define F(k, n, e)                                                                     \
+	if (rt_phase == 0)                                                             \
+		rt_tr_put_##k(&c, (e));                                                \
+	else                                                                           \
+		c.p += RT_SZ_##k;
+#define O(k, n, e)                                                                     \
+	if (rt_phase == 0)                                                             \
+		rt_tr_put_zero(&c, RT_SZ_##k);                                         \
+	else if (c.ok)                                                                 \
+		rt_tr_put_##k(&c, (e));                                                \
+	else                                                                           \
+		c.p += RT_SZ_##k;
+
+#define RT_LIB_OF(name) (RT_ID_##name < RT_ID_FIRST_NCCL ? RT_LIB_CUDA : RT_LIB_NCCL)
+
+#define RT_API(name, ret, params, args, fail, dev, after, field_list)                      \
+	static ret(*real_##name) params;                                               \
+	RT_EXPORT ret name params                                                      \
+	{                                                                              \
+		ret(*real) params = __atomic_load_n(&real_##name, __ATOMIC_RELAXED);   \
+		struct rt_tr_call c;                                                   \
+		ret r;                                                                 \
+		if (rt_unlikely(!real)) {                                              \
+			real = (ret(*) params)rt_tr_resolve(#name, RT_LIB_OF(name));   \
+			if (!real)                                                     \
+				return fail;                                           \
+			__atomic_store_n(&real_##name, real, __ATOMIC_RELAXED);        \
+		}                                                                      \
+		if (!rt_tr_begin(&c, RT_ID_##name, RT_SIZE_##name, dev))               \
+			return real args;                                              \
+		{                                                                      \
+			const int rt_phase __attribute__((unused)) = 0;                                        \
+			field_list                                                     \
+		}                                                                      \
+		rt_tr_call_real(&c);                                                   \
+		r = real args;                                                         \
+		rt_tr_returned(&c);                                                    \
+		c.ok = r == 0;                                                         \
+		if (c.ok)                                                              \
+			(void)(after);                                                 \
+		c.p = c.fields;                                                        \
+		{                                                                      \
+			const int rt_phase __attribute__((unused)) = 1;                                        \
+			field_list                                                     \
+		}                                                                      \
+		rt_tr_end(&c, (long)r);                                                \
+		return r;                                                              \
+	}
+#define RT_EVENT(name, params, fields)
+#include "cuda_api.def"
+#include "nccl_api.def"
+#undef RT_EVENT
+#undef RT_API
+
+/* Tracer events: recorded at depth 0 (exit), 2 (a signal inside a real
+ * call) or 1 (from a wrapper's after-hook); depth is restored after. */
+#define RT_EVENT(name, params, field_list)                                             \
+	void rt_tr_ev_##name params;                                                   \
+	void rt_tr_ev_##name params                                                    \
+	{                                                                              \
+		int depth = rt_tr_depth;                                               \
+		struct rt_tr_call c;                                                   \
+		if (rt_tr_off)                                                         \
+			return;                                                        \
+		rt_tr_depth = 0;                                                       \
+		if (!rt_tr_begin(&c, RT_ID_##name, RT_SIZE_##name, rt_tr_cur_dev)) {   \
+			rt_tr_depth = depth;                                           \
+			return;                                                        \
+		}                                                                      \
+		{                                                                      \
+			const int rt_phase __attribute__((unused)) = 0;                                        \
+			field_list                                                     \
+		}                                                                      \
+		rt_tr_call_real(&c);                                                   \
+		rt_tr_returned(&c);                                                    \
+		rt_tr_end(&c, 0);                                                      \
+		rt_tr_depth = depth;                                                   \
+	}
+#define RT_API(...)
+#include "events.def"
+#undef RT_EVENT
+#undef RT_API

@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: MIT */
+/* reader.h - native reader of ranktrace's own CTF traces. */
+#ifndef RT_VW_READER_H
+#define RT_VW_READER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "schema.h"
+
+struct rt_vw_event {
+	unsigned id;
+	uint64_t ts;          /* begin, ns on the trace's monotonic clock */
+	uint64_t dur;         /* ns; meaningless when pending */
+	bool pending;         /* the call never returned (the process died in it) */
+	int ret;
+	int dev;
+	const uint8_t *fields;
+	uint32_t pid, tid;
+};
+
+struct rt_vw_stream_info {
+	uint64_t events, discarded, packets;
+	uint32_t pid, tid;
+};
+
+/* Exit codes of readers and the CLI for unreadable input. */
+#define RT_VW_ERR_CORRUPT 3
+
+/* Called for each event in file order; non-zero stops the read. */
+typedef int (*rt_vw_event_fn)(const struct rt_vw_event *e, void *arg);
+
+/* Read one stream file. Returns 0, or -1 with a message naming the file and
+ * byte offset in err (events before the damage have been delivered). */
+int rt_vw_read_stream(const char *path, rt_vw_event_fn fn, void *arg,
+		      struct rt_vw_stream_info *info, char *err, size_t errlen);
+
+/* Facts from a rank directory's metadata env block. */
+struct rt_vw_rank_meta {
+	int rank, local_rank, world_size, pid;
+	char hostname[64];
+	char rank_source[32];
+	int schema;
+};
+
+int rt_vw_read_metadata(const char *rank_dir, struct rt_vw_rank_meta *m, char *err, size_t errlen);
+
+/* Stream files (sorted) of a rank directory: *names is malloc'd, free with
+ * rt_vw_free_names. Returns the count, or -1. */
+int rt_vw_list_streams(const char *rank_dir, char ***names);
+/* Rank directories (rank-*) of a trace directory, sorted. */
+int rt_vw_list_ranks(const char *dir, char ***names);
+void rt_vw_free_names(char **names, int n);
+
+#endif
