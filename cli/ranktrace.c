@@ -125,7 +125,8 @@ static int summarize_event(const struct rt_vw_event *e, void *arg)
 	struct rank_summary *s = arg;
 	bool is_main = (int)e->pid == s->main_pid;
 
-	if (e->id < RT_ID_FIRST_TRACER && e->dev >= 0 && e->dev < 64)
+	if (e->id < RT_ID_FIRST_TRACER && e->id != RT_ID_cudaSetDevice &&
+	    e->id != RT_ID_cudaGetDevice && e->dev >= 0 && e->dev < 64)
 		s->devices |= 1ull << e->dev;
 	if (e->id == RT_ID_cudaSetDevice && e->ret == 0) {
 		int64_t d = rt_field_get(e->id, e->fields, 0);
@@ -200,9 +201,17 @@ static int print_summary(const char *dir)
 			snprintf(how, sizeof(how), "returned from main");
 		else if (s.died_in[0])
 			snprintf(how, sizeof(how), "no exit recorded, last call %s never returned", s.died_in);
+		else if (s.discarded)
+			snprintf(how, sizeof(how), "no exit recorded (trace capped)");
 		else
 			snprintf(how, sizeof(how), "no exit recorded (killed?)");
-		printf("  rank %-5d %-10s %8llu events  device%s %-8s %s", meta.rank, meta.hostname,
+		char who[32];
+
+		if (meta.rank >= 0)
+			snprintf(who, sizeof(who), "rank %d", meta.rank);
+		else
+			snprintf(who, sizeof(who), "%s", ranks[r]);
+		printf("  %-12s %-10s %8llu events  device%s %-8s %s", who, meta.hostname,
 		       (unsigned long long)s.events, strchr(devs, ',') ? "s" : " ", devs[0] ? devs : "-",
 		       how);
 		if (s.discarded)

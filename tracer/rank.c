@@ -86,7 +86,9 @@ int rt_tr_rank_dir_create(uint8_t uuid[16])
 	uint64_t a, b;
 	const char *leaf;
 
-	rank_dir_path(rt_tr_rank.dir, sizeof(rt_tr_rank.dir));
+	/* a forked child writes into its parent's rank directory */
+	if (!rt_tr_rank.dir[0])
+		rank_dir_path(rt_tr_rank.dir, sizeof(rt_tr_rank.dir));
 	if (mkdir(rt_tr_config.dir, 0700) != 0 && errno != EEXIST)
 		return -errno;
 	if (mkdir(rt_tr_rank.dir, 0700) != 0 && errno != EEXIST)

@@ -99,7 +99,7 @@ static void record_exit(int status)
 	if (rt_tr_off || __atomic_exchange_n(&exit_recorded, 1, __ATOMIC_RELAXED))
 		return;
 	/* only a process that has a trace records how it ended */
-	if (rt_tr_stream_tls && rt_tr_stream_tls->pid == rt_tr_pid)
+	if (rt_tr_process_traced())
 		rt_tr_ev_rt_exit(status);
 }
 
@@ -156,8 +156,7 @@ static void on_fatal(int signo, siginfo_t *info, void *uc)
 
 	(void)uc;
 	/* depth 1: we are inside tracer code, whose state may be half-written */
-	if (rt_tr_depth != 1 && !rt_tr_off && rt_tr_stream_tls &&
-	    rt_tr_stream_tls->pid == rt_tr_pid) {
+	if (rt_tr_depth != 1 && !rt_tr_off && rt_tr_process_traced()) {
 		__atomic_store_n(&exit_recorded, 1, __ATOMIC_RELAXED);
 		rt_tr_ev_rt_signal(signo);
 	}

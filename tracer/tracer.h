@@ -72,6 +72,7 @@ extern RT_TLS struct rt_tr_stream *rt_tr_stream_tls;
 struct rt_tr_stream *rt_tr_stream_open(void);
 void rt_tr_stream_next(struct rt_tr_stream *s, uint64_t now, unsigned need);
 uint64_t rt_tr_clock_slow(void);
+bool rt_tr_process_traced(void);
 /* tracer.c */
 void *rt_tr_resolve(const char *name, enum rt_lib lib);
 void rt_tr_warn_once(int *flag, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -21,6 +21,8 @@
 #define DEV_CUR rt_tr_cur_dev
 #define DEV_COMM(comm) rt_tr_comm_device(comm)
 #define DEV_ARG(x) (x)
+/* An out-parameter after a successful call; NULL-safe, as a tracer must be. */
+#define DEREF(p) ((p) ? *(p) : 0)
 
 #define F(k, n, e)                                                                     \
 	if (rt_phase == 0)                                                             \

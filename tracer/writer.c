@@ -36,6 +36,11 @@ static int warned_io, warned_cap;
 
 struct rt_tr_config rt_tr_config;
 
+bool rt_tr_process_traced(void)
+{
+	return __atomic_load_n(&ready_pid, __ATOMIC_ACQUIRE) == rt_tr_pid;
+}
+
 uint64_t rt_tr_clock_slow(void)
 {
 	struct timespec ts;
@@ -145,9 +150,11 @@ void rt_tr_stream_next(struct rt_tr_stream *s, uint64_t now, unsigned need)
 	int err;
 
 	if (s->scratch) {
+		/* room for exactly this event, so the next one comes here too */
 		if (s->last_real_pkt)
 			count_discarded(s);
 		s->pos = s->buf + RT_PACKET_HEADER_BYTES;
+		s->end = s->pos + need;
 		return;
 	}
 	if (!cap_allows()) {
@@ -156,6 +163,7 @@ void rt_tr_stream_next(struct rt_tr_stream *s, uint64_t now, unsigned need)
 				(unsigned long long)rt_tr_config.max_bytes);
 		/* the full packet stays mapped: discarded events are counted in it */
 		enter_scratch(s);
+		s->end = s->pos + need;
 		count_discarded(s);
 		return;
 	}
@@ -173,7 +181,6 @@ void rt_tr_stream_next(struct rt_tr_stream *s, uint64_t now, unsigned need)
 		rt_tr_off = 1;
 		enter_scratch(s);
 	}
-	(void)need;
 }
 
 /* ---- clock ---- */
@@ -350,7 +357,7 @@ static int process_setup(void)
 		return err;
 	calibrate_clock();
 	rt_tr_install_signal_handlers();
-	ready_pid = rt_tr_pid;
+	__atomic_store_n(&ready_pid, rt_tr_pid, __ATOMIC_RELEASE);
 	return 0;
 }
 

@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# test_tracer.sh - libranktrace.so and `ranktrace run` on the simulated
+# cluster and on NVIDIA's real libraries: traces readable by babeltrace2,
+# exact event counts, crash safety, threads, fork, fail-open, rank identity.
+source "$(dirname "$0")/lib.sh"
+RT="$B/bin/ranktrace"
+LIB="$B/lib/libranktrace.so"
+bt_clean() { # babeltrace2 reads the trace with no warning or error
+  babeltrace2 "$1" > "$T/bt.out" 2> "$T/bt.err" && [ ! -s "$T/bt.err" ]
+}
+bt_count() { babeltrace2 --component=sink.utils.counter "$1" 2>/dev/null | awk '/ Event messages?$/ {n = $1} END {print n}'; }
+
+# 1. results, errno and data are unchanged by the tracer, call by call
+for lib in sim real; do
+  if [ $lib = sim ]; then LL="$SIM"; else LL=""; fi
+  LD_LIBRARY_PATH="$LL" "$B/bin/api_probe" > "$T/probe.plain" 2> "$T/probe.plain.err"; rc0=$?
+  mkdir -p "$T/probe-$lib"
+  LD_LIBRARY_PATH="$LL" RANKTRACE_DIR="$T/probe-$lib" LD_PRELOAD="$LIB" "$B/bin/api_probe" > "$T/probe.traced" 2> "$T/probe.traced.err"; rc1=$?
+  check "$lib: every interposed call returns the same result/errno/data traced and untraced" cmp -s "$T/probe.plain" "$T/probe.traced"
+  check "$lib: same exit status ($rc0/$rc1)" [ $rc0 -eq $rc1 ]
+  check "$lib: the probe's trace reads cleanly in babeltrace2" bt_clean "$T/probe-$lib"
+done
+check "real libcudart: calls fail with cudaErrorInsufficientDriver (35), passed through" grep -q 'cudaMalloc(&d, sizeof(host)) *ret=35' "$T/probe.plain"
+
+# 2. four ranks, healthy: one trace per rank, event counts = calls made
+sim "$RT" run -o "$T/good" -- "$B/bin/rt-launch" -n 4 "$B/bin/fsdp_mini" --trainer-version 4.52.4 --steps 2 --call-counts "$T/counts" > "$T/good.out" 2>&1
+check "ranktrace run returns the command's status (0)" [ $? -eq 0 ]
+for r in 0 1 2 3; do
+  check "rank-0000$r exists" [ -d "$T/good/rank-0000$r" ]
+done
+check "no other rank directories (launcher left none)" [ "$(ls "$T/good" | wc -l)" -eq 4 ]
+check "babeltrace2 reads all ranks with no warning or error" bt_clean "$T/good"
+check "run prints one line per rank" [ "$(grep -c '^  rank ' "$T/good.out")" -eq 4 ]
+for r in 0 1 2 3; do
+  pid=$(awk -F' = |;' '/^\tpid = / {print $2}' "$T/good/rank-0000$r/metadata")
+  grep "pid = $pid," "$T/bt.out" | sed -E 's/^.*\] \(.*\) [^ ]+ ([A-Za-z_0-9]+): .*/\1/' | grep -v '^rt_' | sort | uniq -c | awk '{print $2, $1}' | sort > "$T/traced.$r"
+  sort "$T/counts.rank$r" > "$T/made.$r"
+  check "rank $r: traced calls per API equal the calls fsdp_mini made" cmp -s "$T/traced.$r" "$T/made.$r"
+done
+check "rank 1 trace: device 1 bound by cudaSetDevice" grep -q 'cudaSetDevice: .*cur_dev = 0, device = 1 }' "$T/bt.out"
+grep -E 'nccl(AllGather|ReduceScatter|AllReduce|Broadcast):' "$T/bt.out" | sed -E 's/.*(nccl[A-Za-z]+): .*comm_id = ([0-9]+), seq = ([0-9]+),.*/\1 \2 \3/' | sort | uniq -c > "$T/colls"
+check "every collective (kind, comm_id, seq) appears on all 4 ranks" bash -c "[ -s '$T/colls' ] && awk '\$1 != 4 {bad=1} END {exit bad}' '$T/colls'"
+check "one communicator identity shared by all ranks" [ "$(awk '{print $3}' "$T/colls" | sort -u | wc -l)" -eq 1 ]
+check "every rank recorded exit 0" [ "$(grep -c 'rt_exit: .*status = 0 }' "$T/bt.out")" -eq 4 ]
+
+# 3. 4.53.0: every rank's trace ends with the events just before the failure
+sim "$RT" run -o "$T/bad" -- "$B/bin/rt-launch" -n 4 "$B/bin/fsdp_mini" --trainer-version 4.53.0 --steps 2 > "$T/bad.out" 2>&1
+check "ranktrace run passes the failure through (non-zero)" [ $? -ne 0 ]
+bt_clean "$T/bad"
+for r in 0 1 2 3; do
+  pid=$(awk -F' = |;' '/^\tpid = / {print $2}' "$T/bad/rank-0000$r/metadata")
+  grep "pid = $pid," "$T/bt.out" | tail -2 | sed -E 's/^.*\] \(.*\) [^ ]+ ([A-Za-z_0-9]+): .*/\1/' | tr '\n' ' ' > "$T/tail.$r"
+  check "rank $r trace ends: last call cudaMalloc, then exit 1" grep -qx 'cudaMalloc rt_exit ' "$T/tail.$r"
+  check "rank $r: no all-gather after the init broadcasts" bash -c "! grep 'pid = $pid,' '$T/bt.out' | grep -q ncclAllGather"
+done
+check "run summary says exit 1 for each rank" [ "$(grep -c 'exit 1$' "$T/bad.out")" -eq 4 ]
+
+# 4. SIGKILL mid-run: everything completed before the kill is read back
+mkdir -p "$T/kill"
+RANKTRACE_DIR="$T/kill" LD_PRELOAD="$LIB" sim "$B/bin/callstorm" --calls 2000000 --sleep-after 123456 --counter "$T/counter" > "$T/kill.out" 2>&1 &
+pid=$!
+for i in $(seq 1 300); do grep -q paused "$T/kill.out" 2>/dev/null && break; sleep 0.1; done
+kill -9 $pid; wait $pid 2>/dev/null
+done_calls=$(od -An -t u8 -N 8 "$T/counter" | tr -d ' ')
+check "babeltrace2 reads the killed process's trace cleanly" bt_clean "$T/kill"
+check "events read back = calls completed before SIGKILL ($done_calls)" [ "$(bt_count "$T/kill")" = "$done_calls" ]
+
+# 5. 8 threads x 100000 calls: exact counts, one stream per thread
+sim "$RT" run -o "$T/threads" -- "$B/bin/callstorm" --threads 8 --calls 100000 --cheap > "$T/threads.out" 2>&1
+dir=$(ls -d "$T"/threads/rank-*)
+check "8 threads: 8 worker streams + the main thread's (exit)" [ "$(ls "$dir" | grep -c '^stream-')" -eq 9 ]
+per_stream=""
+for f in "$dir"/stream-*; do
+  rm -rf "$T/one" && mkdir "$T/one" && cp "$dir/metadata" "$f" "$T/one/"
+  per_stream="$per_stream $(bt_count "$T/one")"
+done
+check "8 threads: each worker stream holds exactly 100000 events ($per_stream)" \
+  [ "$(echo $per_stream | tr ' ' '\n' | sort | uniq -c | awk '{printf "%s:%s ", $2, $1}')" = "1:1 100000:8 " ]
+check "8 threads x 100000 calls: 800000 events + exit" [ "$(bt_count "$T/threads")" = 800001 ]
+
+# 6. a forked child writes its own stream
+sim "$RT" run -o "$T/fork" -- "$B/bin/callstorm" --calls 1000 --fork > "$T/fork.out" 2>&1
+dir=$(ls -d "$T"/fork/rank-*)
+check "fork: parent and child have separate stream files" [ "$(ls "$dir" | grep '^stream-' | sed -E 's/stream-([0-9]+)-.*/\1/' | sort -u | wc -l)" -eq 2 ]
+check "fork: 2 x 1001 calls + 2 exits, all read" [ "$(bt_count "$T/fork")" = 2004 ]
+check "fork: the child's exit is in its own stream" bash -c "babeltrace2 '$T/fork' 2>/dev/null | grep 'rt_exit' | grep -qv \"pid = \$(awk -F' = |;' '/^\tpid = / {print \$2}' '$dir/metadata'),\""
+
+# 7. fail-open: unwritable output, same output and status
+sim "$B/bin/fsdp_mini" --steps 2 > "$T/plain.out" 2> "$T/plain.err"; rc0=$?
+sim "$RT" run -o /proc/ranktrace-cannot-write -- "$B/bin/fsdp_mini" --steps 2 > "$T/ro.out" 2> "$T/ro.err"; rc1=$?
+check "unwritable -o: same exit status ($rc0/$rc1)" [ $rc0 -eq $rc1 ]
+check "unwritable -o: same program output" cmp -s "$T/plain.out" "$T/ro.out"
+check "unwritable -o: exactly one warning" [ "$(grep -c warning "$T/ro.err")" -eq 1 ]
+RANKTRACE_DIR=/proc/ranktrace-cannot-write LD_PRELOAD="$LIB" sim "$B/bin/fsdp_mini" --steps 2 > "$T/ro2.out" 2> "$T/ro2.err"; rc2=$?
+check "library with an unwritable RANKTRACE_DIR: same status and output" bash -c "[ $rc2 -eq $rc0 ] && cmp -s '$T/plain.out' '$T/ro2.out'"
+check "library with an unwritable RANKTRACE_DIR: exactly one warning" [ "$(grep -c 'ranktrace: warning' "$T/ro2.err")" -eq 1 ]
+
+# 8. rank identity from the launcher's environment
+sim env -u RANK SLURM_PROCID=5 SLURM_LOCALID=1 SLURM_NTASKS=8 "$RT" run -o "$T/slurm" -- "$B/bin/callstorm" --calls 10 > /dev/null 2>&1
+check "Slurm: rank-00005, source SLURM_PROCID" grep -q 'rank_source = "env:SLURM_PROCID"' "$T/slurm/rank-00005/metadata"
+check "Slurm: local rank from SLURM_LOCALID" grep -q 'local_rank = 1;' "$T/slurm/rank-00005/metadata"
+sim env -u RANK OMPI_COMM_WORLD_RANK=3 OMPI_COMM_WORLD_LOCAL_RANK=3 OMPI_COMM_WORLD_SIZE=4 "$RT" run -o "$T/ompi" -- "$B/bin/callstorm" --calls 10 > /dev/null 2>&1
+check "Open MPI: rank-00003" grep -q 'rank_source = "env:OMPI_COMM_WORLD_RANK"' "$T/ompi/rank-00003/metadata"
+sim env RANK=2 LOCAL_RANK=2 WORLD_SIZE=4 SLURM_PROCID=0 "$RT" run -o "$T/torchrun" -- "$B/bin/callstorm" --calls 10 > /dev/null 2>&1
+check "torchrun inside srun: RANK wins" [ -d "$T/torchrun/rank-00002" ]
+sim env -u RANK -u SLURM_PROCID "$RT" run -o "$T/nccl" -- "$B/bin/fsdp_mini" --steps 1 > /dev/null 2>&1
+check "no launcher: rank learned from ncclCommInitRank" grep -q 'rank_source = "nccl"' "$T/nccl/rank-00000/metadata"
+check "no launcher: the trace still reads cleanly after the rename" bt_clean "$T/nccl"
+
+# 9. size cap: a clear record of what was dropped
+sim "$RT" run -o "$T/cap" --max-size 1M -- "$B/bin/callstorm" --calls 200000 --cheap > "$T/cap.out" 2> "$T/cap.err"
+check "cap: the summary reports discarded events" grep -q 'events discarded: size cap' "$T/cap.out"
+check "cap: babeltrace2 reports the discarded events" bash -c "babeltrace2 '$T/cap' 2>&1 >/dev/null | grep -qi discarded"
+got=$(sed -nE 's/.* ([0-9]+) events .*\(([0-9]+) events discarded.*/\1 \2/p' "$T/cap.out")
+check "cap: recorded + discarded = calls made ($got)" [ "$(echo $got | awk '{print $1 + $2}')" = 200000 ]
+
+# 10. a crash is recorded and passed through
+sim "$RT" run -o "$T/segv" -- "$B/bin/callstorm" --calls 100 --crash > "$T/segv.out" 2>&1
+check "SIGSEGV passes through: status 139" [ $? -eq 139 ]
+check "SIGSEGV is in the trace" bash -c "babeltrace2 '$T/segv' 2>/dev/null | grep -q 'rt_signal: .*signo = 11'"
+check "run summary says killed by signal 11" grep -q 'killed by signal 11' "$T/segv.out"
+"$RT" run -o "$T/exit7" -- sh -c 'exit 7' > /dev/null 2>&1
+check "ranktrace run returns the command's status (7)" [ $? -eq 7 ]
+"$RT" run -o "$T/good" -- true > /dev/null 2>&1
+check "refuses to overwrite an existing trace (usage error 2)" [ $? -eq 2 ]
+"$RT" run > /dev/null 2>&1
+check "run without a command is a usage error" [ $? -eq 2 ]
+finish
