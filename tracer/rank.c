@@ -120,4 +120,5 @@ void rt_tr_rank_from_nccl(int rank, int nranks)
 		return;
 	}
 	rt_tr_write_metadata(rt_tr_rank.dir, true);
+	rt_tr_ev_rt_rank(rank, nranks);
 }

@@ -36,9 +36,6 @@ RT_TLS struct rt_tr_stream *rt_tr_stream_tls;
 static int exit_recorded;
 static int warned_config;
 
-void rt_tr_ev_rt_exit(int status);
-void rt_tr_ev_rt_signal(int signo);
-
 void rt_tr_warn_once(int *flag, const char *fmt, ...)
 {
 	char msg[512];

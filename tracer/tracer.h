@@ -88,6 +88,10 @@ uint64_t rt_tr_comm_id(const void *comm);
 uint32_t rt_tr_coll_seq(const void *comm);
 uint32_t rt_tr_p2p_seq(const void *comm);
 int rt_tr_comm_device(const void *comm);
+/* wrappers.c: tracer events (events.def) */
+void rt_tr_ev_rt_exit(int status);
+void rt_tr_ev_rt_signal(int signo);
+void rt_tr_ev_rt_rank(int rank, int nranks);
 /* rank.c */
 void rt_tr_rank_from_nccl(int rank, int nranks);
 

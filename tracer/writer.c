@@ -104,11 +104,20 @@ static int map_packet(struct rt_tr_stream *s, uint64_t ts)
 	uint32_t magic = RT_CTF_MAGIC, zero = 0, pid = (uint32_t)s->pid, tid = (uint32_t)s->tid;
 	uint8_t *p;
 
-	if (ftruncate(s->fd, (off_t)(off + PACKET_BYTES)) != 0)
-		return -errno;
+	/* Allocate the blocks now: a store into a sparse shared mapping on a
+	 * full filesystem would raise SIGBUS in the traced program, while a
+	 * failed allocation here only stops tracing. */
+	if (fallocate(s->fd, 0, (off_t)off, (off_t)PACKET_BYTES) != 0) {
+		int err = errno == EOPNOTSUPP ? posix_fallocate(s->fd, (off_t)off, (off_t)PACKET_BYTES)
+					      : errno;
+		if (err)
+			return -err;
+	}
 	p = mmap(NULL, PACKET_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, s->fd, (off_t)off);
 	if (p == MAP_FAILED)
 		return -errno;
+	/* fault the packet in writable at once, not page by page in the hot path */
+	madvise(p, PACKET_BYTES, 23 /* MADV_POPULATE_WRITE, Linux 5.14; harmless if unknown */);
 	memcpy(p, &magic, 4);
 	memcpy(p + 4, trace_uuid, 16);
 	memcpy(p + 20, &zero, 4);

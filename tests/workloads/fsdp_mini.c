@@ -42,6 +42,7 @@ struct config {
 	int steps, layers, hidden, vocab, seq, batch;
 	double lr;
 	const char *counts_path;
+	bool time;
 };
 
 static int rank, world = 1, local_rank;
@@ -621,6 +622,7 @@ static void usage(FILE *f)
 		"  --batch B            global batch in sequences, divisible by the world size\n"
 		"                       (default 24); losses do not depend on the world size\n"
 		"  --call-counts PATH   write this rank's CUDA/NCCL call counts to PATH.rankN\n"
+		"  --time               rank 0 prints the mean step time (ms_per_step=...)\n"
 		"\n"
 		"Rank 0 prints \"step <n> loss <value>\" per step.\n");
 }
@@ -637,12 +639,13 @@ static bool parse_args(int argc, char **argv, struct config *c)
 		{ "batch", required_argument, NULL, 'b' },
 		{ "lr", required_argument, NULL, 'r' },
 		{ "call-counts", required_argument, NULL, 'c' },
+		{ "time", no_argument, NULL, 't' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int o;
 
-	*c = (struct config){ "4.52.4", 3, 2, 16, 32, 8, 24, 0.5, NULL };
+	*c = (struct config){ "4.52.4", 3, 2, 16, 32, 8, 24, 0.5, NULL, false };
 	while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (o) {
 		case 'v': c->version = optarg; break;
@@ -654,6 +657,7 @@ static bool parse_args(int argc, char **argv, struct config *c)
 		case 'b': c->batch = atoi(optarg); break;
 		case 'r': c->lr = atof(optarg); break;
 		case 'c': c->counts_path = optarg; break;
+		case 't': c->time = true; break;
 		case 'h': usage(stdout); exit(0);
 		default: usage(stderr); return false;
 		}
@@ -716,8 +720,16 @@ int main(int argc, char **argv)
 	b.h = calloc((size_t)(m.nunits) * b.n * m.cfg.seq * m.cfg.hidden, sizeof(double));
 	if (!b.tok || !b.h)
 		die(1);
+	struct timespec t0, t1;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (int step = 1; step <= m.cfg.steps; step++)
 		train_step(&m, wrapped, step, &b);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	if (m.cfg.time && rank == 0 && m.cfg.steps > 0)
+		fprintf(stderr, "fsdp_mini: ms_per_step=%.3f\n",
+			((double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6) /
+				m.cfg.steps);
 
 	for (int i = 0; i < m.nunits; i++) {
 		CUDA(cudaFree, m.units[i].shard_dev);

@@ -1,0 +1,179 @@
+/* SPDX-License-Identifier: MIT */
+/* test_reader.c - the native reader decodes what the schema says, and on cut
+ * or flipped bytes reports the file and offset instead of crashing. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "reader.h"
+
+#define PKT 4096
+
+static size_t put_event(uint8_t *p, unsigned id, uint32_t ts, uint64_t dur, int16_t ret,
+			int8_t dev, const void *fields)
+{
+	uint16_t id16 = (uint16_t)id;
+
+	memcpy(p, &id16, 2);
+	memcpy(p + 2, &ts, 4);
+	memcpy(p + 6, &dur, 5);
+	memcpy(p + 11, &ret, 2);
+	p[13] = (uint8_t)dev;
+	memcpy(p + 14, fields, rt_events[id].size);
+	return 14 + rt_events[id].size;
+}
+
+/* One packet: cudaSetDevice(1), cudaMalloc(ptr, 4096) ok, then a pending
+ * ncclAllReduce (the process died in it). Returns the file size. */
+static size_t make_stream(uint8_t *buf)
+{
+	uint32_t magic = RT_CTF_MAGIC, pid = 42, tid = 43;
+	uint64_t ts0 = 1000000, size = PKT * 8, content, zero = 0;
+	uint8_t f[96] = { 0 };
+	size_t off = RT_PACKET_HEADER_BYTES;
+	int32_t dev = 1;
+	uint64_t ptr = 0x7f0000001000ull, bytes = 4096;
+
+	memset(buf, 0, PKT);
+	memcpy(buf, &magic, 4);
+	memcpy(buf + RT_PKT_OFF_TS_BEGIN, &ts0, 8);
+	memcpy(buf + RT_PKT_OFF_SIZE, &size, 8);
+	memcpy(buf + RT_PKT_OFF_DISCARDED, &zero, 8);
+	memcpy(buf + RT_PKT_OFF_PID, &pid, 4);
+	memcpy(buf + RT_PKT_OFF_TID, &tid, 4);
+	memcpy(f, &dev, 4);
+	off += put_event(buf + off, RT_ID_cudaSetDevice, 1000100, 50, 0, 0, f);
+	memcpy(f, &ptr, 8);
+	memcpy(f + 8, &bytes, 8);
+	off += put_event(buf + off, RT_ID_cudaMalloc, 1000200, 70, 0, 1, f);
+	memset(f, 0, sizeof(f));
+	off += put_event(buf + off, RT_ID_ncclAllReduce, 1000300, RT_DUR_PENDING, 0, 1, f);
+	content = off * 8;
+	memcpy(buf + RT_PKT_OFF_CONTENT, &content, 8);
+	return PKT;
+}
+
+static void write_file(const char *path, const uint8_t *buf, size_t n)
+{
+	FILE *f = fopen(path, "wb");
+
+	cr_assert_not_null(f);
+	cr_assert_eq(fwrite(buf, 1, n, f), n);
+	fclose(f);
+}
+
+struct seen {
+	unsigned ids[16];
+	int n;
+	bool last_pending;
+	int64_t malloc_size;
+};
+
+static int collect(const struct rt_vw_event *e, void *arg)
+{
+	struct seen *s = arg;
+
+	if (s->n < 16)
+		s->ids[s->n++] = e->id;
+	s->last_pending = e->pending;
+	if (e->id == RT_ID_cudaMalloc)
+		s->malloc_size = rt_field_get(e->id, e->fields, rt_field_index(e->id, "size"));
+	return 0;
+}
+
+Test(reader, decodes_events_and_marks_a_call_that_never_returned)
+{
+	uint8_t buf[PKT];
+	char path[] = "/tmp/rt-reader-XXXXXX", err[512] = "";
+	struct seen s = { 0 };
+	struct rt_vw_stream_info info;
+	int fd = mkstemp(path);
+
+	close(fd);
+	write_file(path, buf, make_stream(buf));
+	cr_assert_eq(rt_vw_read_stream(path, collect, &s, &info, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(s.n, 3);
+	cr_assert_eq(s.ids[0], RT_ID_cudaSetDevice);
+	cr_assert_eq(s.ids[1], RT_ID_cudaMalloc);
+	cr_assert_eq(s.malloc_size, 4096);
+	cr_assert(s.last_pending, "the all-reduce never returned");
+	cr_assert_eq(info.pid, 42);
+	unlink(path);
+}
+
+Test(reader, cut_files_report_file_and_offset)
+{
+	uint8_t buf[PKT];
+	char path[] = "/tmp/rt-reader-XXXXXX", err[512];
+	int fd = mkstemp(path);
+	size_t n = make_stream(buf);
+
+	close(fd);
+	for (size_t cut = 1; cut < n; cut += 7) {
+		int rc;
+
+		write_file(path, buf, cut);
+		err[0] = '\0';
+		rc = rt_vw_read_stream(path, NULL, NULL, NULL, err, sizeof(err));
+		cr_assert_eq(rc, -1, "a file cut at %zu bytes must be an error", cut);
+		cr_assert(strstr(err, path) && strstr(err, "offset"), "cut %zu: %s", cut, err);
+	}
+	unlink(path);
+}
+
+Test(reader, flipped_bytes_never_crash)
+{
+	uint8_t buf[PKT], bad[PKT];
+	char path[] = "/tmp/rt-reader-XXXXXX", err[512];
+	int fd = mkstemp(path);
+	size_t n = make_stream(buf);
+	struct seen s;
+
+	close(fd);
+	srand(1);
+	for (int round = 0; round < 2000; round++) {
+		memcpy(bad, buf, n);
+		for (int k = 0; k < 1 + round % 4; k++)
+			bad[(size_t)rand() % 200] ^= (uint8_t)(1u << (rand() % 8));
+		write_file(path, bad, n);
+		memset(&s, 0, sizeof(s));
+		if (rt_vw_read_stream(path, collect, &s, NULL, err, sizeof(err)) != 0)
+			cr_assert(strstr(err, "offset") != NULL, "%s", err);
+	}
+	unlink(path);
+}
+
+Test(schema, metadata_declares_every_event_and_fits)
+{
+	static char buf[1 << 16];
+	struct rt_trace_env env = { .hostname = "host\"with\\quotes", .rank = 3, .world_size = 4 };
+	long n = rt_schema_tsdl(buf, sizeof(buf), &env);
+
+	cr_assert_gt(n, 0);
+	for (unsigned id = 0; id < RT_ID_COUNT; id++) {
+		char want[96];
+
+		snprintf(want, sizeof(want), "name = \"%s\";\n\tid = %u;", rt_events[id].name, id);
+		cr_assert(strstr(buf, want) != NULL, "event %s missing", rt_events[id].name);
+	}
+	cr_assert(strstr(buf, "hostname = \"host\\\"with\\\\quotes\";") != NULL, "hostname escaped");
+	cr_assert(strstr(buf, "hex64 _stream;") != NULL, "keyword field names are escaped");
+	cr_assert_eq(rt_schema_tsdl(buf, 100, &env), -1, "too small a buffer is an error");
+}
+
+Test(schema, payload_sizes_are_the_sum_of_their_fields)
+{
+	for (unsigned id = 0; id < RT_ID_COUNT; id++) {
+		unsigned sum = 0;
+
+		for (unsigned i = 0; i < rt_events[id].nfields; i++) {
+			cr_assert_eq(rt_events[id].fields[i].offset, sum, "%s.%s", rt_events[id].name,
+				     rt_events[id].fields[i].name);
+			sum += (unsigned)rt_kind_size(rt_events[id].fields[i].kind);
+		}
+		cr_assert_eq(sum, rt_events[id].size, "%s", rt_events[id].name);
+		cr_assert_leq(rt_events[id].size, RT_SIZE_MAX_PAYLOAD);
+	}
+}
