@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "model.h"
 #include "reader.h"
 
 #define EXIT_USAGE 2
@@ -34,6 +35,10 @@ static void usage_main(FILE *f)
 		"\n"
 		"commands:\n"
 		"  run [-o DIR] [--max-size SIZE] -- CMD...   trace CMD and all its child processes\n"
+		"  view DIR [--rank N] [--json]             per-rank summary and findings\n"
+		"  verdict DIR [--bad SIGNATURE]            one-word classification; exit code for\n"
+		"                                           git bisect run: 0 healthy, 1 bad, 125 skip\n"
+		"  diff A B [--json]                        where two traces first diverge, per rank\n"
 		"\n"
 		"Run `ranktrace <command> --help` for a command's options.\n");
 }
@@ -336,6 +341,374 @@ static int cmd_run(int argc, char **argv)
 	return WEXITSTATUS(status);
 }
 
+/* ---- view, verdict, diff ---- */
+
+static void human_bytes(char *out, size_t n, uint64_t b)
+{
+	const char *u[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+	double v = (double)b;
+	int i = 0;
+
+	while (v >= 1024 && i < 4) {
+		v /= 1024;
+		i++;
+	}
+	snprintf(out, n, i ? "%.1f %s" : "%.0f %s", v, u[i]);
+}
+
+static void json_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '"' || c == '\\')
+			fprintf(f, "\\%c", c);
+		else if (c < 0x20)
+			fprintf(f, "\\u%04x", c);
+		else
+			fputc(c, f);
+	}
+	fputc('"', f);
+}
+
+static void rank_end(const struct rt_vw_rank *r, char *out, size_t n)
+{
+	if (!r->readable)
+		snprintf(out, n, "unreadable");
+	else if (r->signo)
+		snprintf(out, n, "signal %d%s%s", r->signo, r->died_in[0] ? " in " : "", r->died_in);
+	else if (r->exit_seen && r->exit_status >= 0)
+		snprintf(out, n, "exit %d", r->exit_status);
+	else if (r->exit_seen)
+		snprintf(out, n, "returned");
+	else if (r->died_in[0])
+		snprintf(out, n, "died in %s", r->died_in);
+	else
+		snprintf(out, n, "no end (killed?)");
+}
+
+static void devices_str(uint64_t mask, char *out, size_t n)
+{
+	size_t len = 0;
+
+	out[0] = '\0';
+	for (int d = 0; d < RT_VW_MAX_DEV && len < n - 4; d++)
+		if (mask & (1ull << d))
+			len += (size_t)snprintf(out + len, n - len, "%s%d", len ? "," : "", d);
+	if (!len)
+		snprintf(out, n, "-");
+}
+
+static uint64_t rank_peak(const struct rt_vw_rank *r)
+{
+	uint64_t p = 0;
+
+	for (int d = 0; d < RT_VW_MAX_DEV; d++)
+		p = r->dev_peak[d] > p ? r->dev_peak[d] : p;
+	return p;
+}
+
+static void print_view_text(const struct rt_vw_trace *t, int only_rank)
+{
+	printf("trace %s: %d rank%s, %llu events, verdict: %s\n\n", t->dir, t->nranks,
+	       t->nranks == 1 ? "" : "s", (unsigned long long)t->events,
+	       rt_vw_verdict_names[t->verdict]);
+	printf("%-6s %-10s %-8s %-4s %10s %7s %-28s %5s %-16s\n", "rank", "host", "devices", "exp",
+	       "peak mem", "allocs", "collectives (AG/RS/AR/BC)", "fwd", "end");
+	for (int i = 0; i < t->nranks; i++) {
+		const struct rt_vw_rank *r = &t->ranks[i];
+		char devs[64], peak[32], end[80], colls[64], exp[8];
+
+		if (only_rank >= 0 && r->meta.rank != only_rank)
+			continue;
+		devices_str(r->devices_used, devs, sizeof(devs));
+		human_bytes(peak, sizeof(peak), rank_peak(r));
+		rank_end(r, end, sizeof(end));
+		snprintf(colls, sizeof(colls), "%llu/%llu/%llu/%llu",
+			 (unsigned long long)r->colls[RT_CK_ALLGATHER],
+			 (unsigned long long)r->colls[RT_CK_REDUCESCATTER],
+			 (unsigned long long)r->colls[RT_CK_ALLREDUCE],
+			 (unsigned long long)r->colls[RT_CK_BROADCAST]);
+		if (r->meta.local_rank >= 0)
+			snprintf(exp, sizeof(exp), "%d", r->meta.local_rank);
+		else
+			snprintf(exp, sizeof(exp), "-");
+		printf("%-6d %-10.10s %-8s %-4s %10s %7llu %-28s %5llu %-16s\n", r->meta.rank,
+		       r->meta.hostname, devs, exp, peak, (unsigned long long)r->allocs, colls,
+		       (unsigned long long)r->fsdp_root_forwards, end);
+	}
+	printf("\nfindings:\n");
+	if (!t->nfindings)
+		printf("  none: every rank ended cleanly, collectives matched across ranks\n");
+	for (int i = 0; i < t->nfindings; i++)
+		printf("  %d. %s\n", i + 1, t->findings[i].text);
+}
+
+/* JSON schema "ranktrace.view/1": documented in docs/json.md. */
+static void print_view_json(const struct rt_vw_trace *t, int only_rank)
+{
+	printf("{\"schema\": \"ranktrace.view/1\", \"dir\": ");
+	json_str(stdout, t->dir);
+	printf(", \"verdict\": \"%s\", \"events\": %llu, \"ranks\": [",
+	       rt_vw_verdict_names[t->verdict], (unsigned long long)t->events);
+	for (int i = 0, first = 1; i < t->nranks; i++) {
+		const struct rt_vw_rank *r = &t->ranks[i];
+		char end[80];
+
+		if (only_rank >= 0 && r->meta.rank != only_rank)
+			continue;
+		rank_end(r, end, sizeof(end));
+		printf("%s\n  {\"rank\": %d, \"dir\": ", first ? "" : ",", r->meta.rank);
+		first = 0;
+		json_str(stdout, r->name);
+		printf(", \"host\": ");
+		json_str(stdout, r->meta.hostname);
+		printf(", \"local_rank\": %d, \"rank_source\": ", r->meta.local_rank);
+		json_str(stdout, r->meta.rank_source);
+		printf(", \"events\": %llu, \"discarded\": %llu, \"devices\": [",
+		       (unsigned long long)r->events, (unsigned long long)r->discarded);
+		for (int d = 0, c = 0; d < RT_VW_MAX_DEV; d++)
+			if (r->devices_used & (1ull << d))
+				printf("%s%d", c++ ? ", " : "", d);
+		printf("], \"peak_device_bytes\": {");
+		for (int d = 0, c = 0; d < RT_VW_MAX_DEV; d++)
+			if (r->dev_peak[d])
+				printf("%s\"%d\": %llu", c++ ? ", " : "", d, (unsigned long long)r->dev_peak[d]);
+		printf("}, \"allocations\": %llu, \"frees\": %llu, \"failed_allocations\": %llu, "
+		       "\"collectives\": {", (unsigned long long)r->allocs, (unsigned long long)r->frees,
+		       (unsigned long long)r->failed_allocs);
+		for (int k = 0; k < RT_CK_COUNT; k++)
+			printf("%s\"%s\": %llu", k ? ", " : "", rt_vw_coll_names[k],
+			       (unsigned long long)r->colls[k]);
+		printf("}, \"streams_created\": %llu, \"errors\": %llu, \"fsdp_root_forwards\": %llu, "
+		       "\"params\": {\"reported\": %llu, \"storage_freed\": %llu, \"meta\": %llu}, "
+		       "\"faults\": %llu, \"end\": ",
+		       (unsigned long long)r->streams_created, (unsigned long long)r->errors,
+		       (unsigned long long)r->fsdp_root_forwards, (unsigned long long)r->params_reported,
+		       (unsigned long long)r->params_freed, (unsigned long long)r->params_meta,
+		       (unsigned long long)r->faults);
+		json_str(stdout, end);
+		printf(", \"damaged\": ");
+		if (r->damaged[0])
+			json_str(stdout, r->damaged);
+		else
+			printf("null");
+		printf("}");
+	}
+	printf("\n], \"findings\": [");
+	for (int i = 0; i < t->nfindings; i++) {
+		printf("%s\n  {\"signature\": \"%s\", \"text\": ", i ? "," : "",
+		       rt_vw_verdict_names[t->findings[i].signature]);
+		json_str(stdout, t->findings[i].text);
+		printf("}");
+	}
+	printf("\n]}\n");
+}
+
+static struct rt_vw_trace *load_or_complain(const char *cmd, const char *dir)
+{
+	char err[1024];
+	struct rt_vw_trace *t = rt_vw_load(dir, err, sizeof(err));
+
+	if (!t)
+		fprintf(stderr, "ranktrace %s: %s\n", cmd, err);
+	for (int i = 0; t && i < t->nranks; i++)
+		if (t->ranks[i].damaged[0])
+			fprintf(stderr, "ranktrace %s: warning: %s\n", cmd, t->ranks[i].damaged);
+	return t;
+}
+
+static int cmd_view(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "rank", required_argument, NULL, 'r' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c, only = -1, rc;
+	bool json = false;
+	struct rt_vw_trace *t;
+
+	while ((c = getopt_long(argc, argv, "r:jh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'r': only = atoi(optarg); break;
+		case 'j': json = true; break;
+		case 'h':
+			printf("usage: ranktrace view DIR [--rank N] [--json]\n\n"
+			       "One screen per trace: a row per rank (host, devices used, expected device\n"
+			       "(LOCAL_RANK), peak device memory, allocations, collectives, FSDP root\n"
+			       "forwards, how it ended) and the findings, most important first.\n"
+			       "--json prints the same as schema ranktrace.view/1 (docs/json.md).\n"
+			       "Exit status: 0, or 3 when a rank's files are damaged (the others are\n"
+			       "still analysed), 2 for a usage error.\n");
+			return 0;
+		default: return EXIT_USAGE;
+		}
+	}
+	if (optind != argc - 1) {
+		fprintf(stderr, "usage: ranktrace view DIR [--rank N] [--json]\n");
+		return EXIT_USAGE;
+	}
+	t = load_or_complain("view", argv[optind]);
+	if (!t)
+		return RT_VW_ERR_CORRUPT;
+	if (only >= 0 && rt_vw_rank_index(t, only) < 0) {
+		fprintf(stderr, "ranktrace view: no rank %d in %s\n", only, argv[optind]);
+		rt_vw_free(t);
+		return EXIT_USAGE;
+	}
+	if (json)
+		print_view_json(t, only);
+	else
+		print_view_text(t, only);
+	rc = t->damaged ? RT_VW_ERR_CORRUPT : 0;
+	rt_vw_free(t);
+	return rc;
+}
+
+static int parse_verdict(const char *s)
+{
+	for (int v = 0; v < RT_V_COUNT; v++)
+		if (!strcmp(s, rt_vw_verdict_names[v]))
+			return v;
+	return -1;
+}
+
+static int cmd_verdict(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "bad", required_argument, NULL, 'b' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c, bad = -1, rc;
+	struct rt_vw_trace *t;
+
+	while ((c = getopt_long(argc, argv, "b:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'b':
+			bad = parse_verdict(optarg);
+			if (bad < 0 || bad == RT_V_HEALTHY || bad == RT_V_INCONCLUSIVE) {
+				fprintf(stderr, "ranktrace verdict: --bad %s: expected one of "
+					"skipped-fsdp-root, device-misplacement, collective-mismatch, crashed\n",
+					optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case 'h':
+			printf("usage: ranktrace verdict DIR [--bad SIGNATURE]\n\n"
+			       "Prints one word: healthy, skipped-fsdp-root, device-misplacement,\n"
+			       "collective-mismatch, crashed or inconclusive. Exit status, for\n"
+			       "`git bisect run`: 0 healthy; 1 the signature asked for with --bad (by\n"
+			       "default any failure); 125 inconclusive, or another failure than --bad.\n");
+			return 0;
+		default: return EXIT_USAGE;
+		}
+	}
+	if (optind != argc - 1) {
+		fprintf(stderr, "usage: ranktrace verdict DIR [--bad SIGNATURE]\n");
+		return EXIT_USAGE;
+	}
+	t = load_or_complain("verdict", argv[optind]);
+	if (!t) {
+		printf("inconclusive\n");
+		return 125;
+	}
+	printf("%s\n", rt_vw_verdict_names[t->verdict]);
+	if (t->verdict == RT_V_HEALTHY)
+		rc = 0;
+	else if (t->verdict == RT_V_INCONCLUSIVE)
+		rc = 125;
+	else
+		rc = bad < 0 || bad == (int)t->verdict ? 1 : 125;
+	rt_vw_free(t);
+	return rc;
+}
+
+static void call_str(const struct rt_vw_call_sig *c, char *out, size_t n)
+{
+	snprintf(out, n, "%s #%u (count %llu)", rt_vw_coll_names[c->kind], c->seq,
+		 (unsigned long long)c->count);
+}
+
+static int cmd_diff(int argc, char **argv)
+{
+	struct rt_vw_trace *a, *b;
+	bool same;
+
+	if (argc >= 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
+		printf("usage: ranktrace diff A B\n\nCompares two traces rank by rank: where the\n"
+		       "sequence of collectives first diverges, allocation counts and peaks, how each\n"
+		       "rank ended; then both verdicts and whether B shows A's failure signature.\n"
+		       "Exit status: 0 same verdict, 1 different verdicts, 3 unreadable input.\n");
+		return 0;
+	}
+	if (argc != 3) {
+		fprintf(stderr, "usage: ranktrace diff A B\n");
+		return EXIT_USAGE;
+	}
+	a = load_or_complain("diff", argv[1]);
+	b = a ? load_or_complain("diff", argv[2]) : NULL;
+	if (!a || !b) {
+		rt_vw_free(a);
+		return RT_VW_ERR_CORRUPT;
+	}
+	printf("A %s: %s\nB %s: %s\n\n", a->dir, rt_vw_verdict_names[a->verdict], b->dir,
+	       rt_vw_verdict_names[b->verdict]);
+	for (int i = 0; i < a->nranks; i++) {
+		const struct rt_vw_rank *ra = &a->ranks[i];
+		int j = rt_vw_rank_index(b, ra->meta.rank);
+		const struct rt_vw_rank *rb = j >= 0 ? &b->ranks[j] : NULL;
+		char x[96], y[96], ea[80], eb[80];
+		uint32_t k = 0;
+
+		if (!rb) {
+			printf("rank %d: only in A\n", ra->meta.rank);
+			continue;
+		}
+		while (k < ra->ncalls && k < rb->ncalls && ra->calls[k].kind == rb->calls[k].kind &&
+		       ra->calls[k].count == rb->calls[k].count && ra->calls[k].root == rb->calls[k].root)
+			k++;
+		rank_end(ra, ea, sizeof(ea));
+		rank_end(rb, eb, sizeof(eb));
+		if (k == ra->ncalls && k == rb->ncalls) {
+			printf("rank %d: same %u collectives", ra->meta.rank, k);
+		} else {
+			if (k < ra->ncalls)
+				call_str(&ra->calls[k], x, sizeof(x));
+			else
+				snprintf(x, sizeof(x), "nothing more (%s)", ea);
+			if (k < rb->ncalls)
+				call_str(&rb->calls[k], y, sizeof(y));
+			else
+				snprintf(y, sizeof(y), "nothing more (%s)", eb);
+			printf("rank %d: first divergence after %u identical collectives%s: A %s, B %s",
+			       ra->meta.rank, k,
+			       k && ra->calls[k - 1].kind == RT_CK_BROADCAST &&
+					       ra->broadcasts_before_allgather == k ? " (the init broadcasts)" : "",
+			       x, y);
+		}
+		printf("; allocations A %llu, B %llu", (unsigned long long)ra->allocs,
+		       (unsigned long long)rb->allocs);
+		if (strcmp(ea, eb))
+			printf("; end A %s, B %s", ea, eb);
+		printf("\n");
+	}
+	for (int j = 0; j < b->nranks; j++)
+		if (rt_vw_rank_index(a, b->ranks[j].meta.rank) < 0)
+			printf("rank %d: only in B\n", b->ranks[j].meta.rank);
+	same = a->verdict == b->verdict;
+	printf("\nverdicts: A %s, B %s: %s\n", rt_vw_verdict_names[a->verdict],
+	       rt_vw_verdict_names[b->verdict],
+	       same ? (a->verdict == RT_V_HEALTHY ? "both healthy" : "B shows the same failure signature as A")
+		    : "different");
+	rt_vw_free(a);
+	rt_vw_free(b);
+	return same ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -348,6 +721,12 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "run"))
 		return cmd_run(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "view"))
+		return cmd_view(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "verdict"))
+		return cmd_verdict(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "diff"))
+		return cmd_diff(argc - 1, argv + 1);
 	fprintf(stderr, "ranktrace: unknown command '%s'\n\n", argv[1]);
 	usage_main(stderr);
 	return EXIT_USAGE;

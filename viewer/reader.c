@@ -33,138 +33,208 @@ static uint32_t get32(const uint8_t *p)
 	return v;
 }
 
-/* Decode the events of one packet [p, p+content). */
-static int read_packet(const char *path, const uint8_t *base, size_t poff, size_t content,
-		       rt_vw_event_fn fn, void *arg, struct rt_vw_stream_info *info, char *err,
-		       size_t errlen)
+struct rt_vw_cursor {
+	char path[4200];
+	const uint8_t *base;
+	size_t size;
+	size_t pkt;      /* offset of the current packet */
+	size_t content;  /* its content size in bytes (0: no packet loaded) */
+	size_t psize;
+	size_t off;      /* offset within the packet */
+	uint64_t clock;
+	uint32_t pid, tid;
+	struct rt_vw_stream_info info;
+	char err[512];
+	bool failed;
+};
+
+struct rt_vw_cursor *rt_vw_cursor_open(const char *path, char *err, size_t errlen)
 {
-	const uint8_t *p = base + poff;
-	size_t off = RT_PACKET_HEADER_BYTES;
-	uint64_t clock = get64(p + RT_PKT_OFF_TS_BEGIN);
-	struct rt_vw_event e = { .pid = get32(p + RT_PKT_OFF_PID), .tid = get32(p + RT_PKT_OFF_TID) };
-
-	while (off < content) {
-		unsigned hdr;
-		uint16_t id16;
-
-		if (content - off < 2)
-			goto truncated;
-		memcpy(&id16, p + off, 2);
-		if (id16 == RT_EXTENDED_ID) {
-			if (content - off < RT_HEADER_EXTENDED_BYTES)
-				goto truncated;
-			e.id = get32(p + off + 2);
-			clock = get64(p + off + 6);
-			hdr = RT_HEADER_EXTENDED_BYTES;
-		} else {
-			uint32_t low;
-
-			if (content - off < RT_HEADER_COMPACT_BYTES)
-				goto truncated;
-			e.id = id16;
-			low = get32(p + off + 2);
-			/* CTF: a narrower clock field updates the low bits, wrapping once */
-			if (low < (uint32_t)clock)
-				clock += 1ull << 32;
-			clock = (clock & ~0xffffffffull) | low;
-			hdr = RT_HEADER_COMPACT_BYTES;
-		}
-		if (e.id >= RT_ID_COUNT) {
-			snprintf(err, errlen, "%s: offset %zu: unknown event id %u (corrupted, or "
-				 "written by another schema)", path, poff + off, e.id);
-			return -1;
-		}
-		if (content - off < hdr + RT_COMMON_BYTES + rt_events[e.id].size)
-			goto truncated;
-		e.ts = clock;
-		e.dur = 0;
-		memcpy(&e.dur, p + off + hdr, 5);
-		e.pending = e.dur == RT_DUR_PENDING;
-		{
-			int16_t r;
-
-			memcpy(&r, p + off + hdr + 5, 2);
-			e.ret = r;
-		}
-		e.dev = (int8_t)p[off + hdr + 7];
-		e.fields = p + off + hdr + RT_COMMON_BYTES;
-		off += hdr + RT_COMMON_BYTES + rt_events[e.id].size;
-		info->events++;
-		if (fn && fn(&e, arg))
-			return 1;
-	}
-	return 0;
-truncated:
-	snprintf(err, errlen, "%s: offset %zu: event cut short by the end of the packet's content",
-		 path, poff + off);
-	return -1;
-}
-
-int rt_vw_read_stream(const char *path, rt_vw_event_fn fn, void *arg,
-		      struct rt_vw_stream_info *info, char *err, size_t errlen)
-{
-	struct rt_vw_stream_info dummy;
+	struct rt_vw_cursor *c = calloc(1, sizeof(*c));
 	struct stat st;
-	const uint8_t *base = NULL;
-	size_t size, off = 0;
-	int fd, rc = 0;
+	int fd;
 
-	if (!info)
-		info = &dummy;
-	memset(info, 0, sizeof(*info));
+	if (!c) {
+		snprintf(err, errlen, "%s: out of memory", path);
+		return NULL;
+	}
+	snprintf(c->path, sizeof(c->path), "%s", path);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0 || fstat(fd, &st) != 0) {
 		snprintf(err, errlen, "%s: %s", path, strerror(errno));
 		if (fd >= 0)
 			close(fd);
-		return -1;
+		free(c);
+		return NULL;
 	}
-	size = (size_t)st.st_size;
-	if (size > 0) {
-		base = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
-		if (base == MAP_FAILED) {
+	c->size = (size_t)st.st_size;
+	if (c->size > 0) {
+		c->base = mmap(NULL, c->size, PROT_READ, MAP_PRIVATE, fd, 0);
+		if (c->base == MAP_FAILED) {
 			snprintf(err, errlen, "%s: cannot map: %s", path, strerror(errno));
 			close(fd);
-			return -1;
+			free(c);
+			return NULL;
 		}
 	}
 	close(fd);
-	while (off < size) {
-		const uint8_t *p = base + off;
-		uint64_t psize, content;
+	return c;
+}
 
-		if (size - off < RT_PACKET_HEADER_BYTES) {
-			snprintf(err, errlen, "%s: offset %zu: truncated packet header", path, off);
-			rc = -1;
-			break;
-		}
-		if (get32(p) != RT_CTF_MAGIC) {
-			snprintf(err, errlen, "%s: offset %zu: bad packet magic 0x%08x", path, off,
-				 get32(p));
-			rc = -1;
-			break;
-		}
-		psize = get64(p + RT_PKT_OFF_SIZE) / 8;
-		content = get64(p + RT_PKT_OFF_CONTENT) / 8;
-		if (psize < RT_PACKET_HEADER_BYTES || content < RT_PACKET_HEADER_BYTES ||
-		    content > psize || psize > size - off) {
-			snprintf(err, errlen, "%s: offset %zu: packet sizes out of bounds (packet %llu, "
-				 "content %llu bytes, %zu left in the file)", path, off,
-				 (unsigned long long)psize, (unsigned long long)content, size - off);
-			rc = -1;
-			break;
-		}
-		info->packets++;
-		info->pid = get32(p + RT_PKT_OFF_PID);
-		info->tid = get32(p + RT_PKT_OFF_TID);
-		info->discarded = get64(p + RT_PKT_OFF_DISCARDED);
-		rc = read_packet(path, base, off, (size_t)content, fn, arg, info, err, errlen);
-		if (rc)
-			break;
-		off += (size_t)psize;
+static int fail(struct rt_vw_cursor *c, size_t at, const char *what)
+{
+	snprintf(c->err, sizeof(c->err), "%s: offset %zu: %s", c->path, at, what);
+	c->failed = true;
+	return -1;
+}
+
+/* Load the packet at c->pkt (after the previous one). 0: end of file. */
+static int load_packet(struct rt_vw_cursor *c)
+{
+	const uint8_t *p;
+	uint64_t psize, content;
+
+	if (c->pkt >= c->size)
+		return 0;
+	if (c->size - c->pkt < RT_PACKET_HEADER_BYTES)
+		return fail(c, c->pkt, "truncated packet header");
+	p = c->base + c->pkt;
+	if (get32(p) != RT_CTF_MAGIC) {
+		char what[64];
+
+		snprintf(what, sizeof(what), "bad packet magic 0x%08x", get32(p));
+		return fail(c, c->pkt, what);
 	}
-	if (base)
-		munmap((void *)base, size);
+	psize = get64(p + RT_PKT_OFF_SIZE) / 8;
+	content = get64(p + RT_PKT_OFF_CONTENT) / 8;
+	if (psize < RT_PACKET_HEADER_BYTES || content < RT_PACKET_HEADER_BYTES ||
+	    content > psize || psize > c->size - c->pkt) {
+		char what[160];
+
+		snprintf(what, sizeof(what), "packet sizes out of bounds (packet %llu, content %llu "
+			 "bytes, %zu left in the file)", (unsigned long long)psize,
+			 (unsigned long long)content, c->size - c->pkt);
+		return fail(c, c->pkt, what);
+	}
+	c->psize = (size_t)psize;
+	c->content = (size_t)content;
+	c->off = RT_PACKET_HEADER_BYTES;
+	c->clock = get64(p + RT_PKT_OFF_TS_BEGIN);
+	c->pid = get32(p + RT_PKT_OFF_PID);
+	c->tid = get32(p + RT_PKT_OFF_TID);
+	c->info.packets++;
+	c->info.pid = c->pid;
+	c->info.tid = c->tid;
+	c->info.discarded = get64(p + RT_PKT_OFF_DISCARDED);
+	return 1;
+}
+
+int rt_vw_cursor_next(struct rt_vw_cursor *c, struct rt_vw_event *e)
+{
+	const uint8_t *p;
+	size_t left;
+	unsigned hdr;
+	uint16_t id16;
+	int16_t r;
+
+	if (c->failed)
+		return -1;
+	while (c->content == 0 || c->off >= c->content) {
+		int rc;
+
+		if (c->content) { /* next packet */
+			c->pkt += c->psize;
+			c->content = 0;
+		}
+		rc = load_packet(c);
+		if (rc <= 0)
+			return rc;
+	}
+	p = c->base + c->pkt;
+	left = c->content - c->off;
+	if (left < 2)
+		return fail(c, c->pkt + c->off, "event cut short by the end of the packet's content");
+	memcpy(&id16, p + c->off, 2);
+	if (id16 == RT_EXTENDED_ID) {
+		if (left < RT_HEADER_EXTENDED_BYTES)
+			return fail(c, c->pkt + c->off, "event cut short by the end of the packet's content");
+		e->id = get32(p + c->off + 2);
+		c->clock = get64(p + c->off + 6);
+		hdr = RT_HEADER_EXTENDED_BYTES;
+	} else {
+		uint32_t low;
+
+		if (left < RT_HEADER_COMPACT_BYTES)
+			return fail(c, c->pkt + c->off, "event cut short by the end of the packet's content");
+		e->id = id16;
+		low = get32(p + c->off + 2);
+		/* CTF: a narrower clock field updates the low bits, wrapping once */
+		if (low < (uint32_t)c->clock)
+			c->clock += 1ull << 32;
+		c->clock = (c->clock & ~0xffffffffull) | low;
+		hdr = RT_HEADER_COMPACT_BYTES;
+	}
+	if (e->id >= RT_ID_COUNT) {
+		char what[96];
+
+		snprintf(what, sizeof(what), "unknown event id %u (corrupted, or another schema)", e->id);
+		return fail(c, c->pkt + c->off, what);
+	}
+	if (left < hdr + RT_COMMON_BYTES + rt_events[e->id].size)
+		return fail(c, c->pkt + c->off, "event cut short by the end of the packet's content");
+	e->ts = c->clock;
+	e->dur = 0;
+	memcpy(&e->dur, p + c->off + hdr, 5);
+	e->pending = e->dur == RT_DUR_PENDING;
+	memcpy(&r, p + c->off + hdr + 5, 2);
+	e->ret = r;
+	e->dev = (int8_t)p[c->off + hdr + 7];
+	e->fields = p + c->off + hdr + RT_COMMON_BYTES;
+	e->pid = c->pid;
+	e->tid = c->tid;
+	c->off += hdr + RT_COMMON_BYTES + rt_events[e->id].size;
+	c->info.events++;
+	return 1;
+}
+
+const char *rt_vw_cursor_error(const struct rt_vw_cursor *c)
+{
+	return c->err;
+}
+
+const struct rt_vw_stream_info *rt_vw_cursor_info(const struct rt_vw_cursor *c)
+{
+	return &c->info;
+}
+
+void rt_vw_cursor_close(struct rt_vw_cursor *c)
+{
+	if (!c)
+		return;
+	if (c->base && c->size)
+		munmap((void *)c->base, c->size);
+	free(c);
+}
+
+int rt_vw_read_stream(const char *path, rt_vw_event_fn fn, void *arg,
+		      struct rt_vw_stream_info *info, char *err, size_t errlen)
+{
+	struct rt_vw_cursor *c = rt_vw_cursor_open(path, err, errlen);
+	struct rt_vw_event e;
+	int rc;
+
+	if (info)
+		memset(info, 0, sizeof(*info));
+	if (!c)
+		return -1;
+	while ((rc = rt_vw_cursor_next(c, &e)) == 1)
+		if (fn && fn(&e, arg))
+			break;
+	if (info)
+		*info = c->info;
+	if (rc < 0)
+		snprintf(err, errlen, "%s", c->err);
+	rt_vw_cursor_close(c);
 	return rc < 0 ? -1 : 0;
 }
 

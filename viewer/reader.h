@@ -36,6 +36,18 @@ typedef int (*rt_vw_event_fn)(const struct rt_vw_event *e, void *arg);
 int rt_vw_read_stream(const char *path, rt_vw_event_fn fn, void *arg,
 		      struct rt_vw_stream_info *info, char *err, size_t errlen);
 
+/* Pull-based reading of one stream file: what merges use. */
+struct rt_vw_cursor;
+
+/* NULL with err set when the file cannot be opened or mapped. */
+struct rt_vw_cursor *rt_vw_cursor_open(const char *path, char *err, size_t errlen);
+/* 1: *e holds the next event (valid until the next call); 0: end of file;
+ * -1: damaged file, message in rt_vw_cursor_error(). */
+int rt_vw_cursor_next(struct rt_vw_cursor *c, struct rt_vw_event *e);
+const char *rt_vw_cursor_error(const struct rt_vw_cursor *c);
+const struct rt_vw_stream_info *rt_vw_cursor_info(const struct rt_vw_cursor *c);
+void rt_vw_cursor_close(struct rt_vw_cursor *c);
+
 /* Facts from a rank directory's metadata env block. */
 struct rt_vw_rank_meta {
 	int rank, local_rank, world_size, pid;

@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: MIT */
+/* model.h - what a trace directory says: per-rank model, cross-rank findings,
+ * verdict. Built in one streaming pass (model.c); memory grows with live
+ * allocations and open collectives, not with the number of events. */
+#ifndef RT_VW_MODEL_H
+#define RT_VW_MODEL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "reader.h"
+
+#define RT_VW_MAX_DEV 64
+
+enum rt_vw_coll_kind { RT_CK_ALLREDUCE, RT_CK_BROADCAST, RT_CK_REDUCE, RT_CK_ALLGATHER,
+		       RT_CK_REDUCESCATTER, RT_CK_SEND, RT_CK_RECV, RT_CK_COUNT };
+extern const char *const rt_vw_coll_names[RT_CK_COUNT];
+
+/* One collective as a rank called it: what diff compares. */
+struct rt_vw_call_sig {
+	uint8_t kind, dtype, op;
+	int32_t root;
+	uint64_t count;
+	uint64_t comm_id;
+	uint32_t seq;
+};
+
+struct rt_vw_alloc_map; /* model.c */
+
+struct rt_vw_rank {
+	char name[64];               /* rank-00003 */
+	struct rt_vw_rank_meta meta;
+	bool readable;
+	char damaged[512];           /* first error reading it, if any */
+	uint64_t events, discarded;
+	uint64_t first_ts, last_ts;
+	/* memory */
+	struct rt_vw_alloc_map *live;
+	uint64_t dev_bytes[RT_VW_MAX_DEV], dev_peak[RT_VW_MAX_DEV];
+	uint64_t host_bytes, host_peak;
+	uint64_t allocs, frees, unknown_frees, failed_allocs;
+	/* devices */
+	uint64_t devices_used;       /* bit d: allocated on, copied on or communicated on d */
+	int comm_device;             /* device at the first successful ncclCommInitRank, or -1 */
+	int init_device;             /* device at the first ncclCommInitRank call, or -1 */
+	int init_ret;                /* its result */
+	/* collectives */
+	uint64_t colls[RT_CK_COUNT];
+	uint64_t streams_created;
+	uint64_t broadcasts_before_allgather;
+	struct rt_vw_call_sig *calls; /* in order, capped (RT_VW_MAX_CALLS) */
+	uint32_t ncalls, calls_cap;
+	/* errors and end */
+	uint64_t errors;
+	char first_error[200];
+	bool exit_seen;
+	int exit_status, signo;
+	char died_in[48];            /* a call that never returned, last in time */
+	/* slots for probe events (parameters, FSDP forwards, markers, faults) */
+	uint64_t fsdp_root_forwards, params_reported, params_freed, params_meta, faults, markers;
+};
+
+#define RT_VW_MAX_CALLS (1u << 20)
+
+enum rt_vw_verdict { RT_V_HEALTHY, RT_V_SKIPPED_FSDP_ROOT, RT_V_DEVICE_MISPLACEMENT,
+		     RT_V_COLLECTIVE_MISMATCH, RT_V_CRASHED, RT_V_INCONCLUSIVE, RT_V_COUNT };
+extern const char *const rt_vw_verdict_names[RT_V_COUNT];
+
+struct rt_vw_finding {
+	int severity;        /* lower is more important; sort key */
+	enum rt_vw_verdict signature;
+	char text[400];
+};
+
+struct rt_vw_trace {
+	char dir[4096];
+	int nranks;
+	struct rt_vw_rank *ranks;
+	struct rt_vw_finding *findings;
+	int nfindings;
+	enum rt_vw_verdict verdict;
+	uint64_t events;
+	int damaged;         /* ranks with a read error */
+	/* the first cross-rank collective divergence, for diff */
+	bool diverged;
+	uint64_t div_comm;
+	uint32_t div_seq;
+};
+
+/* Read and analyse a trace directory. Returns NULL with err set when it
+ * holds no readable rank at all. */
+struct rt_vw_trace *rt_vw_load(const char *dir, char *err, size_t errlen);
+void rt_vw_free(struct rt_vw_trace *t);
+
+/* Rank index by rank number, or -1. */
+int rt_vw_rank_index(const struct rt_vw_trace *t, int rank);
+
+#endif
