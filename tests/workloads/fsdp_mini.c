@@ -43,9 +43,19 @@ struct config {
 	double lr;
 	const char *counts_path;
 	bool time;
+	int device;              /* --device: every rank binds this device (-1: LOCAL_RANK) */
+	int skip_rank, skip_nth; /* --skip-collective R:N */
 };
 
 static int rank, world = 1, local_rank;
+static int skip_rank = -1, skip_nth, collectives_issued;
+
+/* --skip-collective R:N: rank R does not make its N-th collective call, as a
+ * rank whose code took another branch would. */
+static bool skip_this_collective(void)
+{
+	return rank == skip_rank && ++collectives_issued == skip_nth;
+}
 
 #define MAX_COUNTED 64
 static struct {
@@ -106,6 +116,12 @@ static void nccl_failed(const char *call, ncclResult_t r, ncclComm_t comm)
 	die(1);
 }
 
+static bool is_collective(const char *fn)
+{
+	return !strcmp(fn, "ncclAllGather") || !strcmp(fn, "ncclReduceScatter") ||
+	       !strcmp(fn, "ncclAllReduce") || !strcmp(fn, "ncclBroadcast");
+}
+
 /* Every CUDA and NCCL call of the workload goes through these, so the test
  * suite can compare what a tracer recorded with what was really called. */
 #define CUDA(fn, ...)                                                                  \
@@ -119,6 +135,8 @@ static void nccl_failed(const char *call, ncclResult_t r, ncclComm_t comm)
 #define NCCL(comm, fn, ...)                                                            \
 	do {                                                                           \
 		ncclResult_t r_;                                                       \
+		if (is_collective(#fn) && skip_this_collective())                      \
+			break;                                                         \
 		count_call(#fn);                                                       \
 		r_ = fn(__VA_ARGS__);                                                  \
 		if (r_ != ncclSuccess)                                                 \
@@ -623,6 +641,9 @@ static void usage(FILE *f)
 		"                       (default 24); losses do not depend on the world size\n"
 		"  --call-counts PATH   write this rank's CUDA/NCCL call counts to PATH.rankN\n"
 		"  --time               rank 0 prints the mean step time (ms_per_step=...)\n"
+		"  --device D           every rank binds device D instead of LOCAL_RANK (the\n"
+		"                       \"device not properly set\" bug)\n"
+		"  --skip-collective R:N  rank R skips its N-th collective call\n"
 		"\n"
 		"Rank 0 prints \"step <n> loss <value>\" per step.\n");
 }
@@ -640,12 +661,14 @@ static bool parse_args(int argc, char **argv, struct config *c)
 		{ "lr", required_argument, NULL, 'r' },
 		{ "call-counts", required_argument, NULL, 'c' },
 		{ "time", no_argument, NULL, 't' },
+		{ "device", required_argument, NULL, 'D' },
+		{ "skip-collective", required_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int o;
 
-	*c = (struct config){ "4.52.4", 3, 2, 16, 32, 8, 24, 0.5, NULL, false };
+	*c = (struct config){ "4.52.4", 3, 2, 16, 32, 8, 24, 0.5, NULL, false, -1, -1, 0 };
 	while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (o) {
 		case 'v': c->version = optarg; break;
@@ -658,6 +681,13 @@ static bool parse_args(int argc, char **argv, struct config *c)
 		case 'r': c->lr = atof(optarg); break;
 		case 'c': c->counts_path = optarg; break;
 		case 't': c->time = true; break;
+		case 'D': c->device = atoi(optarg); break;
+		case 'S':
+			if (sscanf(optarg, "%d:%d", &c->skip_rank, &c->skip_nth) != 2 || c->skip_nth < 1) {
+				fprintf(stderr, "fsdp_mini: --skip-collective expects RANK:N (N >= 1)\n");
+				return false;
+			}
+			break;
 		case 'h': usage(stdout); exit(0);
 		default: usage(stderr); return false;
 		}
@@ -701,8 +731,10 @@ int main(int argc, char **argv)
 			m.cfg.batch, world);
 		return 2;
 	}
+	skip_rank = m.cfg.skip_rank;
+	skip_nth = m.cfg.skip_nth;
 	/* accelerate: torch.cuda.set_device(LOCAL_RANK) */
-	CUDA(cudaSetDevice, local_rank);
+	CUDA(cudaSetDevice, m.cfg.device >= 0 ? m.cfg.device : local_rank);
 	if (rank == 0)
 		NCCL(NULL, ncclGetUniqueId, &id);
 	if (world > 1)

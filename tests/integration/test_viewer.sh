@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# test_viewer.sh - ranktrace view/verdict/diff on traces of the real bugs,
+# reproduced on the simulated cluster; damaged files; JSON.
+source "$(dirname "$0")/lib.sh"
+RT="$B/bin/ranktrace"
+export SIMGPU_TIMEOUT=10
+trace() { local out=$1; shift; sim "$RT" run -o "$T/$out" -- "$B/bin/rt-launch" -n 4 "$B/bin/fsdp_mini" --steps 2 "$@" > "$T/$out.log" 2>&1; }
+
+trace good --trainer-version 4.52.4
+trace bad --trainer-version 4.53.0
+trace dev0 --device 0
+trace skip --skip-collective 2:4
+
+"$RT" verdict "$T/good" > "$T/v"; rc=$?
+check "4.52.4: verdict healthy, exit 0" bash -c "[ $rc -eq 0 ] && grep -qx healthy '$T/v'"
+"$RT" verdict "$T/bad" > "$T/v"; rc=$?
+check "4.53.0: verdict skipped-fsdp-root, exit 1" bash -c "[ $rc -eq 1 ] && grep -qx skipped-fsdp-root '$T/v'"
+"$RT" verdict --bad skipped-fsdp-root "$T/bad" > /dev/null
+check "--bad skipped-fsdp-root on that trace: 1" [ $? -eq 1 ]
+"$RT" verdict --bad collective-mismatch "$T/bad" > /dev/null
+check "--bad of another signature: 125 (skip)" [ $? -eq 125 ]
+"$RT" verdict "$T/dev0" > "$T/v"; rc=$?
+check "all ranks on device 0: device-misplacement, exit 1" bash -c "[ $rc -eq 1 ] && grep -qx device-misplacement '$T/v'"
+"$RT" view "$T/dev0" > "$T/view.dev0"
+check "device finding names the ranks" grep -q 'ranks 0,1,2,3 all use device 0' "$T/view.dev0"
+"$RT" verdict "$T/skip" > "$T/v"; rc=$?
+check "rank 2 skips a collective: collective-mismatch, exit 1" bash -c "[ $rc -eq 1 ] && grep -qx collective-mismatch '$T/v'"
+"$RT" view "$T/skip" > "$T/view.skip"
+check "mismatch finding names rank 2 and sequence 4" grep -q 'mismatch at sequence 4 .*rank 2 called' "$T/view.skip"
+
+"$RT" view "$T/good" > "$T/view.good"; rc=$?
+check "view exits 0 on a clean trace" [ $rc -eq 0 ]
+check "view: one row per rank with its device" bash -c "grep -cE '^[0-3] +vm' '$T/view.good' | grep -qx 4 || grep -cE '^[0-3] ' '$T/view.good' | grep -qx 4"
+check "view: rank 3 used device 3" grep -qE '^3 +[^ ]+ +3 +3 ' "$T/view.good"
+check "view: no findings on a healthy run" grep -q 'none: every rank ended cleanly' "$T/view.good"
+"$RT" view --rank 1 "$T/good" > "$T/view.r1"
+check "view --rank 1 shows only rank 1" bash -c "grep -cE '^[0-9]+ ' '$T/view.r1' | grep -qx 1 && grep -qE '^1 ' '$T/view.r1'"
+"$RT" view --json "$T/bad" > "$T/bad.json"
+check "view --json is valid JSON with schema ranktrace.view/1" python3 -c "
+import json, sys
+d = json.load(open('$T/bad.json'))
+assert d['schema'] == 'ranktrace.view/1', d['schema']
+assert d['verdict'] == 'skipped-fsdp-root'
+assert [r['rank'] for r in d['ranks']] == [0, 1, 2, 3]
+assert all(r['collectives']['Broadcast'] == 3 and r['collectives']['AllGather'] == 0 for r in d['ranks'])
+assert d['findings'][0]['signature'] == 'skipped-fsdp-root'
+"
+
+"$RT" diff "$T/good" "$T/bad" > "$T/diff"
+for r in 0 1 2 3; do
+  check "diff: rank $r diverges after the init broadcasts (no all-gather)" grep -q "^rank $r: first divergence after 3 identical collectives (the init broadcasts): A AllGather #4" "$T/diff"
+done
+trace inj --trainer-version 4.53.0
+"$RT" diff "$T/bad" "$T/inj" > "$T/diff2"; rc=$?
+check "diff of two 4.53.0 runs: same failure signature, exit 0" bash -c "[ $rc -eq 0 ] && grep -q 'B shows the same failure signature as A' '$T/diff2'"
+
+# damaged traces: a clear error naming file and offset, other ranks analysed
+cp -r "$T/good" "$T/cut"
+f=$(ls "$T"/cut/rank-00001/stream-* | head -1)
+python3 - "$f" <<'PY'
+import sys
+p = sys.argv[1]
+data = bytearray(open(p, 'rb').read())
+data[200:204] = b'\xff\xff\xff\xff'  # an event id no schema has
+open(p, 'wb').write(data)
+PY
+"$RT" view "$T/cut" > "$T/view.cut" 2> "$T/view.cut.err"; rc=$?
+check "corrupted rank: view exits 3" [ $rc -eq 3 ]
+check "corrupted rank: error names the file and offset" grep -qE "rank-00001/stream-[0-9-]+: offset [0-9]+" "$T/view.cut.err"
+check "corrupted rank: the other ranks are still analysed" bash -c "grep -qE '^3 .* exit 0' '$T/view.cut' && grep -qE '^0 .* exit 0' '$T/view.cut'"
+cp -r "$T/good" "$T/trunc"
+f=$(ls "$T"/trunc/rank-00002/stream-* | head -1)
+truncate -s 100 "$f"
+"$RT" view "$T/trunc" > /dev/null 2> "$T/trunc.err"; rc=$?
+check "truncated file: exit 3" [ $rc -eq 3 ]
+check "truncated file: names the file, offset and what is wrong" grep -qE "rank-00002/stream-[0-9-]+: offset 0: packet sizes out of bounds .*100 left in the file" "$T/trunc.err"
+rm -f "$T/trunc/rank-00003/metadata"
+"$RT" view "$T/trunc" > /dev/null 2> "$T/trunc2.err"
+check "missing metadata is reported by name" grep -q 'rank-00003/metadata: No such file' "$T/trunc2.err"
+"$RT" verdict /nonexistent > /dev/null 2>&1
+check "verdict of nothing: 125 (inconclusive)" [ $? -eq 125 ]
+"$RT" view > /dev/null 2>&1
+check "view without DIR: usage error 2" [ $? -eq 2 ]
+finish
