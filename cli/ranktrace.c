@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "export.h"
 #include "model.h"
 #include "reader.h"
 
@@ -38,7 +39,9 @@ static void usage_main(FILE *f)
 		"  view DIR [--rank N] [--json]             per-rank summary and findings\n"
 		"  verdict DIR [--bad SIGNATURE]            one-word classification; exit code for\n"
 		"                                           git bisect run: 0 healthy, 1 bad, 125 skip\n"
-		"  diff A B [--json]                        where two traces first diverge, per rank\n"
+		"  diff A B                                 where two traces first diverge, per rank\n"
+		"  export DIR --perfetto OUT.json           Chrome trace JSON for ui.perfetto.dev\n"
+		"  report DIR -o REPORT.html                one self-contained HTML report\n"
 		"\n"
 		"Run `ranktrace <command> --help` for a command's options.\n");
 }
@@ -709,6 +712,76 @@ static int cmd_diff(int argc, char **argv)
 	return same ? 0 : 1;
 }
 
+/* Write to OUT via a temporary file, renamed at the end: no half files. */
+static int write_output(const char *cmd, const struct rt_vw_trace *t, const char *out,
+			int (*fn)(const struct rt_vw_trace *, FILE *))
+{
+	char tmp[PATH_MAX];
+	FILE *f;
+
+	snprintf(tmp, sizeof(tmp), "%s.tmp%d", out, (int)getpid());
+	f = fopen(tmp, "w");
+	if (!f) {
+		fprintf(stderr, "ranktrace %s: cannot write %s: %s\n", cmd, out, strerror(errno));
+		return 1;
+	}
+	if (fn(t, f) != 0 || fclose(f) != 0 || rename(tmp, out) != 0) {
+		fprintf(stderr, "ranktrace %s: writing %s failed: %s\n", cmd, out, strerror(errno));
+		unlink(tmp);
+		return 1;
+	}
+	return 0;
+}
+
+static int cmd_export(int argc, char **argv, bool report)
+{
+	static const struct option opts[] = {
+		{ "perfetto", required_argument, NULL, 'p' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *cmd = report ? "report" : "export", *out = NULL;
+	struct rt_vw_trace *t;
+	int c, rc;
+
+	while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'p':
+		case 'o': out = optarg; break;
+		case 'h':
+			if (report)
+				printf("usage: ranktrace report DIR -o REPORT.html\n\nOne self-contained HTML "
+				       "file (no network): verdict, findings, a row per rank, a timeline of\n"
+				       "collectives per rank, device memory over time, parameter placement.\n");
+			else
+				printf("usage: ranktrace export DIR --perfetto OUT.json\n\nChrome trace-event "
+				       "JSON for ui.perfetto.dev or chrome://tracing: a process per rank,\n"
+				       "tracks per thread and CUDA stream, device-memory counters, and flow\n"
+				       "arrows linking the same collective across ranks.\n");
+			return 0;
+		default: return EXIT_USAGE;
+		}
+	}
+	if (optind != argc - 1 || !out) {
+		fprintf(stderr, report ? "usage: ranktrace report DIR -o REPORT.html\n"
+				       : "usage: ranktrace export DIR --perfetto OUT.json\n");
+		return EXIT_USAGE;
+	}
+	t = load_or_complain(cmd, argv[optind]);
+	if (!t)
+		return RT_VW_ERR_CORRUPT;
+	rc = write_output(cmd, t, out, report ? rt_vw_report_html : rt_vw_export_perfetto);
+	if (!rc)
+		fprintf(stderr, "ranktrace %s: wrote %s\n", cmd, out);
+	else
+		rc = 1;
+	if (!rc && t->damaged)
+		rc = RT_VW_ERR_CORRUPT;
+	rt_vw_free(t);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -727,6 +800,10 @@ int main(int argc, char **argv)
 		return cmd_verdict(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "diff"))
 		return cmd_diff(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "export"))
+		return cmd_export(argc - 1, argv + 1, false);
+	if (!strcmp(argv[1], "report"))
+		return cmd_export(argc - 1, argv + 1, true);
 	fprintf(stderr, "ranktrace: unknown command '%s'\n\n", argv[1]);
 	usage_main(stderr);
 	return EXIT_USAGE;

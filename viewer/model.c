@@ -562,13 +562,116 @@ int rt_vw_rank_index(const struct rt_vw_trace *t, int rank)
 
 static void analyse(struct rt_vw_trace *t);
 
+/* Deliver every event of srcs in time order; closes nothing. */
+static int merge_streams(struct rt_vw_trace *t, struct src *srcs, int nsrc,
+			 void (*fn)(void *arg, int rank, const struct rt_vw_event *e), void *arg)
+{
+	struct src **heap = calloc((size_t)nsrc + 1, sizeof(*heap));
+	int hn = 0;
+
+	if (!heap)
+		return -1;
+	for (int k = 0; k < nsrc; k++) {
+		int rc = rt_vw_cursor_next(srcs[k].c, &srcs[k].e);
+
+		if (rc == 1)
+			heap[hn++] = &srcs[k];
+		else if (rc < 0 && t)
+			note_damage(t, srcs[k].rank, rt_vw_cursor_error(srcs[k].c));
+	}
+	for (int i = hn / 2 - 1; i >= 0; i--)
+		heap_down(heap, hn, i);
+	while (hn > 0) {
+		struct src *s = heap[0];
+		int rc;
+
+		fn(arg, s->rank, &s->e);
+		rc = rt_vw_cursor_next(s->c, &s->e);
+		if (rc != 1) {
+			if (rc < 0 && t)
+				note_damage(t, s->rank, rt_vw_cursor_error(s->c));
+			if (t)
+				t->ranks[s->rank].discarded += rt_vw_cursor_info(s->c)->discarded;
+			heap[0] = heap[--hn];
+		}
+		heap_down(heap, hn, 0);
+	}
+	free(heap);
+	return 0;
+}
+
+static void model_event(void *arg, int rank, const struct rt_vw_event *e)
+{
+	struct matcher *m = arg;
+
+	on_event(m, rank, e);
+	m->t->events++;
+}
+
+/* Open a cursor on every stream of every readable rank of t. */
+static int open_sources(struct rt_vw_trace *t, struct src **out, int *nout)
+{
+	struct src *srcs = NULL;
+	int nsrc = 0, cap = 0;
+
+	for (int i = 0; i < t->nranks; i++) {
+		char rd[4400], e2[512], **streams;
+		int ns;
+
+		if (!t->ranks[i].readable)
+			continue;
+		snprintf(rd, sizeof(rd), "%s/%s", t->dir, t->ranks[i].name);
+		ns = rt_vw_list_streams(rd, &streams);
+		for (int k = 0; k < ns; k++) {
+			char sp[4700];
+
+			if (nsrc == cap) {
+				void *p = realloc(srcs, sizeof(*srcs) * (size_t)(cap = cap ? cap * 2 : 64));
+
+				if (!p) {
+					rt_vw_free_names(streams, ns);
+					free(srcs);
+					return -1;
+				}
+				srcs = p;
+			}
+			snprintf(sp, sizeof(sp), "%s/%s", rd, streams[k]);
+			srcs[nsrc].c = rt_vw_cursor_open(sp, e2, sizeof(e2));
+			srcs[nsrc].rank = i;
+			if (srcs[nsrc].c)
+				nsrc++;
+			else
+				note_damage(t, i, e2);
+		}
+		rt_vw_free_names(streams, ns > 0 ? ns : 0);
+	}
+	*out = srcs;
+	*nout = nsrc;
+	return 0;
+}
+
+int rt_vw_foreach(const struct rt_vw_trace *t, void (*fn)(void *arg, int rank, const struct rt_vw_event *e),
+		  void *arg)
+{
+	struct src *srcs;
+	int nsrc, rc;
+
+	if (open_sources((struct rt_vw_trace *)t, &srcs, &nsrc) != 0)
+		return -1;
+	rc = merge_streams(NULL, srcs, nsrc, fn, arg);
+	for (int k = 0; k < nsrc; k++)
+		rt_vw_cursor_close(srcs[k].c);
+	free(srcs);
+	return rc;
+}
+
 struct rt_vw_trace *rt_vw_load(const char *dir, char *err, size_t errlen)
 {
 	struct rt_vw_trace *t = calloc(1, sizeof(*t));
 	struct matcher *m = calloc(1, sizeof(*m));
-	struct src *srcs = NULL, **heap = NULL;
+	struct src *srcs = NULL;
 	char **names = NULL;
-	int n, nsrc = 0, cap = 0, readable = 0;
+	int n, nsrc = 0, readable = 0;
 
 	if (!t || !m)
 		goto out_oom;
@@ -585,8 +688,7 @@ struct rt_vw_trace *rt_vw_load(const char *dir, char *err, size_t errlen)
 	m->t = t;
 	for (int i = 0; i < n; i++) {
 		struct rt_vw_rank *r = &t->ranks[i];
-		char rd[4400], e2[512], **streams;
-		int ns;
+		char rd[4400], e2[512];
 
 		snprintf(r->name, sizeof(r->name), "%s", names[i]);
 		r->comm_device = r->init_device = -1;
@@ -601,70 +703,20 @@ struct rt_vw_trace *rt_vw_load(const char *dir, char *err, size_t errlen)
 			r->meta.rank = 100000 + i; /* pid-named: keep them apart */
 		r->readable = true;
 		readable++;
-		ns = rt_vw_list_streams(rd, &streams);
-		for (int k = 0; k < ns; k++) {
-			char sp[4700];
-
-			if (nsrc == cap) {
-				void *p = realloc(srcs, sizeof(*srcs) * (size_t)(cap = cap ? cap * 2 : 64));
-
-				if (!p)
-					goto out_oom;
-				srcs = p;
-			}
-			snprintf(sp, sizeof(sp), "%s/%s", rd, streams[k]);
-			srcs[nsrc].c = rt_vw_cursor_open(sp, e2, sizeof(e2));
-			srcs[nsrc].rank = i;
-			if (!srcs[nsrc].c) {
-				note_damage(t, i, e2);
-				continue;
-			}
-			nsrc++;
-		}
-		rt_vw_free_names(streams, ns > 0 ? ns : 0);
 	}
 	if (!readable) {
 		snprintf(err, errlen, "%s: no readable rank trace (%s)", dir, t->ranks[0].damaged);
 		goto out_fail;
 	}
-	heap = calloc((size_t)nsrc + 1, sizeof(*heap));
-	if (!heap)
+	if (open_sources(t, &srcs, &nsrc) != 0)
 		goto out_oom;
-	{
-		int hn = 0;
-
-		for (int k = 0; k < nsrc; k++) {
-			int rc = rt_vw_cursor_next(srcs[k].c, &srcs[k].e);
-
-			if (rc == 1)
-				heap[hn++] = &srcs[k];
-			else if (rc < 0)
-				note_damage(t, srcs[k].rank, rt_vw_cursor_error(srcs[k].c));
-		}
-		for (int i = hn / 2 - 1; i >= 0; i--)
-			heap_down(heap, hn, i);
-		while (hn > 0) {
-			struct src *s = heap[0];
-			int rc;
-
-			on_event(m, s->rank, &s->e);
-			t->events++;
-			rc = rt_vw_cursor_next(s->c, &s->e);
-			if (rc != 1) {
-				if (rc < 0)
-					note_damage(t, s->rank, rt_vw_cursor_error(s->c));
-				heap[0] = heap[--hn];
-			}
-			heap_down(heap, hn, 0);
-		}
-	}
-	for (int k = 0; k < nsrc; k++) {
-		t->ranks[srcs[k].rank].discarded += rt_vw_cursor_info(srcs[k].c)->discarded;
+	if (merge_streams(t, srcs, nsrc, model_event, m) != 0)
+		goto out_oom;
+	for (int k = 0; k < nsrc; k++)
 		rt_vw_cursor_close(srcs[k].c);
-	}
+	nsrc = 0;
 	matcher_finish(m);
 	analyse(t);
-	free(heap);
 	free(srcs);
 	free(m);
 	rt_vw_free_names(names, n);
@@ -675,7 +727,6 @@ out_oom:
 out_fail:
 	for (int k = 0; k < nsrc; k++)
 		rt_vw_cursor_close(srcs[k].c);
-	free(heap);
 	free(srcs);
 	free(m);
 	if (names)

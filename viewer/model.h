@@ -92,6 +92,10 @@ struct rt_vw_trace {
 struct rt_vw_trace *rt_vw_load(const char *dir, char *err, size_t errlen);
 void rt_vw_free(struct rt_vw_trace *t);
 
+/* Every event of t's readable ranks again, merged by time (for exports). */
+int rt_vw_foreach(const struct rt_vw_trace *t,
+		  void (*fn)(void *arg, int rank, const struct rt_vw_event *e), void *arg);
+
 /* Rank index by rank number, or -1. */
 int rt_vw_rank_index(const struct rt_vw_trace *t, int rank);
 

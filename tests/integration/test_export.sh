@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# test_export.sh - Perfetto JSON passes a schema check; the HTML report is
+# self-contained, renders in headless Chromium and escapes every name.
+source "$(dirname "$0")/lib.sh"
+RT="$B/bin/ranktrace"
+HERE=$(cd "$(dirname "$0")" && pwd)
+sim "$RT" run -o "$T/good" -- "$B/bin/rt-launch" -n 4 "$B/bin/fsdp_mini" --steps 2 > /dev/null 2>&1
+sim "$RT" run -o "$T/bad" -- "$B/bin/rt-launch" -n 4 "$B/bin/fsdp_mini" --steps 2 --trainer-version 4.53.0 > /dev/null 2>&1
+
+"$RT" export "$T/good" --perfetto "$T/good.json" 2> /dev/null
+check "export exits 0" [ $? -eq 0 ]
+check "Perfetto JSON passes the schema check, all 21 collectives linked across 4 ranks" python3 "$HERE/check_perfetto.py" "$T/good.json" 4 21
+check "device memory counters are there" grep -q '"name":"device 3 memory"' "$T/good.json"
+"$RT" export "$T/bad" --perfetto /proc/cannot/write.json > /dev/null 2>&1
+check "export to an unwritable path fails cleanly (1)" [ $? -eq 1 ]
+
+# a hostile name in the trace: the report must show it as text
+sed -i 's|hostname = "[^"]*";|hostname = "<script>alert(1)</script>";|' "$T"/bad/rank-00001/metadata
+"$RT" report "$T/bad" -o "$T/bad.html" 2> /dev/null
+check "report exits 0" [ $? -eq 0 ]
+check "report: self-contained (nothing loaded: no src= or href=)" bash -c "! grep -qE '(src|href)=' '$T/bad.html'"
+check "report: no <script> element at all" bash -c "! grep -qi '<script' '$T/bad.html'"
+check "report: the hostile name is escaped" grep -qF '&lt;script&gt;alert(1)&lt;/script&gt;' "$T/bad.html"
+if command -v chromium > /dev/null; then
+  timeout 120 chromium --headless --no-sandbox --disable-gpu --window-size=1200,1400 \
+    --screenshot="$T/bad.png" "file://$T/bad.html" > /dev/null 2>&1
+  check "headless Chromium takes a screenshot" [ -s "$T/bad.png" ]
+  check "the screenshot is not blank (PNG > 20 kB)" [ "$(stat -c %s "$T/bad.png")" -gt 20000 ]
+  timeout 120 chromium --headless --no-sandbox --disable-gpu --dump-dom "file://$T/bad.html" > "$T/dom.html" 2> /dev/null
+  check "rendered page shows the verdict" grep -q 'skipped-fsdp-root</span>' "$T/dom.html"
+  check "rendered page shows the finding" grep -q 'FSDP root forward never ran' "$T/dom.html"
+  check "rendered page has a lane per rank" [ "$(grep -o '>rank [0-3]</text>' "$T/dom.html" | wc -l)" -eq 4 ]
+  check "the hostile name stayed text in the DOM" grep -qF '&lt;script&gt;alert(1)&lt;/script&gt;' "$T/dom.html"
+else
+  bad "chromium is not installed (scripts/setup.sh installs it)"
+fi
+finish

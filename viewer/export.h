@@ -1,0 +1,22 @@
+/* SPDX-License-Identifier: MIT */
+/* export.h - trace exports: Perfetto/Chrome JSON and the HTML report. */
+#ifndef RT_VW_EXPORT_H
+#define RT_VW_EXPORT_H
+
+#include <stdio.h>
+
+#include "model.h"
+
+/* Chrome trace-event JSON: a process per rank, tracks per thread and CUDA
+ * stream, device-memory counters, collectives linked across ranks by flows.
+ * 0, or -1 on a write error. */
+int rt_vw_export_perfetto(const struct rt_vw_trace *t, FILE *f);
+
+/* One self-contained HTML file (no network): findings, ranks, timeline,
+ * device memory, parameter placement. 0, or -1. */
+int rt_vw_report_html(const struct rt_vw_trace *t, FILE *f);
+
+/* Write s with HTML's special characters escaped. */
+void rt_vw_html_esc(FILE *f, const char *s);
+
+#endif
