@@ -7,7 +7,9 @@ ifdef CI
 CMAKE_FLAGS += -DRT_WERROR=ON
 endif
 
-.PHONY: all setup build test test-asan demo bench clean
+.PHONY: all setup build test test-asan fuzz demo bench clean
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 30
 
 all: build
 
@@ -27,6 +29,12 @@ test-asan: setup
 	@cmake --build $(ASAN_BUILD) -j$(JOBS)
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j$(JOBS) -L unit
 
+# libFuzzer targets, a short run each (corpus seeded from real traces).
+fuzz: setup
+	@cmake -S . -B $(FUZZ_BUILD) -DRT_FUZZ=ON -DCMAKE_C_COMPILER=clang >/dev/null
+	@cmake --build $(FUZZ_BUILD) -j$(JOBS)
+	@scripts/fuzz.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
+
 demo: build
 	@scripts/demo.sh $(BUILD)
 
@@ -34,4 +42,4 @@ bench: build
 	@bench/run.sh $(BUILD)
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

@@ -512,7 +512,8 @@ static void print_view_json(const struct rt_vw_trace *t, int only_rank)
 static struct rt_vw_trace *load_or_complain(const char *cmd, const char *dir)
 {
 	char err[1024];
-	struct rt_vw_trace *t = rt_vw_load(dir, err, sizeof(err));
+	struct rt_vw_trace *t = rt_vw_load(dir, strcmp(cmd, "diff") ? 0 : RT_VW_KEEP_CALLS, err,
+					   sizeof(err));
 
 	if (!t)
 		fprintf(stderr, "ranktrace %s: %s\n", cmd, err);

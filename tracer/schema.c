@@ -76,22 +76,6 @@ int rt_field_index(unsigned id, const char *name)
 	return -1;
 }
 
-int64_t rt_field_get(unsigned id, const uint8_t *fields, int i)
-{
-	const struct rt_field *f = &rt_events[id].fields[i];
-	const uint8_t *p = fields + f->offset;
-	uint64_t u = 0;
-
-	switch (f->kind) {
-	case RT_K_PTR: case RT_K_U64: memcpy(&u, p, 8); return (int64_t)u;
-	case RT_K_U32: { uint32_t v; memcpy(&v, p, 4); return v; }
-	case RT_K_I32: { int32_t v; memcpy(&v, p, 4); return v; }
-	case RT_K_U8: return *p;
-	case RT_K_I8: return (int8_t)*p;
-	}
-	return 0;
-}
-
 struct out {
 	char *buf;
 	size_t n, len;

@@ -104,7 +104,19 @@ size_t rt_kind_size(enum rt_kind k);
 int rt_field_index(unsigned id, const char *name);
 
 /* Read field i of an event's payload (fields part) as an integer. */
-int64_t rt_field_get(unsigned id, const uint8_t *fields, int i);
+static inline int64_t rt_field_get(unsigned id, const uint8_t *fields, int i)
+{
+	const struct rt_field *f = &rt_events[id].fields[i];
+	const uint8_t *p = fields + f->offset;
+
+	switch (f->kind) {
+	case RT_K_PTR: case RT_K_U64: { uint64_t v; __builtin_memcpy(&v, p, 8); return (int64_t)v; }
+	case RT_K_U32: { uint32_t v; __builtin_memcpy(&v, p, 4); return v; }
+	case RT_K_I32: { int32_t v; __builtin_memcpy(&v, p, 4); return v; }
+	case RT_K_U8: return *p;
+	default: return (int8_t)*p;
+	}
+}
 
 /* Trace-wide facts written into the CTF metadata `env` block. */
 struct rt_trace_env {

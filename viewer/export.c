@@ -41,13 +41,6 @@ void rt_vw_html_esc(FILE *f, const char *s)
 	}
 }
 
-static int64_t fld(const struct rt_vw_event *e, const char *name)
-{
-	int i = rt_field_index(e->id, name);
-
-	return i < 0 ? 0 : rt_field_get(e->id, e->fields, i);
-}
-
 static bool is_coll(unsigned id)
 {
 	return id == RT_ID_ncclAllReduce || id == RT_ID_ncclBroadcast || id == RT_ID_ncclBcast ||
@@ -92,8 +85,8 @@ static int mem_update(struct mem *m, const struct rt_vw_event *e)
 		x = malloc(sizeof(*x));
 		if (!x)
 			return -1;
-		x->ptr = (uint64_t)fld(e, "ptr");
-		x->size = (uint64_t)fld(e, "size");
+		x->ptr = (uint64_t)rt_vw_fld(e, RT_F_PTR);
+		x->size = (uint64_t)rt_vw_fld(e, RT_F_SIZE);
 		x->dev = e->dev;
 		l = mem_slot(m, x->ptr);
 		x->next = *l;
@@ -101,7 +94,7 @@ static int mem_update(struct mem *m, const struct rt_vw_event *e)
 		m->bytes[x->dev] += x->size;
 		return x->dev;
 	case RT_ID_cudaFree: case RT_ID_cudaFreeAsync:
-		l = mem_slot(m, (uint64_t)fld(e, "ptr"));
+		l = mem_slot(m, (uint64_t)rt_vw_fld(e, RT_F_PTR));
 		if (!(x = *l))
 			return -1;
 		*l = x->next;
@@ -166,7 +159,7 @@ static void pf_event(void *arg, int ri, const struct rt_vw_event *e)
 	struct pf *p = arg;
 	const struct rt_vw_rank *r = &p->t->ranks[ri];
 	const struct rt_event_desc *d = &rt_events[e->id];
-	uint64_t stream = (uint64_t)fld(e, "stream");
+	uint64_t stream = (uint64_t)rt_vw_fld(e, RT_F_STREAM);
 	uint64_t tid = e->tid;
 	int dev;
 
@@ -192,8 +185,8 @@ static void pf_event(void *arg, int ri, const struct rt_vw_event *e)
 	}
 	fputs("}}", p->f);
 	if (is_coll(e->id)) {
-		uint64_t comm = (uint64_t)fld(e, "comm_id");
-		uint32_t seq = (uint32_t)fld(e, "seq");
+		uint64_t comm = (uint64_t)rt_vw_fld(e, RT_F_COMM_ID);
+		uint32_t seq = (uint32_t)rt_vw_fld(e, RT_F_SEQ);
 		size_t b = (size_t)((comm ^ seq * 0x9E3779B97F4A7C15ull) % FLOW_BUCKETS);
 		struct flow **l = &p->flows[b], *fl;
 		const char *ph;

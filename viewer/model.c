@@ -43,9 +43,10 @@ static size_t hash_ptr(uint64_t p, size_t cap)
 	return (size_t)((p >> 8) * 0x9E3779B97F4A7C15ull >> 20) & (cap - 1);
 }
 
+/* Rehash: double when half full of live entries, else just drop tombstones. */
 static bool map_grow(struct rt_vw_alloc_map *m)
 {
-	size_t cap = m->cap ? m->cap * 2 : 1024;
+	size_t cap = !m->cap ? 1024 : (m->live + 1) * 4 > m->cap ? m->cap * 2 : m->cap;
 	struct alloc *n = calloc(cap, sizeof(*n));
 
 	if (!n)
@@ -68,18 +69,24 @@ static bool map_grow(struct rt_vw_alloc_map *m)
 
 static void map_put(struct rt_vw_alloc_map *m, uint64_t ptr, uint64_t size, int dev)
 {
-	size_t j;
+	size_t j, reuse = SIZE_MAX;
 
 	if ((m->used + 1) * 2 > m->cap && !map_grow(m))
 		return;
-	for (j = hash_ptr(ptr, m->cap); m->slots[j].used == 1; j = (j + 1) & (m->cap - 1))
-		if (m->slots[j].ptr == ptr)
-			break;
-	if (m->slots[j].used != 1) {
-		m->live++;
-		if (m->slots[j].used == 0)
-			m->used++;
+	for (j = hash_ptr(ptr, m->cap); m->slots[j].used; j = (j + 1) & (m->cap - 1)) {
+		if (m->slots[j].used == 1 && m->slots[j].ptr == ptr) {
+			m->slots[j].size = size; /* allocated again without a free we saw */
+			m->slots[j].dev = (int8_t)dev;
+			return;
+		}
+		if (m->slots[j].used == 2 && reuse == SIZE_MAX)
+			reuse = j;
 	}
+	if (reuse == SIZE_MAX)
+		m->used++;
+	else
+		j = reuse;
+	m->live++;
 	m->slots[j] = (struct alloc){ ptr, size, (int8_t)dev, 1 };
 }
 
@@ -332,13 +339,6 @@ static void matcher_finish(struct matcher *m)
 
 /* ---- per-event model update ---- */
 
-static int64_t fld(const struct rt_vw_event *e, const char *name)
-{
-	int i = rt_field_index(e->id, name);
-
-	return i < 0 ? 0 : rt_field_get(e->id, e->fields, i);
-}
-
 static int coll_kind(unsigned id)
 {
 	switch (id) {
@@ -361,10 +361,10 @@ static void use_device(struct rt_vw_rank *r, int dev)
 
 static void on_alloc(struct rt_vw_rank *r, const struct rt_vw_event *e, bool host)
 {
-	uint64_t ptr = (uint64_t)fld(e, "ptr"), size = (uint64_t)fld(e, "size");
+	uint64_t ptr = (uint64_t)rt_vw_fld(e, RT_F_PTR), size = (uint64_t)rt_vw_fld(e, RT_F_SIZE);
 
 	if (e->id == RT_ID_cudaMallocPitch)
-		size = (uint64_t)fld(e, "pitch") * (uint64_t)fld(e, "height");
+		size = (uint64_t)rt_vw_fld(e, RT_F_PITCH) * (uint64_t)rt_vw_fld(e, RT_F_HEIGHT);
 	if (e->pending)
 		return;
 	if (e->ret != 0) {
@@ -387,7 +387,7 @@ static void on_alloc(struct rt_vw_rank *r, const struct rt_vw_event *e, bool hos
 
 static void on_free(struct rt_vw_rank *r, const struct rt_vw_event *e)
 {
-	uint64_t ptr = (uint64_t)fld(e, "ptr");
+	uint64_t ptr = (uint64_t)rt_vw_fld(e, RT_F_PTR);
 	struct alloc *a;
 
 	if (e->pending || e->ret != 0 || ptr == 0)
@@ -453,24 +453,24 @@ static void on_event(struct matcher *m, int ri, const struct rt_vw_event *e)
 		if (e->ret == 0 && !e->pending) {
 			if (r->comm_device < 0)
 				r->comm_device = e->dev;
-			comm_learn(m, (uint64_t)fld(e, "comm_id"), (int)fld(e, "nranks"));
+			comm_learn(m, (uint64_t)rt_vw_fld(e, RT_F_COMM_ID), (int)rt_vw_fld(e, RT_F_NRANKS));
 			use_device(r, e->dev);
 		}
 		return;
 	case RT_ID_ncclCommInitAll:
 		if (e->ret == 0)
-			comm_learn(m, (uint64_t)fld(e, "comm_id"), (int)fld(e, "nranks"));
+			comm_learn(m, (uint64_t)rt_vw_fld(e, RT_F_COMM_ID), (int)rt_vw_fld(e, RT_F_NRANKS));
 		return;
 	case RT_ID_rt_exit:
 		if ((int)e->pid == r->meta.pid) {
 			r->exit_seen = true;
-			r->exit_status = (int)fld(e, "status");
+			r->exit_status = (int)rt_vw_fld(e, RT_F_STATUS);
 		}
 		return;
 	case RT_ID_rt_signal:
 		if ((int)e->pid == r->meta.pid) {
 			r->exit_seen = true;
-			r->signo = (int)fld(e, "signo");
+			r->signo = (int)rt_vw_fld(e, RT_F_SIGNO);
 		}
 		return;
 	default:
@@ -484,16 +484,16 @@ static void on_event(struct matcher *m, int ri, const struct rt_vw_event *e)
 	if (ck == RT_CK_BROADCAST && r->colls[RT_CK_ALLGATHER] == 0)
 		r->broadcasts_before_allgather++;
 	{
-		struct sig s = { .kind = (uint8_t)ck, .dtype = (uint8_t)fld(e, "datatype"),
-				 .op = (uint8_t)fld(e, "op"), .root = (int32_t)fld(e, "root"),
-				 .count = (uint64_t)fld(e, "count"), .ret = e->ret,
+		struct sig s = { .kind = (uint8_t)ck, .dtype = (uint8_t)rt_vw_fld(e, RT_F_DATATYPE),
+				 .op = (uint8_t)rt_vw_fld(e, RT_F_OP), .root = (int32_t)rt_vw_fld(e, RT_F_ROOT),
+				 .count = (uint64_t)rt_vw_fld(e, RT_F_COUNT), .ret = e->ret,
 				 .pending = e->pending };
-		uint64_t comm = (uint64_t)fld(e, "comm_id");
-		uint32_t seq = (uint32_t)fld(e, "seq");
+		uint64_t comm = (uint64_t)rt_vw_fld(e, RT_F_COMM_ID);
+		uint32_t seq = (uint32_t)rt_vw_fld(e, RT_F_SEQ);
 
 		if (ck == RT_CK_SEND || ck == RT_CK_RECV)
-			s.root = (int32_t)fld(e, "peer");
-		if (r->ncalls < RT_VW_MAX_CALLS) {
+			s.root = (int32_t)rt_vw_fld(e, RT_F_PEER);
+		if ((m->t->flags & RT_VW_KEEP_CALLS) && r->ncalls < RT_VW_MAX_CALLS) {
 			if (r->ncalls == r->calls_cap) {
 				uint32_t cap = r->calls_cap ? r->calls_cap * 2 : 64;
 				void *p = realloc(r->calls, sizeof(*r->calls) * cap);
@@ -665,7 +665,7 @@ int rt_vw_foreach(const struct rt_vw_trace *t, void (*fn)(void *arg, int rank, c
 	return rc;
 }
 
-struct rt_vw_trace *rt_vw_load(const char *dir, char *err, size_t errlen)
+struct rt_vw_trace *rt_vw_load(const char *dir, unsigned flags, char *err, size_t errlen)
 {
 	struct rt_vw_trace *t = calloc(1, sizeof(*t));
 	struct matcher *m = calloc(1, sizeof(*m));
@@ -676,6 +676,7 @@ struct rt_vw_trace *rt_vw_load(const char *dir, char *err, size_t errlen)
 	if (!t || !m)
 		goto out_oom;
 	snprintf(t->dir, sizeof(t->dir), "%s", dir);
+	t->flags = flags;
 	n = rt_vw_list_ranks(dir, &names);
 	if (n <= 0) {
 		snprintf(err, errlen, "%s: no rank traces (rank-*/ directories) here", dir);

@@ -85,11 +85,14 @@ struct rt_vw_trace {
 	bool diverged;
 	uint64_t div_comm;
 	uint32_t div_seq;
+	unsigned flags;
 };
 
 /* Read and analyse a trace directory. Returns NULL with err set when it
- * holds no readable rank at all. */
-struct rt_vw_trace *rt_vw_load(const char *dir, char *err, size_t errlen);
+ * holds no readable rank at all. RT_VW_KEEP_CALLS keeps each rank's list of
+ * collectives (for diff; memory then grows with them). */
+#define RT_VW_KEEP_CALLS 1u
+struct rt_vw_trace *rt_vw_load(const char *dir, unsigned flags, char *err, size_t errlen);
 void rt_vw_free(struct rt_vw_trace *t);
 
 /* Every event of t's readable ranks again, merged by time (for exports). */

@@ -33,6 +33,26 @@ static uint32_t get32(const uint8_t *p)
 	return v;
 }
 
+static const char *const fnames[RT_F_COUNT_] = { "ptr", "size", "pitch", "height", "stream",
+						 "comm_id", "seq", "count", "datatype", "op",
+						 "root", "peer", "nranks", "status", "signo",
+						 "device" };
+static int8_t findex[RT_ID_COUNT][RT_F_COUNT_];
+
+__attribute__((constructor(200))) static void build_findex(void)
+{
+	for (unsigned id = 0; id < RT_ID_COUNT; id++)
+		for (int f = 0; f < RT_F_COUNT_; f++)
+			findex[id][f] = (int8_t)rt_field_index(id, fnames[f]);
+}
+
+int64_t rt_vw_fld(const struct rt_vw_event *e, enum rt_vw_fname f)
+{
+	int i = findex[e->id][f];
+
+	return i < 0 ? 0 : rt_field_get(e->id, e->fields, i);
+}
+
 struct rt_vw_cursor {
 	char path[4200];
 	const uint8_t *base;
@@ -142,7 +162,11 @@ int rt_vw_cursor_next(struct rt_vw_cursor *c, struct rt_vw_event *e)
 	while (c->content == 0 || c->off >= c->content) {
 		int rc;
 
-		if (c->content) { /* next packet */
+		if (c->content) { /* next packet; drop the pages of the one read */
+			size_t from = c->pkt & ~(size_t)4095, to = (c->pkt + c->psize) & ~(size_t)4095;
+
+			if (to > from)
+				madvise((void *)(c->base + from), to - from, MADV_DONTNEED);
 			c->pkt += c->psize;
 			c->content = 0;
 		}

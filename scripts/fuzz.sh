@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# fuzz.sh - run each libFuzzer target for a few seconds, seeded with a real
+# stream file and metadata from fsdp_mini traces. Fails on any crash.
+set -euo pipefail
+FB=$(cd "$1" && pwd); SECONDS_EACH=${2:-30}
+B=$(cd "${BUILD:-build}" && pwd)
+corpus=$(mktemp -d "${TMPDIR:-/tmp}/rt-corpus.XXXXXX")
+trap 'rm -rf "$corpus" /tmp/rt-fuzz-*' EXIT
+if [ -x "$B/bin/ranktrace" ]; then
+  LD_LIBRARY_PATH="$B/sim" "$B/bin/ranktrace" run -o "$corpus/t" -- "$B/bin/rt-launch" -n 2 \
+    "$B/bin/fsdp_mini" --steps 1 > /dev/null 2>&1 || true
+  i=0
+  for f in "$corpus"/t/rank-*/stream-* "$corpus"/t/rank-00000/metadata; do
+    [ -f "$f" ] && head -c 65536 "$f" > "$corpus/seed$((i++))"
+  done
+  rm -rf "$corpus/t"
+fi
+echo "fuzz_reader: ${SECONDS_EACH}s"
+"$FB/bin/fuzz_reader" -max_total_time="$SECONDS_EACH" -max_len=65536 -print_final_stats=1 "$corpus" 2>&1 | tail -4
