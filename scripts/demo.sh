@@ -15,14 +15,21 @@ say "transformers 4.53.0 (the Trainer runs the unwrapped module)"
 "$B/bin/ranktrace" run -o "$OUT/bad" -- "$B/bin/rt-launch" -n 4 "$B/bin/fsdp_mini" --trainer-version 4.53.0 --steps 3
 bad=$?
 
-say "what the traces show (babeltrace2 reads them as they are)"
+say "ranktrace view: the healthy run"
+"$B/bin/ranktrace" view "$OUT/good"
+say "ranktrace view: transformers 4.53.0"
+"$B/bin/ranktrace" view "$OUT/bad"
+say "verdicts (exit codes for git bisect run: 0 good, 1 bad, 125 skip)"
 for t in good bad; do
-  n=$(babeltrace2 "$OUT/$t" 2>/dev/null | grep -c 'ncclAllGather')
-  printf '%-5s all-gathers (FSDP unshard) across ranks: %s\n' "$t" "$n"
+  v=$("$B/bin/ranktrace" verdict "$OUT/$t"); rc=$?
+  printf '%-5s %-20s exit %d\n' "$t" "$v" "$rc"
 done
-echo "bad: last events of rank 1:"
-babeltrace2 "$OUT/bad" 2>/dev/null | grep "pid = $(awk -F' = |;' '/^\tpid = / {print $2}' "$OUT/bad/rank-00001/metadata")," | tail -3 | cut -c1-160
+say "ranktrace diff good bad"
+"$B/bin/ranktrace" diff "$OUT/good" "$OUT/bad"
+"$B/bin/ranktrace" report "$OUT/bad" -o "$OUT/bad.html" 2>/dev/null
+"$B/bin/ranktrace" export "$OUT/good" --perfetto "$OUT/good.perfetto.json" 2>/dev/null
 say "summary"
 echo "4.52.4: exit status $good (expected 0); 4.53.0: exit status $bad (expected non-zero)"
-echo "traces: $OUT/good $OUT/bad   (try: babeltrace2 $OUT/bad | less)"
+echo "traces: $OUT/good $OUT/bad (babeltrace2 reads them); report: $OUT/bad.html;"
+echo "Perfetto: open $OUT/good.perfetto.json in ui.perfetto.dev"
 [ "$good" -eq 0 ] && [ "$bad" -ne 0 ]
