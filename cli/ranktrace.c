@@ -20,6 +20,7 @@
 
 #include "export.h"
 #include "model.h"
+#include "plan.h"
 #include "reader.h"
 
 #define EXIT_USAGE 2
@@ -35,7 +36,9 @@ static void usage_main(FILE *f)
 		"unmodified distributed training job.\n"
 		"\n"
 		"commands:\n"
-		"  run [-o DIR] [--max-size SIZE] -- CMD...   trace CMD and all its child processes\n"
+		"  run [-o DIR] [--max-size SIZE] [--inject PLAN] -- CMD...\n"
+		"                                           trace CMD and all its child processes\n"
+		"  inject --list                            fault plan targets, actions, presets\n"
 		"  view DIR [--rank N] [--json]             per-rank summary and findings\n"
 		"  verdict DIR [--bad SIGNATURE]            one-word classification; exit code for\n"
 		"                                           git bisect run: 0 healthy, 1 bad, 125 skip\n"
@@ -49,7 +52,8 @@ static void usage_main(FILE *f)
 static void usage_run(FILE *f)
 {
 	fprintf(f,
-		"usage: ranktrace run [-o DIR] [--max-size SIZE] [--] CMD [ARG...]\n"
+		"usage: ranktrace run [-o DIR] [--max-size SIZE] [--inject PLAN | --inject-file F]\n"
+		"                     [--] CMD [ARG...]\n"
 		"\n"
 		"Runs CMD with libranktrace.so preloaded in it and in every process it starts\n"
 		"(launchers such as torchrun, accelerate launch, srun or rt-launch fork the\n"
@@ -60,6 +64,10 @@ static void usage_run(FILE *f)
 		"                     when ranks run on several nodes\n"
 		"  --max-size SIZE    cap the trace of each rank process (e.g. 64M, 1G); events\n"
 		"                     past the cap are counted as discarded\n"
+		"  --inject PLAN      inject faults: 'SPEC[;SPEC...]' or a preset such as\n"
+		"                     skip-fsdp-root (see `ranktrace inject --list`); a bad plan\n"
+		"                     is refused (exit 2) before anything starts\n"
+		"  --inject-file F    the plan from a file, one SPEC per line ('#' comments)\n"
 		"\n"
 		"Exit status: CMD's (128+N if it was killed by signal N); 2 for a usage error.\n"
 		"\n"
@@ -232,6 +240,77 @@ static int print_summary(const char *dir)
 	return bad;
 }
 
+/* A plan file: one SPEC per line, '#' comments, joined with ';'. */
+static char *read_plan_file(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char line[1024], *out;
+	size_t len = 0, cap = 4096;
+
+	if (!f) {
+		fprintf(stderr, "ranktrace run: --inject-file %s: %s\n", path, strerror(errno));
+		return NULL;
+	}
+	out = calloc(1, cap);
+	while (out && fgets(line, sizeof(line), f)) {
+		char *p = line, *hash = strchr(line, '#');
+		size_t n;
+
+		if (hash)
+			*hash = '\0';
+		while (*p == ' ' || *p == '\t')
+			p++;
+		n = strcspn(p, "\r\n");
+		while (n && (p[n - 1] == ' ' || p[n - 1] == '\t'))
+			n--;
+		if (!n)
+			continue;
+		if (len + n + 2 > cap) {
+			char *q = realloc(out, cap = (len + n + 2) * 2);
+
+			if (!q) {
+				free(out);
+				out = NULL;
+				break;
+			}
+			out = q;
+		}
+		if (len)
+			out[len++] = ';';
+		memcpy(out + len, p, n);
+		out[len += n] = '\0';
+	}
+	fclose(f);
+	if (out && !len) {
+		fprintf(stderr, "ranktrace run: --inject-file %s holds no spec\n", path);
+		free(out);
+		return NULL;
+	}
+	return out;
+}
+
+static int cmd_inject(int argc, char **argv)
+{
+	if (argc == 2 && (!strcmp(argv[1], "--list") || !strcmp(argv[1], "-l"))) {
+		rt_inj_print_list(stdout);
+		return 0;
+	}
+	if (argc == 3 && !strcmp(argv[1], "--check")) {
+		struct rt_inj_plan plan;
+		char err[2048];
+
+		if (rt_inj_parse(argv[2], &plan, err, sizeof(err)) != 0) {
+			fprintf(stderr, "%s\n", err);
+			return EXIT_USAGE;
+		}
+		printf("ok: %d rule%s\n", plan.nrules, plan.nrules == 1 ? "" : "s");
+		rt_inj_plan_free(&plan);
+		return 0;
+	}
+	fprintf(stderr, "usage: ranktrace inject --list | --check PLAN\n");
+	return argc == 2 && !strcmp(argv[1], "--help") ? 0 : EXIT_USAGE;
+}
+
 static void default_dir(char *out, size_t n)
 {
 	time_t t = time(NULL);
@@ -246,9 +325,12 @@ static int cmd_run(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "output", required_argument, NULL, 'o' },
 		{ "max-size", required_argument, NULL, 'm' },
+		{ "inject", required_argument, NULL, 'i' },
+		{ "inject-file", required_argument, NULL, 'f' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
+	char *inject = NULL;
 	char dir[PATH_MAX] = "", abs[PATH_MAX], lib[PATH_MAX], preload[2 * PATH_MAX + 16];
 	char run_id[33];
 	unsigned char rnd[16];
@@ -260,6 +342,16 @@ static int cmd_run(int argc, char **argv)
 		switch (c) {
 		case 'o': snprintf(dir, sizeof(dir), "%s", optarg); break;
 		case 'm': max_size = optarg; break;
+		case 'i':
+			free(inject);
+			inject = strdup(optarg);
+			break;
+		case 'f':
+			free(inject);
+			inject = read_plan_file(optarg);
+			if (!inject)
+				return EXIT_USAGE;
+			break;
 		case 'h': usage_run(stdout); return 0;
 		default: usage_run(stderr); return EXIT_USAGE;
 		}
@@ -279,6 +371,16 @@ static int cmd_run(int argc, char **argv)
 				max_size);
 			return EXIT_USAGE;
 		}
+	}
+	if (inject) {
+		struct rt_inj_plan plan;
+		char err[2048];
+
+		if (rt_inj_parse(inject, &plan, err, sizeof(err)) != 0) {
+			fprintf(stderr, "ranktrace run: %s\n", err);
+			return EXIT_USAGE;
+		}
+		rt_inj_plan_free(&plan);
 	}
 	if (find_library(lib, sizeof(lib)) != 0) {
 		fprintf(stderr, "ranktrace run: cannot find libranktrace.so next to this program "
@@ -317,6 +419,17 @@ static int cmd_run(int argc, char **argv)
 			setenv("RANKTRACE_MAX_SIZE", max_size, 1);
 		else
 			unsetenv("RANKTRACE_MAX_SIZE");
+	}
+	if (inject) {
+		/* faults are injected by the library: preload it even untraced */
+		if (!traced) {
+			old = getenv("LD_PRELOAD");
+			snprintf(preload, sizeof(preload), "%s%s%s", lib, old && *old ? ":" : "", old ? old : "");
+			setenv("LD_PRELOAD", preload, 1);
+		}
+		setenv("RANKTRACE_INJECT", inject, 1);
+	} else {
+		unsetenv("RANKTRACE_INJECT");
 	}
 	fflush(stdout);
 	child = fork();
@@ -795,6 +908,8 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "run"))
 		return cmd_run(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "inject"))
+		return cmd_inject(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "view"))
 		return cmd_view(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "verdict"))

@@ -93,7 +93,7 @@ static const struct {
 } cuda_errors[] = {
 #define RT_CUDA_ERR(c, n, t) { c, n, t },
 #define RT_NCCL_ERR(c, t)
-#include "errors.def"
+#include "nvidia_errors.def"
 #undef RT_CUDA_ERR
 #undef RT_NCCL_ERR
 };

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* dump_errors.c - regenerates sim/errors.def from NVIDIA's own libraries.
+/* dump_errors.c - regenerates include/nvidia_errors.def from NVIDIA's own libraries.
  *
  * Build and run against the real libcudart/libnccl (they answer these
  * queries without a driver):
  *   cc -I/usr/local/cuda/include sim/dump_errors.c -L/usr/local/cuda/lib64 \
- *      -lcudart -lnccl -o /tmp/dump && /tmp/dump > sim/errors.def.body
+ *      -lcudart -lnccl -o /tmp/dump && /tmp/dump > include/nvidia_errors.def.body
  * Not part of the build. */
 #include <cuda_runtime_api.h>
 #include <nccl.h>

@@ -132,7 +132,7 @@ static void warn(const char *fmt, ...)
 static const char *const nccl_texts[] = {
 #define RT_CUDA_ERR(c, n, t)
 #define RT_NCCL_ERR(c, t) t,
-#include "errors.def"
+#include "nvidia_errors.def"
 #undef RT_CUDA_ERR
 #undef RT_NCCL_ERR
 };

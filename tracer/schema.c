@@ -47,7 +47,8 @@ const struct rt_event_desc rt_events[RT_ID_COUNT] = {
 
 size_t rt_kind_size(enum rt_kind k)
 {
-	static const uint8_t sizes[] = { RT_SZ_PTR, RT_SZ_U64, RT_SZ_U32, RT_SZ_I32, RT_SZ_U8, RT_SZ_I8 };
+	static const uint8_t sizes[] = { RT_SZ_PTR, RT_SZ_U64, RT_SZ_U32, RT_SZ_I32, RT_SZ_U8, RT_SZ_I8,
+					 RT_SZ_STR };
 
 	return (unsigned)k < sizeof(sizes) ? sizes[k] : 0;
 }
@@ -104,6 +105,7 @@ static const char *tsdl_type(enum rt_kind k)
 	case RT_K_U32: return "uint32";
 	case RT_K_I32: return "int32";
 	case RT_K_U8: return "uint8";
+	case RT_K_STR: return "char8";
 	default: return "int8";
 	}
 }
@@ -136,6 +138,7 @@ long rt_schema_tsdl(char *buf, size_t n, const struct rt_trace_env *env)
 	put(&o, "/* CTF 1.8 */\n\n"
 		"typealias integer { size = 8; align = 8; signed = false; } := uint8;\n"
 		"typealias integer { size = 8; align = 8; signed = true; } := int8;\n"
+		"typealias integer { size = 8; align = 8; signed = false; encoding = UTF8; } := char8;\n"
 		"typealias integer { size = 16; align = 8; signed = false; } := uint16;\n"
 		"typealias integer { size = 16; align = 8; signed = true; } := int16;\n"
 		"typealias integer { size = 32; align = 8; signed = false; } := uint32;\n"
@@ -177,7 +180,8 @@ long rt_schema_tsdl(char *buf, size_t n, const struct rt_trace_env *env)
 		    d->name, id);
 		for (unsigned i = 0; i < d->nfields; i++)
 			/* CTF drops one leading underscore: field names may be keywords (stream) */
-			put(&o, "\t\t%s _%s;\n", tsdl_type(d->fields[i].kind), d->fields[i].name);
+			put(&o, "\t\t%s _%s%s;\n", tsdl_type(d->fields[i].kind), d->fields[i].name,
+			    d->fields[i].kind == RT_K_STR ? "[64]" : "");
 		put(&o, "\t} align(8);\n};\n\n");
 	}
 	return o.overflow ? -1 : (long)o.len;

@@ -37,13 +37,14 @@
 #define RT_PKT_OFF_PID 72
 #define RT_PKT_OFF_TID 76
 
-enum rt_kind { RT_K_PTR, RT_K_U64, RT_K_U32, RT_K_I32, RT_K_U8, RT_K_I8 };
+enum rt_kind { RT_K_PTR, RT_K_U64, RT_K_U32, RT_K_I32, RT_K_U8, RT_K_I8, RT_K_STR };
 #define RT_SZ_PTR 8
 #define RT_SZ_U64 8
 #define RT_SZ_U32 4
 #define RT_SZ_I32 4
 #define RT_SZ_U8 1
 #define RT_SZ_I8 1
+#define RT_SZ_STR 64 /* NUL-padded UTF-8, for names in probe events */
 
 enum rt_lib { RT_LIB_CUDA, RT_LIB_NCCL, RT_LIB_TRACER };
 
@@ -114,8 +115,17 @@ static inline int64_t rt_field_get(unsigned id, const uint8_t *fields, int i)
 	case RT_K_U32: { uint32_t v; __builtin_memcpy(&v, p, 4); return v; }
 	case RT_K_I32: { int32_t v; __builtin_memcpy(&v, p, 4); return v; }
 	case RT_K_U8: return *p;
+	case RT_K_STR: return 0;
 	default: return (int8_t)*p;
 	}
+}
+
+/* Field i as a string (RT_K_STR), copied NUL-terminated into out[65]. */
+static inline const char *rt_field_str(unsigned id, const uint8_t *fields, int i, char out[65])
+{
+	__builtin_memcpy(out, fields + rt_events[id].fields[i].offset, 64);
+	out[64] = '\0';
+	return out;
 }
 
 /* Trace-wide facts written into the CTF metadata `env` block. */

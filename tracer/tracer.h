@@ -46,8 +46,17 @@ struct rt_tr_stream {
 	uint8_t buf[RT_PACKET_HEADER_BYTES + 2 * RT_EVENT_MAX_BYTES];
 };
 
+/* An injected fault chosen for this call (inject/engine.c). */
+struct rt_inj_hit {
+	int action;   /* 0: none */
+	int rule;
+	int64_t arg;
+	uint64_t call;
+};
+
 /* One call being recorded. */
 struct rt_tr_call {
+	struct rt_inj_hit hit;
 	struct rt_tr_stream *s;
 	uint8_t *common;  /* dur_ns, ret, cur_dev */
 	uint8_t *fields;  /* first field */
@@ -92,6 +101,18 @@ int rt_tr_comm_device(const void *comm);
 void rt_tr_ev_rt_exit(int status);
 void rt_tr_ev_rt_signal(int signo);
 void rt_tr_ev_rt_rank(int rank, int nranks);
+void rt_tr_ev_rt_fault(const char *target, int action, int64_t arg, uint64_t call, int rule);
+void rt_tr_ev_rt_param(const char *name, int devtype, int device, int dtype, uint64_t numel,
+		       uint64_t bytes, const void *ptr);
+void rt_tr_ev_rt_fsdp_forward(int phase, int units);
+void rt_tr_ev_rt_marker(const char *name, int64_t value);
+/* inject/engine.c */
+extern int rt_inj_active;
+extern uint8_t rt_inj_api[RT_ID_FIRST_TRACER];
+void rt_inj_check(unsigned id, struct rt_inj_hit *hit);
+long rt_inj_before(struct rt_tr_call *c, unsigned id, bool traced, bool *replaced);
+void rt_inj_after(struct rt_tr_call *c, unsigned id, long ret);
+void rt_inj_init(void);
 /* rank.c */
 void rt_tr_rank_from_nccl(int rank, int nranks);
 
@@ -144,6 +165,17 @@ static inline void rt_tr_put_U8(struct rt_tr_call *c, uint8_t v)
 static inline void rt_tr_put_I8(struct rt_tr_call *c, int8_t v)
 {
 	*c->p++ = (uint8_t)v;
+}
+
+static inline void rt_tr_put_STR(struct rt_tr_call *c, const char *s)
+{
+	size_t n = 0;
+
+	while (n < RT_SZ_STR - 1 && s && s[n])
+		n++;
+	memcpy(c->p, s ? s : "", n);
+	memset(c->p + n, 0, RT_SZ_STR - n);
+	c->p += RT_SZ_STR;
 }
 
 static inline void rt_tr_put_zero(struct rt_tr_call *c, unsigned n)

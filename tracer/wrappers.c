@@ -23,6 +23,9 @@
 #define DEV_ARG(x) (x)
 /* An out-parameter after a successful call; NULL-safe, as a tracer must be. */
 #define DEREF(p) ((p) ? *(p) : 0)
+/* cudaSetDevice's device, unless a fault plan redirects it (device=N) */
+#define RT_INJ_DEV(d) (c.hit.action == RT_INJ_DEVICE ? (int)c.hit.arg : (d))
+#define RT_INJ_DEVICE 5 /* enum rt_inj_action in inject/plan.h */
 
 #define F(k, n, e)                                                                     \
 	if (rt_phase == 0)                                                             \
@@ -39,12 +42,16 @@
 
 #define RT_LIB_OF(name) (RT_ID_##name < RT_ID_FIRST_NCCL ? RT_LIB_CUDA : RT_LIB_NCCL)
 
-#define RT_API(name, ret, params, args, fail, dev, after, field_list)                      \
+/* The wrapper. Without a fault plan and with tracing off it costs one load
+ * and two well-predicted branches. An injected fault either replaces the call
+ * (error, skip, hang, abort, kill) or runs around it (delay, device, corrupt). */
+#define RT_API(name, ret, params, args, fail, dev, after, field_list)                  \
 	static ret(*real_##name) params;                                               \
 	RT_EXPORT ret name params                                                      \
 	{                                                                              \
 		ret(*real) params = __atomic_load_n(&real_##name, __ATOMIC_RELAXED);   \
 		struct rt_tr_call c;                                                   \
+		bool traced, replaced = false;                                         \
 		ret r;                                                                 \
 		if (rt_unlikely(!real)) {                                              \
 			real = (ret(*) params)rt_tr_resolve(#name, RT_LIB_OF(name));   \
@@ -52,23 +59,34 @@
 				return fail;                                           \
 			__atomic_store_n(&real_##name, real, __ATOMIC_RELAXED);        \
 		}                                                                      \
-		if (!rt_tr_begin(&c, RT_ID_##name, RT_SIZE_##name, dev))               \
+		c.hit.action = 0;                                                      \
+		if (rt_unlikely(rt_inj_active) && rt_inj_api[RT_ID_##name] && !rt_tr_depth) \
+			rt_inj_check(RT_ID_##name, &c.hit);                            \
+		traced = rt_tr_begin(&c, RT_ID_##name, RT_SIZE_##name, dev);           \
+		if (!traced && !c.hit.action)                                          \
 			return real args;                                              \
-		{                                                                      \
-			const int rt_phase __attribute__((unused)) = 0;                                        \
+		if (traced) {                                                          \
+			const int rt_phase __attribute__((unused)) = 0;                \
 			field_list                                                     \
+			rt_tr_call_real(&c);                                           \
 		}                                                                      \
-		rt_tr_call_real(&c);                                                   \
-		r = real args;                                                         \
+		if (rt_unlikely(c.hit.action))                                         \
+			r = (ret)rt_inj_before(&c, RT_ID_##name, traced, &replaced);   \
+		if (!replaced)                                                         \
+			r = real args;                                                 \
+		if (!traced)                                                           \
+			return r;                                                      \
 		rt_tr_returned(&c);                                                    \
 		c.ok = r == 0;                                                         \
 		if (c.ok)                                                              \
 			(void)(after);                                                 \
 		c.p = c.fields;                                                        \
 		{                                                                      \
-			const int rt_phase __attribute__((unused)) = 1;                                        \
+			const int rt_phase __attribute__((unused)) = 1;                \
 			field_list                                                     \
 		}                                                                      \
+		if (rt_unlikely(c.hit.action))                                         \
+			rt_inj_after(&c, RT_ID_##name, (long)r);                       \
 		rt_tr_end(&c, (long)r);                                                \
 		return r;                                                              \
 	}

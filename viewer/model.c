@@ -406,6 +406,64 @@ static void on_free(struct rt_vw_rank *r, const struct rt_vw_event *e)
 	r->live->live--;
 }
 
+/* The latest placement of each parameter; its pointer checked against the
+ * rank's live allocations (tensor on cuda:N, data in device M's memory?). */
+static void on_param(struct rt_vw_rank *r, const struct rt_vw_event *e)
+{
+	char name[65];
+	int devtype = (int)rt_vw_fld(e, RT_F_DEVTYPE), dev = (int)rt_vw_fld(e, RT_F_DEVICE);
+	uint64_t numel = (uint64_t)rt_vw_fld(e, RT_F_NUMEL), bytes = (uint64_t)rt_vw_fld(e, RT_F_BYTES);
+	uint64_t ptr = (uint64_t)rt_vw_fld(e, RT_F_PTR);
+	struct rt_vw_param *p = NULL;
+	uint8_t place;
+
+	rt_field_str(e->id, e->fields, rt_field_index(e->id, "name"), name);
+	if (devtype == 2)
+		place = RT_P_META;
+	else if (numel > 0 && bytes == 0)
+		place = RT_P_FREED;
+	else if (devtype == 1)
+		place = RT_P_CPU;
+	else
+		place = RT_P_CUDA;
+	if (place == RT_P_CUDA && ptr) {
+		/* find the allocation holding ptr: exact base first, then scan */
+		struct alloc *a = map_find(r->live, ptr);
+
+		for (size_t j = 0; !a && j < r->live->cap; j++)
+			if (r->live->slots[j].used == 1 && ptr >= r->live->slots[j].ptr &&
+			    ptr < r->live->slots[j].ptr + r->live->slots[j].size)
+				a = &r->live->slots[j];
+		if (a && a->dev >= 0 && a->dev != dev) {
+			place = RT_P_WRONG_DEVICE;
+			r->params_misplaced++;
+		}
+	}
+	for (uint32_t i = 0; i < r->nparams; i++)
+		if (!strcmp(r->params[i].name, name)) {
+			p = &r->params[i];
+			break;
+		}
+	if (!p) {
+		if (r->nparams == r->params_cap) {
+			uint32_t cap = r->params_cap ? r->params_cap * 2 : 64;
+			void *q = realloc(r->params, sizeof(*r->params) * cap);
+
+			if (!q)
+				return;
+			r->params = q;
+			r->params_cap = cap;
+		}
+		p = &r->params[r->nparams++];
+		snprintf(p->name, sizeof(p->name), "%s", name);
+	}
+	p->place = place;
+	p->device = (int8_t)dev;
+	p->numel = numel;
+	p->bytes = bytes;
+	r->params_reported++;
+}
+
 static void on_event(struct matcher *m, int ri, const struct rt_vw_event *e)
 {
 	struct rt_vw_rank *r = &m->t->ranks[ri];
@@ -460,6 +518,29 @@ static void on_event(struct matcher *m, int ri, const struct rt_vw_event *e)
 	case RT_ID_ncclCommInitAll:
 		if (e->ret == 0)
 			comm_learn(m, (uint64_t)rt_vw_fld(e, RT_F_COMM_ID), (int)rt_vw_fld(e, RT_F_NRANKS));
+		return;
+	case RT_ID_rt_param:
+		on_param(r, e);
+		return;
+	case RT_ID_rt_fsdp_forward:
+		if (rt_vw_fld(e, RT_F_PHASE) == 0)
+			r->fsdp_root_forwards++;
+		return;
+	case RT_ID_rt_marker:
+		r->markers++;
+		return;
+	case RT_ID_rt_fault:
+		r->faults++;
+		if (!r->first_fault[0]) {
+			char target[65];
+			int a = (int)rt_vw_fld(e, RT_F_ACTION);
+			static const char *const acts[] = { "", "error", "delay", "skip", "hang", "device",
+							    "corrupt", "abort", "kill", "bypass" };
+
+			snprintf(r->first_fault, sizeof(r->first_fault), "%s:%s at call %lld",
+				 rt_field_str(e->id, e->fields, rt_field_index(e->id, "target"), target),
+				 a >= 0 && a < 10 ? acts[a] : "?", (long long)rt_vw_fld(e, RT_F_CALL));
+		}
 		return;
 	case RT_ID_rt_exit:
 		if ((int)e->pid == r->meta.pid) {
@@ -745,6 +826,7 @@ void rt_vw_free(struct rt_vw_trace *t)
 			free(t->ranks[i].live->slots);
 		free(t->ranks[i].live);
 		free(t->ranks[i].calls);
+		free(t->ranks[i].params);
 	}
 	free(t->ranks);
 	free(t->findings);
@@ -794,12 +876,57 @@ static void analyse(struct rt_vw_trace *t)
 		if (!(r->broadcasts_before_allgather > 0 && r->colls[RT_CK_ALLGATHER] == 0))
 			all_bcast_no_ag = false;
 	}
-	/* FSDP root forward never ran: inferred from NCCL alone */
-	if (all_crashed && all_bcast_no_ag && t->nranks > 0) {
-		add_finding(t, 10, RT_V_SKIPPED_FSDP_ROOT,
-			    "FSDP root forward never ran: every rank did its init broadcasts "
-			    "(sync_module_states) but no all-gather followed, and every rank crashed "
-			    "(the trainer called the unwrapped module; cf. transformers 4.53.0)");
+	/* FSDP root forward never ran: inferred from NCCL alone, confirmed by the
+	 * probe when it reported (no root forward, parameters with freed storage) */
+	{
+		bool probed = true, confirmed = true;
+		uint64_t freed = 0;
+
+		for (int i = 0; i < t->nranks; i++) {
+			const struct rt_vw_rank *r = &t->ranks[i];
+			uint64_t f = 0;
+
+			if (!r->readable)
+				continue;
+			for (uint32_t q = 0; q < r->nparams; q++)
+				f += r->params[q].place == RT_P_FREED;
+			freed += f;
+			if (!r->params_reported)
+				probed = false;
+			else if (r->fsdp_root_forwards || !f)
+				confirmed = false;
+		}
+		if (probed && confirmed && all_crashed && t->nranks > 0)
+			add_finding(t, 9, RT_V_SKIPPED_FSDP_ROOT,
+				    "FSDP root forward never ran (probe): no rank ran the root forward, "
+				    "%llu parameter views across ranks point at storage FSDP freed, and every "
+				    "rank crashed", (unsigned long long)freed);
+		else if (all_crashed && all_bcast_no_ag && t->nranks > 0 && (!probed || confirmed))
+			add_finding(t, 10, RT_V_SKIPPED_FSDP_ROOT,
+				    "FSDP root forward never ran: every rank did its init broadcasts "
+				    "(sync_module_states) but no all-gather followed, and every rank crashed "
+				    "(the trainer called the unwrapped module; cf. transformers 4.53.0)");
+	}
+	for (int i = 0; i < t->nranks; i++) {
+		const struct rt_vw_rank *r = &t->ranks[i];
+		uint64_t meta = 0;
+
+		if (r->faults)
+			add_finding(t, 30, RT_V_HEALTHY, "rank %d: %llu injected fault%s fired (first: %s)",
+				    r->meta.rank, (unsigned long long)r->faults, r->faults == 1 ? "" : "s",
+				    r->first_fault);
+		if (r->params_misplaced)
+			add_finding(t, 7, RT_V_DEVICE_MISPLACEMENT,
+				    "rank %d: %llu parameter report%s point into memory of another device",
+				    r->meta.rank, (unsigned long long)r->params_misplaced,
+				    r->params_misplaced == 1 ? "" : "s");
+		for (uint32_t q = 0; q < r->nparams; q++)
+			meta += r->params[q].place == RT_P_META;
+		if (meta && crashed(r))
+			add_finding(t, 35, RT_V_HEALTHY, "rank %d: %llu parameter%s still on meta when it "
+				    "ended (never materialised: cpu_ram_efficient_loading without the "
+				    "sync_module_states broadcast?)", r->meta.rank, (unsigned long long)meta,
+				    meta == 1 ? "" : "s");
 	}
 	/* several ranks on one device of one host */
 	for (int i = 0; i < t->nranks; i++) {

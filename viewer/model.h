@@ -56,8 +56,22 @@ struct rt_vw_rank {
 	bool exit_seen;
 	int exit_status, signo;
 	char died_in[48];            /* a call that never returned, last in time */
-	/* slots for probe events (parameters, FSDP forwards, markers, faults) */
+	/* probe events: parameters (latest placement of each), FSDP forwards,
+	 * markers, injected faults */
 	uint64_t fsdp_root_forwards, params_reported, params_freed, params_meta, faults, markers;
+	struct rt_vw_param *params;  /* latest report per parameter name */
+	uint32_t nparams, params_cap;
+	uint64_t params_misplaced;   /* data in an allocation of another device */
+	char first_fault[160];
+};
+
+enum rt_vw_place { RT_P_CUDA, RT_P_CPU, RT_P_META, RT_P_FREED, RT_P_WRONG_DEVICE };
+
+struct rt_vw_param {
+	char name[65];
+	uint8_t place;    /* enum rt_vw_place */
+	int8_t device;
+	uint64_t numel, bytes;
 };
 
 #define RT_VW_MAX_CALLS (1u << 20)

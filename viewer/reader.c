@@ -36,7 +36,8 @@ static uint32_t get32(const uint8_t *p)
 static const char *const fnames[RT_F_COUNT_] = { "ptr", "size", "pitch", "height", "stream",
 						 "comm_id", "seq", "count", "datatype", "op",
 						 "root", "peer", "nranks", "status", "signo",
-						 "device" };
+						 "device", "phase", "action", "call", "devtype",
+						 "numel", "bytes" };
 static int8_t findex[RT_ID_COUNT][RT_F_COUNT_];
 
 __attribute__((constructor(200))) static void build_findex(void)

@@ -35,6 +35,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ranktrace.h" /* weak: no-ops without libranktrace.so */
+
 /* ---- configuration and call accounting ---- */
 
 struct config {
@@ -377,6 +379,32 @@ static const float *param_data(const struct unit *u, int p)
 	return u->host_full + u->params[p].offset;
 }
 
+/* Tell ranktrace where every parameter of the original module lives now. */
+static void report_params(const struct model *m, int devtype)
+{
+	for (int i = 0; i < m->nunits; i++) {
+		const struct unit *u = &m->units[i];
+
+		for (int p = 0; p < u->nparams; p++) {
+			const struct param *pr = &u->params[p];
+			int type = devtype, dev = type == RT_DEV_CUDA ? local_rank : -1;
+			const void *data = u->storage ? u->storage + pr->offset : NULL;
+
+			if (devtype < 0) /* after from_pretrained: rank 0 on cpu, the others on meta */
+				type = u->on_meta ? RT_DEV_META : RT_DEV_CPU;
+			if (type != RT_DEV_CUDA) {
+				dev = -1;
+				data = u->host_init ? u->host_init + pr->offset : NULL;
+			}
+			rt_param_if_traced(pr->name, type, dev, 0 /* fp32 */, pr->numel,
+					   type == RT_DEV_META ? 0
+					   : type == RT_DEV_CPU ? pr->numel * sizeof(float)
+					   : u->storage_bytes ? pr->numel * sizeof(float) : 0,
+					   data);
+		}
+	}
+}
+
 /* ---- arithmetic on the host ---- */
 
 struct batch {
@@ -571,15 +599,19 @@ static void fsdp_root_forward(struct model *m, struct batch *b)
 		m->lazy_init_done = true;
 	}
 	m->root_forwards++;
+	rt_fsdp_forward_if_traced(0, m->nunits);
 	unshard(m, &m->units[0]);
 	for (int i = 0; i < m->nunits; i++)
 		m->units[i].storage_bytes = m->units[i].padded * sizeof(float);
+	report_params(m, RT_DEV_CUDA);
 	blocks_forward(m, b);
+	rt_fsdp_forward_if_traced(1, m->nunits);
 }
 
 /* The unwrapped module's forward: its parameters' storage was freed by FSDP. */
 static void module_forward(struct model *m, struct batch *b)
 {
+	report_params(m, RT_DEV_CUDA); /* first forward of the top-level module */
 	blocks_forward(m, b);
 }
 
@@ -591,7 +623,10 @@ static void train_step(struct model *m, bool wrapped, int step, struct batch *b)
 	if (!dh)
 		die(1);
 	make_batch(m, step, b);
-	if (wrapped)
+	rt_marker_if_traced("step", step);
+	/* The failure point: with `bypass` the trainer calls the unwrapped module,
+	 * exactly what transformers 4.53.0 did, on any version. */
+	if (wrapped && rt_fault_point_or_pass("fsdp.root_forward") != RT_FAULT_BYPASS)
 		fsdp_root_forward(m, b);
 	else
 		module_forward(m, b);
@@ -743,7 +778,9 @@ int main(int argc, char **argv)
 
 	build_units(&m);
 	from_pretrained(&m);
+	report_params(&m, -1);
 	fsdp_wrap(&m);
+	report_params(&m, RT_DEV_CUDA); /* sharded: storage freed */
 	wrapped = trainer_uses_wrapped(m.cfg.version);
 
 	b.n = m.cfg.batch / world;

@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: MIT */
+/* ranktrace.h - what a program (or the PyTorch probe) can tell ranktrace, and
+ * the failure points it can ask about.
+ *
+ * Every function is a weak reference: a program built with this header runs
+ * normally without libranktrace.so (the calls become no-ops and every failure
+ * point says "pass"), so trainers can ship the points permanently. Under
+ * `ranktrace run` the preloaded library provides them. Use the rt_*_or_pass
+ * helpers below rather than calling the weak symbols directly. */
+#ifndef RANKTRACE_H
+#define RANKTRACE_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#ifdef RANKTRACE_IMPLEMENTATION /* libranktrace.so defines them */
+#define RT_WEAK
+#else
+#define RT_WEAK __attribute__((weak))
+#endif
+
+/* rt_fault_point(): proceed, skip the guarded step, or (error=N) a program-
+ * defined error N (N >= 2). */
+#define RT_FAULT_PASS 0
+#define RT_FAULT_BYPASS 1
+
+/* Where a parameter's storage lives, for rt_param(). */
+#define RT_DEV_CUDA 0
+#define RT_DEV_CPU 1
+#define RT_DEV_META 2
+
+/* A named failure point, e.g. "fsdp.root_forward": what the fault plan says
+ * to do here. Records the fault when one fires. */
+int rt_fault_point(const char *name) RT_WEAK;
+
+/* Report a parameter: name, device type and index, dtype (a program-defined
+ * code), element count, bytes of storage actually allocated (0 when freed,
+ * e.g. by FSDP sharding) and its data pointer. */
+void rt_param(const char *name, int devtype, int device, int dtype, uint64_t numel,
+	      uint64_t storage_bytes, const void *data) RT_WEAK;
+
+/* The FSDP root module's forward begins (phase 0) or ends (phase 1). */
+void rt_fsdp_forward(int phase, int units) RT_WEAK;
+
+/* A named marker with a value (a step, an epoch). */
+void rt_marker(const char *name, int64_t value) RT_WEAK;
+
+#ifndef RANKTRACE_IMPLEMENTATION
+static inline int rt_fault_point_or_pass(const char *name)
+{
+	return rt_fault_point ? rt_fault_point(name) : RT_FAULT_PASS;
+}
+
+static inline void rt_param_if_traced(const char *name, int devtype, int device, int dtype,
+				      uint64_t numel, uint64_t bytes, const void *data)
+{
+	if (rt_param)
+		rt_param(name, devtype, device, dtype, numel, bytes, data);
+}
+
+static inline void rt_fsdp_forward_if_traced(int phase, int units)
+{
+	if (rt_fsdp_forward)
+		rt_fsdp_forward(phase, units);
+}
+
+static inline void rt_marker_if_traced(const char *name, int64_t value)
+{
+	if (rt_marker)
+		rt_marker(name, value);
+}
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+#endif

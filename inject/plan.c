@@ -1,0 +1,569 @@
+/* SPDX-License-Identifier: MIT */
+/* plan.c - parse, validate and expand a fault plan (see plan.h).
+ *
+ * Runs once: in the CLI before the program starts, and in libranktrace.so at
+ * start-up. Allocates only the rank bitmaps. Every error names the spec and
+ * the column of the mistake. */
+#include <ctype.h>
+#include <fnmatch.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plan.h"
+
+const char *const rt_inj_action_names[RT_INJ_NACTIONS] = {
+	"", "error", "delay", "skip", "hang", "device", "corrupt", "abort", "kill", "bypass",
+};
+
+static const struct {
+	int code;
+	const char *name;
+} cuda_codes[] = {
+#define RT_CUDA_ERR(c, n, t) { c, n },
+#define RT_NCCL_ERR(c, t)
+#include "nvidia_errors.def"
+#undef RT_CUDA_ERR
+#undef RT_NCCL_ERR
+};
+
+static const char *const nccl_codes[] = { "ncclSuccess", "ncclUnhandledCudaError",
+					  "ncclSystemError", "ncclInternalError",
+					  "ncclInvalidArgument", "ncclInvalidUsage",
+					  "ncclRemoteError", "ncclInProgress" };
+
+/* Codes a CUDA runtime function can return, by family: what `error=` accepts. */
+static const char *const cuda_common[] = {
+	"cudaErrorInvalidValue", "cudaErrorInitializationError", "cudaErrorInsufficientDriver",
+	"cudaErrorNoDevice", "cudaErrorUnknown", "cudaErrorNotSupported", "cudaErrorIllegalAddress",
+	"cudaErrorLaunchFailure", "cudaErrorDevicesUnavailable", "cudaErrorECCUncorrectable", NULL,
+};
+
+static const struct {
+	const char *pattern;
+	const char *codes[4];
+} cuda_family[] = {
+	{ "cudaMalloc*", { "cudaErrorMemoryAllocation" } },
+	{ "cudaHostAlloc", { "cudaErrorMemoryAllocation" } },
+	{ "cudaMemGetInfo", { "cudaErrorMemoryAllocation" } },
+	{ "cuda[SG]etDevice", { "cudaErrorInvalidDevice", "cudaErrorDeviceUnavailable" } },
+	{ "cudaDeviceReset", { "cudaErrorInvalidDevice" } },
+	{ "cudaMemcpy*", { "cudaErrorInvalidMemcpyDirection", "cudaErrorInvalidDevice" } },
+	{ "cudaMemset*", { "cudaErrorInvalidDevicePointer" } },
+	{ "cudaFree*", { "cudaErrorInvalidDevicePointer" } },
+	{ "cudaStream*", { "cudaErrorInvalidResourceHandle" } },
+	{ "cudaDeviceGetStreamPriorityRange", { "cudaErrorInvalidDevice" } },
+};
+
+static const char *const nccl_valid[] = { "ncclUnhandledCudaError", "ncclSystemError",
+					  "ncclInternalError", "ncclInvalidArgument",
+					  "ncclInvalidUsage", "ncclRemoteError", NULL };
+
+static const unsigned collectives[] = { RT_ID_ncclAllReduce, RT_ID_ncclAllGather,
+					RT_ID_ncclReduceScatter, RT_ID_ncclBroadcast,
+					RT_ID_ncclBcast, RT_ID_ncclReduce };
+
+static const struct {
+	const char *name, *expansion, *doc;
+} presets[] = {
+	{ "skip-fsdp-root", "fsdp.root_forward:bypass",
+	  "the FSDP root forward is bypassed: the trainer calls the unwrapped module (transformers 4.53.0)" },
+	{ "oom-at", "cudaMalloc:error=cudaErrorMemoryAllocation:when=%s",
+	  "oom-at=N: the N-th cudaMalloc of each rank fails with out of memory" },
+	{ "wrong-device", "cudaSetDevice:device=0",
+	  "every rank binds device 0 (\"model device not properly set\"): NCCL refuses duplicates" },
+	{ "nccl-hang", "@collective:hang:when=%s",
+	  "nccl-hang=SEQ: each rank's SEQ-th collective never returns" },
+	{ "rank-dies", "@collective:kill=9:rank=%s:when=%s",
+	  "rank-dies=R@SEQ: rank R is killed (SIGKILL) at its SEQ-th collective" },
+};
+
+static bool valid_code_for(unsigned api, const char *code)
+{
+	const char *name = rt_events[api].name;
+
+	if (rt_events[api].lib == RT_LIB_NCCL) {
+		for (int i = 0; nccl_valid[i]; i++)
+			if (!strcmp(code, nccl_valid[i]))
+				return true;
+		return false;
+	}
+	for (int i = 0; cuda_common[i]; i++)
+		if (!strcmp(code, cuda_common[i]))
+			return true;
+	for (size_t f = 0; f < sizeof(cuda_family) / sizeof(cuda_family[0]); f++) {
+		if (fnmatch(cuda_family[f].pattern, name, 0) != 0)
+			continue;
+		for (int i = 0; i < 4 && cuda_family[f].codes[i]; i++)
+			if (!strcmp(code, cuda_family[f].codes[i]))
+				return true;
+	}
+	return false;
+}
+
+static int64_t code_value(unsigned api, const char *code)
+{
+	if (rt_events[api].lib == RT_LIB_NCCL) {
+		for (size_t i = 0; i < sizeof(nccl_codes) / sizeof(nccl_codes[0]); i++)
+			if (!strcmp(code, nccl_codes[i]))
+				return (int64_t)i;
+		return -1;
+	}
+	for (size_t i = 0; i < sizeof(cuda_codes) / sizeof(cuda_codes[0]); i++)
+		if (!strcmp(code, cuda_codes[i].name))
+			return cuda_codes[i].code;
+	return -1;
+}
+
+const char *rt_inj_code_name(unsigned api, int64_t code)
+{
+	if (api < RT_ID_COUNT && rt_events[api].lib == RT_LIB_NCCL)
+		return code >= 0 && code < 8 ? nccl_codes[code] : "?";
+	for (size_t i = 0; i < sizeof(cuda_codes) / sizeof(cuda_codes[0]); i++)
+		if (cuda_codes[i].code == code)
+			return cuda_codes[i].name;
+	return "?";
+}
+
+/* ---- error messages that point at the mistake ---- */
+
+struct ctx {
+	const char *plan;     /* the whole plan, for the quote */
+	size_t spec_off;      /* where the current spec starts in the plan */
+	char *err;
+	size_t errlen;
+};
+
+static int fail(struct ctx *c, size_t col, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static int fail(struct ctx *c, size_t col, const char *fmt, ...)
+{
+	char msg[400];
+	va_list ap;
+	size_t at = c->spec_off + col, len = strlen(c->plan);
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (len > 200) /* quote around the mistake */
+		snprintf(c->err, c->errlen, "bad fault plan: %s\n  ...%.60s\n     %*s^", msg,
+			 c->plan + (at > 30 ? at - 30 : 0), (int)(at > 30 ? 30 : at), "");
+	else
+		snprintf(c->err, c->errlen, "bad fault plan: %s\n  %s\n  %*s^", msg, c->plan, (int)at, "");
+	return -1;
+}
+
+static bool parse_u64(const char *s, const char **end, uint64_t *v)
+{
+	char *e;
+
+	if (!isdigit((unsigned char)*s))
+		return false;
+	*v = strtoull(s, &e, 10);
+	*end = e;
+	return true;
+}
+
+/* when=N | N+ | N..M | N+STEP */
+static int parse_when(struct ctx *c, size_t col, const char *v, struct rt_inj_rule *r)
+{
+	const char *p;
+	uint64_t a, b;
+
+	if (!parse_u64(v, &p, &a) || a == 0)
+		return fail(c, col, "when= needs a call number from 1 (N, N+, N..M or N+STEP)");
+	r->when_from = a;
+	r->when_to = a;
+	r->when_step = 1;
+	if (*p == '\0')
+		return 0;
+	if (p[0] == '+' && p[1] == '\0') {
+		r->when_to = 0;
+		return 0;
+	}
+	if (p[0] == '.' && p[1] == '.') {
+		if (!parse_u64(p + 2, &p, &b) || *p || b < a)
+			return fail(c, col + (size_t)(p - v), "when=N..M needs M >= N");
+		r->when_to = b;
+		return 0;
+	}
+	if (p[0] == '+') {
+		if (!parse_u64(p + 1, &p, &b) || *p || b == 0)
+			return fail(c, col + (size_t)(p - v), "when=N+STEP needs a step of at least 1");
+		r->when_to = 0;
+		r->when_step = b;
+		return 0;
+	}
+	return fail(c, col + (size_t)(p - v), "when= is N, N+, N..M or N+STEP");
+}
+
+/* rank=0,2-3 */
+static int parse_ranks(struct ctx *c, size_t col, const char *v, struct rt_inj_rule *r)
+{
+	const char *p = v;
+
+	r->ranks = calloc(RT_INJ_MAX_RANKS / 8, 1);
+	if (!r->ranks)
+		return fail(c, col, "out of memory");
+	for (;;) {
+		uint64_t a, b;
+
+		if (!parse_u64(p, &p, &a) || a >= RT_INJ_MAX_RANKS)
+			return fail(c, col + (size_t)(p - v), "rank= is a list such as 0,2-3 (ranks < %d)",
+				    RT_INJ_MAX_RANKS);
+		b = a;
+		if (*p == '-' && (!parse_u64(p + 1, &p, &b) || b < a || b >= RT_INJ_MAX_RANKS))
+			return fail(c, col + (size_t)(p - v), "rank range A-B needs B >= A");
+		for (uint64_t k = a; k <= b; k++)
+			r->ranks[k / 8] |= (uint8_t)(1u << (k % 8));
+		if (*p == '\0')
+			return 0;
+		if (*p != ',')
+			return fail(c, col + (size_t)(p - v), "rank= is a list such as 0,2-3");
+		p++;
+	}
+}
+
+static int parse_duration(struct ctx *c, size_t col, const char *v, int64_t *ns)
+{
+	char *end;
+	double d = strtod(v, &end);
+
+	if (end == v || d < 0)
+		return fail(c, col, "delay= needs a duration such as 50ms, 200us or 2s");
+	if (!strcmp(end, "s"))
+		*ns = (int64_t)(d * 1e9);
+	else if (!strcmp(end, "ms"))
+		*ns = (int64_t)(d * 1e6);
+	else if (!strcmp(end, "us"))
+		*ns = (int64_t)(d * 1e3);
+	else if (!strcmp(end, "ns"))
+		*ns = (int64_t)d;
+	else
+		return fail(c, col + (size_t)(end - v), "duration unit is s, ms, us or ns");
+	return 0;
+}
+
+static int parse_target(struct ctx *c, const char *t, struct rt_inj_rule *r)
+{
+	int n = 0;
+
+	if (strlen(t) >= sizeof(r->target) || !*t)
+		return fail(c, 0, "a target is a function name, a glob, @collective or a failure point");
+	snprintf(r->target, sizeof(r->target), "%s", t);
+	if (!strcmp(t, "@collective")) {
+		for (size_t i = 0; i < sizeof(collectives) / sizeof(collectives[0]); i++)
+			r->apis[collectives[i] / 8] |= (uint8_t)(1u << (collectives[i] % 8));
+		return 0;
+	}
+	if (strchr(t, '.')) {
+		for (const char *p = t; *p; p++)
+			if (!isalnum((unsigned char)*p) && !strchr("._-", *p))
+				return fail(c, (size_t)(p - t), "a failure point name has letters, digits, '.', '_', '-'");
+		r->point = true;
+		return 0;
+	}
+	for (unsigned id = 0; id < RT_ID_FIRST_TRACER; id++)
+		if (fnmatch(t, rt_events[id].name, 0) == 0) {
+			r->apis[id / 8] |= (uint8_t)(1u << (id % 8));
+			n++;
+		}
+	if (!n)
+		return fail(c, 0, "unknown target '%s': not an interposed function (see `ranktrace "
+			    "inject --list`), and a failure point needs a dot (fsdp.root_forward)", t);
+	return 0;
+}
+
+static int parse_action(struct ctx *c, size_t col, const char *a, struct rt_inj_rule *r)
+{
+	const char *eq = strchr(a, '=');
+	size_t klen = eq ? (size_t)(eq - a) : strlen(a);
+	const char *v = eq ? eq + 1 : NULL;
+	int act = 0;
+
+	for (int i = 1; i < RT_INJ_NACTIONS; i++)
+		if (strlen(rt_inj_action_names[i]) == klen && !strncmp(a, rt_inj_action_names[i], klen))
+			act = i;
+	if (!act)
+		return fail(c, col, "unknown action '%.*s' (error=CODE, delay=DUR, skip, hang, "
+			    "device=N, corrupt, abort, kill=SIG, bypass)", (int)klen, a);
+	r->action = (enum rt_inj_action)act;
+	bool wants = act == RT_INJ_ERROR || act == RT_INJ_DELAY || act == RT_INJ_DEVICE || act == RT_INJ_KILL;
+
+	if (wants && (!v || !*v))
+		return fail(c, col + klen, "%s needs a value (%s=...)", rt_inj_action_names[act],
+			    rt_inj_action_names[act]);
+	if (!wants && v)
+		return fail(c, col + klen, "%s takes no value", rt_inj_action_names[act]);
+	if (r->point && act != RT_INJ_BYPASS && act != RT_INJ_DELAY && act != RT_INJ_HANG &&
+	    act != RT_INJ_ABORT && act != RT_INJ_KILL && act != RT_INJ_ERROR)
+		return fail(c, col, "a failure point takes bypass, error=N, delay, hang, abort or kill");
+	if (!r->point && act == RT_INJ_BYPASS)
+		return fail(c, col, "bypass is for failure points (names with a dot), not for %s",
+			    r->target);
+	switch (act) {
+	case RT_INJ_ERROR:
+		if (r->point) {
+			char *end;
+
+			r->arg = strtol(v, &end, 10);
+			if (*end || r->arg == 0)
+				return fail(c, col + klen + 1, "a failure point's error= is a non-zero number");
+			return 0;
+		}
+		for (unsigned id = 0; id < RT_ID_FIRST_TRACER; id++) {
+			if (!rt_inj_rule_matches(r, id))
+				continue;
+			if (code_value(id, v) < 0)
+				return fail(c, col + klen + 1, "unknown error code '%s' for %s (use NVIDIA's "
+					    "names, e.g. cudaErrorMemoryAllocation, ncclSystemError)", v,
+					    rt_events[id].name);
+			if (!valid_code_for(id, v))
+				return fail(c, col + klen + 1, "%s cannot return %s", rt_events[id].name, v);
+			r->arg = code_value(id, v);
+		}
+		return 0;
+	case RT_INJ_DELAY:
+		return parse_duration(c, col + klen + 1, v, &r->arg);
+	case RT_INJ_DEVICE: {
+		char *end;
+
+		r->arg = strtol(v, &end, 10);
+		if (*end || r->arg < 0 || r->arg > 1023)
+			return fail(c, col + klen + 1, "device= is a device number");
+		for (unsigned id = 0; id < RT_ID_FIRST_TRACER; id++)
+			if (rt_inj_rule_matches(r, id) && id != RT_ID_cudaSetDevice)
+				return fail(c, col, "device= only redirects cudaSetDevice, not %s",
+					    rt_events[id].name);
+		return 0;
+	}
+	case RT_INJ_KILL: {
+		char *end;
+
+		r->arg = strtol(v, &end, 10);
+		if (*end || r->arg < 1 || r->arg > 64)
+			return fail(c, col + klen + 1, "kill= is a signal number (9, 15, 11...)");
+		return 0;
+	}
+	case RT_INJ_CORRUPT:
+		for (unsigned id = 0; id < RT_ID_FIRST_TRACER; id++)
+			if (rt_inj_rule_matches(r, id) && rt_field_index(id, "recvbuff") < 0 &&
+			    rt_field_index(id, "buff") < 0)
+				return fail(c, col, "corrupt flips bits in a collective's output: %s has none",
+					    rt_events[id].name);
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+static int parse_spec(struct ctx *c, char *spec, struct rt_inj_plan *plan)
+{
+	struct rt_inj_rule *r;
+	char *fields[8];
+	size_t cols[8];
+	int n = 0;
+
+	if (plan->nrules >= RT_INJ_MAX_RULES)
+		return fail(c, 0, "more than %d rules", RT_INJ_MAX_RULES);
+	for (char *p = spec, *start = spec;; p++) {
+		if (*p == ':' || *p == '\0') {
+			if (n == 8)
+				return fail(c, (size_t)(start - spec), "too many ':' fields");
+			cols[n] = (size_t)(start - spec);
+			fields[n++] = start;
+			if (!*p)
+				break;
+			*p = '\0';
+			start = p + 1;
+		}
+	}
+	r = &plan->rules[plan->nrules];
+	memset(r, 0, sizeof(*r));
+	r->prob = 1.0;
+	r->when_from = 1;
+	r->when_step = 1;
+	if (n < 2)
+		return fail(c, 0, "a spec is TARGET:ACTION[:when=..][:rank=..][:prob=..][:seed=..] or a preset");
+	if (parse_target(c, fields[0], r))
+		return -1;
+	if (parse_action(c, cols[1], fields[1], r))
+		return -1;
+	for (int i = 2; i < n; i++) {
+		char *k = fields[i], *v = strchr(k, '=');
+
+		if (!v || v == k)
+			return fail(c, cols[i], "expected KEY=VALUE (when=, rank=, prob=, seed=)");
+		*v++ = '\0';
+		if (!strcmp(k, "when")) {
+			if (parse_when(c, cols[i] + 5, v, r))
+				return -1;
+		} else if (!strcmp(k, "rank")) {
+			if (parse_ranks(c, cols[i] + 5, v, r))
+				return -1;
+		} else if (!strcmp(k, "prob")) {
+			char *end;
+
+			r->prob = strtod(v, &end);
+			if (*end || end == v || r->prob < 0 || r->prob > 1)
+				return fail(c, cols[i] + 5, "prob= is a probability between 0 and 1");
+		} else if (!strcmp(k, "seed")) {
+			const char *e;
+
+			if (!parse_u64(v, &e, &r->seed) || *e)
+				return fail(c, cols[i] + 5, "seed= is a non-negative integer");
+		} else {
+			return fail(c, cols[i], "unknown key '%s' (when, rank, prob, seed)", k);
+		}
+	}
+	plan->nrules++;
+	return 0;
+}
+
+/* A preset, or NULL: its expansion is written into out. */
+static int expand_preset(struct ctx *c, const char *spec, char *out, size_t n)
+{
+	for (size_t i = 0; i < sizeof(presets) / sizeof(presets[0]); i++) {
+		size_t len = strlen(presets[i].name);
+		const char *v = spec + len;
+
+		if (strncmp(spec, presets[i].name, len) || (*v && *v != '='))
+			continue;
+		if (!strstr(presets[i].expansion, "%s")) {
+			if (*v)
+				return fail(c, len, "preset %s takes no value", presets[i].name);
+			snprintf(out, n, "%s", presets[i].expansion);
+			return 1;
+		}
+		if (*v != '=' || !v[1])
+			return fail(c, len, "preset %s needs a value (%s)", presets[i].name, presets[i].doc);
+		v++;
+		if (!strcmp(presets[i].name, "rank-dies")) {
+			char rank[32], seq[32];
+			const char *at = strchr(v, '@');
+
+			if (!at || at == v || !at[1] || (size_t)(at - v) >= sizeof(rank) || strlen(at + 1) >= sizeof(seq))
+				return fail(c, len + 1, "rank-dies=R@SEQ, e.g. rank-dies=2@5");
+			snprintf(rank, sizeof(rank), "%.*s", (int)(at - v), v);
+			snprintf(seq, sizeof(seq), "%s", at + 1);
+			snprintf(out, n, presets[i].expansion, rank, seq);
+		} else {
+			snprintf(out, n, presets[i].expansion, v);
+		}
+		return 1;
+	}
+	return 0;
+}
+
+int rt_inj_parse(const char *text, struct rt_inj_plan *plan, char *err, size_t errlen)
+{
+	struct ctx c = { text, 0, err, errlen };
+	size_t len = strlen(text);
+	char *copy = strdup(text), *spec;
+
+	memset(plan, 0, sizeof(*plan));
+	if (!copy) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	spec = copy;
+	for (size_t i = 0; i <= len; i++) {
+		char expanded[256];
+		int pre;
+
+		if (copy[i] != ';' && copy[i] != '\0')
+			continue;
+		copy[i] = '\0';
+		while (*spec == ' ')
+			spec++;
+		c.spec_off = (size_t)(spec - copy);
+		if (!*spec) {
+			if (i == len && plan->nrules) /* trailing ';' */
+				break;
+			free(copy);
+			rt_inj_plan_free(plan);
+			return fail(&c, 0, "empty spec");
+		}
+		pre = expand_preset(&c, spec, expanded, sizeof(expanded));
+		if (pre < 0 || parse_spec(&c, pre ? expanded : spec, plan) != 0) {
+			free(copy);
+			rt_inj_plan_free(plan);
+			return -1;
+		}
+		spec = copy + i + 1;
+	}
+	free(copy);
+	return 0;
+}
+
+void rt_inj_plan_free(struct rt_inj_plan *plan)
+{
+	for (int i = 0; i < RT_INJ_MAX_RULES; i++) {
+		free(plan->rules[i].ranks);
+		plan->rules[i].ranks = NULL;
+	}
+	plan->nrules = 0;
+}
+
+bool rt_inj_when(const struct rt_inj_rule *r, uint64_t n)
+{
+	if (n < r->when_from || (r->when_to && n > r->when_to))
+		return false;
+	return (n - r->when_from) % r->when_step == 0;
+}
+
+static uint64_t mix(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ull;
+	return x ^ (x >> 33);
+}
+
+bool rt_inj_applies(const struct rt_inj_rule *r, int rank, uint64_t n, int rule_index)
+{
+	if (r->ranks && (rank < 0 || rank >= RT_INJ_MAX_RANKS || !(r->ranks[rank / 8] >> (rank % 8) & 1)))
+		return false;
+	if (r->prob >= 1.0)
+		return true;
+	uint64_t h = mix(r->seed ^ mix((uint64_t)rank * 1000003u ^ n ^ ((uint64_t)rule_index << 48)));
+
+	return (double)(h >> 11) / 9007199254740992.0 < r->prob;
+}
+
+void rt_inj_print_list(void *file)
+{
+	FILE *f = file;
+
+	fprintf(f, "Fault plans: --inject 'SPEC[;SPEC...]' or --inject-file PLAN (one SPEC per line)\n\n"
+		   "SPEC := PRESET | TARGET:ACTION[:when=EXPR][:rank=LIST][:prob=P][:seed=S]\n\n"
+		   "targets (interposed functions; globs such as 'nccl*' and 'cudaMalloc*' work too):\n");
+	for (unsigned id = 0; id < RT_ID_FIRST_TRACER; id++)
+		fprintf(f, "%s%s", id % 4 ? ", " : "\n  ", rt_events[id].name);
+	fprintf(f, "\n  @collective (AllReduce, AllGather, ReduceScatter, Broadcast, Bcast, Reduce)\n"
+		   "  NAME.WITH.DOT: a failure point a program declares with rt_fault_point(), e.g.\n"
+		   "                 fsdp.root_forward (fsdp_mini, the PyTorch probe)\n\n"
+		   "actions:\n"
+		   "  error=CODE   return CODE without calling (NVIDIA's names, checked per function)\n"
+		   "  delay=DUR    sleep first (ns, us, ms, s)\n"
+		   "  skip         return success without calling (a broadcast that never happens)\n"
+		   "  hang         never return (the program's watchdog or the launcher decides)\n"
+		   "  device=N     cudaSetDevice binds device N instead\n"
+		   "  corrupt      flip a bit in a collective's output after it completes\n"
+		   "  abort        abort() at the call; kill=SIG: raise SIG at the call\n"
+		   "  bypass       failure points only: skip the guarded step\n\n"
+		   "when=N | N+ | N..M | N+STEP   which calls, counted per rule and rank, from 1\n"
+		   "rank=0,2-3                    which ranks (default: all)\n"
+		   "prob=P:seed=S                 fire with probability P, the same calls for the same seed\n\n"
+		   "presets:\n");
+	for (size_t i = 0; i < sizeof(presets) / sizeof(presets[0]); i++)
+		fprintf(f, "  %-16s %s\n  %-16s = %s\n", presets[i].name, presets[i].doc, "",
+			presets[i].expansion);
+	fprintf(f, "\nexamples:\n"
+		   "  ranktrace run --inject skip-fsdp-root -- torchrun --nproc-per-node 8 train.py\n"
+		   "  ranktrace run --inject 'ncclAllReduce:error=ncclSystemError:when=5:rank=2' -- ...\n"
+		   "  ranktrace run --inject 'cudaMalloc:error=cudaErrorMemoryAllocation:when=3' -- ...\n"
+		   "  ranktrace run --inject 'ncclAllGather:delay=50ms:when=2+:prob=0.1:seed=7' -- ...\n");
+}

@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: MIT */
+/* plan.h - the fault plan: parsed and validated once, then immutable.
+ *
+ * Grammar (as `strace --inject`, libfiu):
+ *   PLAN  := SPEC { ';' SPEC }
+ *   SPEC  := PRESET | TARGET ':' ACTION { ':' KEY '=' VALUE }
+ *   TARGET: an interposed function (cudaMalloc), a glob (nccl*), the group
+ *           @collective, or a failure point: any name with a dot
+ *           (fsdp.root_forward)
+ *   ACTION: error=CODE | delay=DUR | skip | hang | device=N | corrupt | abort |
+ *           kill=SIG | bypass
+ *   KEY   : when=N | N+ | N..M | N+STEP ; rank=LIST (0,2-3) ; prob=P ; seed=S
+ * Used by the CLI (to refuse a bad plan before anything runs) and by
+ * libranktrace.so at start-up (RANKTRACE_INJECT). Parsing allocates; the
+ * result is read-only afterwards. */
+#ifndef RT_INJ_PLAN_H
+#define RT_INJ_PLAN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "schema.h"
+
+enum rt_inj_action {
+	RT_INJ_ERROR = 1, RT_INJ_DELAY, RT_INJ_SKIP, RT_INJ_HANG, RT_INJ_DEVICE, RT_INJ_CORRUPT,
+	RT_INJ_ABORT, RT_INJ_KILL, RT_INJ_BYPASS, RT_INJ_NACTIONS
+};
+
+extern const char *const rt_inj_action_names[RT_INJ_NACTIONS];
+
+#define RT_INJ_MAX_RULES 64
+#define RT_INJ_MAX_RANKS 4096
+
+struct rt_inj_rule {
+	char target[64];         /* as written: name, glob, @collective or failure point */
+	bool point;              /* a failure point (name with a dot) */
+	uint8_t apis[(RT_ID_FIRST_TRACER + 7) / 8]; /* interposed functions it matches */
+	enum rt_inj_action action;
+	int64_t arg;             /* error code, delay ns, device, signal */
+	uint64_t when_from, when_to, when_step; /* call numbers, 1-based; to 0: no end */
+	uint8_t *ranks;          /* bitmap of RT_INJ_MAX_RANKS, or NULL: every rank */
+	double prob;             /* 1: always */
+	uint64_t seed;
+};
+
+struct rt_inj_plan {
+	struct rt_inj_rule rules[RT_INJ_MAX_RULES];
+	int nrules;
+};
+
+/* Parse text into plan. On error returns -1 and writes into err a message
+ * that quotes the plan and points at the mistake with a caret. */
+int rt_inj_parse(const char *text, struct rt_inj_plan *plan, char *err, size_t errlen);
+void rt_inj_plan_free(struct rt_inj_plan *plan);
+
+/* Does rule r apply to interposed function id? */
+static inline bool rt_inj_rule_matches(const struct rt_inj_rule *r, unsigned id)
+{
+	return id < RT_ID_FIRST_TRACER && (r->apis[id / 8] >> (id % 8) & 1);
+}
+
+/* Does call number n (1-based, counted per rule) fire, before rank and
+ * probability? */
+bool rt_inj_when(const struct rt_inj_rule *r, uint64_t n);
+
+/* Rank filter and seeded probability: the same plan, seed, rank and call
+ * number always give the same answer. */
+bool rt_inj_applies(const struct rt_inj_rule *r, int rank, uint64_t n, int rule_index);
+
+/* Name of a CUDA or NCCL result code, for messages ("cudaErrorMemoryAllocation"). */
+const char *rt_inj_code_name(unsigned api, int64_t code);
+
+/* Write the help of `ranktrace inject --list`. */
+void rt_inj_print_list(void *file);
+
+#endif
