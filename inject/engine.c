@@ -137,15 +137,17 @@ void rt_inj_after(struct rt_tr_call *c, unsigned id, long ret)
 	static memcpy_fn real_memcpy;
 	static sync_fn real_sync;
 	int fb = rt_field_index(id, "recvbuff"), fc = rt_field_index(id, "count");
-	int fs = rt_field_index(id, "stream");
+	int fs = rt_field_index(id, "stream"), ft = rt_field_index(id, "datatype");
+	static const uint8_t elt[] = { 1, 1, 4, 4, 8, 8, 2, 4, 8, 2 }; /* ncclDataType_t sizes */
+	int64_t dt = rt_field_get(id, c->fields, ft);
 	uint8_t byte;
-	void *out;
+	char *out;
 
 	if (c->hit.action != RT_INJ_CORRUPT || ret != 0)
 		return;
 	if (fb < 0)
 		fb = rt_field_index(id, "buff");
-	out = (void *)(uintptr_t)rt_field_get(id, c->fields, fb);
+	out = (char *)(uintptr_t)rt_field_get(id, c->fields, fb);
 	if (!real_memcpy) {
 		real_memcpy = (memcpy_fn)rt_tr_resolve("cudaMemcpy", RT_LIB_CUDA);
 		real_sync = (sync_fn)rt_tr_resolve("cudaStreamSynchronize", RT_LIB_CUDA);
@@ -154,9 +156,12 @@ void rt_inj_after(struct rt_tr_call *c, unsigned id, long ret)
 		return;
 	if (real_sync)
 		real_sync((void *)(uintptr_t)rt_field_get(id, c->fields, fs));
+	/* the first element's most significant byte: an exponent bit for
+	 * floating point, a high bit for integers: the change shows */
+	out += dt >= 0 && dt < 10 ? elt[dt] - 1 : 0;
 	if (real_memcpy(&byte, out, 1, 2 /* cudaMemcpyDeviceToHost */) != 0)
 		return;
-	byte ^= 0x40; /* an exponent bit of the first element's low byte pair */
+	byte ^= 0x10;
 	if (real_memcpy(out, &byte, 1, 1 /* cudaMemcpyHostToDevice */) == 0)
 		record(rt_events[id].name, &c->hit);
 }

@@ -17,3 +17,12 @@ if [ -x "$B/bin/ranktrace" ]; then
 fi
 echo "fuzz_reader: ${SECONDS_EACH}s"
 "$FB/bin/fuzz_reader" -max_total_time="$SECONDS_EACH" -max_len=65536 -print_final_stats=1 "$corpus" 2>&1 | tail -4
+mkdir -p "$corpus/plans"
+i=0
+for p in 'skip-fsdp-root' 'ncclAllReduce:error=ncclSystemError:when=5:rank=2' \
+         'cudaMalloc:error=cudaErrorMemoryAllocation:when=3+2' 'nccl*:delay=5ms:prob=0.5:seed=3' \
+         'rank-dies=1@4;oom-at=2' 'my.point:error=7:when=2..9:rank=0,2-3'; do
+  printf '%s' "$p" > "$corpus/plans/p$((i++))"
+done
+echo "fuzz_plan: ${SECONDS_EACH}s"
+"$FB/bin/fuzz_plan" -max_total_time="$SECONDS_EACH" -max_len=512 -print_final_stats=1 "$corpus/plans" 2>&1 | tail -4

@@ -1,0 +1,139 @@
+/* SPDX-License-Identifier: MIT */
+/* test_plan.c - the fault plan parser, table-driven: good plans expand to the
+ * rules they say; bad plans are refused with a message that points at the
+ * mistake (the caret under the right column). */
+#include <criterion/criterion.h>
+#include <criterion/parameterized.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "plan.h"
+
+struct good {
+	char plan[160];
+	int nrules;
+	char target[32]; /* first rule */
+	int action;
+	long long arg;
+	unsigned long long from, to, step;
+};
+
+ParameterizedTestParameters(plan, good_plans_expand_as_written)
+{
+	static struct good cases[] = {
+		{ "ncclAllReduce:error=ncclSystemError:when=5:rank=2", 1, "ncclAllReduce", RT_INJ_ERROR, 2, 5, 5, 1 },
+		{ "cudaMalloc:error=cudaErrorMemoryAllocation:when=3", 1, "cudaMalloc", RT_INJ_ERROR, 2, 3, 3, 1 },
+		{ "cudaMalloc:error=cudaErrorMemoryAllocation:when=3+", 1, "cudaMalloc", RT_INJ_ERROR, 2, 3, 0, 1 },
+		{ "cudaMalloc:skip:when=3..5", 1, "cudaMalloc", RT_INJ_SKIP, 0, 3, 5, 1 },
+		{ "cudaMalloc:skip:when=3+2", 1, "cudaMalloc", RT_INJ_SKIP, 0, 3, 0, 2 },
+		{ "nccl*:delay=50ms", 1, "nccl*", RT_INJ_DELAY, 50000000, 1, 0, 1 },
+		{ "ncclAllGather:delay=200us:prob=0.5:seed=9", 1, "ncclAllGather", RT_INJ_DELAY, 200000, 1, 0, 1 },
+		{ "cudaSetDevice:device=0", 1, "cudaSetDevice", RT_INJ_DEVICE, 0, 1, 0, 1 },
+		{ "ncclAllReduce:corrupt:when=1", 1, "ncclAllReduce", RT_INJ_CORRUPT, 0, 1, 1, 1 },
+		{ "@collective:hang:when=7", 1, "@collective", RT_INJ_HANG, 0, 7, 7, 1 },
+		{ "ncclBroadcast:abort", 1, "ncclBroadcast", RT_INJ_ABORT, 0, 1, 0, 1 },
+		{ "ncclSend:kill=9", 1, "ncclSend", RT_INJ_KILL, 9, 1, 0, 1 },
+		{ "fsdp.root_forward:bypass", 1, "fsdp.root_forward", RT_INJ_BYPASS, 0, 1, 0, 1 },
+		{ "my.point:error=7:when=2", 1, "my.point", RT_INJ_ERROR, 7, 2, 2, 1 },
+		{ "skip-fsdp-root", 1, "fsdp.root_forward", RT_INJ_BYPASS, 0, 1, 0, 1 },
+		{ "oom-at=4", 1, "cudaMalloc", RT_INJ_ERROR, 2, 4, 4, 1 },
+		{ "wrong-device", 1, "cudaSetDevice", RT_INJ_DEVICE, 0, 1, 0, 1 },
+		{ "nccl-hang=12", 1, "@collective", RT_INJ_HANG, 0, 12, 12, 1 },
+		{ "rank-dies=2@5", 1, "@collective", RT_INJ_KILL, 9, 5, 5, 1 },
+		{ "skip-fsdp-root;cudaFree:delay=1s;", 2, "fsdp.root_forward", RT_INJ_BYPASS, 0, 1, 0, 1 },
+	};
+	return cr_make_param_array(struct good, cases, sizeof(cases) / sizeof(cases[0]));
+}
+
+ParameterizedTest(struct good *g, plan, good_plans_expand_as_written)
+{
+	struct rt_inj_plan p;
+	char err[1024] = "";
+
+	cr_assert_eq(rt_inj_parse(g->plan, &p, err, sizeof(err)), 0, "%s: %s", g->plan, err);
+	cr_assert_eq(p.nrules, g->nrules);
+	cr_assert_str_eq(p.rules[0].target, g->target);
+	cr_assert_eq(p.rules[0].action, g->action, "%s", g->plan);
+	cr_assert_eq(p.rules[0].arg, g->arg, "%s", g->plan);
+	cr_assert_eq(p.rules[0].when_from, g->from);
+	cr_assert_eq(p.rules[0].when_to, g->to);
+	cr_assert_eq(p.rules[0].when_step, g->step);
+	rt_inj_plan_free(&p);
+}
+
+struct bad {
+	char plan[96];
+	char message[80];
+	int caret; /* column of the caret in the quoted plan */
+};
+
+ParameterizedTestParameters(plan, bad_plans_point_at_the_mistake)
+{
+	static struct bad cases[] = {
+		{ "cudaMallc:skip", "unknown target 'cudaMallc'", 0 },
+		{ "cudaMalloc:explode", "unknown action 'explode'", 11 },
+		{ "cudaMalloc:error=cudaErrorOutOfCheese", "unknown error code 'cudaErrorOutOfCheese'", 17 },
+		{ "cudaFree:error=cudaErrorMemoryAllocation", "cudaFree cannot return cudaErrorMemoryAllocation", 15 },
+		{ "cudaMalloc:error=ncclSystemError", "unknown error code 'ncclSystemError' for cudaMalloc", 17 },
+		{ "ncclAllReduce:error=cudaErrorMemoryAllocation", "unknown error code", 20 },
+		{ "cudaMalloc:skip:when=0", "when= needs a call number from 1", 21 },
+		{ "cudaMalloc:skip:when=5..3", "when=N..M needs M >= N", 25 },
+		{ "cudaMalloc:skip:when=x", "when= needs a call number", 21 },
+		{ "cudaMalloc:skip:rank=a", "rank= is a list such as 0,2-3", 21 },
+		{ "cudaMalloc:skip:rank=3-1", "rank range A-B needs B >= A", 24 },
+		{ "cudaMalloc:skip:prob=1.5", "prob= is a probability between 0 and 1", 21 },
+		{ "cudaMalloc:skip:colour=red", "unknown key 'colour'", 16 },
+		{ "cudaMalloc:delay=5 parsecs", "duration unit is s, ms, us or ns", 18 },
+		{ "cudaMalloc:device=1", "device= only redirects cudaSetDevice", 11 },
+		{ "cudaMalloc:corrupt", "corrupt flips bits in a collective's output", 11 },
+		{ "cudaMalloc:bypass", "bypass is for failure points", 11 },
+		{ "fsdp.root_forward:corrupt", "a failure point takes bypass", 18 },
+		{ "cudaMalloc:skip=3", "skip takes no value", 15 },
+		{ "cudaMalloc:error", "error needs a value", 16 },
+		{ "cudaMalloc", "a spec is TARGET:ACTION", 0 },
+		{ "skip-fsdp-root;;cudaFree:skip", "empty spec", 15 },
+		{ "oom-at", "preset oom-at needs a value", 6 },
+		{ "rank-dies=3", "rank-dies=R@SEQ", 10 },
+		{ "wrong-device=2", "preset wrong-device takes no value", 12 },
+	};
+	return cr_make_param_array(struct bad, cases, sizeof(cases) / sizeof(cases[0]));
+}
+
+ParameterizedTest(struct bad *b, plan, bad_plans_point_at_the_mistake)
+{
+	struct rt_inj_plan p;
+	char err[1024] = "", caret_line[200];
+	const char *l2, *l3;
+
+	cr_assert_eq(rt_inj_parse(b->plan, &p, err, sizeof(err)), -1, "accepted: %s", b->plan);
+	cr_assert(strstr(err, b->message) != NULL, "%s\nwanted: %s", err, b->message);
+	l2 = strchr(err, '\n');
+	cr_assert_not_null(l2);
+	cr_assert(!strncmp(l2 + 3, b->plan, strlen(b->plan)), "the plan is quoted: %s", err);
+	l3 = strchr(l2 + 1, '\n');
+	cr_assert_not_null(l3);
+	snprintf(caret_line, sizeof(caret_line), "%s", l3 + 3);
+	cr_assert_eq((int)(strchr(caret_line, '^') - caret_line), b->caret, "%s", err);
+}
+
+Test(plan, when_rank_and_probability_decide_as_documented)
+{
+	struct rt_inj_plan p;
+	char err[512];
+	int fired = 0, again = 0;
+
+	cr_assert_eq(rt_inj_parse("cudaMalloc:skip:when=3+2:rank=1,3", &p, err, sizeof(err)), 0);
+	cr_assert(!rt_inj_when(&p.rules[0], 1) && !rt_inj_when(&p.rules[0], 2));
+	cr_assert(rt_inj_when(&p.rules[0], 3) && !rt_inj_when(&p.rules[0], 4) && rt_inj_when(&p.rules[0], 5));
+	cr_assert(rt_inj_applies(&p.rules[0], 1, 3, 0) && rt_inj_applies(&p.rules[0], 3, 3, 0));
+	cr_assert(!rt_inj_applies(&p.rules[0], 0, 3, 0) && !rt_inj_applies(&p.rules[0], 2, 3, 0));
+	rt_inj_plan_free(&p);
+	cr_assert_eq(rt_inj_parse("cudaMalloc:skip:prob=0.25:seed=42", &p, err, sizeof(err)), 0);
+	for (uint64_t n = 1; n <= 4000; n++) {
+		fired += rt_inj_applies(&p.rules[0], 0, n, 0);
+		again += rt_inj_applies(&p.rules[0], 0, n, 0) == rt_inj_applies(&p.rules[0], 0, n, 0);
+	}
+	cr_assert(fired > 850 && fired < 1150, "fired %d of 4000 at p=0.25", fired);
+	cr_assert_eq(again, 4000, "same seed, same answer");
+	rt_inj_plan_free(&p);
+}
