@@ -14,6 +14,12 @@ mkdir -p "$T/overhead"
 RANKTRACE_DIR="$T/overhead" LD_PRELOAD="$B/lib/libranktrace.so" "$B/bin/tracer_overhead" 200000
 
 echo
+echo "== the same with a fault plan loaded that touches none of these calls"
+mkdir -p "$T/overhead2"
+RANKTRACE_INJECT='cudaStreamDestroy:delay=1ms;some.point:bypass' RANKTRACE_DIR="$T/overhead2" \
+  LD_PRELOAD="$B/lib/libranktrace.so" "$B/bin/tracer_overhead" 200000 | sed -n 1,4p
+
+echo
 echo "== fsdp_mini step time, 2 ranks (one per core here), 60 steps (median of 9 runs each, interleaved)"
 args=(--steps 60 --layers 4 --hidden 32 --vocab 64 --seq 16 --batch 8 --time)
 plain=(); traced=()

@@ -475,16 +475,7 @@ static void human_bytes(char *out, size_t n, uint64_t b)
 static void json_str(FILE *f, const char *s)
 {
 	fputc('"', f);
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if (c == '"' || c == '\\')
-			fprintf(f, "\\%c", c);
-		else if (c < 0x20)
-			fprintf(f, "\\u%04x", c);
-		else
-			fputc(c, f);
-	}
+	rt_vw_json_esc(f, s);
 	fputc('"', f);
 }
 

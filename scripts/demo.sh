@@ -14,22 +14,29 @@ good=$?
 say "transformers 4.53.0 (the Trainer runs the unwrapped module)"
 "$B/bin/ranktrace" run -o "$OUT/bad" -- "$B/bin/rt-launch" -n 4 "$B/bin/fsdp_mini" --trainer-version 4.53.0 --steps 3
 bad=$?
+say "transformers 4.52.4 again, with the bug injected: --inject skip-fsdp-root"
+"$B/bin/ranktrace" run -o "$OUT/injected" --inject skip-fsdp-root -- "$B/bin/rt-launch" -n 4 "$B/bin/fsdp_mini" --trainer-version 4.52.4 --steps 3
+inj=$?
 
 say "ranktrace view: the healthy run"
 "$B/bin/ranktrace" view "$OUT/good"
 say "ranktrace view: transformers 4.53.0"
 "$B/bin/ranktrace" view "$OUT/bad"
 say "verdicts (exit codes for git bisect run: 0 good, 1 bad, 125 skip)"
-for t in good bad; do
+for t in good bad injected; do
   v=$("$B/bin/ranktrace" verdict "$OUT/$t"); rc=$?
-  printf '%-5s %-20s exit %d\n' "$t" "$v" "$rc"
+  printf '%-9s %-20s exit %d\n' "$t" "$v" "$rc"
 done
 say "ranktrace diff good bad"
 "$B/bin/ranktrace" diff "$OUT/good" "$OUT/bad"
+say "ranktrace diff bad injected: the injected run fails the same way"
+"$B/bin/ranktrace" diff "$OUT/bad" "$OUT/injected" | tail -1
+"$B/bin/ranktrace" report "$OUT/injected" -o "$OUT/injected.html" 2>/dev/null
 "$B/bin/ranktrace" report "$OUT/bad" -o "$OUT/bad.html" 2>/dev/null
 "$B/bin/ranktrace" export "$OUT/good" --perfetto "$OUT/good.perfetto.json" 2>/dev/null
 say "summary"
-echo "4.52.4: exit status $good (expected 0); 4.53.0: exit status $bad (expected non-zero)"
+echo "4.52.4: exit status $good (expected 0); 4.53.0: exit status $bad (expected non-zero);"
+echo "4.52.4 + skip-fsdp-root: exit status $inj (expected non-zero, as 4.53.0)"
 echo "traces: $OUT/good $OUT/bad (babeltrace2 reads them); report: $OUT/bad.html;"
 echo "Perfetto: open $OUT/good.perfetto.json in ui.perfetto.dev"
-[ "$good" -eq 0 ] && [ "$bad" -ne 0 ]
+[ "$good" -eq 0 ] && [ "$bad" -ne 0 ] && [ "$inj" -ne 0 ]

@@ -13,7 +13,7 @@
 
 #include "export.h"
 
-static void json_esc(FILE *f, const char *s)
+void rt_vw_json_esc(FILE *f, const char *s)
 {
 	for (; *s; s++) {
 		unsigned char c = (unsigned char)*s;
@@ -253,7 +253,7 @@ int rt_vw_export_perfetto(const struct rt_vw_trace *t, FILE *f)
 		pf_sep(&p);
 		fprintf(f, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,\"args\":{\"name\":\"rank %d (",
 			r->meta.rank, r->meta.rank);
-		json_esc(f, r->meta.hostname);
+		rt_vw_json_esc(f, r->meta.hostname);
 		fputs(")\"}}", f);
 		pf_sep(&p);
 		fprintf(f, "{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":%d,\"args\":{\"sort_index\":%d}}",

@@ -16,6 +16,9 @@ int rt_vw_export_perfetto(const struct rt_vw_trace *t, FILE *f);
  * device memory, parameter placement. 0, or -1. */
 int rt_vw_report_html(const struct rt_vw_trace *t, FILE *f);
 
+/* Write s escaped for the inside of a JSON string (no quotes added). */
+void rt_vw_json_esc(FILE *f, const char *s);
+
 /* Write s with HTML's special characters escaped. */
 void rt_vw_html_esc(FILE *f, const char *s);
 
