@@ -49,8 +49,10 @@ check "ranktrace run passes the failure through (non-zero)" [ $? -ne 0 ]
 bt_clean "$T/bad"
 for r in 0 1 2 3; do
   pid=$(awk -F' = |;' '/^\tpid = / {print $2}' "$T/bad/rank-0000$r/metadata")
-  grep "pid = $pid," "$T/bt.out" | tail -2 | sed -E 's/^.*\] \(.*\) [^ ]+ ([A-Za-z_0-9]+): .*/\1/' | tr '\n' ' ' > "$T/tail.$r"
+  # probe events (rt_param, rt_marker...) may follow the last call: look at calls and the end
+  grep "pid = $pid," "$T/bt.out" | sed -E 's/^.*\] \(.*\) [^ ]+ ([A-Za-z_0-9]+): .*/\1/' | grep -vE '^rt_(param|marker|fsdp_forward|fault)$' | tail -2 | tr '\n' ' ' > "$T/tail.$r"
   check "rank $r trace ends: last call cudaMalloc, then exit 1" grep -qx 'cudaMalloc rt_exit ' "$T/tail.$r"
+  check "rank $r: exit status 1 recorded" bash -c "grep 'pid = $pid,' '$T/bt.out' | tail -1 | grep -q 'rt_exit: .*status = 1 }'"
   check "rank $r: no all-gather after the init broadcasts" bash -c "! grep 'pid = $pid,' '$T/bt.out' | grep -q ncclAllGather"
 done
 check "run summary says exit 1 for each rank" [ "$(grep -c 'exit 1$' "$T/bad.out")" -eq 4 ]
