@@ -52,7 +52,7 @@
 		ret(*real) params = __atomic_load_n(&real_##name, __ATOMIC_RELAXED);   \
 		struct rt_tr_call c;                                                   \
 		bool traced, replaced = false;                                         \
-		ret r;                                                                 \
+		ret r = fail;                                                          \
 		if (rt_unlikely(!real)) {                                              \
 			real = (ret(*) params)rt_tr_resolve(#name, RT_LIB_OF(name));   \
 			if (!real)                                                     \
