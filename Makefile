@@ -21,6 +21,7 @@ build: setup
 	@cmake --build $(BUILD) -j$(JOBS)
 
 test: build
+	@scripts/setup-torch.sh $(BUILD)
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
 
 # Unit tests under AddressSanitizer + UndefinedBehaviorSanitizer.

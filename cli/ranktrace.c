@@ -111,6 +111,39 @@ static int find_library(char *out, size_t n)
 	return access(out, R_OK);
 }
 
+/* python/ (the PyTorch probe) next to the library: build/python or
+ * <prefix>/share/ranktrace/python; RANKTRACE_PYTHON overrides. */
+static int find_python(char *out, size_t n)
+{
+	const char *env = getenv("RANKTRACE_PYTHON");
+	char dir[PATH_MAX];
+
+	if (env && *env) {
+		snprintf(out, n, "%s", env);
+		return access(out, R_OK);
+	}
+	if (exe_dir(dir, sizeof(dir)) != 0)
+		return -1;
+	snprintf(out, n, "%s/../python", dir);
+	if (access(out, R_OK) == 0)
+		return 0;
+	snprintf(out, n, "%s/../share/ranktrace/python", dir);
+	return access(out, R_OK);
+}
+
+/* The probe loads in every Python rank through our sitecustomize (which runs
+ * any sitecustomize it shadows). */
+static void set_python_path(void)
+{
+	char py[PATH_MAX], val[3 * PATH_MAX + 16];
+	const char *old = getenv("PYTHONPATH");
+
+	if (find_python(py, sizeof(py)) != 0)
+		return;
+	snprintf(val, sizeof(val), "%s/site:%s%s%s", py, py, old && *old ? ":" : "", old ? old : "");
+	setenv("PYTHONPATH", val, 1);
+}
+
 static bool dir_is_empty(const char *path)
 {
 	char **names;
@@ -420,6 +453,8 @@ static int cmd_run(int argc, char **argv)
 		else
 			unsetenv("RANKTRACE_MAX_SIZE");
 	}
+	if (traced || inject)
+		set_python_path();
 	if (inject) {
 		/* faults are injected by the library: preload it even untraced */
 		if (!traced) {

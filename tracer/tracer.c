@@ -137,7 +137,32 @@ RT_EXPORT void _Exit(int status)
 		;
 }
 
-/* Returning from main reaches exit() inside libc, not through our symbol. */
+/* Returning from main reaches exit() inside libc, not through our symbol:
+ * wrap main itself to see its status (Python's uncaught exception is a
+ * return of 1 from main). */
+typedef int (*main_fn)(int, char **, char **);
+typedef int (*start_main_fn)(main_fn, int, char **, void (*)(void), void (*)(void),
+			     void (*)(void), void *);
+static main_fn real_main;
+
+static int traced_main(int argc, char **argv, char **envp)
+{
+	int status = real_main(argc, argv, envp);
+
+	record_exit(status);
+	return status;
+}
+
+RT_EXPORT int __libc_start_main(main_fn main, int argc, char **argv, void (*init)(void),
+				void (*fini)(void), void (*rtld_fini)(void), void *stack_end)
+{
+	start_main_fn real = (start_main_fn)dlsym(RTLD_NEXT, "__libc_start_main");
+
+	real_main = main;
+	return real(traced_main, argc, argv, init, fini, rtld_fini, stack_end);
+}
+
+/* Anything else (a library's exit path we did not see): status unknown. */
 __attribute__((destructor)) static void at_unload(void)
 {
 	record_exit(-1);
