@@ -624,12 +624,13 @@ static void print_view_json(const struct rt_vw_trace *t, int only_rank)
 			printf("%s\"%s\": %llu", k ? ", " : "", rt_vw_coll_names[k],
 			       (unsigned long long)r->colls[k]);
 		printf("}, \"streams_created\": %llu, \"errors\": %llu, \"fsdp_root_forwards\": %llu, "
-		       "\"params\": {\"reported\": %llu, \"storage_freed\": %llu, \"meta\": %llu}, "
+		       "\"params\": {\"reported\": %llu, \"storage_freed\": %llu, \"meta\": %llu, "
+		       "\"ever_meta\": %llu, \"distinct\": %u}, "
 		       "\"faults\": %llu, \"end\": ",
 		       (unsigned long long)r->streams_created, (unsigned long long)r->errors,
 		       (unsigned long long)r->fsdp_root_forwards, (unsigned long long)r->params_reported,
 		       (unsigned long long)r->params_freed, (unsigned long long)r->params_meta,
-		       (unsigned long long)r->faults);
+		       (unsigned long long)r->params_ever_meta, r->nparams, (unsigned long long)r->faults);
 		json_str(stdout, end);
 		printf(", \"damaged\": ");
 		if (r->damaged[0])

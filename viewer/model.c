@@ -457,6 +457,10 @@ static void on_param(struct rt_vw_rank *r, const struct rt_vw_event *e)
 		p = &r->params[r->nparams++];
 		snprintf(p->name, sizeof(p->name), "%s", name);
 	}
+	if (place == RT_P_META && !p->was_meta) {
+		p->was_meta = true;
+		r->params_ever_meta++;
+	}
 	p->place = place;
 	p->device = (int8_t)dev;
 	p->numel = numel;
@@ -920,8 +924,16 @@ static void analyse(struct rt_vw_trace *t)
 				    "rank %d: %llu parameter report%s point into memory of another device",
 				    r->meta.rank, (unsigned long long)r->params_misplaced,
 				    r->params_misplaced == 1 ? "" : "s");
-		for (uint32_t q = 0; q < r->nparams; q++)
+		for (uint32_t q = 0; q < r->nparams; q++) {
 			meta += r->params[q].place == RT_P_META;
+			((struct rt_vw_rank *)r)->params_freed += r->params[q].place == RT_P_FREED;
+		}
+		((struct rt_vw_rank *)r)->params_meta = meta;
+		if (r->params_ever_meta && !meta)
+			add_finding(t, 58, RT_V_HEALTHY, "rank %d: %llu parameter%s arrived on meta "
+				    "(cpu_ram_efficient_loading) and were materialised later",
+				    r->meta.rank, (unsigned long long)r->params_ever_meta,
+				    r->params_ever_meta == 1 ? "" : "s");
 		if (meta && crashed(r))
 			add_finding(t, 35, RT_V_HEALTHY, "rank %d: %llu parameter%s still on meta when it "
 				    "ended (never materialised: cpu_ram_efficient_loading without the "

@@ -62,6 +62,7 @@ struct rt_vw_rank {
 	struct rt_vw_param *params;  /* latest report per parameter name */
 	uint32_t nparams, params_cap;
 	uint64_t params_misplaced;   /* data in an allocation of another device */
+	uint64_t params_ever_meta;   /* distinct parameters reported on meta at some point */
 	char first_fault[160];
 };
 
@@ -70,6 +71,7 @@ enum rt_vw_place { RT_P_CUDA, RT_P_CPU, RT_P_META, RT_P_FREED, RT_P_WRONG_DEVICE
 struct rt_vw_param {
 	char name[65];
 	uint8_t place;    /* enum rt_vw_place */
+	bool was_meta;
 	int8_t device;
 	uint64_t numel, bytes;
 };

@@ -134,13 +134,14 @@ def _patch_fsdp(mod):
     orig_forward, orig_init = FSDP.forward, FSDP.__init__
 
     def __init__(self, module, *args, **kwargs):
-        if not getattr(_tls, "in_init", False):
-            _tls.in_init = True
-            try:
-                report_params(module, force=True)   # as loaded, before sharding
-            finally:
-                _tls.in_init = False
-        orig_init(self, module, *args, **kwargs)
+        if getattr(_tls, "in_init", False):         # an inner unit of auto-wrapping
+            return orig_init(self, module, *args, **kwargs)
+        _tls.in_init = True
+        try:
+            report_params(module, force=True)       # as loaded, before sharding
+            orig_init(self, module, *args, **kwargs)
+        finally:
+            _tls.in_init = False
 
     def forward(self, *args, **kwargs):
         global _root_forwards
@@ -148,16 +149,17 @@ def _patch_fsdp(mod):
             return orig_forward(self, *args, **kwargs)
         _tls.in_fsdp = True
         try:
+            if _root_forwards == 0 or (_every and _root_forwards % _every == 0):
+                report_params(self)
+            if _lib.rt_fault_point(b"fsdp.root_forward") == FAULT_BYPASS:
+                # what transformers 4.53.0 did: run the unwrapped module; the
+                # root forward never runs
+                return self._fsdp_wrapped_module(*args, **kwargs)
             units = getattr(self, "_ranktrace_units", None)
             if units is None:
                 units = self._ranktrace_units = len(FSDP.fsdp_modules(self))
-            _lib.rt_fsdp_forward(0, units)
-            if _root_forwards == 0 or (_every and _root_forwards % _every == 0):
-                report_params(self)
             _root_forwards += 1
-            if _lib.rt_fault_point(b"fsdp.root_forward") == FAULT_BYPASS:
-                # what transformers 4.53.0 did: run the unwrapped module
-                return self._fsdp_wrapped_module(*args, **kwargs)
+            _lib.rt_fsdp_forward(0, units)
             out = orig_forward(self, *args, **kwargs)
             _lib.rt_fsdp_forward(1, units)
             return out

@@ -5,10 +5,16 @@ drives it, for the probe's tests. No downloads: a tiny model built here.
   python fsdp_cpu.py [--trainer-version 4.52.4|4.53.0] [--steps N] [--meta-rank1] [--time]
 
 Launch with rt-launch or torchrun (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT).
-4.53.0 trains the unwrapped module after wrapping, as transformers 4.53.0 did.
+4.53.0 trains the unwrapped module after wrapping, as transformers 4.53.0 did:
+the embedding's weight is then a view onto storage FSDP resized to 0 bytes. On
+GPU that gave "The tensor has a non-zero number of elements, but its data is not
+allocated yet."; on CPU (torch 2.7 and 2.15 alike) autograd's check of views
+whose base changed fires first at the same call ("Output 0 of ViewBackward0 is
+a view and its base ... has been modified inplace").
 --meta-rank1: rank 1 builds the model on meta (cpu_ram_efficient_loading);
-FSDP materialises it (param_init_fn) and sync_module_states broadcasts rank
-0's weights."""
+FSDP materialises it (param_init_fn). On GPU, sync_module_states would then
+broadcast rank 0's weights; FSDP refuses it for CPU parameters, so here rank 1
+keeps its materialised (uninitialised) values."""
 import argparse
 import time
 
@@ -61,7 +67,7 @@ def main():
         model = TinyLM()
     fsdp = FSDP(model, auto_wrap_policy=ModuleWrapPolicy({Block}),
                 sharding_strategy=ShardingStrategy.FULL_SHARD, device_id=torch.device("cpu"),
-                sync_module_states=args.meta_rank1,
+                sync_module_states=args.meta_rank1 and torch.cuda.is_available(),
                 param_init_fn=(lambda m: m.to_empty(device=torch.device("cpu"), recurse=False))
                 if args.meta_rank1 else None)
     # transformers.Trainer._inner_training_loop: 4.53.0 kept the unwrapped module

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# test_probe.sh - the PyTorch probe on real PyTorch (CPU, gloo, FSDP v1
+# FULL_SHARD, 2 ranks): healthy, skip-fsdp-root, parameters on meta; Python
+# programs without torch or with their own sitecustomize are unchanged.
+source "$(dirname "$0")/lib.sh"
+RT="$B/bin/ranktrace"
+PY="$B/venv-torch/bin/python"
+W="$(cd "$(dirname "$0")/../python" && pwd)/fsdp_cpu.py"
+if ! "$PY" -c 'import torch' 2>/dev/null; then
+  bad "no torch venv at $B/venv-torch (make test runs scripts/setup-torch.sh)"
+  finish; exit 1
+fi
+run2() { local out=$1; shift; "$RT" run -o "$T/$out" "$@" > "$T/$out.log" 2>&1; }
+
+run2 good -- "$B/bin/rt-launch" -n 2 "$PY" "$W" --steps 3
+check "healthy: exit 0" [ $? -eq 0 ]
+check "healthy: verdict healthy" [ "$("$RT" verdict "$T/good")" = healthy ]
+"$RT" view --json "$T/good" > "$T/good.json"
+check "healthy: every parameter located on both ranks, root forwards counted per step" python3 -c "
+import json
+d = json.load(open('$T/good.json'))
+for r in d['ranks']:
+    assert r['params']['distinct'] == 10, r['params']      # embedding, 2 blocks x 4, lm_head
+    assert r['fsdp_root_forwards'] == 3, r['fsdp_root_forwards']
+    assert r['end'] == 'exit 0', r['end']
+"
+check "healthy: the probe named the parameters as PyTorch does" bash -c "babeltrace2 '$T/good' | grep -q 'name = \"layers.1.mlp.weight\"'"
+
+run2 skip --inject skip-fsdp-root -- "$B/bin/rt-launch" -n 2 "$PY" "$W" --steps 3
+check "skip-fsdp-root: the run fails" [ $? -ne 0 ]
+for r in 0 1; do
+  check "skip-fsdp-root: rank $r raises RuntimeError in the embedding" bash -c "grep -q '^\[rank$r\]:.*RuntimeError' '$T/skip.log' && grep -q '^\[rank$r\]:.*in embedding' '$T/skip.log'"
+done
+check "skip-fsdp-root: verdict skipped-fsdp-root" [ "$("$RT" verdict "$T/skip")" = skipped-fsdp-root ]
+"$RT" view "$T/skip" > "$T/skip.view"
+check "skip-fsdp-root: confirmed by the probe (no root forward, storage freed)" grep -q 'FSDP root forward never ran (probe)' "$T/skip.view"
+"$RT" view --json "$T/skip" > "$T/skip.json"
+check "skip-fsdp-root: parameters shown as storage-freed" python3 -c "
+import json
+d = json.load(open('$T/skip.json'))
+assert all(r['params']['storage_freed'] == 10 and r['fsdp_root_forwards'] == 0 for r in d['ranks'])
+"
+run2 v453 -- "$B/bin/rt-launch" -n 2 "$PY" "$W" --steps 3 --trainer-version 4.53.0
+"$RT" diff "$T/v453" "$T/skip" > "$T/diff"; rc=$?
+check "4.53.0 vs the injected run: the same failure signature" bash -c "[ $rc -eq 0 ] && grep -q 'B shows the same failure signature as A' '$T/diff'"
+
+run2 meta -- "$B/bin/rt-launch" -n 2 "$PY" "$W" --steps 2 --meta-rank1
+"$RT" view --json "$T/meta" > "$T/meta.json"
+check "meta: rank 1's parameters are shown on meta as loaded, rank 0's are not" python3 -c "
+import json
+d = {r['rank']: r for r in json.load(open('$T/meta.json'))['ranks']}
+assert d[1]['params']['ever_meta'] == 10 and d[0]['params']['ever_meta'] == 0, d
+"
+check "meta: the finding says so" bash -c "'$RT' view '$T/meta' | grep -q 'rank 1: 10 parameters arrived on meta'"
+
+# Python programs that do not use torch, or bring their own sitecustomize
+python3 -c 'import sys; print("plain", sys.argv); sys.exit(3)' a b > "$T/p0" 2>&1; rc0=$?
+"$RT" run -o "$T/plain" -- python3 -c 'import sys; print("plain", sys.argv); sys.exit(3)' a b > "$T/p1.all" 2>&1; rc1=$?
+grep -v '^ranktrace:\|^  rank' "$T/p1.all" > "$T/p1"
+check "no torch: same output and exit status ($rc0/$rc1)" bash -c "[ $rc0 -eq $rc1 ] && cmp -s '$T/p0' '$T/p1'"
+check "no torch: torch was never imported by the probe" bash -c "'$RT' run -o '$T/plain2' -- python3 -c 'import sys; print(\"torch\" in sys.modules)' | grep -qx False"
+mkdir -p "$T/usersite"
+echo 'import os; os.environ["USER_SITECUSTOMIZE"] = "ran"; print("user sitecustomize ran")' > "$T/usersite/sitecustomize.py"
+PYTHONPATH="$T/usersite" python3 -c 'import os; print(os.environ.get("USER_SITECUSTOMIZE"))' > "$T/s0" 2>&1
+PYTHONPATH="$T/usersite" "$RT" run -o "$T/site" -- python3 -c 'import os; print(os.environ.get("USER_SITECUSTOMIZE"))' > "$T/s1.all" 2>&1
+grep -v '^ranktrace:\|^  rank' "$T/s1.all" > "$T/s1"
+check "own sitecustomize: still runs, same output" bash -c "cmp -s '$T/s0' '$T/s1' && grep -qx ran '$T/s1'"
+finish
