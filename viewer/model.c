@@ -605,28 +605,29 @@ struct src {
 	int rank;
 };
 
-static bool src_before(const struct src *a, const struct src *b)
-{
-	return a->e.ts < b->e.ts;
-}
+/* Heap entries carry the key inline: with a thousand ranks, comparing
+ * through pointers to the sources costs a cache miss per level. */
+struct hnode {
+	uint64_t ts;
+	struct src *s;
+};
 
-static void heap_down(struct src **h, int n, int i)
+static void heap_down(struct hnode *h, int n, int i)
 {
+	struct hnode x = h[i];
+
 	for (;;) {
-		int l = 2 * i + 1, s = i;
+		int l = 2 * i + 1, c;
 
-		if (l < n && src_before(h[l], h[s]))
-			s = l;
-		if (l + 1 < n && src_before(h[l + 1], h[s]))
-			s = l + 1;
-		if (s == i)
-			return;
-		struct src *tmp = h[i];
-
-		h[i] = h[s];
-		h[s] = tmp;
-		i = s;
+		if (l >= n)
+			break;
+		c = l + 1 < n && h[l + 1].ts < h[l].ts ? l + 1 : l;
+		if (h[c].ts >= x.ts)
+			break;
+		h[i] = h[c];
+		i = c;
 	}
+	h[i] = x;
 }
 
 static void note_damage(struct rt_vw_trace *t, int ri, const char *msg)
@@ -651,7 +652,7 @@ static void analyse(struct rt_vw_trace *t);
 static int merge_streams(struct rt_vw_trace *t, struct src *srcs, int nsrc,
 			 void (*fn)(void *arg, int rank, const struct rt_vw_event *e), void *arg)
 {
-	struct src **heap = calloc((size_t)nsrc + 1, sizeof(*heap));
+	struct hnode *heap = calloc((size_t)nsrc + 1, sizeof(*heap));
 	int hn = 0;
 
 	if (!heap)
@@ -660,28 +661,102 @@ static int merge_streams(struct rt_vw_trace *t, struct src *srcs, int nsrc,
 		int rc = rt_vw_cursor_next(srcs[k].c, &srcs[k].e);
 
 		if (rc == 1)
-			heap[hn++] = &srcs[k];
+			heap[hn++] = (struct hnode){ srcs[k].e.ts, &srcs[k] };
 		else if (rc < 0 && t)
 			note_damage(t, srcs[k].rank, rt_vw_cursor_error(srcs[k].c));
 	}
 	for (int i = hn / 2 - 1; i >= 0; i--)
 		heap_down(heap, hn, i);
 	while (hn > 0) {
-		struct src *s = heap[0];
+		struct src *s = heap[0].s;
 		int rc;
 
 		fn(arg, s->rank, &s->e);
 		rc = rt_vw_cursor_next(s->c, &s->e);
-		if (rc != 1) {
+		if (rc == 1) {
+			heap[0].ts = s->e.ts;
+		} else {
 			if (rc < 0 && t)
 				note_damage(t, s->rank, rt_vw_cursor_error(s->c));
 			if (t)
 				t->ranks[s->rank].discarded += rt_vw_cursor_info(s->c)->discarded;
 			heap[0] = heap[--hn];
 		}
-		heap_down(heap, hn, 0);
+		if (hn > 1)
+			heap_down(heap, hn, 0);
 	}
 	free(heap);
+	return 0;
+}
+
+/* The model's pass: time windows, rank by rank inside a window, each rank's
+ * own streams merged exactly. Matching needs no order across ranks, and
+ * touching one rank's state for a run of events keeps it in cache. Open
+ * collectives stay bounded by what a window holds. srcs must be grouped by
+ * rank (open_sources does). */
+#define WINDOW_NS 20000000ull /* 20 ms of trace time */
+
+static int merge_windowed(struct rt_vw_trace *t, struct src *srcs, int nsrc,
+			  void (*fn)(void *arg, int rank, const struct rt_vw_event *e), void *arg)
+{
+	bool *live = calloc((size_t)nsrc + 1, sizeof(*live));
+	int left = 0;
+
+	if (!live)
+		return -1;
+	for (int k = 0; k < nsrc; k++) {
+		int rc = rt_vw_cursor_next(srcs[k].c, &srcs[k].e);
+
+		live[k] = rc == 1;
+		left += live[k];
+		if (rc < 0)
+			note_damage(t, srcs[k].rank, rt_vw_cursor_error(srcs[k].c));
+	}
+	while (left > 0) {
+		uint64_t tmin = UINT64_MAX, wend;
+
+		for (int k = 0; k < nsrc; k++)
+			if (live[k] && srcs[k].e.ts < tmin)
+				tmin = srcs[k].e.ts;
+		wend = tmin + WINDOW_NS;
+		for (int a = 0; a < nsrc;) {
+			int b = a;
+
+			while (b < nsrc && srcs[b].rank == srcs[a].rank)
+				b++;
+			/* this rank's streams [a, b): smallest timestamp first */
+			for (;;) {
+				int best = -1;
+
+				for (int k = a; k < b; k++)
+					if (live[k] && srcs[k].e.ts < wend &&
+					    (best < 0 || srcs[k].e.ts < srcs[best].e.ts))
+						best = k;
+				if (best < 0)
+					break;
+				for (;;) { /* a run from one stream while it stays first */
+					int rc;
+
+					fn(arg, srcs[best].rank, &srcs[best].e);
+					rc = rt_vw_cursor_next(srcs[best].c, &srcs[best].e);
+					if (rc != 1) {
+						if (rc < 0)
+							note_damage(t, srcs[best].rank,
+								    rt_vw_cursor_error(srcs[best].c));
+						t->ranks[srcs[best].rank].discarded +=
+							rt_vw_cursor_info(srcs[best].c)->discarded;
+						live[best] = false;
+						left--;
+						break;
+					}
+					if (srcs[best].e.ts >= wend || b - a > 1)
+						break;
+				}
+			}
+			a = b;
+		}
+	}
+	free(live);
 	return 0;
 }
 
@@ -796,7 +871,7 @@ struct rt_vw_trace *rt_vw_load(const char *dir, unsigned flags, char *err, size_
 	}
 	if (open_sources(t, &srcs, &nsrc) != 0)
 		goto out_oom;
-	if (merge_streams(t, srcs, nsrc, model_event, m) != 0)
+	if (merge_windowed(t, srcs, nsrc, model_event, m) != 0)
 		goto out_oom;
 	for (int k = 0; k < nsrc; k++)
 		rt_vw_cursor_close(srcs[k].c);

@@ -32,7 +32,8 @@ check "mismatch finding names rank 2 and sequence 4" grep -q 'mismatch at sequen
 check "view exits 0 on a clean trace" [ $rc -eq 0 ]
 check "view: one row per rank with its device" bash -c "grep -cE '^[0-3] +vm' '$T/view.good' | grep -qx 4 || grep -cE '^[0-3] ' '$T/view.good' | grep -qx 4"
 check "view: rank 3 used device 3" grep -qE '^3 +[^ ]+ +3 +3 ' "$T/view.good"
-check "view: no findings on a healthy run" grep -q 'none: every rank ended cleanly' "$T/view.good"
+check "view: healthy verdict, no failure among the findings" bash -c "grep -q 'verdict: healthy' '$T/view.good' && ! grep -qE 'exited with status|killed|mismatch|never ran|device [0-9]+, expected' '$T/view.good'"
+check "view: notes that ranks 1-3 loaded on meta (cpu_ram_efficient_loading)" grep -q 'rank 3: 5 parameters arrived on meta' "$T/view.good"
 "$RT" view --rank 1 "$T/good" > "$T/view.r1"
 check "view --rank 1 shows only rank 1" bash -c "grep -cE '^[0-9]+ ' '$T/view.r1' | grep -qx 1 && grep -qE '^1 ' '$T/view.r1'"
 "$RT" view --json "$T/bad" > "$T/bad.json"
