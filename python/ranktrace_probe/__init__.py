@@ -180,9 +180,11 @@ def _patch_fsdp2(mod):
     orig = State._root_pre_forward
 
     def _root_pre_forward(self, module, args, kwargs):
-        _lib.rt_fsdp_forward(0, len(getattr(self, "_state_ctx", None).all_states)
-                             if getattr(self, "_state_ctx", None) else 0)
-        return orig(self, module, args, kwargs)
+        out = orig(self, module, args, kwargs)   # lazy init decides who is root
+        if getattr(self, "_is_root", False):
+            ctx = getattr(self, "_state_ctx", None)
+            _lib.rt_fsdp_forward(0, len(ctx.all_states) if ctx is not None else 0)
+        return out
 
     State._root_pre_forward = _root_pre_forward
 
