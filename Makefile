@@ -42,6 +42,7 @@ demo: build
 bench: build
 	@bench/run.sh $(BUILD)
 	@bench/viewer.sh $(BUILD) 64 100000
+	@bench/probe.sh $(BUILD)
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)
