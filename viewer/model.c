@@ -406,6 +406,19 @@ static void on_free(struct rt_vw_rank *r, const struct rt_vw_event *e)
 	r->live->live--;
 }
 
+/* Device of the live allocation holding ptr, or -1 (host, unknown). The
+ * tracer records copy pointers; their devices are resolved here. */
+static int device_of(struct rt_vw_rank *r, uint64_t ptr)
+{
+	struct alloc *a = ptr ? map_find(r->live, ptr) : NULL;
+
+	for (size_t j = 0; !a && ptr && r->live->live < 4096 && j < r->live->cap; j++)
+		if (r->live->slots[j].used == 1 && ptr >= r->live->slots[j].ptr &&
+		    ptr < r->live->slots[j].ptr + r->live->slots[j].size)
+			a = &r->live->slots[j];
+	return a ? a->dev : -1;
+}
+
 /* The latest placement of each parameter; its pointer checked against the
  * rank's live allocations (tensor on cuda:N, data in device M's memory?). */
 static void on_param(struct rt_vw_rank *r, const struct rt_vw_event *e)
@@ -498,8 +511,20 @@ static void on_event(struct matcher *m, int ri, const struct rt_vw_event *e)
 	case RT_ID_cudaFree: case RT_ID_cudaFreeAsync: case RT_ID_cudaFreeHost:
 		on_free(r, e);
 		return;
-	case RT_ID_cudaMemcpy: case RT_ID_cudaMemcpyAsync: case RT_ID_cudaMemset:
-	case RT_ID_cudaMemsetAsync:
+	case RT_ID_cudaMemcpy: case RT_ID_cudaMemcpyAsync:
+		use_device(r, e->dev);
+		if (e->ret == 0 && !e->pending) {
+			use_device(r, device_of(r, (uint64_t)rt_vw_fld(e, RT_F_DST)));
+			use_device(r, device_of(r, (uint64_t)rt_vw_fld(e, RT_F_SRC)));
+		}
+		return;
+	case RT_ID_cudaMemcpyPeer: case RT_ID_cudaMemcpyPeerAsync:
+		if (e->ret == 0 && !e->pending) {
+			use_device(r, (int)rt_vw_fld(e, RT_F_DST_DEVICE));
+			use_device(r, (int)rt_vw_fld(e, RT_F_SRC_DEVICE));
+		}
+		return;
+	case RT_ID_cudaMemset: case RT_ID_cudaMemsetAsync:
 		use_device(r, e->dev);
 		return;
 	case RT_ID_cudaStreamCreate: case RT_ID_cudaStreamCreateWithFlags:

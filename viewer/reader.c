@@ -37,7 +37,8 @@ static const char *const fnames[RT_F_COUNT_] = { "ptr", "size", "pitch", "height
 						 "comm_id", "seq", "count", "datatype", "op",
 						 "root", "peer", "nranks", "status", "signo",
 						 "device", "phase", "action", "call", "devtype",
-						 "numel", "bytes" };
+						 "numel", "bytes", "dst", "src", "dst_device",
+						 "src_device" };
 static int8_t findex[RT_ID_COUNT][RT_F_COUNT_];
 
 __attribute__((constructor(200))) static void build_findex(void)

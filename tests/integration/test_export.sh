@@ -21,6 +21,17 @@ check "report exits 0" [ $? -eq 0 ]
 check "report: self-contained (nothing loaded: no src= or href=)" bash -c "! grep -qE '(src|href)=' '$T/bad.html'"
 check "report: no <script> element at all" bash -c "! grep -qi '<script' '$T/bad.html'"
 check "report: the hostile name is escaped" grep -qF '&lt;script&gt;alert(1)&lt;/script&gt;' "$T/bad.html"
+# a parameter named <script> (reported through the probe API) is text in the heatmap
+"$RT" run -o "$T/param" -- python3 -c "
+import ctypes
+lib = ctypes.CDLL(None)
+lib.rt_param(b'<script>alert(1)</script>', 0, 0, 0, ctypes.c_uint64(10), ctypes.c_uint64(40), None)
+lib.rt_param(b'model.embed_tokens.weight', 2, -1, 0, ctypes.c_uint64(10), ctypes.c_uint64(0), None)
+" > /dev/null 2>&1
+"$RT" report "$T/param" -o "$T/param.html" 2> /dev/null
+check "report: a parameter named <script> is escaped in the heatmap" bash -c "grep -qF '<tr><td>&lt;script&gt;alert(1)&lt;/script&gt;</td>' '$T/param.html' && ! grep -qi '<script' '$T/param.html'"
+check "report: the heatmap shows the meta parameter" grep -q 'title="meta"' "$T/param.html"
+
 if command -v chromium > /dev/null; then
   timeout 120 chromium --headless --no-sandbox --disable-gpu --window-size=1200,1400 \
     --screenshot="$T/bad.png" "file://$T/bad.html" > /dev/null 2>&1
@@ -31,6 +42,8 @@ if command -v chromium > /dev/null; then
   check "rendered page shows the finding" grep -q 'FSDP root forward never ran' "$T/dom.html"
   check "rendered page has a lane per rank" [ "$(grep -o '>rank [0-3]</text>' "$T/dom.html" | wc -l)" -eq 4 ]
   check "the hostile name stayed text in the DOM" grep -qF '&lt;script&gt;alert(1)&lt;/script&gt;' "$T/dom.html"
+  timeout 120 chromium --headless --no-sandbox --disable-gpu --dump-dom "file://$T/param.html" > "$T/pdom.html" 2> /dev/null
+  check "rendered heatmap: the <script> parameter is a text cell, no script element" bash -c "grep -qF '&lt;script&gt;alert(1)&lt;/script&gt;</td>' '$T/pdom.html' && ! grep -qi '<script' '$T/pdom.html'"
 else
   bad "chromium is not installed (scripts/setup.sh installs it)"
 fi
