@@ -93,9 +93,12 @@ static int exe_dir(char *out, size_t n)
 	return 0;
 }
 
-static int find_library(char *out, size_t n)
+/* A file we ship, found from env (if set) or next to this program:
+ * <bin>/../REL1, else <bin>/../REL2. 0 when readable. */
+static int find_installed(const char *env_name, const char *rel1, const char *rel2, char *out,
+			  size_t n)
 {
-	const char *env = getenv("RANKTRACE_LIB");
+	const char *env = getenv(env_name);
 	char dir[PATH_MAX];
 
 	if (env && *env) {
@@ -104,31 +107,33 @@ static int find_library(char *out, size_t n)
 	}
 	if (exe_dir(dir, sizeof(dir)) != 0)
 		return -1;
-	snprintf(out, n, "%s/../lib/libranktrace.so", dir);
+	snprintf(out, n, "%s/../%s", dir, rel1);
 	if (access(out, R_OK) == 0)
 		return 0;
-	snprintf(out, n, "%s/../lib/ranktrace/libranktrace.so", dir);
+	snprintf(out, n, "%s/../%s", dir, rel2);
 	return access(out, R_OK);
 }
 
-/* python/ (the PyTorch probe) next to the library: build/python or
- * <prefix>/share/ranktrace/python; RANKTRACE_PYTHON overrides. */
+static int find_library(char *out, size_t n)
+{
+	return find_installed("RANKTRACE_LIB", "lib/libranktrace.so", "lib/ranktrace/libranktrace.so",
+			      out, n);
+}
+
+/* python/ (the PyTorch probe): build/python or <prefix>/share/ranktrace/python. */
 static int find_python(char *out, size_t n)
 {
-	const char *env = getenv("RANKTRACE_PYTHON");
-	char dir[PATH_MAX];
+	return find_installed("RANKTRACE_PYTHON", "python", "share/ranktrace/python", out, n);
+}
 
-	if (env && *env) {
-		snprintf(out, n, "%s", env);
-		return access(out, R_OK);
-	}
-	if (exe_dir(dir, sizeof(dir)) != 0)
-		return -1;
-	snprintf(out, n, "%s/../python", dir);
-	if (access(out, R_OK) == 0)
-		return 0;
-	snprintf(out, n, "%s/../share/ranktrace/python", dir);
-	return access(out, R_OK);
+/* LD_PRELOAD = lib, then whatever was preloaded before. */
+static void prepend_preload(const char *lib)
+{
+	char val[2 * PATH_MAX + 16];
+	const char *old = getenv("LD_PRELOAD");
+
+	snprintf(val, sizeof(val), "%s%s%s", lib, old && *old ? ":" : "", old ? old : "");
+	setenv("LD_PRELOAD", val, 1);
 }
 
 /* The probe loads in every Python rank through our sitecustomize (which runs
@@ -364,10 +369,10 @@ static int cmd_run(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	char *inject = NULL;
-	char dir[PATH_MAX] = "", abs[PATH_MAX], lib[PATH_MAX], preload[2 * PATH_MAX + 16];
+	char dir[PATH_MAX] = "", abs[PATH_MAX], lib[PATH_MAX];
 	char run_id[33];
 	unsigned char rnd[16];
-	const char *max_size = NULL, *old;
+	const char *max_size = NULL;
 	bool traced = true;
 	int c, status;
 
@@ -438,14 +443,11 @@ static int cmd_run(int argc, char **argv)
 		traced = false;
 	}
 	if (traced) {
-		old = getenv("LD_PRELOAD");
-		snprintf(preload, sizeof(preload), "%s%s%s", lib, old && *old ? ":" : "",
-			 old ? old : "");
+		prepend_preload(lib);
 		if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd))
 			memset(rnd, (int)getpid(), sizeof(rnd));
 		for (int i = 0; i < 16; i++)
 			snprintf(run_id + 2 * i, 3, "%02x", rnd[i]);
-		setenv("LD_PRELOAD", preload, 1);
 		setenv("RANKTRACE_DIR", abs, 1);
 		setenv("RANKTRACE_RUN_ID", run_id, 1);
 		if (max_size)
@@ -457,11 +459,8 @@ static int cmd_run(int argc, char **argv)
 		set_python_path();
 	if (inject) {
 		/* faults are injected by the library: preload it even untraced */
-		if (!traced) {
-			old = getenv("LD_PRELOAD");
-			snprintf(preload, sizeof(preload), "%s%s%s", lib, old && *old ? ":" : "", old ? old : "");
-			setenv("LD_PRELOAD", preload, 1);
-		}
+		if (!traced)
+			prepend_preload(lib);
 		setenv("RANKTRACE_INJECT", inject, 1);
 	} else {
 		unsetenv("RANKTRACE_INJECT");

@@ -20,6 +20,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "rank.h"
@@ -100,41 +101,31 @@ static void record_exit(int status)
 		rt_tr_ev_rt_exit(status);
 }
 
-static exit_fn real_exit_fn(const char *name)
+/* Record, then leave through the real `name` (exit, _exit or _Exit). */
+__attribute__((noreturn)) static void exit_through(const char *name, int status)
 {
-	return (exit_fn)dlsym(RTLD_NEXT, name);
+	exit_fn real = (exit_fn)dlsym(RTLD_NEXT, name);
+
+	record_exit(status);
+	if (real)
+		real(status);
+	syscall(SYS_exit_group, status); /* not reached */
+	__builtin_unreachable();
 }
 
 RT_EXPORT void exit(int status)
 {
-	exit_fn real = real_exit_fn("exit");
-
-	record_exit(status);
-	if (real)
-		real(status);
-	_exit(status); /* not reached */
+	exit_through("exit", status);
 }
 
 RT_EXPORT void _exit(int status)
 {
-	exit_fn real = real_exit_fn("_exit");
-
-	record_exit(status);
-	if (real)
-		real(status);
-	for (;;) /* not reached */
-		;
+	exit_through("_exit", status);
 }
 
 RT_EXPORT void _Exit(int status)
 {
-	exit_fn real = real_exit_fn("_Exit");
-
-	record_exit(status);
-	if (real)
-		real(status);
-	for (;;) /* not reached */
-		;
+	exit_through("_Exit", status);
 }
 
 /* Returning from main reaches exit() inside libc, not through our symbol:
