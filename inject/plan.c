@@ -131,6 +131,7 @@ const char *rt_inj_code_name(unsigned api, int64_t code)
 struct ctx {
 	const char *plan;     /* the whole plan, for the quote */
 	size_t spec_off;      /* where the current spec starts in the plan */
+	bool in_preset;       /* parsing a preset's expansion: point at the preset */
 	char *err;
 	size_t errlen;
 };
@@ -141,8 +142,10 @@ static int fail(struct ctx *c, size_t col, const char *fmt, ...)
 {
 	char msg[400];
 	va_list ap;
-	size_t at = c->spec_off + col, len = strlen(c->plan);
+	size_t len = strlen(c->plan), at = c->spec_off + (c->in_preset ? 0 : col);
 
+	if (at > len)
+		at = len;
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
@@ -390,12 +393,21 @@ static int parse_spec(struct ctx *c, char *spec, struct rt_inj_plan *plan)
 		return -1;
 	if (parse_action(c, cols[1], fields[1], r))
 		return -1;
+	unsigned seen = 0;
+
 	for (int i = 2; i < n; i++) {
+		static const char *const keys[] = { "when", "rank", "prob", "seed" };
 		char *k = fields[i], *v = strchr(k, '=');
 
 		if (!v || v == k)
 			return fail(c, cols[i], "expected KEY=VALUE (when=, rank=, prob=, seed=)");
 		*v++ = '\0';
+		for (unsigned q = 0; q < 4; q++)
+			if (!strcmp(k, keys[q])) {
+				if (seen & (1u << q))
+					return fail(c, cols[i], "%s= given twice", k);
+				seen |= 1u << q;
+			}
 		if (!strcmp(k, "when")) {
 			if (parse_when(c, cols[i] + 5, v, r))
 				return -1;
@@ -439,6 +451,9 @@ static int expand_preset(struct ctx *c, const char *spec, char *out, size_t n)
 		if (*v != '=' || !v[1])
 			return fail(c, len, "preset %s needs a value (%s)", presets[i].name, presets[i].doc);
 		v++;
+		if (strchr(v, ':'))
+			return fail(c, (size_t)(strchr(v, ':') - spec), "a preset's value ends at ':' "
+				    "(write the spec out to add keys: see `ranktrace inject --list`)");
 		if (!strcmp(presets[i].name, "rank-dies")) {
 			char rank[32], seq[32];
 			const char *at = strchr(v, '@');
@@ -458,7 +473,7 @@ static int expand_preset(struct ctx *c, const char *spec, char *out, size_t n)
 
 int rt_inj_parse(const char *text, struct rt_inj_plan *plan, char *err, size_t errlen)
 {
-	struct ctx c = { text, 0, err, errlen };
+	struct ctx c = { .plan = text, .err = err, .errlen = errlen };
 	size_t len = strlen(text);
 	char *copy = strdup(text), *spec;
 
@@ -486,6 +501,7 @@ int rt_inj_parse(const char *text, struct rt_inj_plan *plan, char *err, size_t e
 			return fail(&c, 0, "empty spec");
 		}
 		pre = expand_preset(&c, spec, expanded, sizeof(expanded));
+		c.in_preset = pre > 0;
 		if (pre < 0 || parse_spec(&c, pre ? expanded : spec, plan) != 0) {
 			free(copy);
 			rt_inj_plan_free(plan);

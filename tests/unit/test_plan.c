@@ -95,6 +95,11 @@ ParameterizedTestParameters(plan, bad_plans_point_at_the_mistake)
 		{ "oom-at", "preset oom-at needs a value", 6 },
 		{ "rank-dies=3", "rank-dies=R@SEQ", 10 },
 		{ "wrong-device=2", "preset wrong-device takes no value", 12 },
+		{ "cudaMalloc:skip:rank=1:rank=2", "rank= given twice", 23 },
+		{ "cudaMalloc:skip:when=1:when=2", "when= given twice", 23 },
+		{ "rank-dies=1@4..9:rank=0,12-3", "a preset's value ends at ':'", 16 },
+		{ "oom-at=14;rank-dies=x@4", "rank= is a list such as 0,2-3", 10 },
+		{ "nccl-hang=0", "when= needs a call number from 1", 0 },
 	};
 	return cr_make_param_array(struct bad, cases, sizeof(cases) / sizeof(cases[0]));
 }
