@@ -168,8 +168,12 @@ static void on_fatal(int signo, siginfo_t *info, void *uc)
 	int saved = errno;
 
 	(void)uc;
-	/* depth 1: we are inside tracer code, whose state may be half-written */
-	if (rt_tr_depth != 1 && !rt_tr_off && rt_tr_process_traced()) {
+	/* depth 1: we are inside tracer code, whose state may be half-written.
+	 * A thread without a stream takes the spare one allocated ahead: opening
+	 * a stream the usual way would allocate, which a signal handler must not
+	 * (a deadlock is worse than a missing record). */
+	if (rt_tr_depth != 1 && !rt_tr_off && rt_tr_process_traced() &&
+	    ((rt_tr_stream_tls && rt_tr_stream_tls->pid == rt_tr_pid) || rt_tr_stream_for_signal())) {
 		__atomic_store_n(&exit_recorded, 1, __ATOMIC_RELAXED);
 		rt_tr_ev_rt_signal(signo);
 	}

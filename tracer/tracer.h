@@ -79,6 +79,7 @@ extern RT_TLS struct rt_tr_stream *rt_tr_stream_tls;
 
 /* writer.c: slow paths */
 struct rt_tr_stream *rt_tr_stream_open(void);
+struct rt_tr_stream *rt_tr_stream_for_signal(void);
 void rt_tr_stream_next(struct rt_tr_stream *s, uint64_t now, unsigned need);
 uint64_t rt_tr_clock_slow(void);
 bool rt_tr_process_traced(void);

@@ -33,6 +33,9 @@ static uint64_t bytes_used;      /* this process's packets, for the cap */
 static pthread_key_t stream_key;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 static int warned_io, warned_cap;
+/* One stream allocated ahead, for a thread that first needs one inside a
+ * fatal-signal handler (where malloc is not allowed). */
+static struct rt_tr_stream *spare;
 
 struct rt_tr_config rt_tr_config;
 
@@ -78,6 +81,8 @@ void rt_tr_stream_forget_inherited(void)
 
 	rt_tr_stream_tls = NULL;
 	bytes_used = 0;
+	if (spare)
+		memset(spare, 0, sizeof(*spare));
 	if (s) {
 		pthread_setspecific(stream_key, NULL);
 		stream_release(s);
@@ -390,6 +395,41 @@ static int open_stream_file(struct rt_tr_stream *s)
 	return -EEXIST;
 }
 
+
+/* File and first packet for s (process already set up). */
+static int stream_start(struct rt_tr_stream *s)
+{
+	int err;
+
+	s->fd = -1;
+	s->pid = rt_tr_pid;
+	s->tid = (pid_t)syscall(SYS_gettid);
+	err = open_stream_file(s);
+	if (!err && !cap_allows())
+		err = -EFBIG;
+	if (!err)
+		err = map_packet(s, rt_tr_now());
+	if (err && s->fd >= 0) {
+		close(s->fd);
+		s->fd = -1;
+	}
+	return err;
+}
+
+/* For the signal handler: the spare stream, opened with syscalls only; NULL
+ * when there is none (already used, or the process never traced). */
+struct rt_tr_stream *rt_tr_stream_for_signal(void)
+{
+	struct rt_tr_stream *s = __atomic_exchange_n(&spare, NULL, __ATOMIC_ACQ_REL);
+
+	if (!s || !rt_tr_process_traced())
+		return NULL;
+	if (stream_start(s) != 0)
+		return NULL;
+	rt_tr_stream_tls = s;
+	return s;
+}
+
 struct rt_tr_stream *rt_tr_stream_open(void)
 {
 	static struct rt_tr_stream dead; /* when even malloc fails */
@@ -404,17 +444,13 @@ struct rt_tr_stream *rt_tr_stream_open(void)
 		return &dead;
 	}
 	s->fd = -1;
-	s->pid = rt_tr_pid;
-	s->tid = (pid_t)syscall(SYS_gettid);
 	pthread_mutex_lock(&process_lock);
 	err = process_setup();
+	if (!err && !__atomic_load_n(&spare, __ATOMIC_ACQUIRE))
+		__atomic_store_n(&spare, calloc(1, sizeof(*spare)), __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&process_lock);
 	if (!err)
-		err = open_stream_file(s);
-	if (!err && !cap_allows())
-		err = -EFBIG;
-	if (!err)
-		err = map_packet(s, rt_tr_now());
+		err = stream_start(s);
 	if (err) {
 		if (err == -EFBIG)
 			rt_tr_warn_once(&warned_cap, "trace size cap reached: no more streams");
@@ -423,9 +459,6 @@ struct rt_tr_stream *rt_tr_stream_open(void)
 					"continues untraced", rt_tr_config.dir, strerror(-err));
 		if (err != -EFBIG)
 			rt_tr_off = 1;
-		if (s->fd >= 0)
-			close(s->fd);
-		s->fd = -1;
 		enter_scratch(s);
 	}
 	rt_tr_stream_tls = s;
