@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # bench/probe.sh - the PyTorch probe's cost: real FSDP v1 on CPU (2 ranks,
 # gloo), steady-state ms per step with the probe (RANKTRACE_PROBE=1) and
 # without (=0), both under `ranktrace run`, 7 interleaved runs, medians.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # bench/run.sh - the tracer's benchmarks on the simulated cluster; prints figures.
 #   1. added ns per interposed call, bytes per event (bench/tracer_overhead.c)
 #   2. fsdp_mini step time with and without the tracer (median of 5 runs each,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # bench/viewer.sh - events/s of `ranktrace view` on synthetic traces, beside
 # `babeltrace2 DIR > /dev/null` on the same trace (a ratio: same machine, same
 # run), and the large case: RANKS x EVENTS summarised, with peak memory.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # demo.sh - the story in one run: fsdp_mini on a simulated 4-GPU node, traced,
 # as transformers 4.52.4 (healthy) and 4.53.0 (FSDP root forward skipped).
 set -uo pipefail

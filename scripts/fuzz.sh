@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # fuzz.sh - run each libFuzzer target for a few seconds, seeded with a real
 # stream file and metadata from fsdp_mini traces. Fails on any crash.
 set -euo pipefail

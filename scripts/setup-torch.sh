@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # setup-torch.sh BUILD - a venv with PyTorch from PyPI for the probe's CPU
 # tests, cached under BUILD/venv-torch (pip's own cache makes a rebuild fast).
 set -euo pipefail

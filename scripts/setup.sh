@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # setup.sh - install what ranktrace needs to build and test, only what is missing.
 # Called by `make demo` and `make test`; safe to run again (does nothing then).
 set -euo pipefail

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # tests/gpu/run.sh - the real-GPU checks, in one go (< 8 minutes): build
 # ranktrace, run a transformers Trainer with FSDP v1 on a tiny local Llama
 # (tests/gpu/trainer_fsdp.py: no downloads) through torchrun on every GPU,

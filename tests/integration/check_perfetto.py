@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """check_perfetto.py - structural check of Chrome trace-event JSON as Perfetto
 and chrome://tracing read it: the JSON object format, known phases, required
 fields per phase, flows that start before they step or finish."""

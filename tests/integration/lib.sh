@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # lib.sh - helpers for integration tests: sourced, with the build dir as $1.
 set -uo pipefail
 B=$(cd "$1" && pwd)

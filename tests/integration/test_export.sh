@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # test_export.sh - Perfetto JSON passes a schema check; the HTML report is
 # self-contained, renders in headless Chromium and escapes every name.
 source "$(dirname "$0")/lib.sh"

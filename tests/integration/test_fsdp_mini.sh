@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # test_fsdp_mini.sh - fsdp_mini and rt-launch on the simulated cluster and on
 # NVIDIA's real libraries (driverless here).
 source "$(dirname "$0")/lib.sh"

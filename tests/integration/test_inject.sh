@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # test_inject.sh - fault plans on the simulated cluster: skip-fsdp-root on a
 # healthy version, NCCL errors, wrong device, OOM at the N-th allocation,
 # corrupt/skip/delay/abort, seeded repeatability, bad plans refused.

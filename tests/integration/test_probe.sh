@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # test_probe.sh - the PyTorch probe on real PyTorch (CPU, gloo, FSDP v1
 # FULL_SHARD, 2 ranks): healthy, skip-fsdp-root, parameters on meta; Python
 # programs without torch or with their own sitecustomize are unchanged.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # test_tracer.sh - libranktrace.so and `ranktrace run` on the simulated
 # cluster and on NVIDIA's real libraries: traces readable by babeltrace2,
 # exact event counts, crash safety, threads, fork, fail-open, rank identity.

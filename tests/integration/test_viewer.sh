@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # test_viewer.sh - ranktrace view/verdict/diff on traces of the real bugs,
 # reproduced on the simulated cluster; damaged files; JSON.
 source "$(dirname "$0")/lib.sh"
