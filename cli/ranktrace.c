@@ -46,6 +46,12 @@ static void usage_main(FILE *f)
 		"  export DIR --perfetto OUT.json           Chrome trace JSON for ui.perfetto.dev\n"
 		"  report DIR -o REPORT.html                one self-contained HTML report\n"
 		"\n"
+		"example:\n"
+		"  ranktrace run -o T -- torchrun --nproc-per-node 8 train.py\n"
+		"  ranktrace view T && ranktrace verdict T\n"
+		"  ranktrace run -o T2 --inject skip-fsdp-root -- torchrun ... train.py\n"
+		"  ranktrace diff T T2\n"
+		"\n"
 		"Run `ranktrace <command> --help` for a command's options.\n");
 }
 
