@@ -675,7 +675,8 @@ static void usage(FILE *f)
 		"  --batch B            global batch in sequences, divisible by the world size\n"
 		"                       (default 24); losses do not depend on the world size\n"
 		"  --call-counts PATH   write this rank's CUDA/NCCL call counts to PATH.rankN\n"
-		"  --time               rank 0 prints the mean step time (ms_per_step=...)\n"
+		"  --time               rank 0 prints the mean step time, wall and CPU\n"
+		"                       (ms_per_step=... cpu_ms_per_step=...)\n"
 		"  --device D           every rank binds device D instead of LOCAL_RANK (the\n"
 		"                       \"device not properly set\" bug)\n"
 		"  --skip-collective R:N  rank R skips its N-th collective call\n"
@@ -789,15 +790,19 @@ int main(int argc, char **argv)
 	b.h = calloc((size_t)(m.nunits) * b.n * m.cfg.seq * m.cfg.hidden, sizeof(double));
 	if (!b.tok || !b.h)
 		die(1);
-	struct timespec t0, t1;
+	struct timespec t0, t1, c0, c1;
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
 	for (int step = 1; step <= m.cfg.steps; step++)
 		train_step(&m, wrapped, step, &b);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
 	if (m.cfg.time && rank == 0 && m.cfg.steps > 0)
-		fprintf(stderr, "fsdp_mini: ms_per_step=%.3f\n",
+		fprintf(stderr, "fsdp_mini: ms_per_step=%.3f cpu_ms_per_step=%.3f\n",
 			((double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6) /
+				m.cfg.steps,
+			((double)(c1.tv_sec - c0.tv_sec) * 1e3 + (double)(c1.tv_nsec - c0.tv_nsec) / 1e6) /
 				m.cfg.steps);
 
 	for (int i = 0; i < m.nunits; i++) {
