@@ -74,6 +74,9 @@ static void usage_run(FILE *f)
 		"                     skip-fsdp-root (see `ranktrace inject --list`); a bad plan\n"
 		"                     is refused (exit 2) before anything starts\n"
 		"  --inject-file F    the plan from a file, one SPEC per line ('#' comments)\n"
+		"  --append           DIR may already hold rank traces: add to them (one\n"
+		"                     `ranktrace run` per node or task on a shared DIR; implied\n"
+		"                     when Slurm runs several tasks, SLURM_NTASKS > 1)\n"
 		"\n"
 		"Exit status: CMD's (128+N if it was killed by signal N); 2 for a usage error.\n"
 		"\n"
@@ -371,6 +374,7 @@ static int cmd_run(int argc, char **argv)
 		{ "max-size", required_argument, NULL, 'm' },
 		{ "inject", required_argument, NULL, 'i' },
 		{ "inject-file", required_argument, NULL, 'f' },
+		{ "append", no_argument, NULL, 'a' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -379,13 +383,14 @@ static int cmd_run(int argc, char **argv)
 	char run_id[33];
 	unsigned char rnd[16];
 	const char *max_size = NULL;
-	bool traced = true;
+	bool traced = true, append = getenv("SLURM_NTASKS") && atoi(getenv("SLURM_NTASKS")) > 1;
 	int c, status;
 
 	while ((c = getopt_long(argc, argv, "+o:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'o': snprintf(dir, sizeof(dir), "%s", optarg); break;
 		case 'm': max_size = optarg; break;
+		case 'a': append = true; break;
 		case 'i':
 			free(inject);
 			inject = strdup(optarg);
@@ -433,10 +438,10 @@ static int cmd_run(int argc, char **argv)
 	}
 	if (!dir[0])
 		default_dir(dir, sizeof(dir));
-	if (mkdir(dir, 0700) != 0 && (errno != EEXIST || !dir_is_empty(dir))) {
+	if (mkdir(dir, 0700) != 0 && (errno != EEXIST || (!append && !dir_is_empty(dir)))) {
 		if (errno == EEXIST) {
-			fprintf(stderr, "ranktrace run: %s already holds rank traces: choose another -o\n",
-				dir);
+			fprintf(stderr, "ranktrace run: %s already holds rank traces: choose another -o, "
+				"or --append to add to them (one run per node)\n", dir);
 			return EXIT_USAGE;
 		}
 		fprintf(stderr, "ranktrace: warning: cannot create %s (%s): running the command "
