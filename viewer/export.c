@@ -41,10 +41,12 @@ void rt_vw_html_esc(FILE *f, const char *s)
 	}
 }
 
+/* A collective (not point-to-point): what flows link across ranks. */
 static bool is_coll(unsigned id)
 {
-	return id == RT_ID_ncclAllReduce || id == RT_ID_ncclBroadcast || id == RT_ID_ncclBcast ||
-	       id == RT_ID_ncclReduce || id == RT_ID_ncclAllGather || id == RT_ID_ncclReduceScatter;
+	int k = rt_vw_coll_kind(id);
+
+	return k >= 0 && k != RT_CK_SEND && k != RT_CK_RECV;
 }
 
 /* Per-rank memory accounting, as in the model: ptr -> (size, device). */

@@ -339,7 +339,7 @@ static void matcher_finish(struct matcher *m)
 
 /* ---- per-event model update ---- */
 
-static int coll_kind(unsigned id)
+int rt_vw_coll_kind(unsigned id)
 {
 	switch (id) {
 	case RT_ID_ncclAllReduce: return RT_CK_ALLREDUCE;
@@ -408,14 +408,24 @@ static void on_free(struct rt_vw_rank *r, const struct rt_vw_event *e)
 
 /* Device of the live allocation holding ptr, or -1 (host, unknown). The
  * tracer records copy pointers; their devices are resolved here. */
-static int device_of(struct rt_vw_rank *r, uint64_t ptr)
+/* The live allocation holding ptr: its base first, then (when scan) every
+ * live allocation's range. NULL if none. */
+static struct alloc *alloc_holding(struct rt_vw_rank *r, uint64_t ptr, bool scan)
 {
 	struct alloc *a = ptr ? map_find(r->live, ptr) : NULL;
 
-	for (size_t j = 0; !a && ptr && r->live->live < 4096 && j < r->live->cap; j++)
+	for (size_t j = 0; !a && ptr && scan && j < r->live->cap; j++)
 		if (r->live->slots[j].used == 1 && ptr >= r->live->slots[j].ptr &&
 		    ptr < r->live->slots[j].ptr + r->live->slots[j].size)
 			a = &r->live->slots[j];
+	return a;
+}
+
+static int device_of(struct rt_vw_rank *r, uint64_t ptr)
+{
+	/* copies are many: scan only small maps */
+	struct alloc *a = alloc_holding(r, ptr, r->live->live < 4096);
+
 	return a ? a->dev : -1;
 }
 
@@ -440,13 +450,8 @@ static void on_param(struct rt_vw_rank *r, const struct rt_vw_event *e)
 	else
 		place = RT_P_CUDA;
 	if (place == RT_P_CUDA && ptr) {
-		/* find the allocation holding ptr: exact base first, then scan */
-		struct alloc *a = map_find(r->live, ptr);
+		struct alloc *a = alloc_holding(r, ptr, true);
 
-		for (size_t j = 0; !a && j < r->live->cap; j++)
-			if (r->live->slots[j].used == 1 && ptr >= r->live->slots[j].ptr &&
-			    ptr < r->live->slots[j].ptr + r->live->slots[j].size)
-				a = &r->live->slots[j];
 		if (a && a->dev >= 0 && a->dev != dev) {
 			place = RT_P_WRONG_DEVICE;
 			r->params_misplaced++;
@@ -586,7 +591,7 @@ static void on_event(struct matcher *m, int ri, const struct rt_vw_event *e)
 	default:
 		break;
 	}
-	ck = coll_kind(e->id);
+	ck = rt_vw_coll_kind(e->id);
 	if (ck < 0)
 		return;
 	r->colls[ck]++;

@@ -16,6 +16,9 @@ enum rt_vw_coll_kind { RT_CK_ALLREDUCE, RT_CK_BROADCAST, RT_CK_REDUCE, RT_CK_ALL
 		       RT_CK_REDUCESCATTER, RT_CK_SEND, RT_CK_RECV, RT_CK_COUNT };
 extern const char *const rt_vw_coll_names[RT_CK_COUNT];
 
+/* The collective kind of an NCCL event id, or -1 for anything else. */
+int rt_vw_coll_kind(unsigned id);
+
 /* One collective as a rank called it: what diff compares. */
 struct rt_vw_call_sig {
 	uint8_t kind, dtype, op;
