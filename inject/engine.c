@@ -14,41 +14,39 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "inject.h"
 #include "plan.h"
-#include "rank.h"
-#include "tracer.h"
+#include "record.h"
 #define RANKTRACE_IMPLEMENTATION
 #include "ranktrace.h"
 
 #define RULES_PER_API 8
+#define RT_EXPORT __attribute__((visibility("default")))
 
 int rt_inj_active;
 uint8_t rt_inj_api[RT_ID_FIRST_TRACER];     /* number of rules for the function */
 static uint8_t api_rules[RT_ID_FIRST_TRACER][RULES_PER_API];
 static struct rt_inj_plan plan;
 static uint64_t counters[RT_INJ_MAX_RULES]; /* calls seen per rule (atomic) */
-static int env_rank = -1;
 static int warned;
 
 static int current_rank(void)
 {
-	return rt_tr_rank.rank >= 0 ? rt_tr_rank.rank : env_rank;
+	return rt_inj_host_rank();
 }
 
 void rt_inj_init(void)
 {
 	const char *text = getenv("RANKTRACE_INJECT");
-	struct rt_tr_rank_info r;
-	char err[1024];
+	char err[1024], msg[1100];
 
 	if (!text || !*text)
 		return;
 	if (rt_inj_parse(text, &plan, err, sizeof(err)) != 0) {
-		rt_tr_warn_once(&warned, "RANKTRACE_INJECT ignored: %s", err);
+		snprintf(msg, sizeof(msg), "RANKTRACE_INJECT ignored: %s", err);
+		rt_inj_host_warn(&warned, msg);
 		return;
 	}
-	rt_tr_rank_parse((const char *(*)(const char *))getenv, &r);
-	env_rank = r.rank;
 	for (int i = 0; i < plan.nrules; i++)
 		for (unsigned id = 0; id < RT_ID_FIRST_TRACER; id++)
 			if (rt_inj_rule_matches(&plan.rules[i], id) && rt_inj_api[id] < RULES_PER_API)
@@ -95,15 +93,10 @@ static void record(const char *target, const struct rt_inj_hit *h)
 
 /* Before the real call: act; *replaced when the call must not happen, with
  * the value to return. */
-long rt_inj_before(struct rt_tr_call *c, unsigned id, bool traced, bool *replaced)
+long rt_inj_before(const struct rt_inj_hit *h, unsigned id, bool *replaced)
 {
-	struct rt_inj_hit *h = &c->hit;
-	int depth = rt_tr_depth;
-
-	(void)traced;
 	if (h->action != RT_INJ_CORRUPT)
 		record(rt_events[id].name, h); /* corrupt is recorded once it happened */
-	rt_tr_depth = depth;
 	switch (h->action) {
 	case RT_INJ_ERROR:
 		*replaced = true;
@@ -132,30 +125,30 @@ typedef int (*sync_fn)(void *);
 
 /* After a successful collective: flip one bit of its output, in device memory,
  * through the real cudaMemcpy (after the stream is done). */
-void rt_inj_after(struct rt_tr_call *c, unsigned id, long ret)
+void rt_inj_after(const struct rt_inj_hit *hit, unsigned id, const uint8_t *fields, long ret)
 {
 	static memcpy_fn real_memcpy;
 	static sync_fn real_sync;
 	int fb = rt_field_index(id, "recvbuff"), fc = rt_field_index(id, "count");
 	int fs = rt_field_index(id, "stream"), ft = rt_field_index(id, "datatype");
 	static const uint8_t elt[] = { 1, 1, 4, 4, 8, 8, 2, 4, 8, 2 }; /* ncclDataType_t sizes */
-	int64_t dt = rt_field_get(id, c->fields, ft);
+	int64_t dt = rt_field_get(id, fields, ft);
 	uint8_t byte;
 	char *out;
 
-	if (c->hit.action != RT_INJ_CORRUPT || ret != 0)
+	if (hit->action != RT_INJ_CORRUPT || ret != 0)
 		return;
 	if (fb < 0)
 		fb = rt_field_index(id, "buff");
-	out = (char *)(uintptr_t)rt_field_get(id, c->fields, fb);
+	out = (char *)(uintptr_t)rt_field_get(id, fields, fb);
 	if (!real_memcpy) {
-		real_memcpy = (memcpy_fn)rt_tr_resolve("cudaMemcpy", RT_LIB_CUDA);
-		real_sync = (sync_fn)rt_tr_resolve("cudaStreamSynchronize", RT_LIB_CUDA);
+		real_memcpy = (memcpy_fn)rt_inj_host_resolve("cudaMemcpy", RT_LIB_CUDA);
+		real_sync = (sync_fn)rt_inj_host_resolve("cudaStreamSynchronize", RT_LIB_CUDA);
 	}
-	if (!out || !real_memcpy || rt_field_get(id, c->fields, fc) == 0)
+	if (!out || !real_memcpy || rt_field_get(id, fields, fc) == 0)
 		return;
 	if (real_sync)
-		real_sync((void *)(uintptr_t)rt_field_get(id, c->fields, fs));
+		real_sync((void *)(uintptr_t)rt_field_get(id, fields, fs));
 	/* the first element's most significant byte: an exponent bit for
 	 * floating point, a high bit for integers: the change shows */
 	out += dt >= 0 && dt < 10 ? elt[dt] - 1 : 0;
@@ -163,7 +156,7 @@ void rt_inj_after(struct rt_tr_call *c, unsigned id, long ret)
 		return;
 	byte ^= 0x10;
 	if (real_memcpy(out, &byte, 1, 1 /* cudaMemcpyHostToDevice */) == 0)
-		record(rt_events[id].name, &c->hit);
+		record(rt_events[id].name, hit);
 }
 
 /* ---- the public API (include/ranktrace.h) ---- */

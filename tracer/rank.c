@@ -4,6 +4,7 @@
  * Called under writer.c's process lock at a process's first event, and from
  * the ncclCommInitRank wrapper's after-hook (rank learned from NCCL when the
  * environment had none). Not on the hot path. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,8 +12,8 @@
 #include <unistd.h>
 
 #include "rank.h"
-#include "tracer.h"
 
+struct rt_tr_config rt_tr_config;
 struct rt_tr_rank_info rt_tr_rank = { -1, -1, -1, "pid", "" };
 
 static int num(const char *s)
@@ -103,12 +104,12 @@ int rt_tr_rank_dir_create(uint8_t uuid[16])
 	return 0;
 }
 
-void rt_tr_rank_from_nccl(int rank, int nranks)
+bool rt_tr_rank_learn(int rank, int nranks)
 {
 	char old[sizeof(rt_tr_rank.dir)];
 
 	if (rt_tr_rank.rank >= 0 || rank < 0 || !rt_tr_rank.dir[0])
-		return;
+		return false;
 	memcpy(old, rt_tr_rank.dir, sizeof(old));
 	rt_tr_rank.rank = rank;
 	rt_tr_rank.world_size = nranks;
@@ -117,8 +118,7 @@ void rt_tr_rank_from_nccl(int rank, int nranks)
 	/* keep the pid-named directory if that rank's name is taken */
 	if (rename(old, rt_tr_rank.dir) != 0) {
 		memcpy(rt_tr_rank.dir, old, sizeof(old));
-		return;
+		return false;
 	}
-	rt_tr_write_metadata(rt_tr_rank.dir, true);
-	rt_tr_ev_rt_rank(rank, nranks);
+	return true;
 }

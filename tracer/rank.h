@@ -31,8 +31,10 @@ void rt_tr_rank_parse(const char *(*get)(const char *), struct rt_tr_rank_info *
 /* mkdir the rank directory; derive the trace uuid from run id and rank. */
 int rt_tr_rank_dir_create(uint8_t uuid[16]);
 
-/* writer.c */
-int rt_tr_write_metadata(const char *dir, bool replace);
-void rt_tr_stream_forget_inherited(void);
+/* The rank learned from NCCL (the launcher gave none): rename the pid-named
+ * directory to DIR/rank-NNNNN. True when it did (the caller rewrites the
+ * metadata and records rt_rank); false when the rank was known already or
+ * that name is taken (the pid-named directory stays). */
+bool rt_tr_rank_learn(int rank, int nranks);
 
 #endif

@@ -237,6 +237,7 @@ __attribute__((constructor)) static void rt_tr_init(void)
 		self_base = info.dli_fbase;
 	rt_tr_pid = getpid();
 	pthread_atfork(NULL, NULL, after_fork_child);
+	rt_tr_host_init();
 	rt_inj_init(); /* a fault plan applies even when no trace can be written */
 	if (!dir || !*dir)
 		return; /* loaded without `ranktrace run`: inert */

@@ -20,6 +20,8 @@
 #include <string.h>
 #include <sys/types.h>
 
+#include "inject.h"
+#include "record.h"
 #include "schema.h"
 
 #define RT_EXPORT __attribute__((visibility("default")))
@@ -44,14 +46,6 @@ struct rt_tr_stream {
 	pid_t tid;
 	bool scratch;
 	uint8_t buf[RT_PACKET_HEADER_BYTES + 2 * RT_EVENT_MAX_BYTES];
-};
-
-/* An injected fault chosen for this call (inject/engine.c). */
-struct rt_inj_hit {
-	int action;   /* 0: none */
-	int rule;
-	int64_t arg;
-	uint64_t call;
 };
 
 /* One call being recorded. */
@@ -98,24 +92,14 @@ uint64_t rt_tr_comm_id(const void *comm);
 uint32_t rt_tr_coll_seq(const void *comm);
 uint32_t rt_tr_p2p_seq(const void *comm);
 int rt_tr_comm_device(const void *comm);
-/* wrappers.c: tracer events (events.def) */
-void rt_tr_ev_rt_exit(int status);
-void rt_tr_ev_rt_signal(int signo);
-void rt_tr_ev_rt_rank(int rank, int nranks);
-void rt_tr_ev_rt_fault(const char *target, int action, int64_t arg, uint64_t call, int rule);
-void rt_tr_ev_rt_param(const char *name, int devtype, int device, int dtype, uint64_t numel,
-		       uint64_t bytes, const void *ptr);
-void rt_tr_ev_rt_fsdp_forward(int phase, int units);
-void rt_tr_ev_rt_marker(const char *name, int64_t value);
-/* inject/engine.c */
-extern int rt_inj_active;
-extern uint8_t rt_inj_api[RT_ID_FIRST_TRACER];
-void rt_inj_check(unsigned id, struct rt_inj_hit *hit);
-long rt_inj_before(struct rt_tr_call *c, unsigned id, bool traced, bool *replaced);
-void rt_inj_after(struct rt_tr_call *c, unsigned id, long ret);
-void rt_inj_init(void);
-/* rank.c */
+/* writer.c: metadata */
+int rt_tr_write_metadata(const char *dir, bool replace);
+void rt_tr_stream_forget_inherited(void);
+/* host.c: the rank learned from NCCL reaches the directory, metadata, trace */
 void rt_tr_rank_from_nccl(int rank, int nranks);
+void rt_tr_host_init(void);
+/* wrappers.c: tracer events, rt_tr_ev_<name> (format/record.h) */
+/* inject/: rt_inj_* (inject/inject.h) */
 
 static inline uint64_t rt_tr_now(void)
 {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* wrappers.c - every interposed function and tracer event, generated here
- * from tracer/cuda_api.def, tracer/nccl_api.def and tracer/events.def.
+ * from format/cuda_api.def, format/nccl_api.def and format/events.def.
  *
  * Compiled against NVIDIA's cuda_runtime_api.h and nccl.h: a wrapper whose
  * prototype drifted from NVIDIA's fails to compile. Each wrapper resolves
@@ -25,7 +25,6 @@
 #define DEREF(p) ((p) ? *(p) : 0)
 /* cudaSetDevice's device, unless a fault plan redirects it (device=N) */
 #define RT_INJ_DEV(d) (c.hit.action == RT_INJ_DEVICE ? (int)c.hit.arg : (d))
-#define RT_INJ_DEVICE 5 /* enum rt_inj_action in inject/plan.h */
 
 #define F(k, n, e)                                                                     \
 	if (rt_phase == 0)                                                             \
@@ -71,7 +70,7 @@
 			rt_tr_call_real(&c);                                           \
 		}                                                                      \
 		if (rt_unlikely(c.hit.action))                                         \
-			r = (ret)rt_inj_before(&c, RT_ID_##name, traced, &replaced);   \
+			r = (ret)rt_inj_before(&c.hit, RT_ID_##name, &replaced);        \
 		if (!replaced)                                                         \
 			r = real args;                                                 \
 		if (!traced)                                                           \
@@ -86,7 +85,7 @@
 			field_list                                                     \
 		}                                                                      \
 		if (rt_unlikely(c.hit.action))                                         \
-			rt_inj_after(&c, RT_ID_##name, (long)r);                       \
+			rt_inj_after(&c.hit, RT_ID_##name, c.fields, (long)r);         \
 		rt_tr_end(&c, (long)r);                                                \
 		return r;                                                              \
 	}

@@ -37,7 +37,6 @@ static int warned_io, warned_cap;
  * fatal-signal handler (where malloc is not allowed). */
 static struct rt_tr_stream *spare;
 
-struct rt_tr_config rt_tr_config;
 
 bool rt_tr_process_traced(void)
 {

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* reader.c - decode ranktrace's CTF stream files without libbabeltrace2.
  *
- * Knows the layout from tracer/schema.h (the same table the writer used) and
+ * Knows the layout from format/schema.h (the same table the writer used) and
  * checks every length against the file: a truncated or corrupted file ends
  * the read with a message naming the file and byte offset, never a crash.
  * Memory: the file is mapped read-only; nothing grows with its size. */

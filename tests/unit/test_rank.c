@@ -6,12 +6,6 @@
 
 #include "rank.h"
 
-/* rank.c's neighbours in the library, not under test here */
-struct rt_tr_config rt_tr_config;
-int rt_tr_write_metadata(const char *dir, bool replace) { (void)dir; (void)replace; return 0; }
-void rt_tr_ev_rt_rank(int rank, int nranks) { (void)rank; (void)nranks; }
-__thread int rt_tr_cur_dev;
-
 /* Strings inline: Criterion runs each parameter in a fresh process, where
  * pointers into the parent's data would be meaningless. */
 struct env_case {

@@ -2,8 +2,8 @@
 /* schema.h - the event schema: ids, sizes, field descriptors, trace layout.
  *
  * The one contract between the tracer (writer), the CTF metadata and the
- * viewer (reader). Everything here is expanded from tracer/cuda_api.def,
- * tracer/nccl_api.def and tracer/events.def; nothing is written twice.
+ * viewer (reader). Everything here is expanded from format/cuda_api.def,
+ * format/nccl_api.def and format/events.def; nothing is written twice.
  *
  * On-disk layout of one event (little-endian, byte-aligned):
  *   header   id:u16, then ts:u32 (compact) -- or, when id == 0xffff,
