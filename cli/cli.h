@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: MIT */
+/* cli.h - what the ranktrace command's files share: the command table's
+ * shape, each command's entry point, and the helpers that print the same
+ * thing the same way in every command (common.c). */
+#ifndef RT_CLI_H
+#define RT_CLI_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "export.h"
+#include "model.h"
+#include "plan.h"
+#include "reader.h"
+
+#define EXIT_USAGE 2
+
+/* One row of main.c's command table: `ranktrace NAME ARGS...` calls
+ * fn(argc, argv) with argv[0] = NAME; returns the exit status. */
+struct rt_cli_cmd {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+};
+
+/* the commands (cmd_NAME.c) */
+int rt_cli_cmd_run(int argc, char **argv);
+int rt_cli_cmd_inject(int argc, char **argv);
+int rt_cli_cmd_view(int argc, char **argv);
+int rt_cli_cmd_verdict(int argc, char **argv);
+int rt_cli_cmd_diff(int argc, char **argv);
+int rt_cli_cmd_export(int argc, char **argv);
+int rt_cli_cmd_report(int argc, char **argv);
+
+/* main.c */
+void rt_cli_usage(FILE *f);
+/* summary.c: one line per rank after `run`; returns the unreadable ranks */
+int rt_cli_print_summary(const char *dir);
+
+/* common.c */
+void rt_cli_human_bytes(char *out, size_t n, uint64_t b);
+void rt_cli_json_str(FILE *f, const char *s);
+void rt_cli_rank_end(const struct rt_vw_rank *r, char *out, size_t n);
+void rt_cli_devices_str(uint64_t mask, char *out, size_t n);
+uint64_t rt_cli_rank_peak(const struct rt_vw_rank *r);
+/* Load a trace for command cmd; prints the error or each damaged rank. */
+struct rt_vw_trace *rt_cli_load(const char *cmd, const char *dir);
+/* Write to out via a temporary file, renamed at the end: no half files. */
+int rt_cli_write_output(const char *cmd, const struct rt_vw_trace *t, const char *out,
+			int (*fn)(const struct rt_vw_trace *, FILE *));
+int rt_cli_export_cmd(int argc, char **argv, bool report);
+
+#endif

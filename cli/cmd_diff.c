@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: MIT */
+/* cmd_diff.c - `ranktrace diff A B`: where two traces first diverge, per rank,
+ * and whether B shows A's failure signature. */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+static void call_str(const struct rt_vw_call_sig *c, char *out, size_t n)
+{
+	snprintf(out, n, "%s #%u (count %llu)", rt_vw_coll_names[c->kind], c->seq,
+		 (unsigned long long)c->count);
+}
+
+int rt_cli_cmd_diff(int argc, char **argv)
+{
+	struct rt_vw_trace *a, *b;
+	bool same;
+
+	if (argc >= 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
+		printf("usage: ranktrace diff A B\n\nCompares two traces rank by rank: where the\n"
+		       "sequence of collectives first diverges, allocation counts and peaks, how each\n"
+		       "rank ended; then both verdicts and whether B shows A's failure signature.\n"
+		       "Exit status: 0 same verdict, 1 different verdicts, 3 unreadable input.\n");
+		return 0;
+	}
+	if (argc != 3) {
+		fprintf(stderr, "usage: ranktrace diff A B\n");
+		return EXIT_USAGE;
+	}
+	a = rt_cli_load("diff", argv[1]);
+	b = a ? rt_cli_load("diff", argv[2]) : NULL;
+	if (!a || !b) {
+		rt_vw_free(a);
+		return RT_VW_ERR_CORRUPT;
+	}
+	printf("A %s: %s\nB %s: %s\n\n", a->dir, rt_vw_verdict_names[a->verdict], b->dir,
+	       rt_vw_verdict_names[b->verdict]);
+	for (int i = 0; i < a->nranks; i++) {
+		const struct rt_vw_rank *ra = &a->ranks[i];
+		int j = rt_vw_rank_index(b, ra->meta.rank);
+		const struct rt_vw_rank *rb = j >= 0 ? &b->ranks[j] : NULL;
+		char x[96], y[96], ea[80], eb[80];
+		uint32_t k = 0;
+
+		if (!rb) {
+			printf("rank %d: only in A\n", ra->meta.rank);
+			continue;
+		}
+		while (k < ra->ncalls && k < rb->ncalls && ra->calls[k].kind == rb->calls[k].kind &&
+		       ra->calls[k].count == rb->calls[k].count && ra->calls[k].root == rb->calls[k].root)
+			k++;
+		rt_cli_rank_end(ra, ea, sizeof(ea));
+		rt_cli_rank_end(rb, eb, sizeof(eb));
+		if (k == ra->ncalls && k == rb->ncalls) {
+			printf("rank %d: same %u collectives", ra->meta.rank, k);
+		} else {
+			if (k < ra->ncalls)
+				call_str(&ra->calls[k], x, sizeof(x));
+			else
+				snprintf(x, sizeof(x), "nothing more (%s)", ea);
+			if (k < rb->ncalls)
+				call_str(&rb->calls[k], y, sizeof(y));
+			else
+				snprintf(y, sizeof(y), "nothing more (%s)", eb);
+			printf("rank %d: first divergence after %u identical collectives%s: A %s, B %s",
+			       ra->meta.rank, k,
+			       k && ra->calls[k - 1].kind == RT_CK_BROADCAST &&
+					       ra->broadcasts_before_allgather == k ? " (the init broadcasts)" : "",
+			       x, y);
+		}
+		printf("; allocations A %llu, B %llu", (unsigned long long)ra->allocs,
+		       (unsigned long long)rb->allocs);
+		if (strcmp(ea, eb))
+			printf("; end A %s, B %s", ea, eb);
+		printf("\n");
+	}
+	for (int j = 0; j < b->nranks; j++)
+		if (rt_vw_rank_index(a, b->ranks[j].meta.rank) < 0)
+			printf("rank %d: only in B\n", b->ranks[j].meta.rank);
+	same = a->verdict == b->verdict;
+	printf("\nverdicts: A %s, B %s: %s\n", rt_vw_verdict_names[a->verdict],
+	       rt_vw_verdict_names[b->verdict],
+	       same ? (a->verdict == RT_V_HEALTHY ? "both healthy" : "B shows the same failure signature as A")
+		    : "different");
+	rt_vw_free(a);
+	rt_vw_free(b);
+	return same ? 0 : 1;
+}

@@ -1,0 +1,336 @@
+/* SPDX-License-Identifier: MIT */
+/* cmd_run.c - `ranktrace run`: trace a command and every process it starts.
+ *
+ * Finds libranktrace.so and the Python probe next to this program, checks the
+ * options (a bad fault plan is refused before anything starts), sets the
+ * environment (LD_PRELOAD, RANKTRACE_*), runs the command, forwards signals
+ * to it, then prints one line per rank (summary.c). Returns the command's
+ * status. */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <signal.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+static pid_t child;
+
+static void usage_run(FILE *f)
+{
+	fprintf(f,
+		"usage: ranktrace run [-o DIR] [--max-size SIZE] [--inject PLAN | --inject-file F]\n"
+		"                     [--] CMD [ARG...]\n"
+		"\n"
+		"Runs CMD with libranktrace.so preloaded in it and in every process it starts\n"
+		"(launchers such as torchrun, accelerate launch, srun or rt-launch fork the\n"
+		"ranks). Each rank writes a CTF trace to DIR/rank-NNNNN/ (babeltrace2 reads it).\n"
+		"\n"
+		"  -o, --output DIR   trace directory (default: ranktrace-YYYYmmdd-HHMMSS); it\n"
+		"                     must not exist or be empty; put it on a shared filesystem\n"
+		"                     when ranks run on several nodes\n"
+		"  --max-size SIZE    cap the trace of each rank process (e.g. 64M, 1G); events\n"
+		"                     past the cap are counted as discarded\n"
+		"  --inject PLAN      inject faults: 'SPEC[;SPEC...]' or a preset such as\n"
+		"                     skip-fsdp-root (see `ranktrace inject --list`); a bad plan\n"
+		"                     is refused (exit 2) before anything starts\n"
+		"  --inject-file F    the plan from a file, one SPEC per line ('#' comments)\n"
+		"  --append           DIR may already hold rank traces: add to them (one\n"
+		"                     `ranktrace run` per node or task on a shared DIR; implied\n"
+		"                     when Slurm runs several tasks, SLURM_NTASKS > 1)\n"
+		"\n"
+		"Exit status: CMD's (128+N if it was killed by signal N); 2 for a usage error.\n"
+		"\n"
+		"examples:\n"
+		"  ranktrace run -o T -- torchrun --nproc-per-node 8 train.py\n"
+		"  ranktrace run -o T -- accelerate launch --config_file fsdp.yaml train.py\n"
+		"  srun ranktrace run -o /shared/T -- python train.py\n");
+}
+
+/* Directory of the running executable. */
+static int exe_dir(char *out, size_t n)
+{
+	ssize_t k = readlink("/proc/self/exe", out, n - 1);
+	char *slash;
+
+	if (k <= 0)
+		return -1;
+	out[k] = '\0';
+	slash = strrchr(out, '/');
+	if (!slash)
+		return -1;
+	*slash = '\0';
+	return 0;
+}
+
+/* A file we ship, found from env (if set) or next to this program:
+ * <bin>/../REL1, else <bin>/../REL2. 0 when readable. */
+static int find_installed(const char *env_name, const char *rel1, const char *rel2, char *out,
+			  size_t n)
+{
+	const char *env = getenv(env_name);
+	char dir[PATH_MAX];
+
+	if (env && *env) {
+		snprintf(out, n, "%s", env);
+		return access(out, R_OK);
+	}
+	if (exe_dir(dir, sizeof(dir)) != 0)
+		return -1;
+	snprintf(out, n, "%s/../%s", dir, rel1);
+	if (access(out, R_OK) == 0)
+		return 0;
+	snprintf(out, n, "%s/../%s", dir, rel2);
+	return access(out, R_OK);
+}
+
+static int find_library(char *out, size_t n)
+{
+	return find_installed("RANKTRACE_LIB", "lib/libranktrace.so", "lib/ranktrace/libranktrace.so",
+			      out, n);
+}
+
+/* python/ (the PyTorch probe): build/python or <prefix>/share/ranktrace/python. */
+static int find_python(char *out, size_t n)
+{
+	return find_installed("RANKTRACE_PYTHON", "python", "share/ranktrace/python", out, n);
+}
+
+/* LD_PRELOAD = lib, then whatever was preloaded before. */
+static void prepend_preload(const char *lib)
+{
+	char val[2 * PATH_MAX + 16];
+	const char *old = getenv("LD_PRELOAD");
+
+	snprintf(val, sizeof(val), "%s%s%s", lib, old && *old ? ":" : "", old ? old : "");
+	setenv("LD_PRELOAD", val, 1);
+}
+
+/* The probe loads in every Python rank through our sitecustomize (which runs
+ * any sitecustomize it shadows). */
+static void set_python_path(void)
+{
+	char py[PATH_MAX], val[3 * PATH_MAX + 16];
+	const char *old = getenv("PYTHONPATH");
+
+	if (find_python(py, sizeof(py)) != 0)
+		return;
+	snprintf(val, sizeof(val), "%s/site:%s%s%s", py, py, old && *old ? ":" : "", old ? old : "");
+	setenv("PYTHONPATH", val, 1);
+}
+
+static bool dir_is_empty(const char *path)
+{
+	char **names;
+	int n = rt_vw_list_ranks(path, &names);
+
+	rt_vw_free_names(names, n > 0 ? n : 0);
+	return n <= 0;
+}
+
+static void forward(int sig)
+{
+	if (child > 0)
+		kill(child, sig);
+}
+
+/* A plan file: one SPEC per line, '#' comments, joined with ';'. */
+static char *read_plan_file(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char line[1024], *out;
+	size_t len = 0, cap = 4096;
+
+	if (!f) {
+		fprintf(stderr, "ranktrace run: --inject-file %s: %s\n", path, strerror(errno));
+		return NULL;
+	}
+	out = calloc(1, cap);
+	while (out && fgets(line, sizeof(line), f)) {
+		char *p = line, *hash = strchr(line, '#');
+		size_t n;
+
+		if (hash)
+			*hash = '\0';
+		while (*p == ' ' || *p == '\t')
+			p++;
+		n = strcspn(p, "\r\n");
+		while (n && (p[n - 1] == ' ' || p[n - 1] == '\t'))
+			n--;
+		if (!n)
+			continue;
+		if (len + n + 2 > cap) {
+			char *q = realloc(out, cap = (len + n + 2) * 2);
+
+			if (!q) {
+				free(out);
+				out = NULL;
+				break;
+			}
+			out = q;
+		}
+		if (len)
+			out[len++] = ';';
+		memcpy(out + len, p, n);
+		out[len += n] = '\0';
+	}
+	fclose(f);
+	if (out && !len) {
+		fprintf(stderr, "ranktrace run: --inject-file %s holds no spec\n", path);
+		free(out);
+		return NULL;
+	}
+	return out;
+}
+
+static void default_dir(char *out, size_t n)
+{
+	time_t t = time(NULL);
+	struct tm tm;
+
+	localtime_r(&t, &tm);
+	strftime(out, n, "ranktrace-%Y%m%d-%H%M%S", &tm);
+}
+
+int rt_cli_cmd_run(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ "max-size", required_argument, NULL, 'm' },
+		{ "inject", required_argument, NULL, 'i' },
+		{ "inject-file", required_argument, NULL, 'f' },
+		{ "append", no_argument, NULL, 'a' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	char *inject = NULL;
+	char dir[PATH_MAX] = "", abs[PATH_MAX], lib[PATH_MAX];
+	char run_id[33];
+	unsigned char rnd[16];
+	const char *max_size = NULL;
+	bool traced = true, append = getenv("SLURM_NTASKS") && atoi(getenv("SLURM_NTASKS")) > 1;
+	int c, status;
+
+	while ((c = getopt_long(argc, argv, "+o:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'o': snprintf(dir, sizeof(dir), "%s", optarg); break;
+		case 'm': max_size = optarg; break;
+		case 'a': append = true; break;
+		case 'i':
+			free(inject);
+			inject = strdup(optarg);
+			break;
+		case 'f':
+			free(inject);
+			inject = read_plan_file(optarg);
+			if (!inject)
+				return EXIT_USAGE;
+			break;
+		case 'h': usage_run(stdout); return 0;
+		default: usage_run(stderr); return EXIT_USAGE;
+		}
+	}
+	if (optind >= argc) {
+		fprintf(stderr, "ranktrace run: no command given\n\n");
+		usage_run(stderr);
+		return EXIT_USAGE;
+	}
+	if (max_size) {
+		char *end;
+		unsigned long long v = strtoull(max_size, &end, 10);
+
+		if (end == max_size || v == 0 || (*end && !strchr("kKmMgG", *end)) ||
+		    (*end && end[1] && strcmp(end + 1, "B") && strcmp(end + 1, "iB"))) {
+			fprintf(stderr, "ranktrace run: --max-size %s: expected a size such as 64M or 1G\n",
+				max_size);
+			return EXIT_USAGE;
+		}
+	}
+	if (inject) {
+		struct rt_inj_plan plan;
+		char err[2048];
+
+		if (rt_inj_parse(inject, &plan, err, sizeof(err)) != 0) {
+			fprintf(stderr, "ranktrace run: %s\n", err);
+			return EXIT_USAGE;
+		}
+		rt_inj_plan_free(&plan);
+	}
+	if (find_library(lib, sizeof(lib)) != 0) {
+		fprintf(stderr, "ranktrace run: cannot find libranktrace.so next to this program "
+			"(set RANKTRACE_LIB)\n");
+		return EXIT_USAGE;
+	}
+	if (!dir[0])
+		default_dir(dir, sizeof(dir));
+	if (mkdir(dir, 0700) != 0 && (errno != EEXIST || (!append && !dir_is_empty(dir)))) {
+		if (errno == EEXIST) {
+			fprintf(stderr, "ranktrace run: %s already holds rank traces: choose another -o, "
+				"or --append to add to them (one run per node)\n", dir);
+			return EXIT_USAGE;
+		}
+		fprintf(stderr, "ranktrace: warning: cannot create %s (%s): running the command "
+			"untraced\n", dir, strerror(errno));
+		traced = false;
+	}
+	if (traced && !realpath(dir, abs)) {
+		fprintf(stderr, "ranktrace: warning: %s: %s: running the command untraced\n", dir,
+			strerror(errno));
+		traced = false;
+	}
+	if (traced) {
+		prepend_preload(lib);
+		if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd))
+			memset(rnd, (int)getpid(), sizeof(rnd));
+		for (int i = 0; i < 16; i++)
+			snprintf(run_id + 2 * i, 3, "%02x", rnd[i]);
+		setenv("RANKTRACE_DIR", abs, 1);
+		setenv("RANKTRACE_RUN_ID", run_id, 1);
+		if (max_size)
+			setenv("RANKTRACE_MAX_SIZE", max_size, 1);
+		else
+			unsetenv("RANKTRACE_MAX_SIZE");
+	}
+	if (traced || inject)
+		set_python_path();
+	if (inject) {
+		/* faults are injected by the library: preload it even untraced */
+		if (!traced)
+			prepend_preload(lib);
+		setenv("RANKTRACE_INJECT", inject, 1);
+	} else {
+		unsetenv("RANKTRACE_INJECT");
+	}
+	fflush(stdout);
+	child = fork();
+	if (child < 0) {
+		perror("ranktrace run: fork");
+		return 1;
+	}
+	if (child == 0) {
+		execvp(argv[optind], argv + optind);
+		fprintf(stderr, "ranktrace run: cannot run %s: %s\n", argv[optind], strerror(errno));
+		_exit(127);
+	}
+	signal(SIGINT, forward);
+	signal(SIGTERM, forward);
+	signal(SIGHUP, forward);
+	while (waitpid(child, &status, 0) < 0 && errno == EINTR)
+		;
+	if (traced) {
+		fflush(stdout);
+		rt_cli_print_summary(abs);
+	}
+	fflush(stdout);
+	if (WIFSIGNALED(status))
+		return 128 + WTERMSIG(status);
+	return WEXITSTATUS(status);
+}

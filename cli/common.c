@@ -1,0 +1,108 @@
+/* SPDX-License-Identifier: MIT */
+/* common.c - what several commands print the same way: sizes, JSON strings,
+ * how a rank ended, device lists; loading a trace with its warnings; writing
+ * an output file atomically. */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+/* ---- view, verdict, diff ---- */
+
+void rt_cli_human_bytes(char *out, size_t n, uint64_t b)
+{
+	const char *u[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+	double v = (double)b;
+	int i = 0;
+
+	while (v >= 1024 && i < 4) {
+		v /= 1024;
+		i++;
+	}
+	snprintf(out, n, i ? "%.1f %s" : "%.0f %s", v, u[i]);
+}
+
+void rt_cli_json_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	rt_vw_json_esc(f, s);
+	fputc('"', f);
+}
+
+void rt_cli_rank_end(const struct rt_vw_rank *r, char *out, size_t n)
+{
+	if (!r->readable)
+		snprintf(out, n, "unreadable");
+	else if (r->signo)
+		snprintf(out, n, "signal %d%s%s", r->signo, r->died_in[0] ? " in " : "", r->died_in);
+	else if (r->exit_seen && r->exit_status >= 0)
+		snprintf(out, n, "exit %d", r->exit_status);
+	else if (r->exit_seen)
+		snprintf(out, n, "returned");
+	else if (r->died_in[0])
+		snprintf(out, n, "died in %s", r->died_in);
+	else
+		snprintf(out, n, "no end (killed?)");
+}
+
+void rt_cli_devices_str(uint64_t mask, char *out, size_t n)
+{
+	size_t len = 0;
+
+	out[0] = '\0';
+	for (int d = 0; d < RT_VW_MAX_DEV && len < n - 4; d++)
+		if (mask & (1ull << d))
+			len += (size_t)snprintf(out + len, n - len, "%s%d", len ? "," : "", d);
+	if (!len)
+		snprintf(out, n, "-");
+}
+
+uint64_t rt_cli_rank_peak(const struct rt_vw_rank *r)
+{
+	uint64_t p = 0;
+
+	for (int d = 0; d < RT_VW_MAX_DEV; d++)
+		p = r->dev_peak[d] > p ? r->dev_peak[d] : p;
+	return p;
+}
+
+struct rt_vw_trace *rt_cli_load(const char *cmd, const char *dir)
+{
+	char err[1024];
+	struct rt_vw_trace *t = rt_vw_load(dir, strcmp(cmd, "diff") ? 0 : RT_VW_KEEP_CALLS, err,
+					   sizeof(err));
+
+	if (!t)
+		fprintf(stderr, "ranktrace %s: %s\n", cmd, err);
+	for (int i = 0; t && i < t->nranks; i++)
+		if (t->ranks[i].damaged[0])
+			fprintf(stderr, "ranktrace %s: warning: %s\n", cmd, t->ranks[i].damaged);
+	return t;
+}
+
+/* Write to OUT via a temporary file, renamed at the end: no half files. */
+int rt_cli_write_output(const char *cmd, const struct rt_vw_trace *t, const char *out,
+			int (*fn)(const struct rt_vw_trace *, FILE *))
+{
+	char tmp[PATH_MAX];
+	FILE *f;
+
+	snprintf(tmp, sizeof(tmp), "%s.tmp%d", out, (int)getpid());
+	f = fopen(tmp, "w");
+	if (!f) {
+		fprintf(stderr, "ranktrace %s: cannot write %s: %s\n", cmd, out, strerror(errno));
+		return 1;
+	}
+	if (fn(t, f) != 0 || fclose(f) != 0 || rename(tmp, out) != 0) {
+		fprintf(stderr, "ranktrace %s: writing %s failed: %s\n", cmd, out, strerror(errno));
+		unlink(tmp);
+		return 1;
+	}
+	return 0;
+}

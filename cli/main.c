@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: MIT */
+/* main.c - the ranktrace command: a table of commands, one file each.
+ *
+ * The only part of ranktrace that prints for people and exits with codes.
+ * Exit codes: `run` returns the traced command's status (128+signal when
+ * killed); 2 is a usage error; 3 an unreadable trace; verdict and diff
+ * document their own. Adding a command: a cmd_NAME.c with
+ * rt_cli_cmd_NAME(argc, argv), one line in cli.h and one row below. */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+void rt_cli_usage(FILE *f)
+{
+	fprintf(f,
+		"usage: ranktrace <command> [options]\n"
+		"\n"
+		"Trace CUDA allocations, device use and NCCL calls in every rank of an\n"
+		"unmodified distributed training job.\n"
+		"\n"
+		"commands:\n"
+		"  run [-o DIR] [--max-size SIZE] [--inject PLAN] -- CMD...\n"
+		"                                           trace CMD and all its child processes\n"
+		"  inject --list                            fault plan targets, actions, presets\n"
+		"  view DIR [--rank N] [--json]             per-rank summary and findings\n"
+		"  verdict DIR [--bad SIGNATURE]            one-word classification; exit code for\n"
+		"                                           git bisect run: 0 healthy, 1 bad, 125 skip\n"
+		"  diff A B                                 where two traces first diverge, per rank\n"
+		"  export DIR --perfetto OUT.json           Chrome trace JSON for ui.perfetto.dev\n"
+		"  report DIR -o REPORT.html                one self-contained HTML report\n"
+		"\n"
+		"example:\n"
+		"  ranktrace run -o T -- torchrun --nproc-per-node 8 train.py\n"
+		"  ranktrace view T && ranktrace verdict T\n"
+		"  ranktrace run -o T2 --inject skip-fsdp-root -- torchrun ... train.py\n"
+		"  ranktrace diff T T2\n"
+		"\n"
+		"Run `ranktrace <command> --help` for a command's options.\n");
+}
+
+static const struct rt_cli_cmd commands[] = {
+	{ "run", rt_cli_cmd_run },
+	{ "inject", rt_cli_cmd_inject },
+	{ "view", rt_cli_cmd_view },
+	{ "verdict", rt_cli_cmd_verdict },
+	{ "diff", rt_cli_cmd_diff },
+	{ "export", rt_cli_cmd_export },
+	{ "report", rt_cli_cmd_report },
+};
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		rt_cli_usage(stderr);
+		return EXIT_USAGE;
+	}
+	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
+		rt_cli_usage(stdout);
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (!strcmp(argv[1], commands[i].name))
+			return commands[i].fn(argc - 1, argv + 1);
+	fprintf(stderr, "ranktrace: unknown command '%s'\n\n", argv[1]);
+	rt_cli_usage(stderr);
+	return EXIT_USAGE;
+}
