@@ -145,50 +145,13 @@ static void forward(int sig)
 /* A plan file: one SPEC per line, '#' comments, joined with ';'. */
 static char *read_plan_file(const char *path)
 {
-	FILE *f = fopen(path, "r");
-	char line[1024], *out;
-	size_t len = 0, cap = 4096;
+	char err[4200], *plan;
 
-	if (!f) {
-		fprintf(stderr, "ranktrace run: --inject-file %s: %s\n", path, strerror(errno));
+	if (rt_inj_read_plan_file(path, &plan, err, sizeof(err)) != 0) {
+		fprintf(stderr, "ranktrace run: --inject-file %s\n", err);
 		return NULL;
 	}
-	out = calloc(1, cap);
-	while (out && fgets(line, sizeof(line), f)) {
-		char *p = line, *hash = strchr(line, '#');
-		size_t n;
-
-		if (hash)
-			*hash = '\0';
-		while (*p == ' ' || *p == '\t')
-			p++;
-		n = strcspn(p, "\r\n");
-		while (n && (p[n - 1] == ' ' || p[n - 1] == '\t'))
-			n--;
-		if (!n)
-			continue;
-		if (len + n + 2 > cap) {
-			char *q = realloc(out, cap = (len + n + 2) * 2);
-
-			if (!q) {
-				free(out);
-				out = NULL;
-				break;
-			}
-			out = q;
-		}
-		if (len)
-			out[len++] = ';';
-		memcpy(out + len, p, n);
-		out[len += n] = '\0';
-	}
-	fclose(f);
-	if (out && !len) {
-		fprintf(stderr, "ranktrace run: --inject-file %s holds no spec\n", path);
-		free(out);
-		return NULL;
-	}
-	return out;
+	return plan;
 }
 
 static void default_dir(char *out, size_t n)

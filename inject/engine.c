@@ -20,7 +20,9 @@
 #define RANKTRACE_IMPLEMENTATION
 #include "ranktrace.h"
 
-#define RULES_PER_API 8
+/* Every rule of a plan may match one function: a rule the CLI accepted
+ * always takes part (an 8-slot table once dropped the 9th silently). */
+#define RULES_PER_API RT_INJ_MAX_RULES
 #define RT_EXPORT __attribute__((visibility("default")))
 
 int rt_inj_active;

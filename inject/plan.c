@@ -5,7 +5,10 @@
  * start-up. Allocates only the rank bitmaps. Every error names the spec and
  * the column of the mistake. */
 #include <ctype.h>
+#include <errno.h>
 #include <fnmatch.h>
+#include <limits.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -163,9 +166,10 @@ static bool parse_u64(const char *s, const char **end, uint64_t *v)
 
 	if (!isdigit((unsigned char)*s))
 		return false;
+	errno = 0;
 	*v = strtoull(s, &e, 10);
 	*end = e;
-	return true;
+	return errno != ERANGE;
 }
 
 /* when=N | N+ | N..M | N+STEP */
@@ -228,23 +232,31 @@ static int parse_ranks(struct ctx *c, size_t col, const char *v, struct rt_inj_r
 	}
 }
 
+#define MAX_DELAY_NS 86400e9 /* a day: longer is a hang, which says so */
+
+/* A finite, non-negative duration of at most a day (nan, inf and 1e12s would
+ * spin or never end). */
 static int parse_duration(struct ctx *c, size_t col, const char *v, int64_t *ns)
 {
 	char *end;
-	double d = strtod(v, &end);
+	double d = strtod(v, &end), unit;
 
-	if (end == v || d < 0)
-		return fail(c, col, "delay= needs a duration such as 50ms, 200us or 2s");
+	if (end == v || !(isdigit((unsigned char)*v) || *v == '.') || !isfinite(d) || d < 0)
+		return fail(c, col, "delay= needs a finite duration such as 50ms, 200us or 2s");
 	if (!strcmp(end, "s"))
-		*ns = (int64_t)(d * 1e9);
+		unit = 1e9;
 	else if (!strcmp(end, "ms"))
-		*ns = (int64_t)(d * 1e6);
+		unit = 1e6;
 	else if (!strcmp(end, "us"))
-		*ns = (int64_t)(d * 1e3);
+		unit = 1e3;
 	else if (!strcmp(end, "ns"))
-		*ns = (int64_t)d;
+		unit = 1;
 	else
 		return fail(c, col + (size_t)(end - v), "duration unit is s, ms, us or ns");
+	if (d * unit > MAX_DELAY_NS)
+		return fail(c, col, "delay= is at most a day (86400s); use hang for a call that "
+			    "never returns");
+	*ns = (int64_t)(d * unit);
 	return 0;
 }
 
@@ -310,9 +322,11 @@ static int parse_action(struct ctx *c, size_t col, const char *a, struct rt_inj_
 		if (r->point) {
 			char *end;
 
-			r->arg = strtol(v, &end, 10);
-			if (*end || r->arg == 0)
-				return fail(c, col + klen + 1, "a failure point's error= is a non-zero number");
+			errno = 0;
+			r->arg = strtoll(v, &end, 10);
+			if (end == v || *end || errno == ERANGE || r->arg < 2 || r->arg > INT_MAX)
+				return fail(c, col + klen + 1, "a failure point's error= is a program error "
+					    "number from 2 to %d (0 is pass, 1 is bypass)", INT_MAX);
 			return 0;
 		}
 		for (unsigned id = 0; id < RT_ID_FIRST_TRACER; id++) {
@@ -418,7 +432,7 @@ static int parse_spec(struct ctx *c, char *spec, struct rt_inj_plan *plan)
 			char *end;
 
 			r->prob = strtod(v, &end);
-			if (*end || end == v || r->prob < 0 || r->prob > 1)
+			if (*end || end == v || !(r->prob >= 0 && r->prob <= 1)) /* nan too */
 				return fail(c, cols[i] + 5, "prob= is a probability between 0 and 1");
 		} else if (!strcmp(k, "seed")) {
 			const char *e;

@@ -71,6 +71,13 @@ bool rt_inj_applies(const struct rt_inj_rule *r, int rank, uint64_t n, int rule_
 /* Name of a CUDA or NCCL result code, for messages ("cudaErrorMemoryAllocation"). */
 const char *rt_inj_code_name(unsigned api, int64_t code);
 
+#define RT_INJ_MAX_PLAN_FILE (1u << 20)
+
+/* Read a plan file (one SPEC per line, '#' comments) into *plan, the specs
+ * joined with ';' (free it). -1 with a message in err for what is not a
+ * plan file: a directory, a device, over 1 MiB, a NUL byte, no spec. */
+int rt_inj_read_plan_file(const char *path, char **plan, char *err, size_t errlen);
+
 /* Write the help of `ranktrace inject --list`. */
 void rt_inj_print_list(void *file);
 

@@ -28,6 +28,9 @@ ParameterizedTestParameters(plan, good_plans_expand_as_written)
 		{ "cudaMalloc:skip:when=3+2", 1, "cudaMalloc", RT_INJ_SKIP, 0, 3, 0, 2 },
 		{ "nccl*:delay=50ms", 1, "nccl*", RT_INJ_DELAY, 50000000, 1, 0, 1 },
 		{ "ncclAllGather:delay=200us:prob=0.5:seed=9", 1, "ncclAllGather", RT_INJ_DELAY, 200000, 1, 0, 1 },
+		{ "cudaMalloc:delay=86400s", 1, "cudaMalloc", RT_INJ_DELAY, 86400000000000LL, 1, 0, 1 },
+		{ "cudaMalloc:delay=.5ms", 1, "cudaMalloc", RT_INJ_DELAY, 500000, 1, 0, 1 },
+		{ "my.point:error=2147483647", 1, "my.point", RT_INJ_ERROR, 2147483647, 1, 0, 1 },
 		{ "cudaSetDevice:device=0", 1, "cudaSetDevice", RT_INJ_DEVICE, 0, 1, 0, 1 },
 		{ "ncclAllReduce:corrupt:when=1", 1, "ncclAllReduce", RT_INJ_CORRUPT, 0, 1, 1, 1 },
 		{ "@collective:hang:when=7", 1, "@collective", RT_INJ_HANG, 0, 7, 7, 1 },
@@ -100,6 +103,19 @@ ParameterizedTestParameters(plan, bad_plans_point_at_the_mistake)
 		{ "rank-dies=1@4..9:rank=0,12-3", "a preset's value ends at ':'", 16 },
 		{ "oom-at=14;rank-dies=x@4", "rank= is a list such as 0,2-3", 10 },
 		{ "nccl-hang=0", "when= needs a call number from 1", 0 },
+		/* hostile values (issue 9): each was accepted and spun, never fired or wrapped */
+		{ "cudaMalloc:delay=1e12s", "delay= is at most a day", 17 },
+		{ "cudaMalloc:delay=86401s", "delay= is at most a day", 17 },
+		{ "cudaMalloc:delay=nans", "delay= needs a finite duration", 17 },
+		{ "cudaMalloc:delay=infms", "delay= needs a finite duration", 17 },
+		{ "cudaMalloc:delay=-5ms", "delay= needs a finite duration", 17 },
+		{ "cudaMalloc:skip:prob=nan", "prob= is a probability between 0 and 1", 21 },
+		{ "cudaMalloc:skip:prob=-nan", "prob= is a probability between 0 and 1", 21 },
+		{ "my.point:error=4294967296", "a failure point's error= is a program error number", 15 },
+		{ "my.point:error=99999999999999999999", "a failure point's error= is a program error number", 15 },
+		{ "fsdp.root_forward:error=1", "(0 is pass, 1 is bypass)", 24 },
+		{ "my.point:error=-3", "a failure point's error= is a program error number", 15 },
+		{ "cudaMalloc:skip:when=99999999999999999999", "when= needs a call number", 21 },
 	};
 	return cr_make_param_array(struct bad, cases, sizeof(cases) / sizeof(cases[0]));
 }

@@ -1,0 +1,136 @@
+/* SPDX-License-Identifier: MIT */
+/* plan_file.c - read a fault plan file (`ranktrace run --inject-file F`).
+ *
+ * Called by the CLI only, before anything runs; allocates the joined plan.
+ * A plan file is text: one SPEC per line, '#' starts a comment, blank lines
+ * are skipped; lines of any length are kept whole. What is not a plan file
+ * gets one clear error and never a hang or a huge allocation: a directory or
+ * a device (/dev/zero, /dev/urandom) is refused without reading it, a file
+ * over RT_INJ_MAX_PLAN_FILE bytes (a pipe included) is refused, and so is a
+ * NUL byte (the plan after it would be silently dropped). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "plan.h"
+
+/* Up to max bytes of fd into *buf; -errno, or -EFBIG when there is more. */
+static ssize_t slurp(int fd, size_t max, char **buf)
+{
+	size_t len = 0, cap = 4096;
+	char *b = malloc(cap + 1);
+
+	if (!b)
+		return -ENOMEM;
+	for (;;) {
+		ssize_t k;
+
+		if (len == cap) {
+			char *q = cap > max ? NULL : realloc(b, (cap *= 2) + 1);
+
+			if (!q) {
+				free(b);
+				return cap > max ? -EFBIG : -ENOMEM;
+			}
+			b = q;
+		}
+		k = read(fd, b + len, cap - len);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0) {
+			int e = errno;
+
+			free(b);
+			return -e;
+		}
+		if (k == 0)
+			break;
+		len += (size_t)k;
+		if (len > max) {
+			free(b);
+			return -EFBIG;
+		}
+	}
+	b[len] = '\0';
+	*buf = b;
+	return (ssize_t)len;
+}
+
+/* Join the specs of text (len bytes, no NUL inside) with ';' into out. */
+static size_t join_specs(const char *text, size_t len, char *out)
+{
+	size_t n = 0;
+
+	for (const char *line = text; line < text + len;) {
+		const char *nl = memchr(line, '\n', (size_t)(text + len - line));
+		const char *end = nl ? nl : text + len, *hash = memchr(line, '#', (size_t)(end - line));
+		const char *a = line, *z = hash ? hash : end;
+
+		while (a < z && (*a == ' ' || *a == '\t'))
+			a++;
+		while (z > a && (z[-1] == ' ' || z[-1] == '\t' || z[-1] == '\r'))
+			z--;
+		if (z > a) {
+			if (n)
+				out[n++] = ';';
+			memmove(out + n, a, (size_t)(z - a));
+			n += (size_t)(z - a);
+		}
+		line = end + 1;
+	}
+	out[n] = '\0';
+	return n;
+}
+
+int rt_inj_read_plan_file(const char *path, char **plan, char *err, size_t errlen)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK), rc = -1;
+	struct stat st;
+	char *text = NULL, *nul;
+	ssize_t len;
+
+	*plan = NULL;
+	if (fd < 0) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return -1;
+	}
+	if (fstat(fd, &st) != 0 || !(S_ISREG(st.st_mode) || S_ISFIFO(st.st_mode))) {
+		snprintf(err, errlen, "%s: not a plan file (%s)", path,
+			 S_ISDIR(st.st_mode) ? "a directory" : "a device or socket: a plan is a text file");
+		goto out;
+	}
+	/* a pipe (`--inject-file <(...)`) is read as it comes */
+	if (S_ISFIFO(st.st_mode))
+		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+	len = slurp(fd, RT_INJ_MAX_PLAN_FILE, &text);
+	if (len < 0) {
+		snprintf(err, errlen, "%s: %s", path, len == -EFBIG ? "over 1 MiB: not a plan file"
+								 : strerror((int)-len));
+		goto out;
+	}
+	nul = memchr(text, '\0', (size_t)len);
+	if (nul) {
+		int line = 1;
+
+		for (const char *p = text; p < nul; p++)
+			line += *p == '\n';
+		snprintf(err, errlen, "%s: line %d: a NUL byte (at byte %zu): not a text file", path,
+			 line, (size_t)(nul - text));
+		goto out;
+	}
+	if (join_specs(text, (size_t)len, text) == 0) {
+		snprintf(err, errlen, "%s holds no spec", path);
+		goto out;
+	}
+	*plan = text;
+	text = NULL;
+	rc = 0;
+out:
+	free(text);
+	close(fd);
+	return rc;
+}
