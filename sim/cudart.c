@@ -13,6 +13,7 @@
  * NVIDIA's library exports but this one does not implement fail loudly
  * (unimplemented.c). */
 #include <cuda_runtime_api.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -69,6 +70,7 @@ struct sim_event {
 
 struct sim_pool {
 	int device;
+	struct sim_pool *next; /* created pools (cuMemPoolCreate) */
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -81,7 +83,8 @@ static struct heap managed_heap = { .managed = true, .device = 0 };
 static struct block *host_blocks; /* pinned host allocations */
 static struct sim_stream *streams;
 static struct sim_event *events;
-static struct sim_pool pools[SIM_MAX_DEVICES];
+static struct sim_pool pools[SIM_MAX_DEVICES]; /* default pools */
+static struct sim_pool *created_pools;
 
 static __thread int current_device;
 static __thread cudaError_t last_error;
@@ -268,7 +271,10 @@ static enum mem_kind classify(const void *p, size_t len, int *dev)
 	enum mem_kind k = MEM_UNKNOWN;
 	struct heap *h;
 	struct block *b;
+	int vmm = simgpu_vmm_lookup((uintptr_t)p, len, dev);
 
+	if (vmm >= 0) /* cuMemMap'ed (and accessible) or merely reserved */
+		return vmm == 1 ? MEM_DEVICE : MEM_UNKNOWN;
 	pthread_mutex_lock(&lock);
 	h = heap_of(p);
 	if (h) {
@@ -304,6 +310,109 @@ EXPORT int simgpu_range_device(const void *ptr, size_t len)
 	enum mem_kind k = classify(ptr, len ? len : 1, &dev);
 
 	return (k == MEM_DEVICE || k == MEM_MANAGED) ? dev : -1;
+}
+
+EXPORT void simgpu_set_current_device(int device)
+{
+	if (valid_device(device))
+		current_device = device;
+}
+
+EXPORT bool simgpu_charge(int device, long long delta)
+{
+	bool ok = false;
+
+	if (!valid_device(device))
+		return false;
+	pthread_mutex_lock(&lock);
+	if (delta < 0 || (size_t)delta <= device_mem - heaps[device].used) {
+		heaps[device].used += (size_t)delta;
+		ok = true;
+	}
+	pthread_mutex_unlock(&lock);
+	return ok;
+}
+
+EXPORT void *simgpu_alloc(int device, size_t size)
+{
+	void *r = NULL;
+
+	if (!valid_device(device) || size == 0)
+		return NULL;
+	pthread_mutex_lock(&lock);
+	r = heap_alloc(&heaps[device], size);
+	pthread_mutex_unlock(&lock);
+	return r;
+}
+
+EXPORT void *simgpu_managed_alloc(size_t size)
+{
+	void *r;
+
+	config();
+	pthread_mutex_lock(&lock);
+	r = size ? heap_alloc(&managed_heap, size) : NULL;
+	pthread_mutex_unlock(&lock);
+	return r;
+}
+
+EXPORT void simgpu_mem_info(int device, size_t *freeb, size_t *total)
+{
+	config();
+	pthread_mutex_lock(&lock);
+	*total = device_mem;
+	*freeb = valid_device(device) ? device_mem - heaps[device].used : 0;
+	pthread_mutex_unlock(&lock);
+}
+
+EXPORT void *simgpu_default_pool(int device)
+{
+	return valid_device(device) ? &pools[device] : NULL;
+}
+
+EXPORT void *simgpu_pool_create(int device)
+{
+	struct sim_pool *p;
+
+	if (!valid_device(device) || !(p = calloc(1, sizeof(*p))))
+		return NULL;
+	p->device = device;
+	pthread_mutex_lock(&lock);
+	p->next = created_pools;
+	created_pools = p;
+	pthread_mutex_unlock(&lock);
+	return p;
+}
+
+EXPORT int simgpu_pool_destroy(void *pool)
+{
+	struct sim_pool *found = NULL;
+
+	pthread_mutex_lock(&lock);
+	for (struct sim_pool **l = &created_pools; *l; l = &(*l)->next)
+		if (*l == pool) {
+			found = *l;
+			*l = found->next;
+			break;
+		}
+	pthread_mutex_unlock(&lock);
+	free(found);
+	return found ? 0 : -1;
+}
+
+EXPORT int simgpu_pool_device(const void *pool)
+{
+	int dev = -1;
+
+	config();
+	if ((const struct sim_pool *)pool >= pools && (const struct sim_pool *)pool < pools + SIM_MAX_DEVICES)
+		return ((const struct sim_pool *)pool)->device;
+	pthread_mutex_lock(&lock);
+	for (struct sim_pool *p = created_pools; p; p = p->next)
+		if (p == pool)
+			dev = p->device;
+	pthread_mutex_unlock(&lock);
+	return dev;
 }
 
 EXPORT double simgpu_timeout_s(void)
@@ -551,18 +660,22 @@ EXPORT cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t *pool, int device)
 EXPORT cudaError_t cudaMallocFromPoolAsync(void **ptr, size_t size, cudaMemPool_t pool,
 					   cudaStream_t stream)
 {
-	struct sim_pool *sp = (struct sim_pool *)pool;
+	int dev = simgpu_pool_device(pool);
 
 	(void)stream;
-	config();
-	if (!sp || sp < pools || sp >= pools + SIM_MAX_DEVICES)
+	if (dev < 0)
 		return fail(cudaErrorInvalidValue);
-	return device_malloc(ptr, size, sp->device);
+	return device_malloc(ptr, size, dev);
 }
 
 EXPORT cudaError_t cudaFree(void *devPtr)
 {
 	return device_free(devPtr);
+}
+
+EXPORT int simgpu_free(const void *p)
+{
+	return p && device_free((void *)p) == cudaSuccess ? 0 : -1;
 }
 
 EXPORT cudaError_t cudaFreeAsync(void *devPtr, cudaStream_t stream)
@@ -588,9 +701,26 @@ EXPORT cudaError_t cudaMallocManaged(void **devPtr, size_t size, unsigned int fl
 	return cudaSuccess;
 }
 
+EXPORT void *simgpu_host_alloc(size_t size)
+{
+	struct block *b = malloc(sizeof(*b));
+	void *r;
+
+	if (!b || posix_memalign(&r, 4096, size) != 0) {
+		free(b);
+		return NULL;
+	}
+	b->addr = (uintptr_t)r;
+	b->size = size;
+	pthread_mutex_lock(&lock);
+	b->next = host_blocks;
+	host_blocks = b;
+	pthread_mutex_unlock(&lock);
+	return r;
+}
+
 EXPORT cudaError_t cudaHostAlloc(void **pHost, size_t size, unsigned int flags)
 {
-	struct block *b;
 	void *r;
 
 	(void)flags;
@@ -600,17 +730,9 @@ EXPORT cudaError_t cudaHostAlloc(void **pHost, size_t size, unsigned int flags)
 		*pHost = NULL;
 		return cudaSuccess;
 	}
-	b = malloc(sizeof(*b));
-	if (!b || posix_memalign(&r, 4096, size) != 0) {
-		free(b);
+	r = simgpu_host_alloc(size);
+	if (!r)
 		return fail(cudaErrorMemoryAllocation);
-	}
-	b->addr = (uintptr_t)r;
-	b->size = size;
-	pthread_mutex_lock(&lock);
-	b->next = host_blocks;
-	host_blocks = b;
-	pthread_mutex_unlock(&lock);
 	*pHost = r;
 	return cudaSuccess;
 }
@@ -620,12 +742,10 @@ EXPORT cudaError_t cudaMallocHost(void **ptr, size_t size)
 	return cudaHostAlloc(ptr, size, cudaHostAllocDefault);
 }
 
-EXPORT cudaError_t cudaFreeHost(void *ptr)
+EXPORT int simgpu_host_free(void *ptr)
 {
 	struct block *found = NULL;
 
-	if (!ptr)
-		return cudaSuccess;
 	pthread_mutex_lock(&lock);
 	for (struct block **link = &host_blocks; *link; link = &(*link)->next) {
 		if ((*link)->addr == (uintptr_t)ptr) {
@@ -636,10 +756,17 @@ EXPORT cudaError_t cudaFreeHost(void *ptr)
 	}
 	pthread_mutex_unlock(&lock);
 	if (!found)
-		return fail(cudaErrorInvalidValue);
+		return -1;
 	free((void *)found->addr);
 	free(found);
-	return cudaSuccess;
+	return 0;
+}
+
+EXPORT cudaError_t cudaFreeHost(void *ptr)
+{
+	if (!ptr)
+		return cudaSuccess;
+	return simgpu_host_free(ptr) == 0 ? cudaSuccess : fail(cudaErrorInvalidValue);
 }
 
 EXPORT cudaError_t cudaMemGetInfo(size_t *freeb, size_t *total)
@@ -960,4 +1087,75 @@ EXPORT cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_
 		return fail(cudaErrorInvalidResourceHandle);
 	*ms = (float)((double)((int64_t)(b->when_ns - a->when_ns)) / 1e6);
 	return cudaSuccess;
+}
+
+/* ---- driver entry points: the simulated libcuda.so.1 (sim/cuda.c) ---- */
+
+typedef int (*gpa_fn)(const char *, void **, int, unsigned long long, int *);
+static gpa_fn driver_gpa_fn;
+
+/* libcuda's cuGetProcAddress_v2, loaded at first use (as NVIDIA's runtime
+ * loads libcuda.so.1); NULL without a driver. */
+static gpa_fn driver_gpa(void)
+{
+	gpa_fn gpa = __atomic_load_n(&driver_gpa_fn, __ATOMIC_ACQUIRE);
+	void *h;
+
+	if (gpa)
+		return gpa;
+	h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
+	if (h)
+		gpa = (gpa_fn)dlsym(h, "cuGetProcAddress_v2");
+	__atomic_store_n(&driver_gpa_fn, gpa, __ATOMIC_RELEASE);
+	return gpa;
+}
+
+static cudaError_t entry_point(const char *symbol, void **funcPtr, unsigned int version,
+			       unsigned long long flags, enum cudaDriverEntryPointQueryResult *st)
+{
+	gpa_fn gpa = driver_gpa();
+	int status = 0, rc;
+
+	if (!symbol || !funcPtr)
+		return fail(cudaErrorInvalidValue);
+	if (!gpa)
+		return fail(cudaErrorInsufficientDriver);
+	rc = gpa(symbol, funcPtr, (int)version, flags, &status);
+	if (st) /* CUdriverProcAddressQueryResult and cudaDriverEntryPointQueryResult agree */
+		*st = (enum cudaDriverEntryPointQueryResult)status;
+	if (rc == 0)
+		return cudaSuccess;
+	*funcPtr = NULL;
+	/* NVIDIA's runtime: a missing symbol is cudaSuccess with the status set */
+	return rc == 500 /* CUDA_ERROR_NOT_FOUND */ && st ? cudaSuccess : fail(cudaErrorSymbolNotFound);
+}
+
+EXPORT cudaError_t cudaGetDriverEntryPoint(const char *symbol, void **funcPtr,
+					   unsigned long long flags,
+					   enum cudaDriverEntryPointQueryResult *driverStatus)
+{
+	return entry_point(symbol, funcPtr, CUDART_VERSION, flags, driverStatus);
+}
+
+EXPORT cudaError_t cudaGetDriverEntryPointByVersion(const char *symbol, void **funcPtr,
+						    unsigned int cudaVersion,
+						    unsigned long long flags,
+						    enum cudaDriverEntryPointQueryResult *driverStatus)
+{
+	return entry_point(symbol, funcPtr, cudaVersion, flags, driverStatus);
+}
+
+EXPORT cudaError_t cudaGetDriverEntryPoint_ptsz(const char *symbol, void **funcPtr,
+						unsigned long long flags,
+						enum cudaDriverEntryPointQueryResult *driverStatus)
+{
+	return entry_point(symbol, funcPtr, CUDART_VERSION, flags, driverStatus);
+}
+
+EXPORT cudaError_t cudaGetDriverEntryPointByVersion_ptsz(const char *symbol, void **funcPtr,
+							 unsigned int cudaVersion,
+							 unsigned long long flags,
+							 enum cudaDriverEntryPointQueryResult *st)
+{
+	return entry_point(symbol, funcPtr, cudaVersion, flags, st);
 }

@@ -8,6 +8,7 @@
 #ifndef SIMGPU_H
 #define SIMGPU_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -20,6 +21,45 @@ int simgpu_device_count(void);
 /* Which device memory holds [ptr, ptr+len): the device index, or -1 when the
  * range is not inside one live device (or managed) allocation. */
 int simgpu_range_device(const void *ptr, size_t len);
+
+/* ---- shared with the simulated driver (sim/cuda.c, libcuda.so.1) ---- */
+
+/* VMM granularity (cuMemGetAllocationGranularity): 2 MiB, as on H100/H200. */
+#define SIMGPU_VMM_GRANULARITY (2u << 20)
+
+/* Make `device` the calling thread's current device (cuCtxSetCurrent). */
+void simgpu_set_current_device(int device);
+/* Add (delta > 0) or return bytes to a device's budget; false when it would
+ * exceed SIMGPU_MEM. */
+bool simgpu_charge(int device, long long delta);
+/* Device memory from the device's heap (cudaMalloc's), or NULL. */
+void *simgpu_alloc(int device, size_t size);
+/* Free a device or managed allocation by its base: 0, or -1 if unknown. */
+int simgpu_free(const void *p);
+void *simgpu_managed_alloc(size_t size);
+void *simgpu_host_alloc(size_t size);
+int simgpu_host_free(void *p);
+/* Bytes free and total on a device. */
+void simgpu_mem_info(int device, size_t *freeb, size_t *total);
+/* Memory pools (cudaDeviceGetDefaultMemPool's and cuMemPoolCreate's):
+ * device of a pool or -1 if it is not one. */
+void *simgpu_pool_create(int device);
+int simgpu_pool_destroy(void *pool);
+int simgpu_pool_device(const void *pool);
+void *simgpu_default_pool(int device);
+/* VMM (vmm.c); CUresult codes. */
+int simgpu_vmm_create(uint64_t *handle, size_t size, int device);
+int simgpu_vmm_release(uint64_t handle);
+int simgpu_vmm_handle_info(uint64_t handle, int *device, size_t *size);
+int simgpu_vmm_reserve(uint64_t *ptr, size_t size, size_t align, uint64_t hint);
+int simgpu_vmm_free(uint64_t ptr, size_t size);
+int simgpu_vmm_map(uint64_t ptr, size_t size, size_t offset, uint64_t handle);
+int simgpu_vmm_unmap(uint64_t ptr, size_t size);
+int simgpu_vmm_access(uint64_t ptr, size_t size, int prot);
+int simgpu_vmm_retain(uint64_t *handle, uint64_t addr);
+/* Inside libcudart only: 1 accessible mapped range (device set), 0 reserved
+ * but not accessible, -1 not VMM. */
+int simgpu_vmm_lookup(uintptr_t p, size_t len, int *device);
 
 /* Seconds a collective or init waits for missing ranks (SIMGPU_TIMEOUT). */
 double simgpu_timeout_s(void);
