@@ -7,7 +7,7 @@ ifdef CI
 CMAKE_FLAGS += -DRT_WERROR=ON
 endif
 
-.PHONY: all setup build test test-asan fuzz demo bench clean
+.PHONY: all setup build test test-asan fuzz demo bench clean install
 FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 30
 
@@ -35,6 +35,11 @@ fuzz: setup
 	@cmake -S . -B $(FUZZ_BUILD) -DRT_FUZZ=ON -DCMAKE_C_COMPILER=clang >/dev/null
 	@cmake --build $(FUZZ_BUILD) -j$(JOBS)
 	@scripts/fuzz.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
+
+# bin/ranktrace, lib/libranktrace.so, the probe, docs, bash completion under PREFIX.
+PREFIX ?= /usr/local
+install: build
+	cmake --install $(BUILD) --prefix $(PREFIX)
 
 demo: build
 	@scripts/demo.sh $(BUILD)

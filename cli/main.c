@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "version.h"
 
 void rt_cli_usage(FILE *f)
 {
@@ -64,6 +65,8 @@ int main(int argc, char **argv)
 		rt_cli_usage(stdout);
 		return 0;
 	}
+	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version"))
+		return rt_cli_version(stdout);
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		if (!strcmp(argv[1], commands[i].name))
 			return commands[i].fn(argc - 1, argv + 1);

@@ -1,0 +1,7 @@
+# SPDX-License-Identifier: MIT
+"""python -m ranktrace: the same as the `ranktrace` command."""
+import sys
+
+from ranktrace import main
+
+sys.exit(main())
