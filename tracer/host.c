@@ -39,6 +39,15 @@ void rt_inj_host_warn(int *flag, const char *msg)
 
 void rt_tr_rank_from_nccl(int rank, int nranks)
 {
+	if (rt_tr_lttng_wanted) { /* no rank directory: the event says it */
+		if (rt_tr_rank.rank >= 0 || rank < 0)
+			return;
+		rt_tr_rank.rank = rank;
+		rt_tr_rank.world_size = nranks;
+		rt_tr_rank.source = "nccl";
+		rt_tr_ev_rt_rank(rank, nranks);
+		return;
+	}
 	if (!rt_tr_rank_learn(rank, nranks))
 		return;
 	rt_tr_write_metadata(rt_tr_rank.dir, true);

@@ -241,6 +241,7 @@ __attribute__((constructor)) static void rt_tr_init(void)
 	rt_inj_init(); /* a fault plan applies even when no trace can be written */
 	if (!dir || !*dir)
 		return; /* loaded without `ranktrace run`: inert */
+	rt_tr_lttng_configure();
 	if (dir[0] != '/' || strlen(dir) >= sizeof(rt_tr_config.dir) - 64) {
 		rt_tr_warn_once(&warned_config, "RANKTRACE_DIR must be an absolute path shorter "
 				"than 4000 bytes: tracing is off");

@@ -55,6 +55,8 @@ struct rt_tr_call {
 	uint8_t *common;  /* dur_ns, ret, cur_dev */
 	uint8_t *fields;  /* first field */
 	uint8_t *p;       /* field cursor */
+	uint8_t *rec;     /* where the record begins (header) */
+	unsigned id;
 	uint64_t t0;
 	int errno_in, errno_out;
 	bool ok;
@@ -70,6 +72,14 @@ extern uint64_t rt_tr_tsc0, rt_tr_mono0, rt_tr_tsc_mult; /* ns = mono0 + (tsc-ts
 extern RT_TLS int rt_tr_depth;
 extern RT_TLS int rt_tr_cur_dev;
 extern RT_TLS struct rt_tr_stream *rt_tr_stream_tls;
+
+/* lttng_backend.c: RANKTRACE_BACKEND=lttng. rt_tr_lttng_emit is NULL unless
+ * the LTTng-UST provider is loaded: then every finished record goes to it. */
+extern bool rt_tr_lttng_wanted;
+extern void (*rt_tr_lttng_emit)(unsigned id, const uint8_t *fields, uint64_t dur, int ret, int dev);
+void rt_tr_lttng_configure(void);
+int rt_tr_lttng_setup(void);
+void rt_tr_lttng_stream_init(struct rt_tr_stream *s);
 
 /* writer.c: slow paths */
 struct rt_tr_stream *rt_tr_stream_open(void);
@@ -219,6 +229,8 @@ static inline bool rt_tr_begin(struct rt_tr_call *c, unsigned id, unsigned paylo
 	}
 	s->last_ts = now;
 	c->s = s;
+	c->rec = s->pos;
+	c->id = id;
 	c->t0 = now;
 	c->common = p;
 	{
@@ -263,6 +275,10 @@ static inline void rt_tr_end(struct rt_tr_call *c, long ret)
 	memcpy(c->common, &dur, 5);
 	memcpy(c->common + 5, &r16, 2);
 	rt_tr_commit(c->s, now); /* last_ts stays the header's: compact deltas decode from it */
+	if (rt_unlikely(rt_tr_lttng_emit != NULL)) {
+		rt_tr_lttng_emit(c->id, c->fields, dur, r16, (int8_t)c->common[7]);
+		c->s->pos = c->rec; /* records nest LIFO: free this one's room */
+	}
 	rt_tr_depth = 0;
 	errno = c->errno_out;
 }

@@ -362,10 +362,13 @@ static int process_setup(void)
 		rt_tr_rank_init();
 	/* All processes of one rank share its trace, so the uuid is derived from
 	 * the run and the rank, not drawn at random. */
-	err = rt_tr_rank_dir_create(trace_uuid);
-	if (err)
-		return err;
-	err = rt_tr_write_metadata(rt_tr_rank.dir, false);
+	if (rt_tr_lttng_wanted) { /* identity as an event, no files (lttng_backend.c) */
+		err = rt_tr_lttng_setup();
+	} else {
+		err = rt_tr_rank_dir_create(trace_uuid);
+		if (!err)
+			err = rt_tr_write_metadata(rt_tr_rank.dir, false);
+	}
 	if (err)
 		return err;
 	calibrate_clock();
@@ -403,6 +406,10 @@ static int stream_start(struct rt_tr_stream *s)
 	s->fd = -1;
 	s->pid = rt_tr_pid;
 	s->tid = (pid_t)syscall(SYS_gettid);
+	if (rt_tr_lttng_wanted) {
+		rt_tr_lttng_stream_init(s);
+		return 0;
+	}
 	err = open_stream_file(s);
 	if (!err && !cap_allows())
 		err = -EFBIG;

@@ -1,0 +1,123 @@
+/* SPDX-License-Identifier: MIT */
+/* lttng_backend.c - the LTTng-UST backend inside libranktrace.so: loads the
+ * `ranktrace:*` provider (libranktrace-lttng.so) and gives each thread a
+ * stream that hands every finished record to it instead of a file.
+ *
+ * Chosen by RANKTRACE_BACKEND=lttng (set by `ranktrace run --backend lttng`,
+ * which also creates the LTTng session). libranktrace.so itself never links
+ * liblttng-ust: the provider is dlopened at a process's first event, from
+ * the directory libranktrace.so was loaded from (or RANKTRACE_LTTNG_PROVIDER),
+ * so a machine without LTTng-UST loads and traces natively as before. If the
+ * provider cannot be loaded, one warning and tracing stops (fail-open).
+ *
+ * The wrappers are the native ones: they build their record in the thread's
+ * stream buffer (never mapped to a file here), and rt_tr_end() (tracer.h)
+ * passes it to rt_lttng_emit() and rewinds the buffer to where the record
+ * began (records nest LIFO: a tracer event inside a call). Rank identity,
+ * which the native writer puts in the CTF metadata, is the event
+ * ranktrace:rt_identity, emitted once per process (and per forked child).
+ *
+ * Called under writer.c's process lock (setup) or by the owning thread
+ * (stream init); rt_tr_lttng_emit is written once, before any record uses
+ * it, and read on the hot path. */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "lttng_layout.h"
+#include "rank.h"
+#include "tracer.h"
+
+bool rt_tr_lttng_wanted;
+void (*rt_tr_lttng_emit)(unsigned id, const uint8_t *fields, uint64_t dur, int ret, int dev);
+
+static rt_lttng_identity_fn identity_fn;
+static void *provider;
+static int warned;
+
+/* RANKTRACE_BACKEND: "lttng", or "ctf"/unset for the native writer. */
+void rt_tr_lttng_configure(void)
+{
+	const char *b = getenv("RANKTRACE_BACKEND");
+
+	rt_tr_lttng_wanted = b && strcmp(b, "lttng") == 0;
+	if (b && *b && !rt_tr_lttng_wanted && strcmp(b, "ctf") != 0)
+		rt_tr_warn_once(&warned, "RANKTRACE_BACKEND=%s not understood (ctf or lttng): "
+				"using ctf", b);
+}
+
+static void *open_provider(char *why, size_t n)
+{
+	const char *env = getenv("RANKTRACE_LTTNG_PROVIDER");
+	char path[4200];
+	Dl_info info;
+	void *h;
+
+	if (env && *env) {
+		snprintf(path, sizeof(path), "%s", env);
+	} else if (dladdr((void *)rt_tr_lttng_configure, &info) && info.dli_fname &&
+		   strrchr(info.dli_fname, '/')) {
+		int dirlen = (int)(strrchr(info.dli_fname, '/') - info.dli_fname);
+
+		snprintf(path, sizeof(path), "%.*s/%s", dirlen, info.dli_fname,
+			 RT_LTTNG_PROVIDER_SONAME);
+	} else {
+		snprintf(path, sizeof(path), "%s", RT_LTTNG_PROVIDER_SONAME);
+	}
+	h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (!h)
+		snprintf(why, n, "%s", dlerror());
+	return h;
+}
+
+static int load_provider(void)
+{
+	const unsigned *count;
+	void *emit;
+	char why[512] = "";
+
+	if (provider)
+		return 0;
+	provider = open_provider(why, sizeof(why));
+	if (!provider)
+		goto out_fail;
+	count = dlsym(provider, "rt_lttng_schema_events");
+	emit = dlsym(provider, "rt_lttng_emit");
+	identity_fn = (rt_lttng_identity_fn)dlsym(provider, "rt_lttng_identity");
+	if (!count || !emit || !identity_fn || *count != RT_ID_COUNT) {
+		snprintf(why, sizeof(why), "it was built from another call table");
+		goto out_fail;
+	}
+	__atomic_store_n(&rt_tr_lttng_emit, (rt_lttng_emit_fn)emit, __ATOMIC_RELEASE);
+	return 0;
+
+out_fail:
+	rt_tr_warn_once(&warned, "cannot load the LTTng provider %s (%s): the program "
+			"continues untraced", RT_LTTNG_PROVIDER_SONAME, why);
+	return -ENOENT;
+}
+
+/* Once per process (writer.c's process_setup, rank identity known). */
+int rt_tr_lttng_setup(void)
+{
+	char host[64] = "";
+	int err = load_provider();
+
+	if (err)
+		return err;
+	gethostname(host, sizeof(host) - 1);
+	identity_fn(rt_tr_rank.rank, rt_tr_rank.local_rank, rt_tr_rank.world_size, (int)getpid(),
+		    rt_tr_rank.source ? rt_tr_rank.source : "unknown", host, rt_tr_config.run_id);
+	return 0;
+}
+
+/* A thread's stream: its buffer only holds the records in progress. */
+void rt_tr_lttng_stream_init(struct rt_tr_stream *s)
+{
+	s->fd = -1;
+	s->scratch = true;
+	s->pkt = s->buf;
+	s->pos = s->buf + RT_PACKET_HEADER_BYTES;
+	s->end = s->buf + sizeof(s->buf);
+}
