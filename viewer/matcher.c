@@ -1,0 +1,212 @@
+/* SPDX-License-Identifier: MIT */
+/* matcher.c - collectives matched across ranks, as PyTorch's Flight
+ * Recorder analyser does.
+ *
+ * Each collective joins its (communicator, sequence) entry; an entry is
+ * checked (same kind, count, datatype, op, root on every rank) and freed
+ * once every rank of the communicator has reported it. The communicator's
+ * size is learned from its init events. What stays open at the end is a
+ * collective some ranks never reached (matcher_finish). Memory: open
+ * collectives only. */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model.h"
+#include "model_int.h"
+
+struct centry {
+	uint64_t comm_id;
+	uint32_t seq;
+	int nranks;     /* ranks expected */
+	int seen;
+	struct sig *by_rank; /* indexed by trace rank index */
+	struct centry *next;
+};
+
+static int comm_nranks(struct matcher *m, uint64_t id)
+{
+	for (int i = 0; i < m->ncomms; i++)
+		if (m->comms[i].id == id)
+			return m->comms[i].nranks;
+	return m->t->nranks;
+}
+
+void rt_vw_comm_learn(struct matcher *m, uint64_t id, int nranks)
+{
+	for (int i = 0; i < m->ncomms; i++)
+		if (m->comms[i].id == id)
+			return;
+	if (m->ncomms < (int)(sizeof(m->comms) / sizeof(m->comms[0])) && nranks > 0) {
+		m->comms[m->ncomms].id = id;
+		m->comms[m->ncomms++].nranks = nranks;
+	}
+}
+
+static void describe(char *out, size_t n, const struct sig *s)
+{
+	snprintf(out, n, "%s(count %" PRIu64 "%s)", rt_vw_coll_names[s->kind], s->count,
+		 s->kind == RT_CK_BROADCAST || s->kind == RT_CK_REDUCE ? ", root" : "");
+	if (s->kind == RT_CK_BROADCAST || s->kind == RT_CK_REDUCE) {
+		size_t k = strlen(out);
+
+		snprintf(out + k - 1, n - k + 1, " %d)", s->root);
+	}
+}
+
+static bool same_sig(const struct sig *a, const struct sig *b)
+{
+	return a->kind == b->kind && a->count == b->count && a->dtype == b->dtype &&
+	       a->root == b->root && (a->op == b->op || a->kind == RT_CK_ALLGATHER ||
+				      a->kind == RT_CK_BROADCAST);
+}
+
+/* All ranks that reported seq: the minority signature is the divergence. */
+static void check_entry(struct matcher *m, struct centry *e)
+{
+	struct rt_vw_trace *t = m->t;
+	int groups[64], sizes[64], ng = 0;
+	char ranks[256] = "", a[96], b[96];
+	size_t len = 0;
+	int major = 0, minor;
+
+	for (int r = 0; r < t->nranks && ng < 64; r++) {
+		int g;
+
+		if (!e->by_rank[r].seen)
+			continue;
+		for (g = 0; g < ng; g++)
+			if (same_sig(&e->by_rank[groups[g]], &e->by_rank[r]))
+				break;
+		if (g == ng) {
+			groups[ng] = r;
+			sizes[ng++] = 0;
+		}
+		sizes[g]++;
+	}
+	if (ng <= 1)
+		return;
+	for (int g = 1; g < ng; g++)
+		if (sizes[g] > sizes[major])
+			major = g;
+	minor = major == 0 ? 1 : 0;
+	for (int r = 0; r < t->nranks; r++)
+		if (e->by_rank[r].seen && !same_sig(&e->by_rank[r], &e->by_rank[groups[major]]) &&
+		    len < sizeof(ranks) - 16)
+			len += (size_t)snprintf(ranks + len, sizeof(ranks) - len, "%s%d", len ? "," : "",
+						t->ranks[r].meta.rank);
+	describe(a, sizeof(a), &e->by_rank[groups[major]]);
+	describe(b, sizeof(b), &e->by_rank[groups[minor]]);
+	if (!t->diverged || e->seq < t->div_seq) {
+		t->diverged = true;
+		t->div_comm = e->comm_id;
+		t->div_seq = e->seq;
+	}
+	if (m->mismatch_reported)
+		return;
+	m->mismatch_reported = true;
+	rt_vw_add_finding(t, 20, RT_V_COLLECTIVE_MISMATCH,
+		    "collective mismatch at sequence %u of communicator %016" PRIx64 ": rank%s %s "
+		    "called %s where %d rank%s called %s (a rank skipped or added a collective)",
+		    e->seq, e->comm_id, strchr(ranks, ',') ? "s" : "", ranks, b, sizes[major],
+		    sizes[major] == 1 ? "" : "s", a);
+}
+
+static void entry_free(struct centry *e)
+{
+	free(e->by_rank);
+	free(e);
+}
+
+void rt_vw_match(struct matcher *m, int ri, uint64_t comm_id, uint32_t seq, struct sig s)
+{
+	size_t b = (size_t)((comm_id ^ (seq * 0x9E3779B97F4A7C15ull)) % CBUCKETS);
+	struct centry **link, *e;
+
+	for (link = &m->buckets[b]; (e = *link); link = &e->next)
+		if (e->comm_id == comm_id && e->seq == seq)
+			break;
+	if (!e) {
+		e = calloc(1, sizeof(*e));
+		if (!e)
+			return;
+		e->by_rank = calloc((size_t)m->t->nranks, sizeof(*e->by_rank));
+		if (!e->by_rank) {
+			free(e);
+			return;
+		}
+		e->comm_id = comm_id;
+		e->seq = seq;
+		e->nranks = comm_nranks(m, comm_id);
+		e->next = m->buckets[b];
+		m->buckets[b] = e;
+		link = &m->buckets[b];
+		if (++m->open > m->open_peak)
+			m->open_peak = m->open;
+	}
+	if (e->by_rank[ri].seen)
+		return;
+	s.seen = 1;
+	e->by_rank[ri] = s;
+	if (++e->seen < e->nranks)
+		return;
+	check_entry(m, e);
+	*link = e->next;
+	entry_free(e);
+	m->open--;
+}
+
+/* Collectives some ranks reached and others did not. */
+void rt_vw_matcher_finish(struct matcher *m)
+{
+	struct rt_vw_trace *t = m->t;
+	struct centry *first = NULL;
+
+	for (int b = 0; b < CBUCKETS; b++)
+		for (struct centry *e = m->buckets[b]; e; e = e->next) {
+			check_entry(m, e);
+			if (!first || e->seq < first->seq)
+				first = e;
+		}
+	if (first && !m->mismatch_reported) {
+		char missing[256] = "", a[96] = "?";
+		size_t len = 0;
+		int any = -1;
+
+		for (int r = 0; r < t->nranks; r++) {
+			if (first->by_rank[r].seen) {
+				any = r;
+				continue;
+			}
+			if (len < sizeof(missing) - 16)
+				len += (size_t)snprintf(missing + len, sizeof(missing) - len, "%s%d",
+							len ? "," : "", t->ranks[r].meta.rank);
+		}
+		if (any >= 0)
+			describe(a, sizeof(a), &first->by_rank[any]);
+		if (len) {
+			rt_vw_add_finding(t, 25, RT_V_COLLECTIVE_MISMATCH,
+				    "collective %s at sequence %u of communicator %016" PRIx64
+				    " was never called by rank%s %s", a, first->seq, first->comm_id,
+				    strchr(missing, ',') ? "s" : "", missing);
+			if (!t->diverged) {
+				t->diverged = true;
+				t->div_comm = first->comm_id;
+				t->div_seq = first->seq;
+			}
+		}
+	}
+	for (int b = 0; b < CBUCKETS; b++) {
+		struct centry *e = m->buckets[b];
+
+		while (e) {
+			struct centry *n = e->next;
+
+			entry_free(e);
+			e = n;
+		}
+		m->buckets[b] = NULL;
+	}
+}

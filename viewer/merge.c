@@ -1,0 +1,328 @@
+/* SPDX-License-Identifier: MIT */
+/* merge.c - every stream of every rank, merged by time, through the model.
+ *
+ * rt_vw_load opens each rank's streams (reader.c), merges them with a heap of
+ * cursors (a bounded window tolerates streams whose clocks overlap), feeds
+ * each event to the model (model.c) and runs the detectors (detectors.c).
+ * rt_vw_foreach replays the same merge for the exports. */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model.h"
+#include "model_int.h"
+
+/* ---- the merge ---- */
+
+struct src {
+	struct rt_vw_cursor *c;
+	struct rt_vw_event e;
+	int rank;
+};
+
+/* Heap entries carry the key inline: with a thousand ranks, comparing
+ * through pointers to the sources costs a cache miss per level. */
+struct hnode {
+	uint64_t ts;
+	struct src *s;
+};
+
+static void heap_down(struct hnode *h, int n, int i)
+{
+	struct hnode x = h[i];
+
+	for (;;) {
+		int l = 2 * i + 1, c;
+
+		if (l >= n)
+			break;
+		c = l + 1 < n && h[l + 1].ts < h[l].ts ? l + 1 : l;
+		if (h[c].ts >= x.ts)
+			break;
+		h[i] = h[c];
+		i = c;
+	}
+	h[i] = x;
+}
+
+static void note_damage(struct rt_vw_trace *t, int ri, const char *msg)
+{
+	if (!t->ranks[ri].damaged[0]) {
+		snprintf(t->ranks[ri].damaged, sizeof(t->ranks[ri].damaged), "%s", msg);
+		t->damaged++;
+	}
+}
+
+int rt_vw_rank_index(const struct rt_vw_trace *t, int rank)
+{
+	for (int i = 0; i < t->nranks; i++)
+		if (t->ranks[i].meta.rank == rank)
+			return i;
+	return -1;
+}
+
+/* Deliver every event of srcs in time order; closes nothing. */
+static int merge_streams(struct rt_vw_trace *t, struct src *srcs, int nsrc,
+			 void (*fn)(void *arg, int rank, const struct rt_vw_event *e), void *arg)
+{
+	struct hnode *heap = calloc((size_t)nsrc + 1, sizeof(*heap));
+	int hn = 0;
+
+	if (!heap)
+		return -1;
+	for (int k = 0; k < nsrc; k++) {
+		int rc = rt_vw_cursor_next(srcs[k].c, &srcs[k].e);
+
+		if (rc == 1)
+			heap[hn++] = (struct hnode){ srcs[k].e.ts, &srcs[k] };
+		else if (rc < 0 && t)
+			note_damage(t, srcs[k].rank, rt_vw_cursor_error(srcs[k].c));
+	}
+	for (int i = hn / 2 - 1; i >= 0; i--)
+		heap_down(heap, hn, i);
+	while (hn > 0) {
+		struct src *s = heap[0].s;
+		int rc;
+
+		fn(arg, s->rank, &s->e);
+		rc = rt_vw_cursor_next(s->c, &s->e);
+		if (rc == 1) {
+			heap[0].ts = s->e.ts;
+		} else {
+			if (rc < 0 && t)
+				note_damage(t, s->rank, rt_vw_cursor_error(s->c));
+			if (t)
+				t->ranks[s->rank].discarded += rt_vw_cursor_info(s->c)->discarded;
+			heap[0] = heap[--hn];
+		}
+		if (hn > 1)
+			heap_down(heap, hn, 0);
+	}
+	free(heap);
+	return 0;
+}
+
+/* The model's pass: time windows, rank by rank inside a window, each rank's
+ * own streams merged exactly. Matching needs no order across ranks, and
+ * touching one rank's state for a run of events keeps it in cache. Open
+ * collectives stay bounded by what a window holds. srcs must be grouped by
+ * rank (open_sources does). */
+#define WINDOW_NS 20000000ull /* 20 ms of trace time */
+
+static int merge_windowed(struct rt_vw_trace *t, struct src *srcs, int nsrc,
+			  void (*fn)(void *arg, int rank, const struct rt_vw_event *e), void *arg)
+{
+	bool *live = calloc((size_t)nsrc + 1, sizeof(*live));
+	int left = 0;
+
+	if (!live)
+		return -1;
+	for (int k = 0; k < nsrc; k++) {
+		int rc = rt_vw_cursor_next(srcs[k].c, &srcs[k].e);
+
+		live[k] = rc == 1;
+		left += live[k];
+		if (rc < 0)
+			note_damage(t, srcs[k].rank, rt_vw_cursor_error(srcs[k].c));
+	}
+	while (left > 0) {
+		uint64_t tmin = UINT64_MAX, wend;
+
+		for (int k = 0; k < nsrc; k++)
+			if (live[k] && srcs[k].e.ts < tmin)
+				tmin = srcs[k].e.ts;
+		wend = tmin + WINDOW_NS;
+		for (int a = 0; a < nsrc;) {
+			int b = a;
+
+			while (b < nsrc && srcs[b].rank == srcs[a].rank)
+				b++;
+			/* this rank's streams [a, b): smallest timestamp first */
+			for (;;) {
+				int best = -1;
+
+				for (int k = a; k < b; k++)
+					if (live[k] && srcs[k].e.ts < wend &&
+					    (best < 0 || srcs[k].e.ts < srcs[best].e.ts))
+						best = k;
+				if (best < 0)
+					break;
+				for (;;) { /* a run from one stream while it stays first */
+					int rc;
+
+					fn(arg, srcs[best].rank, &srcs[best].e);
+					rc = rt_vw_cursor_next(srcs[best].c, &srcs[best].e);
+					if (rc != 1) {
+						if (rc < 0)
+							note_damage(t, srcs[best].rank,
+								    rt_vw_cursor_error(srcs[best].c));
+						t->ranks[srcs[best].rank].discarded +=
+							rt_vw_cursor_info(srcs[best].c)->discarded;
+						live[best] = false;
+						left--;
+						break;
+					}
+					if (srcs[best].e.ts >= wend || b - a > 1)
+						break;
+				}
+			}
+			a = b;
+		}
+	}
+	free(live);
+	return 0;
+}
+
+static void model_event(void *arg, int rank, const struct rt_vw_event *e)
+{
+	struct matcher *m = arg;
+
+	rt_vw_on_event(m, rank, e);
+	m->t->events++;
+}
+
+/* Open a cursor on every stream of every readable rank of t. */
+static int open_sources(struct rt_vw_trace *t, struct src **out, int *nout)
+{
+	struct src *srcs = NULL;
+	int nsrc = 0, cap = 0;
+
+	for (int i = 0; i < t->nranks; i++) {
+		char rd[4400], e2[512], **streams;
+		int ns;
+
+		if (!t->ranks[i].readable)
+			continue;
+		snprintf(rd, sizeof(rd), "%s/%s", t->dir, t->ranks[i].name);
+		ns = rt_vw_list_streams(rd, &streams);
+		for (int k = 0; k < ns; k++) {
+			char sp[4700];
+
+			if (nsrc == cap) {
+				void *p = realloc(srcs, sizeof(*srcs) * (size_t)(cap = cap ? cap * 2 : 64));
+
+				if (!p) {
+					rt_vw_free_names(streams, ns);
+					free(srcs);
+					return -1;
+				}
+				srcs = p;
+			}
+			snprintf(sp, sizeof(sp), "%s/%s", rd, streams[k]);
+			srcs[nsrc].c = rt_vw_cursor_open(sp, e2, sizeof(e2));
+			srcs[nsrc].rank = i;
+			if (srcs[nsrc].c)
+				nsrc++;
+			else
+				note_damage(t, i, e2);
+		}
+		rt_vw_free_names(streams, ns > 0 ? ns : 0);
+	}
+	*out = srcs;
+	*nout = nsrc;
+	return 0;
+}
+
+int rt_vw_foreach(const struct rt_vw_trace *t, void (*fn)(void *arg, int rank, const struct rt_vw_event *e),
+		  void *arg)
+{
+	struct src *srcs;
+	int nsrc, rc;
+
+	if (open_sources((struct rt_vw_trace *)t, &srcs, &nsrc) != 0)
+		return -1;
+	rc = merge_streams(NULL, srcs, nsrc, fn, arg);
+	for (int k = 0; k < nsrc; k++)
+		rt_vw_cursor_close(srcs[k].c);
+	free(srcs);
+	return rc;
+}
+
+struct rt_vw_trace *rt_vw_load(const char *dir, unsigned flags, char *err, size_t errlen)
+{
+	struct rt_vw_trace *t = calloc(1, sizeof(*t));
+	struct matcher *m = calloc(1, sizeof(*m));
+	struct src *srcs = NULL;
+	char **names = NULL;
+	int n, nsrc = 0, readable = 0;
+
+	if (!t || !m)
+		goto out_oom;
+	snprintf(t->dir, sizeof(t->dir), "%s", dir);
+	t->flags = flags;
+	n = rt_vw_list_ranks(dir, &names);
+	if (n <= 0) {
+		snprintf(err, errlen, "%s: no rank traces (rank-*/ directories) here", dir);
+		goto out_fail;
+	}
+	t->nranks = n;
+	t->ranks = calloc((size_t)n, sizeof(*t->ranks));
+	if (!t->ranks)
+		goto out_oom;
+	m->t = t;
+	for (int i = 0; i < n; i++) {
+		struct rt_vw_rank *r = &t->ranks[i];
+		char rd[4400], e2[512];
+
+		snprintf(r->name, sizeof(r->name), "%s", names[i]);
+		r->comm_device = r->init_device = -1;
+		r->live = calloc(1, sizeof(*r->live));
+		snprintf(rd, sizeof(rd), "%s/%s", dir, names[i]);
+		if (rt_vw_read_metadata(rd, &r->meta, e2, sizeof(e2)) != 0) {
+			r->meta.rank = -1;
+			note_damage(t, i, e2);
+			continue;
+		}
+		if (r->meta.rank < 0)
+			r->meta.rank = 100000 + i; /* pid-named: keep them apart */
+		r->readable = true;
+		readable++;
+	}
+	if (!readable) {
+		snprintf(err, errlen, "%s: no readable rank trace (%s)", dir, t->ranks[0].damaged);
+		goto out_fail;
+	}
+	if (open_sources(t, &srcs, &nsrc) != 0)
+		goto out_oom;
+	if (merge_windowed(t, srcs, nsrc, model_event, m) != 0)
+		goto out_oom;
+	for (int k = 0; k < nsrc; k++)
+		rt_vw_cursor_close(srcs[k].c);
+	nsrc = 0;
+	rt_vw_matcher_finish(m);
+	rt_vw_analyse(t);
+	free(srcs);
+	free(m);
+	rt_vw_free_names(names, n);
+	return t;
+
+out_oom:
+	snprintf(err, errlen, "%s: out of memory", dir);
+out_fail:
+	for (int k = 0; k < nsrc; k++)
+		rt_vw_cursor_close(srcs[k].c);
+	free(srcs);
+	free(m);
+	if (names)
+		rt_vw_free_names(names, t && t->nranks ? t->nranks : 0);
+	rt_vw_free(t);
+	return NULL;
+}
+
+void rt_vw_free(struct rt_vw_trace *t)
+{
+	if (!t)
+		return;
+	for (int i = 0; i < t->nranks && t->ranks; i++) {
+		if (t->ranks[i].live)
+			free(t->ranks[i].live->slots);
+		free(t->ranks[i].live);
+		free(t->ranks[i].calls);
+		free(t->ranks[i].params);
+	}
+	free(t->ranks);
+	free(t->findings);
+	free(t);
+}

@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: MIT */
+/* model_int.h - the viewer's parts, shared between its files only: the live
+ * allocation map (alloc_map.c), the collective matcher (matcher.c), the rank
+ * model (model.c), the merge (merge.c) and the detectors (detectors.c).
+ * Not for the CLI: it sees model.h. */
+#ifndef RT_MODEL_INT_H
+#define RT_MODEL_INT_H
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model.h"
+
+/* ---- live allocation map (alloc_map.c) ---- */
+
+struct alloc {
+	uint64_t ptr, size;
+	int8_t dev;   /* -1: host memory */
+	uint8_t used; /* 0 empty, 1 live, 2 deleted */
+};
+
+struct rt_vw_alloc_map {
+	struct alloc *slots;
+	size_t cap, live, used;
+};
+
+/* ---- collective matcher (matcher.c) ---- */
+
+struct sig {
+	uint8_t kind, dtype, op, seen;
+	int32_t root;
+	uint64_t count;
+	int ret;
+	bool pending;
+};
+
+#define CBUCKETS 4096
+
+struct centry;
+
+struct matcher {
+	struct centry *buckets[CBUCKETS];
+	struct rt_vw_trace *t;
+	/* comm_id -> nranks, learned from init events */
+	struct { uint64_t id; int nranks; } comms[512];
+	int ncomms;
+	size_t open, open_peak;
+	bool mismatch_reported;
+};
+
+void rt_vw_map_put(struct rt_vw_alloc_map *m, uint64_t ptr, uint64_t size, int dev);
+struct alloc *rt_vw_map_find(struct rt_vw_alloc_map *m, uint64_t ptr);
+void rt_vw_comm_learn(struct matcher *m, uint64_t id, int nranks);
+void rt_vw_add_finding(struct rt_vw_trace *t, int severity, enum rt_vw_verdict sigv,
+			const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+void rt_vw_match(struct matcher *m, int ri, uint64_t comm_id, uint32_t seq, struct sig s);
+void rt_vw_matcher_finish(struct matcher *m);
+void rt_vw_on_event(struct matcher *m, int ri, const struct rt_vw_event *e);
+void rt_vw_analyse(struct rt_vw_trace *t);
+bool rt_vw_crashed(const struct rt_vw_rank *r);
+
+#endif

@@ -1,0 +1,155 @@
+/* SPDX-License-Identifier: MIT */
+/* perfetto.c - a loaded trace as Chrome trace-event JSON (Perfetto UI,
+ * chrome://tracing): a process per rank, tracks per thread and CUDA stream,
+ * device-memory counters, and flow arrows linking one collective across
+ * ranks (opened by the first rank to call it, closed by the last). */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "export.h"
+#include "export_int.h"
+
+/* Open collectives: (comm, seq) -> ranks seen so far, for flow phases. */
+struct flow {
+	uint64_t comm;
+	uint32_t seq;
+	int seen;
+	struct flow *next;
+};
+
+#define FLOW_BUCKETS 4096
+
+/* ---- Perfetto / Chrome trace JSON ---- */
+
+struct pf {
+	FILE *f;
+	const struct rt_vw_trace *t;
+	uint64_t t0;
+	struct mem *mem;
+	struct flow *flows[FLOW_BUCKETS];
+	int *comm_n; /* unused: nranks from the trace */
+	bool first;
+};
+
+static void pf_sep(struct pf *p)
+{
+	fputs(p->first ? "\n" : ",\n", p->f);
+	p->first = false;
+}
+
+static double us(const struct pf *p, uint64_t ns)
+{
+	return (double)(ns - p->t0) / 1000.0;
+}
+
+static void pf_event(void *arg, int ri, const struct rt_vw_event *e)
+{
+	struct pf *p = arg;
+	const struct rt_vw_rank *r = &p->t->ranks[ri];
+	const struct rt_event_desc *d = &rt_events[e->id];
+	uint64_t stream = (uint64_t)rt_vw_fld(e, RT_F_STREAM);
+	uint64_t tid = e->tid;
+	int dev;
+
+	if (e->ts < p->t0)
+		return;
+	/* async work on a CUDA stream goes on that stream's track */
+	if (rt_vw_is_coll(e->id) || e->id == RT_ID_cudaMemcpyAsync || e->id == RT_ID_cudaMemsetAsync)
+		tid = stream ? (0x10000000ull | ((stream >> 4) & 0xfffffff)) : tid;
+	pf_sep(p);
+	fprintf(p->f, "{\"ph\":\"X\",\"pid\":%d,\"tid\":%" PRIu64 ",\"ts\":%.3f,\"dur\":%.3f,\"name\":\"%s\","
+		"\"cat\":\"%s\",\"args\":{\"ret\":%d,\"device\":%d%s", r->meta.rank, tid, us(p, e->ts),
+		e->pending ? us(p, r->last_ts) - us(p, e->ts) : (double)e->dur / 1000.0, d->name,
+		d->lib == RT_LIB_NCCL ? "nccl" : d->lib == RT_LIB_CUDA ? "cuda" : "ranktrace", e->ret,
+		e->dev, e->pending ? ",\"never_returned\":true" : "");
+	for (int i = 0; i < d->nfields; i++) {
+		int64_t v = rt_field_get(e->id, e->fields, i);
+
+		if (d->fields[i].kind == RT_K_PTR || d->fields[i].kind == RT_K_U64)
+			fprintf(p->f, ",\"%s\":\"%s%" PRIx64 "\"", d->fields[i].name,
+				d->fields[i].kind == RT_K_PTR ? "0x" : "", (uint64_t)v);
+		else
+			fprintf(p->f, ",\"%s\":%" PRId64, d->fields[i].name, v);
+	}
+	fputs("}}", p->f);
+	if (rt_vw_is_coll(e->id)) {
+		uint64_t comm = (uint64_t)rt_vw_fld(e, RT_F_COMM_ID);
+		uint32_t seq = (uint32_t)rt_vw_fld(e, RT_F_SEQ);
+		size_t b = (size_t)((comm ^ seq * 0x9E3779B97F4A7C15ull) % FLOW_BUCKETS);
+		struct flow **l = &p->flows[b], *fl;
+		const char *ph;
+
+		while (*l && ((*l)->comm != comm || (*l)->seq != seq))
+			l = &(*l)->next;
+		fl = *l;
+		if (!fl) {
+			fl = calloc(1, sizeof(*fl));
+			if (!fl)
+				return;
+			fl->comm = comm;
+			fl->seq = seq;
+			fl->next = p->flows[b];
+			p->flows[b] = fl;
+			l = &p->flows[b];
+		}
+		fl->seen++;
+		ph = fl->seen == 1 ? "s" : fl->seen >= p->t->nranks ? "f" : "t";
+		pf_sep(p);
+		fprintf(p->f, "{\"ph\":\"%s\",\"id\":\"%016" PRIx64 "-%u\",\"name\":\"%s #%u\",\"cat\":\"collective\","
+			"\"pid\":%d,\"tid\":%" PRIu64 ",\"ts\":%.3f%s}", ph, comm, seq, d->name, seq,
+			r->meta.rank, tid, us(p, e->ts), ph[0] == 'f' ? ",\"bp\":\"e\"" : "");
+		if (fl->seen >= p->t->nranks) {
+			*l = fl->next;
+			free(fl);
+		}
+	}
+	dev = rt_vw_mem_update(&p->mem[ri], e);
+	if (dev >= 0) {
+		pf_sep(p);
+		fprintf(p->f, "{\"ph\":\"C\",\"pid\":%d,\"ts\":%.3f,\"name\":\"device %d memory\",\"args\":{\"bytes\":%"
+			PRIu64 "}}", r->meta.rank, us(p, e->ts), dev, p->mem[ri].bytes[dev]);
+	}
+}
+
+int rt_vw_export_perfetto(const struct rt_vw_trace *t, FILE *f)
+{
+	struct pf p = { .f = f, .t = t, .first = true };
+	int rc;
+
+	p.t0 = rt_vw_trace_start(t);
+	p.mem = calloc((size_t)t->nranks, sizeof(*p.mem));
+	if (!p.mem)
+		return -1;
+	fputs("{\"displayTimeUnit\":\"ns\",\"otherData\":{\"generator\":\"ranktrace\",\"verdict\":\"", f);
+	fputs(rt_vw_verdict_names[t->verdict], f);
+	fputs("\"},\"traceEvents\":[", f);
+	for (int i = 0; i < t->nranks; i++) {
+		const struct rt_vw_rank *r = &t->ranks[i];
+
+		if (!r->readable)
+			continue;
+		pf_sep(&p);
+		fprintf(f, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,\"args\":{\"name\":\"rank %d (",
+			r->meta.rank, r->meta.rank);
+		rt_vw_json_esc(f, r->meta.hostname);
+		fputs(")\"}}", f);
+		pf_sep(&p);
+		fprintf(f, "{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":%d,\"args\":{\"sort_index\":%d}}",
+			r->meta.rank, r->meta.rank);
+	}
+	rc = rt_vw_foreach(t, pf_event, &p);
+	fputs("\n]}\n", f);
+	for (int i = 0; i < t->nranks; i++)
+		rt_vw_mem_free(&p.mem[i]);
+	free(p.mem);
+	for (int b = 0; b < FLOW_BUCKETS; b++)
+		while (p.flows[b]) {
+			struct flow *x = p.flows[b];
+
+			p.flows[b] = x->next;
+			free(x);
+		}
+	return rc || ferror(f) ? -1 : 0;
+}
