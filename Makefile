@@ -24,11 +24,19 @@ test: build
 	@scripts/setup-torch.sh $(BUILD)
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
 
-# Unit tests under AddressSanitizer + UndefinedBehaviorSanitizer.
-test-asan: setup
+# Unit and integration tests under AddressSanitizer + UndefinedBehaviorSanitizer.
+# Integration: the CLI, viewer and workloads are the instrumented ones; the
+# preloaded tracer and the simulated libraries come from the plain build,
+# since they also load into uninstrumented processes (python, bash).
+test-asan: build
 	@cmake -S . -B $(ASAN_BUILD) -DRT_SANITIZE=ON $(CMAKE_FLAGS) >/dev/null
 	@cmake --build $(ASAN_BUILD) -j$(JOBS)
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j$(JOBS) -L unit
+	@if [ -e $(BUILD)/venv-torch ]; then ln -sfn $(abspath $(BUILD))/venv-torch $(ASAN_BUILD)/venv-torch; fi
+	cd $(ASAN_BUILD) && RT_PLAIN_BUILD=$(abspath $(BUILD)) \
+	  ASAN_OPTIONS=detect_leaks=0:verify_asan_link_order=0:abort_on_error=0 \
+	  UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	  ctest --output-on-failure -j$(JOBS) -L integration
 
 # libFuzzer targets, a short run each (corpus seeded from real traces).
 fuzz: setup

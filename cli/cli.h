@@ -43,11 +43,23 @@ void rt_cli_json_str(FILE *f, const char *s);
 void rt_cli_rank_end(const struct rt_vw_rank *r, char *out, size_t n);
 void rt_cli_devices_str(uint64_t mask, char *out, size_t n);
 uint64_t rt_cli_rank_peak(const struct rt_vw_rank *r);
+/* A rank number as given on the command line: digits only, 0 to
+ * RT_CLI_MAX_RANK; -1 for anything else ("abc", "1x", "", "-1", overflow). */
+#define RT_CLI_MAX_RANK 99999
+int rt_cli_parse_rank(const char *s);
+/* 0 when dir is a directory; else prints "no such directory" (or why) and
+ * returns EXIT_USAGE: a wrong path is a usage error, not a damaged trace. */
+int rt_cli_check_dir(const char *cmd, const char *dir);
 /* Load a trace for command cmd; prints the error or each damaged rank. */
 struct rt_vw_trace *rt_cli_load(const char *cmd, const char *dir);
 /* Write to out via a temporary file, renamed at the end: no half files. */
 int rt_cli_write_output(const char *cmd, const struct rt_vw_trace *t, const char *out,
 			int (*fn)(const struct rt_vw_trace *, FILE *));
 int rt_cli_export_cmd(int argc, char **argv, bool report);
+
+/* outdir.c: mkdir -p DIR and check it is safe to trace into (no planted
+ * rank-* symlink; no rank traces unless append); abs gets its real path
+ * (PATH_MAX). 0, or -errno with a message in err. */
+int rt_cli_prepare_dir(const char *dir, bool append, char *abs, char *err, size_t errlen);
 
 #endif

@@ -33,6 +33,8 @@ int rt_cli_cmd_diff(int argc, char **argv)
 		fprintf(stderr, "usage: ranktrace diff A B\n");
 		return EXIT_USAGE;
 	}
+	if (rt_cli_check_dir("diff", argv[1]) || rt_cli_check_dir("diff", argv[2]))
+		return EXIT_USAGE;
 	a = rt_cli_load("diff", argv[1]);
 	b = a ? rt_cli_load("diff", argv[2]) : NULL;
 	if (!a || !b) {

@@ -46,6 +46,9 @@ int rt_cli_export_cmd(int argc, char **argv, bool report)
 				       : "usage: ranktrace export DIR --perfetto OUT.json\n");
 		return EXIT_USAGE;
 	}
+	rc = rt_cli_check_dir(cmd, argv[optind]);
+	if (rc)
+		return rc;
 	t = rt_cli_load(cmd, argv[optind]);
 	if (!t)
 		return RT_VW_ERR_CORRUPT;

@@ -35,8 +35,9 @@ static void usage_run(FILE *f)
 		"ranks). Each rank writes a CTF trace to DIR/rank-NNNNN/ (babeltrace2 reads it).\n"
 		"\n"
 		"  -o, --output DIR   trace directory (default: ranktrace-YYYYmmdd-HHMMSS); it\n"
-		"                     must not exist or be empty; put it on a shared filesystem\n"
-		"                     when ranks run on several nodes\n"
+		"                     and missing parents are created; it must hold no rank\n"
+		"                     traces yet; put it on a shared filesystem when ranks run\n"
+		"                     on several nodes\n"
 		"  --max-size SIZE    cap the trace of each rank process (e.g. 64M, 1G); events\n"
 		"                     past the cap are counted as discarded\n"
 		"  --inject PLAN      inject faults: 'SPEC[;SPEC...]' or a preset such as\n"
@@ -46,6 +47,8 @@ static void usage_run(FILE *f)
 		"  --append           DIR may already hold rank traces: add to them (one\n"
 		"                     `ranktrace run` per node or task on a shared DIR; implied\n"
 		"                     when Slurm runs several tasks, SLURM_NTASKS > 1)\n"
+		"  --allow-untraced   when DIR cannot be used (not a directory, no permission),\n"
+		"                     run CMD untraced with a warning instead of refusing\n"
 		"\n"
 		"Exit status: CMD's (128+N if it was killed by signal N); 2 for a usage error.\n"
 		"\n"
@@ -127,15 +130,6 @@ static void set_python_path(void)
 	setenv("PYTHONPATH", val, 1);
 }
 
-static bool dir_is_empty(const char *path)
-{
-	char **names;
-	int n = rt_vw_list_ranks(path, &names);
-
-	rt_vw_free_names(names, n > 0 ? n : 0);
-	return n <= 0;
-}
-
 static void forward(int sig)
 {
 	if (child > 0)
@@ -171,6 +165,7 @@ int rt_cli_cmd_run(int argc, char **argv)
 		{ "inject", required_argument, NULL, 'i' },
 		{ "inject-file", required_argument, NULL, 'f' },
 		{ "append", no_argument, NULL, 'a' },
+		{ "allow-untraced", no_argument, NULL, 'U' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -180,6 +175,8 @@ int rt_cli_cmd_run(int argc, char **argv)
 	unsigned char rnd[16];
 	const char *max_size = NULL;
 	bool traced = true, append = getenv("SLURM_NTASKS") && atoi(getenv("SLURM_NTASKS")) > 1;
+	bool allow_untraced = false;
+	char err[PATH_MAX + 400];
 	int c, status;
 
 	while ((c = getopt_long(argc, argv, "+o:h", opts, NULL)) != -1) {
@@ -187,6 +184,7 @@ int rt_cli_cmd_run(int argc, char **argv)
 		case 'o': snprintf(dir, sizeof(dir), "%s", optarg); break;
 		case 'm': max_size = optarg; break;
 		case 'a': append = true; break;
+		case 'U': allow_untraced = true; break;
 		case 'i':
 			free(inject);
 			inject = strdup(optarg);
@@ -219,7 +217,6 @@ int rt_cli_cmd_run(int argc, char **argv)
 	}
 	if (inject) {
 		struct rt_inj_plan plan;
-		char err[2048];
 
 		if (rt_inj_parse(inject, &plan, err, sizeof(err)) != 0) {
 			fprintf(stderr, "ranktrace run: %s\n", err);
@@ -234,19 +231,16 @@ int rt_cli_cmd_run(int argc, char **argv)
 	}
 	if (!dir[0])
 		default_dir(dir, sizeof(dir));
-	if (mkdir(dir, 0700) != 0 && (errno != EEXIST || (!append && !dir_is_empty(dir)))) {
-		if (errno == EEXIST) {
-			fprintf(stderr, "ranktrace run: %s already holds rank traces: choose another -o, "
-				"or --append to add to them (one run per node)\n", dir);
+	if (rt_cli_prepare_dir(dir, append, abs, err, sizeof(err)) != 0) {
+		/* never run a job untraced silently: only when asked */
+		if (!allow_untraced) {
+			fprintf(stderr, "ranktrace run: %s\n(--allow-untraced runs the command anyway, "
+				"untraced)\n", err);
+			free(inject);
 			return EXIT_USAGE;
 		}
-		fprintf(stderr, "ranktrace: warning: cannot create %s (%s): running the command "
-			"untraced\n", dir, strerror(errno));
-		traced = false;
-	}
-	if (traced && !realpath(dir, abs)) {
-		fprintf(stderr, "ranktrace: warning: %s: %s: running the command untraced\n", dir,
-			strerror(errno));
+		fprintf(stderr, "ranktrace: warning: %s: running the command untraced "
+			"(--allow-untraced)\n", err);
 		traced = false;
 	}
 	if (traced) {

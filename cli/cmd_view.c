@@ -123,7 +123,14 @@ int rt_cli_cmd_view(int argc, char **argv)
 
 	while ((c = getopt_long(argc, argv, "r:jh", opts, NULL)) != -1) {
 		switch (c) {
-		case 'r': only = atoi(optarg); break;
+		case 'r':
+			only = rt_cli_parse_rank(optarg);
+			if (only < 0) {
+				fprintf(stderr, "ranktrace view: --rank %s: expected a rank number "
+					"(0 to %d)\n", optarg, RT_CLI_MAX_RANK);
+				return EXIT_USAGE;
+			}
+			break;
 		case 'j': json = true; break;
 		case 'h':
 			printf("usage: ranktrace view DIR [--rank N] [--json]\n\n"
@@ -141,6 +148,9 @@ int rt_cli_cmd_view(int argc, char **argv)
 		fprintf(stderr, "usage: ranktrace view DIR [--rank N] [--json]\n");
 		return EXIT_USAGE;
 	}
+	rc = rt_cli_check_dir("view", argv[optind]);
+	if (rc)
+		return rc;
 	t = rt_cli_load("view", argv[optind]);
 	if (!t)
 		return RT_VW_ERR_CORRUPT;

@@ -2,13 +2,16 @@
 /* common.c - what several commands print the same way: sizes, JSON strings,
  * how a rank ended, device lists; loading a trace with its warnings; writing
  * an output file atomically. */
+#include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -72,6 +75,37 @@ uint64_t rt_cli_rank_peak(const struct rt_vw_rank *r)
 	return p;
 }
 
+int rt_cli_parse_rank(const char *s)
+{
+	char *end;
+	long v;
+
+	if (!isdigit((unsigned char)*s))
+		return -1;
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (*end || errno || v > RT_CLI_MAX_RANK)
+		return -1;
+	return (int)v;
+}
+
+int rt_cli_check_dir(const char *cmd, const char *dir)
+{
+	struct stat st;
+
+	if (stat(dir, &st) != 0) {
+		fprintf(stderr, "ranktrace %s: %s: %s\n", cmd, dir, errno == ENOENT ?
+			"no such directory" : strerror(errno));
+		return EXIT_USAGE;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "ranktrace %s: %s: not a directory (a trace is the directory "
+			"`ranktrace run -o` wrote)\n", cmd, dir);
+		return EXIT_USAGE;
+	}
+	return 0;
+}
+
 struct rt_vw_trace *rt_cli_load(const char *cmd, const char *dir)
 {
 	char err[1024];
@@ -91,15 +125,28 @@ int rt_cli_write_output(const char *cmd, const struct rt_vw_trace *t, const char
 			int (*fn)(const struct rt_vw_trace *, FILE *))
 {
 	char tmp[PATH_MAX];
-	FILE *f;
+	mode_t mask = umask(0);
+	FILE *f = NULL;
+	int fd;
 
-	snprintf(tmp, sizeof(tmp), "%s.tmp%d", out, (int)getpid());
-	f = fopen(tmp, "w");
-	if (!f) {
-		fprintf(stderr, "ranktrace %s: cannot write %s: %s\n", cmd, out, strerror(errno));
+	umask(mask);
+	/* an unpredictable name created with O_EXCL in OUT's directory: a
+	 * planted OUT.tmpPID symlink can no longer redirect the write */
+	if (snprintf(tmp, sizeof(tmp), "%s.XXXXXX", out) >= (int)sizeof(tmp)) {
+		fprintf(stderr, "ranktrace %s: %s: path too long\n", cmd, out);
 		return 1;
 	}
-	if (fn(t, f) != 0 || fclose(f) != 0 || rename(tmp, out) != 0) {
+	fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0 || fchmod(fd, 0666 & ~mask) != 0 || !(f = fdopen(fd, "w"))) {
+		fprintf(stderr, "ranktrace %s: cannot write %s: %s\n", cmd, out, strerror(errno));
+		if (fd >= 0) {
+			close(fd);
+			unlink(tmp);
+		}
+		return 1;
+	}
+	fd = fn(t, f);
+	if (fclose(f) != 0 || fd != 0 || rename(tmp, out) != 0) {
 		fprintf(stderr, "ranktrace %s: writing %s failed: %s\n", cmd, out, strerror(errno));
 		unlink(tmp);
 		return 1;

@@ -86,6 +86,7 @@ int rt_tr_rank_dir_create(uint8_t uuid[16])
 {
 	uint64_t a, b;
 	const char *leaf;
+	struct stat st;
 
 	/* a forked child writes into its parent's rank directory */
 	if (!rt_tr_rank.dir[0])
@@ -94,6 +95,12 @@ int rt_tr_rank_dir_create(uint8_t uuid[16])
 		return -errno;
 	if (mkdir(rt_tr_rank.dir, 0700) != 0 && errno != EEXIST)
 		return -errno;
+	/* an existing rank directory must be a real one of ours: a planted
+	 * symlink (rank-00000 -> elsewhere) is refused, never followed */
+	if (lstat(rt_tr_rank.dir, &st) != 0)
+		return -errno;
+	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid())
+		return -ENOTDIR;
 	leaf = strrchr(rt_tr_rank.dir, '/');
 	a = fnv(fnv(0xcbf29ce484222325ull, rt_tr_config.run_id), leaf);
 	b = fnv(fnv(0x84222325cbf29ce4ull, leaf), rt_tr_config.run_id);

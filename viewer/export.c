@@ -14,17 +14,46 @@
 #include "export.h"
 #include "export_int.h"
 
+/* Length of the valid UTF-8 sequence at s (1-4), or 0 (overlong forms,
+ * surrogates and code points over U+10FFFF are invalid, RFC 3629). */
+static int utf8_len(const unsigned char *s)
+{
+	int n = s[0] >= 0xf0 ? 4 : s[0] >= 0xe0 ? 3 : 2;
+	uint32_t cp = s[0] & (0x3f >> (n - 1));
+
+	if (s[0] < 0xc2 || s[0] > 0xf4)
+		return 0;
+	for (int i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (s[i] & 0x3f);
+	}
+	if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
+	    (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return n;
+}
+
+/* A JSON string body: always valid JSON and valid UTF-8 whatever s holds
+ * (a hostname or parameter name from a trace is untrusted input); a byte
+ * that is not part of valid UTF-8 becomes U+FFFD. */
 void rt_vw_json_esc(FILE *f, const char *s)
 {
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		unsigned char c = *p;
+		int n;
 
 		if (c == '"' || c == '\\')
 			fprintf(f, "\\%c", c);
-		else if (c < 0x20)
+		else if (c < 0x20 || c == 0x7f)
 			fprintf(f, "\\u%04x", c);
-		else
+		else if (c < 0x80)
 			fputc(c, f);
+		else if ((n = utf8_len(p)) > 0) {
+			fwrite(p, 1, (size_t)n, f);
+			p += n - 1;
+		} else
+			fputs("\\ufffd", f);
 	}
 }
 

@@ -159,6 +159,7 @@ static void on_param(struct rt_vw_rank *r, const struct rt_vw_event *e)
 			r->params_cap = cap;
 		}
 		p = &r->params[r->nparams++];
+		memset(p, 0, sizeof(*p)); /* realloc'd: was_meta read below */
 		snprintf(p->name, sizeof(p->name), "%s", name);
 	}
 	if (place == RT_P_META && !p->was_meta) {

@@ -81,9 +81,10 @@ struct rt_vw_cursor *rt_vw_cursor_open(const char *path, char *err, size_t errle
 		return NULL;
 	}
 	snprintf(c->path, sizeof(c->path), "%s", path);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || fstat(fd, &st) != 0) {
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		snprintf(err, errlen, "%s: %s", path, fd >= 0 || errno == ELOOP ?
+			 "not a regular file: skipped" : strerror(errno));
 		if (fd >= 0)
 			close(fd);
 		free(c);
@@ -264,6 +265,34 @@ int rt_vw_read_stream(const char *path, rt_vw_event_fn fn, void *arg,
 	return rc < 0 ? -1 : 0;
 }
 
+#define RT_VW_MAX_METADATA (1 << 20) /* ours are a few KiB */
+
+/* fopen(path, "r") for a regular file only: a FIFO (open would block), a
+ * symlink (to /dev/zero, or out of the trace) or a device is refused. */
+static FILE *open_regular(const char *path, char *err, size_t errlen)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	struct stat st;
+	FILE *f;
+
+	if (fd < 0) {
+		snprintf(err, errlen, "%s: %s", path, errno == ELOOP ? "a symbolic link, not a "
+			 "regular file: skipped" : strerror(errno));
+		return NULL;
+	}
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		snprintf(err, errlen, "%s: not a regular file: skipped", path);
+		close(fd);
+		return NULL;
+	}
+	f = fdopen(fd, "r");
+	if (!f) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		close(fd);
+	}
+	return f;
+}
+
 int rt_vw_read_metadata(const char *rank_dir, struct rt_vw_rank_meta *m, char *err, size_t errlen)
 {
 	char path[4200], line[512];
@@ -273,12 +302,10 @@ int rt_vw_read_metadata(const char *rank_dir, struct rt_vw_rank_meta *m, char *e
 	memset(m, 0, sizeof(*m));
 	m->rank = m->local_rank = m->world_size = -1;
 	snprintf(path, sizeof(path), "%s/metadata", rank_dir);
-	f = fopen(path, "r");
-	if (!f) {
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+	f = open_regular(path, err, errlen);
+	if (!f)
 		return -1;
-	}
-	while (fgets(line, sizeof(line), f)) {
+	while (ftell(f) < RT_VW_MAX_METADATA && fgets(line, sizeof(line), f)) {
 		char key[64], val[128];
 
 		if (strncmp(line, "env {", 5) == 0)

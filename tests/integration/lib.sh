@@ -3,6 +3,12 @@
 set -uo pipefail
 B=$(cd "$1" && pwd)
 SIM="$B/sim"
+# under `make test-asan`: the tracer and sim/ from the plain build (they load
+# into uninstrumented processes); the CLI and workloads from $B, instrumented
+if [ -n "${RT_PLAIN_BUILD:-}" ]; then
+  SIM="$RT_PLAIN_BUILD/sim"
+  export RANKTRACE_LIB="$RT_PLAIN_BUILD/lib/libranktrace.so"
+fi
 T=$(mktemp -d "${TMPDIR:-/tmp}/rt-test.XXXXXX")
 trap 'rm -rf "$T"' EXIT
 failures=0

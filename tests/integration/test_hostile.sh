@@ -42,4 +42,67 @@ done
 sim timeout -k 5 60 "$RT" run -o "$T/longp" --inject-file "$T/long.plan" -- "$B/bin/fsdp_mini" --steps 1 > "$T/longp.log" 2>&1
 check "--inject-file: a 1100-byte comment line stays one comment (the plan after it fires)" grep -q 'cudaMalloc failed: cudaErrorMemoryAllocation' "$T/longp.log"
 
+# ---- trace directories and outputs ----
+sim timeout -k 5 60 "$RT" run -o "$T/base" -- "$B/bin/rt-launch" -n 2 "$B/bin/fsdp_mini" --steps 1 > /dev/null 2>&1
+check "a 2-rank trace to damage" [ -d "$T/base/rank-00001" ]
+
+# report/export wrote through OUT.tmpPID: a planted symlink redirected the write
+echo precious > "$T/victim"
+for c in "report -o" "export --perfetto"; do
+  bash -c 'ln -sf "$1" "$2.tmp$$"; exec timeout -k 5 60 '"$RT"' '"${c%% *}"' "$3" '"${c#* }"' "$2"' _ "$T/victim" "$T/out.${c%% *}" "$T/base" 2> /dev/null
+  check "${c%% *}: a planted OUT.tmpPID symlink is not followed (victim intact)" grep -qx precious "$T/victim"
+  check "${c%% *}: the output is written" test -s "$T/out.${c%% *}"
+  rm -f "$T"/out.*.tmp*
+done
+
+# run -o DIR where DIR/rank-00000 is a planted symlink: refused, never followed
+mkdir -p "$T/plant" "$T/elsewhere"; ln -s "$T/elsewhere" "$T/plant/rank-00000"
+for a in "" --append; do
+  sim timeout -k 5 60 "$RT" run -o "$T/plant" $a -- "$B/bin/fsdp_mini" --steps 1 > /dev/null 2> "$T/plant.err"
+  check "run ${a:-(fresh)} into a planted rank-00000 symlink: refused (exit 2), nothing written there" bash -c "[ $? -eq 2 ] && [ -z \"\$(ls -A '$T/elsewhere')\" ] && grep -q 'symbolic link' '$T/plant.err'"
+done
+# planted after the CLI looked: the tracer refuses it too
+sim env RANKTRACE_DIR="$T/plant" RANKTRACE_RUN_ID=0123456789abcdef0123456789abcdef RANK=0 WORLD_SIZE=1 LOCAL_RANK=0 \
+  LD_PRELOAD="${RANKTRACE_LIB:-$B/lib/libranktrace.so}" timeout -k 5 60 "$B/bin/fsdp_mini" --steps 1 > "$T/plant2.log" 2>&1
+check "the tracer does not follow a planted rank-00000 symlink, the program still runs (rc $?)" bash -c "[ -z \"\$(ls -A '$T/elsewhere')\" ] && grep -q 'step 1' '$T/plant2.log'"
+
+# -o a file, or under missing parents: never run untraced silently
+touch "$T/afile"
+timeout -k 5 20 "$RT" run -o "$T/afile" -- touch "$T/ran" > /dev/null 2>&1
+check "-o FILE: refused (exit 2), the command did not run" bash -c "[ $? -eq 2 ] && [ ! -e '$T/ran' ]"
+timeout -k 5 20 "$RT" run -o "$T/afile" --allow-untraced -- touch "$T/ran" > /dev/null 2> "$T/untraced.err"
+check "-o FILE --allow-untraced: runs untraced, with a warning" bash -c "[ $? -eq 0 ] && [ -e '$T/ran' ] && grep -q 'untraced' '$T/untraced.err'"
+sim timeout -k 5 60 "$RT" run -o "$T/miss/ing/parent" -- "$B/bin/fsdp_mini" --steps 1 > /dev/null 2>&1
+check "-o under missing parents: created (mkdir -p) and traced" test -s "$T/miss/ing/parent/rank-00000/metadata"
+
+# metadata that is a FIFO or a symlink to /dev/zero: skipped with an error, no hang
+cp -r "$T/base" "$T/fifo"; rm "$T/fifo/rank-00001/metadata"; mkfifo "$T/fifo/rank-00001/metadata"
+cp -r "$T/base" "$T/zero"; rm "$T/zero/rank-00001/metadata"; ln -s /dev/zero "$T/zero/rank-00001/metadata"
+for d in fifo zero; do
+  for c in "view --json" "verdict --bad crashed" "export --perfetto $T/$d.json" "report -o $T/$d.html"; do
+    timeout -k 2 20 "$RT" ${c%% *} "$T/$d" ${c#* } > /dev/null 2> "$T/$d.err" < /dev/null
+    rc=$?
+    check "metadata $d: ${c%% *} ends in time with an error naming it (rc $rc)" bash -c "[ $rc -ne 124 ] && [ $rc -ne 137 ] && grep -q 'rank-00001/metadata.*not a regular file' '$T/$d.err'"
+  done
+done
+
+# a hostname with invalid UTF-8: view --json and Perfetto stay valid JSON (UTF-8)
+cp -r "$T/base" "$T/utf"
+python3 - "$T/utf/rank-00001/metadata" <<'PY'
+import sys; p = sys.argv[1]; b = open(p, 'rb').read()
+open(p, 'wb').write(b.replace(b'hostname = "', b'hostname = "\xff\xfe\xc3(\xed\xa0\x80x', 1))
+PY
+timeout -k 5 60 "$RT" view "$T/utf" --json > "$T/utf.json"
+timeout -k 5 60 "$RT" export "$T/utf" --perfetto "$T/utf.pf.json" 2> /dev/null
+check "view --json with an invalid-UTF-8 hostname is valid JSON" python3 -c "import json,sys; d=json.loads(open(sys.argv[1],'rb').read().decode('utf-8')); assert d['ranks'][1]['host'].startswith('\ufffd\ufffd\ufffd(')" "$T/utf.json"
+check "the Perfetto export too" python3 -c "import json,sys; json.loads(open(sys.argv[1],'rb').read().decode('utf-8'))" "$T/utf.pf.json"
+
+# view: strict --rank, a missing directory is a usage error (3 is for damage)
+for r in abc 1x '' -1 99999999999; do
+  timeout -k 5 20 "$RT" view "$T/base" --rank "$r" > /dev/null 2>&1
+  check "view --rank '$r': exit 2" [ $? -eq 2 ]
+done
+timeout -k 5 20 "$RT" view /nonexistent > /dev/null 2> "$T/ne.err"
+check "view /nonexistent: exit 2, 'no such directory'" bash -c "[ $? -eq 2 ] && grep -q 'no such directory' '$T/ne.err'"
+
 finish

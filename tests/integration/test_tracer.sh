@@ -5,7 +5,7 @@
 # exact event counts, crash safety, threads, fork, fail-open, rank identity.
 source "$(dirname "$0")/lib.sh"
 RT="$B/bin/ranktrace"
-LIB="$B/lib/libranktrace.so"
+LIB="${RANKTRACE_LIB:-$B/lib/libranktrace.so}"
 bt_clean() { # babeltrace2 reads the trace with no warning or error
   babeltrace2 "$1" > "$T/bt.out" 2> "$T/bt.err" && [ ! -s "$T/bt.err" ]
 }
