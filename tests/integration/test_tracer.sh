@@ -90,10 +90,12 @@ check "fork: the child's exit is in its own stream" bash -c "babeltrace2 '$T/for
 
 # 7. fail-open: unwritable output, same output and status
 sim "$B/bin/fsdp_mini" --steps 2 > "$T/plain.out" 2> "$T/plain.err"; rc0=$?
-sim "$RT" run -o /proc/ranktrace-cannot-write -- "$B/bin/fsdp_mini" --steps 2 > "$T/ro.out" 2> "$T/ro.err"; rc1=$?
-check "unwritable -o: same exit status ($rc0/$rc1)" [ $rc0 -eq $rc1 ]
-check "unwritable -o: same program output" cmp -s "$T/plain.out" "$T/ro.out"
-check "unwritable -o: exactly one warning" [ "$(grep -c warning "$T/ro.err")" -eq 1 ]
+sim "$RT" run -o /proc/ranktrace-cannot-write -- "$B/bin/fsdp_mini" --steps 2 > "$T/ro0.out" 2> /dev/null; rc1=$?
+check "unwritable -o: refused (exit 2), the job does not run untraced silently" bash -c "[ $rc1 -eq 2 ] && [ ! -s '$T/ro0.out' ]"
+sim "$RT" run -o /proc/ranktrace-cannot-write --allow-untraced -- "$B/bin/fsdp_mini" --steps 2 > "$T/ro.out" 2> "$T/ro.err"; rc1=$?
+check "unwritable -o --allow-untraced: same exit status ($rc0/$rc1)" [ $rc0 -eq $rc1 ]
+check "unwritable -o --allow-untraced: same program output" cmp -s "$T/plain.out" "$T/ro.out"
+check "unwritable -o --allow-untraced: exactly one warning" [ "$(grep -c warning "$T/ro.err")" -eq 1 ]
 RANKTRACE_DIR=/proc/ranktrace-cannot-write LD_PRELOAD="$LIB" sim "$B/bin/fsdp_mini" --steps 2 > "$T/ro2.out" 2> "$T/ro2.err"; rc2=$?
 check "library with an unwritable RANKTRACE_DIR: same status and output" bash -c "[ $rc2 -eq $rc0 ] && cmp -s '$T/plain.out' '$T/ro2.out'"
 check "library with an unwritable RANKTRACE_DIR: exactly one warning" [ "$(grep -c 'ranktrace: warning' "$T/ro2.err")" -eq 1 ]
