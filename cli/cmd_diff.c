@@ -30,7 +30,8 @@ int rt_cli_cmd_diff(int argc, char **argv)
 		return 0;
 	}
 	if (argc != 3) {
-		fprintf(stderr, "usage: ranktrace diff A B\n");
+		fprintf(stderr, "ranktrace diff: expected two trace directories, A and B\n"
+			"usage: ranktrace diff A B\n");
 		return EXIT_USAGE;
 	}
 	if (rt_cli_check_dir("diff", argv[1]) || rt_cli_check_dir("diff", argv[2]))

@@ -31,19 +31,24 @@ int rt_cli_export_cmd(int argc, char **argv, bool report)
 			if (report)
 				printf("usage: ranktrace report DIR -o REPORT.html\n\nOne self-contained HTML "
 				       "file (no network): verdict, findings, a row per rank, a timeline of\n"
-				       "collectives per rank, device memory over time, parameter placement.\n");
+				       "collectives per rank, device memory over time, parameter placement.\n\n"
+				       "  -o, --output REPORT.html   where to write it (replaced atomically)\n");
 			else
 				printf("usage: ranktrace export DIR --perfetto OUT.json\n\nChrome trace-event "
 				       "JSON for ui.perfetto.dev or chrome://tracing: a process per rank,\n"
 				       "tracks per thread and CUDA stream, device-memory counters, and flow\n"
-				       "arrows linking the same collective across ranks.\n");
+				       "arrows linking the same collective across ranks.\n\n"
+				       "  --perfetto OUT.json   where to write it (-o, --output: the same)\n");
 			return 0;
 		default: return EXIT_USAGE;
 		}
 	}
 	if (optind != argc - 1 || !out) {
-		fprintf(stderr, report ? "usage: ranktrace report DIR -o REPORT.html\n"
-				       : "usage: ranktrace export DIR --perfetto OUT.json\n");
+		fprintf(stderr, "ranktrace %s: %s\n%s", cmd,
+			!out ? (report ? "-o REPORT.html is required" : "--perfetto OUT.json is required")
+			     : "expected one trace directory",
+			report ? "usage: ranktrace report DIR -o REPORT.html\n"
+			       : "usage: ranktrace export DIR --perfetto OUT.json\n");
 		return EXIT_USAGE;
 	}
 	rc = rt_cli_check_dir(cmd, argv[optind]);

@@ -22,13 +22,22 @@ int rt_cli_cmd_inject(int argc, char **argv)
 		char err[2048];
 
 		if (rt_inj_parse(argv[2], &plan, err, sizeof(err)) != 0) {
-			fprintf(stderr, "%s\n", err);
+			fprintf(stderr, "ranktrace inject: %s\n", err);
 			return EXIT_USAGE;
 		}
 		printf("ok: %d rule%s\n", plan.nrules, plan.nrules == 1 ? "" : "s");
 		rt_inj_plan_free(&plan);
 		return 0;
 	}
-	fprintf(stderr, "usage: ranktrace inject --list | --check PLAN\n");
-	return argc == 2 && !strcmp(argv[1], "--help") ? 0 : EXIT_USAGE;
+	if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+		printf("usage: ranktrace inject --list | --check PLAN\n\n"
+		       "  -l, --list     the fault plan language: targets, actions, keys, presets\n"
+		       "                 with their parameters, examples\n"
+		       "  --check PLAN   parse PLAN as `run --inject` would, without running anything\n"
+		       "                 (exit 0, or 2 with the mistake pointed at)\n");
+		return 0;
+	}
+	fprintf(stderr, "ranktrace inject: expected --list or --check PLAN\n"
+		"usage: ranktrace inject --list | --check PLAN\n");
+	return EXIT_USAGE;
 }

@@ -51,7 +51,8 @@ int rt_cli_cmd_verdict(int argc, char **argv)
 		}
 	}
 	if (optind != argc - 1) {
-		fprintf(stderr, "usage: ranktrace verdict DIR [--bad SIGNATURE]\n");
+		fprintf(stderr, "ranktrace verdict: expected one trace directory\n"
+			"usage: ranktrace verdict DIR [--bad SIGNATURE]\n");
 		return EXIT_USAGE;
 	}
 	t = rt_cli_load("verdict", argv[optind]);

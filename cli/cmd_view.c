@@ -145,7 +145,8 @@ int rt_cli_cmd_view(int argc, char **argv)
 		}
 	}
 	if (optind != argc - 1) {
-		fprintf(stderr, "usage: ranktrace view DIR [--rank N] [--json]\n");
+		fprintf(stderr, "ranktrace view: expected one trace directory\n"
+			"usage: ranktrace view DIR [--rank N] [--json]\n");
 		return EXIT_USAGE;
 	}
 	rc = rt_cli_check_dir("view", argv[optind]);

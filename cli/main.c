@@ -26,15 +26,16 @@ void rt_cli_usage(FILE *f)
 		"unmodified distributed training job.\n"
 		"\n"
 		"commands:\n"
-		"  run [-o DIR] [--max-size SIZE] [--inject PLAN] -- CMD...\n"
-		"                                           trace CMD and all its child processes\n"
-		"  inject --list                            fault plan targets, actions, presets\n"
+		"  run [-o DIR] [--max-size SIZE] [--inject PLAN | --inject-file F] [--append]\n"
+		"      [--] CMD...                          trace CMD and all its child processes\n"
+		"  inject --list | --check PLAN             fault plan targets, actions, presets\n"
 		"  view DIR [--rank N] [--json]             per-rank summary and findings\n"
 		"  verdict DIR [--bad SIGNATURE]            one-word classification; exit code for\n"
 		"                                           git bisect run: 0 healthy, 1 bad, 125 skip\n"
 		"  diff A B                                 where two traces first diverge, per rank\n"
 		"  export DIR --perfetto OUT.json           Chrome trace JSON for ui.perfetto.dev\n"
 		"  report DIR -o REPORT.html                one self-contained HTML report\n"
+		"  --version                                version, git revision, CUDA/NCCL headers\n"
 		"\n"
 		"example:\n"
 		"  ranktrace run -o T -- torchrun --nproc-per-node 8 train.py\n"
@@ -67,9 +68,16 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version"))
 		return rt_cli_version(stdout);
-	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-		if (!strcmp(argv[1], commands[i].name))
-			return commands[i].fn(argc - 1, argv + 1);
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+		char prog[64];
+
+		if (strcmp(argv[1], commands[i].name))
+			continue;
+		/* getopt's own messages then read "ranktrace run: unrecognized option" */
+		snprintf(prog, sizeof(prog), "ranktrace %s", commands[i].name);
+		argv[1] = prog;
+		return commands[i].fn(argc - 1, argv + 1);
+	}
 	fprintf(stderr, "ranktrace: unknown command '%s'\n\n", argv[1]);
 	rt_cli_usage(stderr);
 	return EXIT_USAGE;

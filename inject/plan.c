@@ -50,7 +50,7 @@ static const struct {
 	{ "cudaMalloc*", { "cudaErrorMemoryAllocation" } },
 	{ "cudaHostAlloc", { "cudaErrorMemoryAllocation" } },
 	{ "cudaMemGetInfo", { "cudaErrorMemoryAllocation" } },
-	{ "cuda[SG]etDevice", { "cudaErrorInvalidDevice", "cudaErrorDeviceUnavailable" } },
+	{ "cuda[SG]etDevice", { "cudaErrorInvalidDevice" } }, /* DevicesUnavailable: common */
 	{ "cudaDeviceReset", { "cudaErrorInvalidDevice" } },
 	{ "cudaMemcpy*", { "cudaErrorInvalidMemcpyDirection", "cudaErrorInvalidDevice" } },
 	{ "cudaMemset*", { "cudaErrorInvalidDevicePointer" } },
@@ -67,19 +67,20 @@ static const unsigned collectives[] = { RT_ID_ncclAllReduce, RT_ID_ncclAllGather
 					RT_ID_ncclReduceScatter, RT_ID_ncclBroadcast,
 					RT_ID_ncclBcast, RT_ID_ncclReduce };
 
+/* A preset's parameters (params: "N", "R@SEQ") fill its expansion's %s in order. */
 static const struct {
-	const char *name, *expansion, *doc;
+	const char *name, *params, *expansion, *doc;
 } presets[] = {
-	{ "skip-fsdp-root", "fsdp.root_forward:bypass",
+	{ "skip-fsdp-root", NULL, "fsdp.root_forward:bypass",
 	  "the FSDP root forward is bypassed: the trainer calls the unwrapped module (transformers 4.53.0)" },
-	{ "oom-at", "cudaMalloc:error=cudaErrorMemoryAllocation:when=%s",
-	  "oom-at=N: the N-th cudaMalloc of each rank fails with out of memory" },
-	{ "wrong-device", "cudaSetDevice:device=0",
+	{ "oom-at", "N", "cudaMalloc:error=cudaErrorMemoryAllocation:when=%s",
+	  "the N-th cudaMalloc of each rank fails with out of memory" },
+	{ "wrong-device", NULL, "cudaSetDevice:device=0",
 	  "every rank binds device 0 (\"model device not properly set\"): NCCL refuses duplicates" },
-	{ "nccl-hang", "@collective:hang:when=%s",
-	  "nccl-hang=SEQ: each rank's SEQ-th collective never returns" },
-	{ "rank-dies", "@collective:kill=9:rank=%s:when=%s",
-	  "rank-dies=R@SEQ: rank R is killed (SIGKILL) at its SEQ-th collective" },
+	{ "nccl-hang", "SEQ", "@collective:hang:when=%s",
+	  "each rank's SEQ-th collective never returns" },
+	{ "rank-dies", "R@SEQ", "@collective:kill=9:rank=%s:when=%s",
+	  "rank R is killed (SIGKILL) at its SEQ-th collective" },
 };
 
 static bool valid_code_for(unsigned api, const char *code)
@@ -103,6 +104,27 @@ static bool valid_code_for(unsigned api, const char *code)
 				return true;
 	}
 	return false;
+}
+
+/* The codes error= accepts for api, comma-separated into out (its own family first). */
+static void valid_codes_str(unsigned api, char *out, size_t n)
+{
+	size_t len = 0;
+
+#define ADD(code) (len += (size_t)snprintf(out + len, len < n ? n - len : 0, "%s%s", len ? ", " : "", code))
+	out[0] = '\0';
+	if (rt_events[api].lib == RT_LIB_NCCL) {
+		for (int i = 0; nccl_valid[i]; i++)
+			ADD(nccl_valid[i]);
+		return;
+	}
+	for (size_t f = 0; f < sizeof(cuda_family) / sizeof(cuda_family[0]); f++)
+		for (int i = 0; i < 4 && cuda_family[f].codes[i]; i++)
+			if (!fnmatch(cuda_family[f].pattern, rt_events[api].name, 0))
+				ADD(cuda_family[f].codes[i]);
+	for (int i = 0; cuda_common[i]; i++)
+		ADD(cuda_common[i]);
+#undef ADD
 }
 
 static int64_t code_value(unsigned api, const char *code)
@@ -332,12 +354,16 @@ static int parse_action(struct ctx *c, size_t col, const char *a, struct rt_inj_
 		for (unsigned id = 0; id < RT_ID_FIRST_TRACER; id++) {
 			if (!rt_inj_rule_matches(r, id))
 				continue;
-			if (code_value(id, v) < 0)
-				return fail(c, col + klen + 1, "unknown error code '%s' for %s (use NVIDIA's "
-					    "names, e.g. cudaErrorMemoryAllocation, ncclSystemError)", v,
-					    rt_events[id].name);
-			if (!valid_code_for(id, v))
-				return fail(c, col + klen + 1, "%s cannot return %s", rt_events[id].name, v);
+			if (code_value(id, v) < 0 || !valid_code_for(id, v)) {
+				char valid[1024];
+
+				valid_codes_str(id, valid, sizeof(valid));
+				if (code_value(id, v) < 0)
+					return fail(c, col + klen + 1, "unknown error code '%s' for %s; it can "
+						    "return %s", v, rt_events[id].name, valid);
+				return fail(c, col + klen + 1, "%s cannot return %s; it can return %s",
+					    rt_events[id].name, v, valid);
+			}
 			r->arg = code_value(id, v);
 		}
 		return 0;
@@ -463,7 +489,8 @@ static int expand_preset(struct ctx *c, const char *spec, char *out, size_t n)
 			return 1;
 		}
 		if (*v != '=' || !v[1])
-			return fail(c, len, "preset %s needs a value (%s)", presets[i].name, presets[i].doc);
+			return fail(c, len, "preset %s needs a value: %s=%s (%s)", presets[i].name,
+				    presets[i].name, presets[i].params, presets[i].doc);
 		v++;
 		if (strchr(v, ':'))
 			return fail(c, (size_t)(strchr(v, ':') - spec), "a preset's value ends at ':' "
@@ -563,6 +590,24 @@ bool rt_inj_applies(const struct rt_inj_rule *r, int rank, uint64_t n, int rule_
 	return (double)(h >> 11) / 9007199254740992.0 < r->prob;
 }
 
+/* "  oom-at=N   doc\n  = cudaMalloc:...:when=N": the expansion with its
+ * parameters' names in place of the values. */
+static void print_preset(FILE *f, size_t i)
+{
+	char head[64], p1[32] = "", p2[32] = "", exp[256];
+	const char *params = presets[i].params, *at = params ? strchr(params, '@') : NULL;
+
+	if (params) {
+		snprintf(head, sizeof(head), "%s=%s", presets[i].name, params);
+		snprintf(p1, sizeof(p1), "%.*s", at ? (int)(at - params) : (int)strlen(params), params);
+		snprintf(p2, sizeof(p2), "%s", at ? at + 1 : "");
+	} else {
+		snprintf(head, sizeof(head), "%s", presets[i].name);
+	}
+	snprintf(exp, sizeof(exp), presets[i].expansion, p1, p2);
+	fprintf(f, "  %-16s %s\n  %-16s = %s\n", head, presets[i].doc, "", exp);
+}
+
 void rt_inj_print_list(void *file)
 {
 	FILE *f = file;
@@ -589,8 +634,7 @@ void rt_inj_print_list(void *file)
 		   "prob=P:seed=S                 fire with probability P, the same calls for the same seed\n\n"
 		   "presets:\n");
 	for (size_t i = 0; i < sizeof(presets) / sizeof(presets[0]); i++)
-		fprintf(f, "  %-16s %s\n  %-16s = %s\n", presets[i].name, presets[i].doc, "",
-			presets[i].expansion);
+		print_preset(f, i);
 	fprintf(f, "\nexamples:\n"
 		   "  ranktrace run --inject skip-fsdp-root -- torchrun --nproc-per-node 8 train.py\n"
 		   "  ranktrace run --inject 'ncclAllReduce:error=ncclSystemError:when=5:rank=2' -- ...\n"

@@ -158,3 +158,36 @@ Test(plan, when_rank_and_probability_decide_as_documented)
 	cr_assert_eq(again, 4000, "same seed, same answer");
 	rt_inj_plan_free(&p);
 }
+
+/* A refused error code's hint names only codes that function can return: each
+ * suggestion is accepted, and none is from the other library. */
+Test(plan, error_code_hints_suggest_only_codes_the_function_accepts)
+{
+	static const char *const plans[] = {
+		"cudaMalloc:error=ncclSystemError", "cudaFree:error=cudaErrorMemoryAllocation",
+		"ncclAllReduce:error=cudaErrorMemoryAllocation", "cudaSetDevice:error=cudaErrorOutOfCheese",
+		"ncclAllGather:error=ncclSuccessfully",
+	};
+
+	for (size_t i = 0; i < sizeof(plans) / sizeof(plans[0]); i++) {
+		struct rt_inj_plan p;
+		char err[2048], hint[1024], spec[160], fn[48];
+		const char *list;
+		int n = 0;
+
+		snprintf(fn, sizeof(fn), "%.*s", (int)strcspn(plans[i], ":"), plans[i]);
+		cr_assert_eq(rt_inj_parse(plans[i], &p, err, sizeof(err)), -1, "%s", plans[i]);
+		list = strstr(err, "; it can return ");
+		cr_assert_not_null(list, "no hint: %s", err);
+		snprintf(hint, sizeof(hint), "%.*s", (int)strcspn(list + 16, "\n"), list + 16);
+		for (char *save, *code = strtok_r(hint, ", ", &save); code; code = strtok_r(NULL, ", ", &save), n++) {
+			cr_assert(strncmp(code, strncmp(fn, "nccl", 4) ? "nccl" : "cuda", 4),
+				  "%s: the hint names %s, another library's code", plans[i], code);
+			snprintf(spec, sizeof(spec), "%s:error=%s", fn, code);
+			cr_assert_eq(rt_inj_parse(spec, &p, err, sizeof(err)), 0, "hinted but refused: %s: %s",
+				     spec, err);
+			rt_inj_plan_free(&p);
+		}
+		cr_assert(n >= 1, "%s: an empty hint", plans[i]);
+	}
+}
