@@ -27,7 +27,7 @@ void rt_cli_usage(FILE *f)
 		"\n"
 		"commands:\n"
 		"  run [-o DIR] [--max-size SIZE] [--inject PLAN | --inject-file F] [--append]\n"
-		"      [--] CMD...                          trace CMD and all its child processes\n"
+		"      [--allow-untraced] [--] CMD...       trace CMD and all its child processes\n"
 		"  inject --list | --check PLAN             fault plan targets, actions, presets\n"
 		"  view DIR [--rank N] [--json]             per-rank summary and findings\n"
 		"  verdict DIR [--bad SIGNATURE]            one-word classification; exit code for\n"
