@@ -17,11 +17,15 @@
 	static struct rt_field fields_##name[] = { fields { NULL, 0, 0 } };
 #define RT_EVENT(name, params, fields) \
 	static struct rt_field fields_##name[] = { fields { NULL, 0, 0 } };
+#define RT_DRV(name, gpa, since, ptsz, role, ret, params, args, fail, dev, after, fields) \
+	static struct rt_field fields_##name[] = { fields { NULL, 0, 0 } };
 #include "cuda_api.def"
 #include "nccl_api.def"
+#include "driver_api.def"
 #include "events.def"
 #undef RT_API
 #undef RT_EVENT
+#undef RT_DRV
 #undef F
 #undef O
 
@@ -38,10 +42,20 @@ const struct rt_event_desc rt_events[RT_ID_COUNT] = {
 #define LIB RT_LIB_NCCL
 #include "nccl_api.def"
 #undef LIB
+#define RT_DRV(name, gpa, since, ptsz, role, ret, params, args, fail, dev, after, fields) \
+	[RT_ID_##name] = { #name, RT_LIB_DRIVER, 0 fields, RT_SIZE_##name, fields_##name },
+#include "driver_api.def"
+#undef RT_DRV
 #include "events.def"
 };
 #undef RT_API
 #undef RT_EVENT
+
+#define RT_DRV(name, gpa, since, ptsz, role, ...) [RT_ID_##name] = RT_DRV_##role,
+const uint8_t rt_drv_role[RT_ID_COUNT] = {
+#include "driver_api.def"
+};
+#undef RT_DRV
 #undef F
 #undef O
 

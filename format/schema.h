@@ -46,20 +46,25 @@ enum rt_kind { RT_K_PTR, RT_K_U64, RT_K_U32, RT_K_I32, RT_K_U8, RT_K_I8, RT_K_ST
 #define RT_SZ_I8 1
 #define RT_SZ_STR 64 /* NUL-padded UTF-8, for names in probe events */
 
-enum rt_lib { RT_LIB_CUDA, RT_LIB_NCCL, RT_LIB_TRACER };
+enum rt_lib { RT_LIB_CUDA, RT_LIB_NCCL, RT_LIB_TRACER, RT_LIB_DRIVER };
 
 enum rt_event_id {
 #define RT_API(name, ...) RT_ID_##name,
 #define RT_EVENT(name, ...) RT_ID_##name,
+#define RT_DRV(name, ...) RT_ID_##name,
 #include "cuda_api.def"
 	RT_ID_FIRST_NCCL,
 	RT_ID_NCCL_BASE = RT_ID_FIRST_NCCL - 1,
 #include "nccl_api.def"
+	RT_ID_FIRST_DRIVER,
+	RT_ID_DRIVER_BASE = RT_ID_FIRST_DRIVER - 1,
+#include "driver_api.def"
 	RT_ID_FIRST_TRACER,
 	RT_ID_TRACER_BASE = RT_ID_FIRST_TRACER - 1,
 #include "events.def"
 #undef RT_API
 #undef RT_EVENT
+#undef RT_DRV
 	RT_ID_COUNT
 };
 
@@ -69,11 +74,15 @@ enum rt_event_size {
 #define O(k, n, e) +RT_SZ_##k
 #define RT_API(name, ret, params, args, fail, dev, after, fields) RT_SIZE_##name = 0 fields,
 #define RT_EVENT(name, params, fields) RT_SIZE_##name = 0 fields,
+#define RT_DRV(name, gpa, since, ptsz, role, ret, params, args, fail, dev, after, fields) \
+	RT_SIZE_##name = 0 fields,
 #include "cuda_api.def"
 #include "nccl_api.def"
+#include "driver_api.def"
 #include "events.def"
 #undef RT_API
 #undef RT_EVENT
+#undef RT_DRV
 #undef F
 #undef O
 	RT_SIZE_MAX_PAYLOAD = 96
@@ -100,6 +109,12 @@ struct rt_event_desc {
 extern const struct rt_event_desc rt_events[RT_ID_COUNT];
 
 size_t rt_kind_size(enum rt_kind k);
+
+/* What a driver call means to the memory model (driver_api.def's role
+ * column), indexed by event id; RT_DRV_NONE for every other event. */
+enum rt_drv_role { RT_DRV_NONE, RT_DRV_ALLOC, RT_DRV_ALLOC_HOST, RT_DRV_FREE, RT_DRV_VMM_CREATE,
+		   RT_DRV_VMM_RELEASE, RT_DRV_VMM_MAP, RT_DRV_VMM_UNMAP, RT_DRV_CTX };
+extern const uint8_t rt_drv_role[RT_ID_COUNT];
 
 /* Field index by name in an event, or -1. */
 int rt_field_index(unsigned id, const char *name);

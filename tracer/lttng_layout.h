@@ -17,22 +17,29 @@
 #define RT_API(name, ret, params, args, fail, dev, after, fields) \
 	struct rt_lt_lay_##name { fields } __attribute__((packed));
 #define RT_EVENT(name, params, fields) struct rt_lt_lay_##name { fields } __attribute__((packed));
+#define RT_DRV(name, gpa, since, ptsz, role, ret, params, args, fail, dev, after, fields) \
+	struct rt_lt_lay_##name { fields } __attribute__((packed));
 #include "cuda_api.def"
 #include "nccl_api.def"
+#include "driver_api.def"
 #include "events.def"
 #undef RT_API
 #undef RT_EVENT
+#undef RT_DRV
 #undef F
 #undef O
 
 /* The layouts must add up to the sizes the writer uses. */
 #define RT_API(name, ...) _Static_assert(sizeof(struct rt_lt_lay_##name) == RT_SIZE_##name, #name);
 #define RT_EVENT(name, ...) _Static_assert(sizeof(struct rt_lt_lay_##name) == RT_SIZE_##name, #name);
+#define RT_DRV(name, ...) _Static_assert(sizeof(struct rt_lt_lay_##name) == RT_SIZE_##name, #name);
 #include "cuda_api.def"
 #include "nccl_api.def"
+#include "driver_api.def"
 #include "events.def"
 #undef RT_API
 #undef RT_EVENT
+#undef RT_DRV
 
 static inline uint64_t rt_lt_u64(const uint8_t *p)
 {

@@ -29,11 +29,14 @@ RT_EXPORT void rt_lttng_emit(unsigned id, const uint8_t *fields, uint64_t dur, i
 		break;
 #define RT_API(name, ...) RT_LT_CASE(name)
 #define RT_EVENT(name, ...) RT_LT_CASE(name)
+#define RT_DRV(name, ...) RT_LT_CASE(name)
 #include "cuda_api.def"
 #include "nccl_api.def"
+#include "driver_api.def"
 #include "events.def"
 #undef RT_API
 #undef RT_EVENT
+#undef RT_DRV
 	default:
 		break;
 	}

@@ -51,11 +51,15 @@
 				    __VA_ARGS__))
 #define RT_API(name, ret, params, args, fail, dev, after, fields) RT_LT_EVENT(name, fields)
 #define RT_EVENT(name, params, fields) RT_LT_EVENT(name, fields)
+#define RT_DRV(name, gpa, since, ptsz, role, ret, params, args, fail, dev, after, fields) \
+	RT_LT_EVENT(name, fields)
 #include "cuda_api.def"
 #include "nccl_api.def"
+#include "driver_api.def"
 #include "events.def"
 #undef RT_API
 #undef RT_EVENT
+#undef RT_DRV
 #undef RT_LT_EVENT
 #undef F
 #undef O

@@ -61,6 +61,7 @@ static const char *const sonames[][3] = {
 	[RT_LIB_CUDA] = { "libcudart.so.13", "libcudart.so.12", "libcudart.so" },
 	[RT_LIB_NCCL] = { "libnccl.so.2", "libnccl.so", NULL },
 	[RT_LIB_TRACER] = { NULL, NULL, NULL },
+	[RT_LIB_DRIVER] = { "libcuda.so.1", "libcuda.so", NULL },
 };
 
 static void *self_base; /* load address of libranktrace.so */

@@ -91,6 +91,21 @@ bool rt_tr_process_traced(void);
 void *rt_tr_resolve(const char *name, enum rt_lib lib);
 void rt_tr_warn_once(int *flag, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void rt_tr_saw_device(int device);
+/* driver.c: driver entry points; the table wrappers.c generates from
+ * format/driver_api.def */
+struct rt_tr_proc {
+	const char *gpa;      /* name asked of cuGetProcAddress */
+	int since;            /* first cudaVersion with this ABI */
+	unsigned id;
+	void *wrapper, **real;
+	void *wrapper_ptsz, **real_ptsz; /* per-thread default stream twin, or NULL */
+};
+extern const struct rt_tr_proc rt_tr_procs[];
+extern const unsigned rt_tr_nprocs;
+int rt_tr_drv_learn_ctx(const void *ctx, int dev);
+int rt_tr_drv_ctx_device(const void *ctx);
+int rt_tr_drv_learn_pool(const void *pool, int dev);
+int rt_tr_drv_pool_device(const void *pool);
 void rt_tr_install_signal_handlers(void);
 /* comms.c */
 uint64_t rt_tr_id_hash(const void *unique_id);

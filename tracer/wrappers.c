@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* wrappers.c - every interposed function and tracer event, generated here
- * from format/cuda_api.def, format/nccl_api.def and format/events.def.
+ * from format/cuda_api.def, format/nccl_api.def, format/driver_api.def and
+ * format/events.def.
  *
  * Compiled against NVIDIA's cuda_runtime_api.h and nccl.h: a wrapper whose
  * prototype drifted from NVIDIA's fails to compile. Each wrapper resolves
@@ -13,6 +14,7 @@
  * (before the call) evaluates F() fields and zero-fills O() fields, phase 1
  * (after it) skips F() fields and evaluates O() fields if the call
  * succeeded. The compiler drops the dead branch of each. */
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
@@ -23,6 +25,8 @@
 #define DEV_ARG(x) (x)
 /* An out-parameter after a successful call; NULL-safe, as a tracer must be. */
 #define DEREF(p) ((p) ? *(p) : 0)
+/* A CUdeviceptr (an integer) recorded as a pointer */
+#define DPTR(x) ((const void *)(uintptr_t)(x))
 /* cudaSetDevice's device, unless a fault plan redirects it (device=N) */
 #define RT_INJ_DEV(d) (c.hit.action == RT_INJ_DEVICE ? (int)c.hit.arg : (d))
 
@@ -39,24 +43,28 @@
 	else                                                                           \
 		c.p += RT_SZ_##k;
 
-#define RT_LIB_OF(name) (RT_ID_##name < RT_ID_FIRST_NCCL ? RT_LIB_CUDA : RT_LIB_NCCL)
+#define RT_LIB_OF(name) rt_events[RT_ID_##name].lib
 
 /* The wrapper. Without a fault plan and with tracing off it costs one load
  * and two well-predicted branches. An injected fault either replaces the call
  * (error, skip, hang, abort, kill) or runs around it (delay, device, corrupt). */
 #define RT_API(name, ret, params, args, fail, dev, after, field_list)                  \
-	static ret(*real_##name) params;                                               \
-	RT_EXPORT ret name params                                                      \
+	RT_WRAPPER(name, name, ret, params, args, fail, dev, after, field_list)
+/* sym: the exported symbol; name: the call (event id, fault rules). A
+ * driver function's _ptsz twin records as the function itself. */
+#define RT_WRAPPER(sym, name, ret, params, args, fail, dev, after, field_list)         \
+	static ret(*real_##sym) params;                                                \
+	RT_EXPORT ret sym params                                                       \
 	{                                                                              \
-		ret(*real) params = __atomic_load_n(&real_##name, __ATOMIC_RELAXED);   \
+		ret(*real) params = __atomic_load_n(&real_##sym, __ATOMIC_RELAXED);    \
 		struct rt_tr_call c;                                                   \
 		bool traced, replaced = false;                                         \
 		ret r = fail;                                                          \
 		if (rt_unlikely(!real)) {                                              \
-			real = (ret(*) params)rt_tr_resolve(#name, RT_LIB_OF(name));   \
+			real = (ret(*) params)rt_tr_resolve(#sym, RT_LIB_OF(name));    \
 			if (!real)                                                     \
 				return fail;                                           \
-			__atomic_store_n(&real_##name, real, __ATOMIC_RELAXED);        \
+			__atomic_store_n(&real_##sym, real, __ATOMIC_RELAXED);         \
 		}                                                                      \
 		c.hit.action = 0;                                                      \
 		if (rt_unlikely(rt_inj_active) && rt_inj_api[RT_ID_##name] && !rt_tr_depth) \
@@ -90,10 +98,31 @@
 		return r;                                                              \
 	}
 #define RT_EVENT(name, params, fields)
+#define RT_PTSZ_0(...)
+#define RT_PTSZ_1(name, ...) RT_WRAPPER(name##_ptsz, name, __VA_ARGS__)
+#define RT_DRV(name, gpa, since, ptsz, role, ret, params, args, fail, dev, after, field_list) \
+	RT_WRAPPER(name, name, ret, params, args, fail, dev, after, field_list)               \
+	RT_PTSZ_##ptsz(name, ret, params, args, fail, dev, after, field_list)
 #include "cuda_api.def"
 #include "nccl_api.def"
+#include "driver_api.def"
 #undef RT_EVENT
 #undef RT_API
+#undef RT_DRV
+
+/* What cuGetProcAddress and cudaGetDriverEntryPoint* hand out instead of the
+ * driver's own functions (tracer/driver.c): each wrapper with the slot its
+ * real function is kept in. */
+#define RT_PROC_PTSZ_0(name) NULL, NULL
+#define RT_PROC_PTSZ_1(name) (void *)name##_ptsz, (void **)&real_##name##_ptsz
+#define RT_DRV(name, gpa, since, ptsz, ...)                                            \
+	{ #gpa, since, RT_ID_##name, (void *)name, (void **)&real_##name,               \
+	  RT_PROC_PTSZ_##ptsz(name) },
+const struct rt_tr_proc rt_tr_procs[] = {
+#include "driver_api.def"
+};
+#undef RT_DRV
+const unsigned rt_tr_nprocs = sizeof(rt_tr_procs) / sizeof(rt_tr_procs[0]);
 
 /* Tracer events: recorded at depth 0 (exit), 2 (a signal inside a real
  * call) or 1 (from a wrapper's after-hook); depth is restored after. */
