@@ -77,6 +77,14 @@ static void print_view_json(const struct rt_vw_trace *t, int only_rank)
 		for (int d = 0, c = 0; d < RT_VW_MAX_DEV; d++)
 			if (r->dev_peak[d])
 				printf("%s\"%d\": %llu", c++ ? ", " : "", d, (unsigned long long)r->dev_peak[d]);
+		printf("}, \"device_bytes\": {");
+		for (int d = 0, c = 0; d < RT_VW_MAX_DEV; d++)
+			if (r->dev_bytes[d])
+				printf("%s\"%d\": %llu", c++ ? ", " : "", d, (unsigned long long)r->dev_bytes[d]);
+		printf("}, \"driver\": {\"allocations\": %llu, \"bytes\": %llu, \"vmm_handles\": %llu, "
+		       "\"vmm_maps\": %llu, \"seen_twice\": %llu", (unsigned long long)r->drv_allocs,
+		       (unsigned long long)r->drv_bytes, (unsigned long long)r->vmm_handles,
+		       (unsigned long long)r->vmm_maps, (unsigned long long)r->dup_allocs);
 		printf("}, \"allocations\": %llu, \"frees\": %llu, \"failed_allocations\": %llu, "
 		       "\"collectives\": {", (unsigned long long)r->allocs, (unsigned long long)r->frees,
 		       (unsigned long long)r->failed_allocs);

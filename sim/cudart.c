@@ -1104,8 +1104,13 @@ static gpa_fn driver_gpa(void)
 	if (gpa)
 		return gpa;
 	h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
-	if (h)
+	if (h) {
+		int (*init)(unsigned) = (int (*)(unsigned))dlsym(h, "cuInit");
+
 		gpa = (gpa_fn)dlsym(h, "cuGetProcAddress_v2");
+		if (init) /* the runtime initialises the driver before using it */
+			init(0);
+	}
 	__atomic_store_n(&driver_gpa_fn, gpa, __ATOMIC_RELEASE);
 	return gpa;
 }

@@ -42,18 +42,20 @@ static bool map_grow(struct rt_vw_alloc_map *m)
 	return true;
 }
 
-void rt_vw_map_put(struct rt_vw_alloc_map *m, uint64_t ptr, uint64_t size, int dev)
+struct alloc *rt_vw_map_put(struct rt_vw_alloc_map *m, uint64_t ptr, uint64_t size, int dev)
 {
 	size_t j, reuse = SIZE_MAX;
 
 	if ((m->used + 1) * 2 > m->cap && !map_grow(m))
-		return;
+		return NULL;
 	for (j = hash_ptr(ptr, m->cap); m->slots[j].used; j = (j + 1) & (m->cap - 1)) {
 		if (m->slots[j].used == 1 && m->slots[j].ptr == ptr) {
 			m->slots[j].size = size; /* allocated again without a free we saw */
 			m->slots[j].dev = (int8_t)dev;
-			return;
+			return &m->slots[j];
 		}
+		if (m->slots[j].used == 3 && m->slots[j].ptr == ptr)
+			m->slots[j].used = 2; /* a new allocation at a freed base ends its ghost */
 		if (m->slots[j].used == 2 && reuse == SIZE_MAX)
 			reuse = j;
 	}
@@ -62,7 +64,24 @@ void rt_vw_map_put(struct rt_vw_alloc_map *m, uint64_t ptr, uint64_t size, int d
 	else
 		j = reuse;
 	m->live++;
-	m->slots[j] = (struct alloc){ ptr, size, (int8_t)dev, 1 };
+	m->slots[j] = (struct alloc){ .ptr = ptr, .size = size, .dev = (int8_t)dev, .used = 1 };
+	return &m->slots[j];
+}
+
+void rt_vw_map_drop(struct rt_vw_alloc_map *m, struct alloc *a, bool ghost)
+{
+	a->used = ghost ? 3 : 2;
+	m->live--;
+}
+
+struct alloc *rt_vw_map_find_ghost(struct rt_vw_alloc_map *m, uint64_t ptr)
+{
+	if (!m->cap)
+		return NULL;
+	for (size_t j = hash_ptr(ptr, m->cap); m->slots[j].used; j = (j + 1) & (m->cap - 1))
+		if (m->slots[j].used == 3 && m->slots[j].ptr == ptr)
+			return &m->slots[j];
+	return NULL;
 }
 
 struct alloc *rt_vw_map_find(struct rt_vw_alloc_map *m, uint64_t ptr)

@@ -319,6 +319,7 @@ void rt_vw_free(struct rt_vw_trace *t)
 		if (t->ranks[i].live)
 			free(t->ranks[i].live->slots);
 		free(t->ranks[i].live);
+		rt_vw_memory_free_rank(&t->ranks[i]);
 		free(t->ranks[i].calls);
 		free(t->ranks[i].params);
 	}

@@ -45,51 +45,19 @@ static void use_device(struct rt_vw_rank *r, int dev)
 		r->devices_used |= 1ull << dev;
 }
 
+/* Runtime allocations and frees; memory.c counts every path once. */
 static void on_alloc(struct rt_vw_rank *r, const struct rt_vw_event *e, bool host)
 {
-	uint64_t ptr = (uint64_t)rt_vw_fld(e, RT_F_PTR), size = (uint64_t)rt_vw_fld(e, RT_F_SIZE);
+	uint64_t size = (uint64_t)rt_vw_fld(e, RT_F_SIZE);
 
 	if (e->id == RT_ID_cudaMallocPitch)
 		size = (uint64_t)rt_vw_fld(e, RT_F_PITCH) * (uint64_t)rt_vw_fld(e, RT_F_HEIGHT);
-	if (e->pending)
-		return;
-	if (e->ret != 0) {
-		r->failed_allocs++;
-		return;
-	}
-	r->allocs++;
-	rt_vw_map_put(r->live, ptr, size, host ? -1 : e->dev);
-	if (host) {
-		r->host_bytes += size;
-		if (r->host_bytes > r->host_peak)
-			r->host_peak = r->host_bytes;
-	} else if (e->dev >= 0 && e->dev < RT_VW_MAX_DEV) {
-		r->dev_bytes[e->dev] += size;
-		if (r->dev_bytes[e->dev] > r->dev_peak[e->dev])
-			r->dev_peak[e->dev] = r->dev_bytes[e->dev];
-		use_device(r, e->dev);
-	}
+	rt_vw_memory_alloc(r, e, size, host);
 }
 
 static void on_free(struct rt_vw_rank *r, const struct rt_vw_event *e)
 {
-	uint64_t ptr = (uint64_t)rt_vw_fld(e, RT_F_PTR);
-	struct alloc *a;
-
-	if (e->pending || e->ret != 0 || ptr == 0)
-		return;
-	a = rt_vw_map_find(r->live, ptr);
-	if (!a) {
-		r->unknown_frees++;
-		return;
-	}
-	r->frees++;
-	if (a->dev < 0)
-		r->host_bytes -= a->size;
-	else
-		r->dev_bytes[a->dev] -= a->size;
-	a->used = 2;
-	r->live->live--;
+	rt_vw_memory_free(r, e);
 }
 
 /* Device of the live allocation holding ptr, or -1 (host, unknown). The
@@ -276,6 +244,8 @@ void rt_vw_on_event(struct matcher *m, int ri, const struct rt_vw_event *e)
 		}
 		return;
 	default:
+		if (rt_vw_memory_driver_event(r, e))
+			return;
 		break;
 	}
 	ck = rt_vw_coll_kind(e->id);

@@ -28,7 +28,8 @@ struct rt_vw_call_sig {
 	uint32_t seq;
 };
 
-struct rt_vw_alloc_map; /* model.c */
+struct rt_vw_alloc_map; /* alloc_map.c */
+struct rt_vw_vmm;       /* memory.c */
 
 struct rt_vw_rank {
 	char name[64];               /* rank-00003 */
@@ -42,6 +43,11 @@ struct rt_vw_rank {
 	uint64_t dev_bytes[RT_VW_MAX_DEV], dev_peak[RT_VW_MAX_DEV];
 	uint64_t host_bytes, host_peak;
 	uint64_t allocs, frees, unknown_frees, failed_allocs;
+	/* driver path (memory.c): allocations and bytes through the driver (cuMemAlloc*,
+	 * cuMemCreate), VMM handles created and ranges mapped, allocations a second
+	 * path reported again (counted once) */
+	uint64_t drv_allocs, drv_bytes, vmm_handles, vmm_maps, dup_allocs;
+	struct rt_vw_vmm *vmm;
 	/* devices */
 	uint64_t devices_used;       /* bit d: allocated on, copied on or communicated on d */
 	int comm_device;             /* device at the first successful ncclCommInitRank, or -1 */
@@ -117,6 +123,17 @@ void rt_vw_free(struct rt_vw_trace *t);
 /* Every event of t's readable ranks again, merged by time (for exports). */
 int rt_vw_foreach(const struct rt_vw_trace *t,
 		  void (*fn)(void *arg, int rank, const struct rt_vw_event *e), void *arg);
+
+/* The live allocation (at the end of the trace) holding ptr: its base,
+ * size, device (-1 host), whether it is a VMM mapping (cuMemMap of handle)
+ * and which paths reported it (1 runtime, 2 driver). False if none. */
+struct rt_vw_alloc_info {
+	uint64_t base, size, handle;
+	int device;
+	bool mapping;
+	unsigned paths;
+};
+bool rt_vw_alloc_at(const struct rt_vw_rank *r, uint64_t ptr, struct rt_vw_alloc_info *out);
 
 /* Rank index by rank number, or -1. */
 int rt_vw_rank_index(const struct rt_vw_trace *t, int rank);

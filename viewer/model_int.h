@@ -19,8 +19,14 @@
 struct alloc {
 	uint64_t ptr, size;
 	int8_t dev;   /* -1: host memory */
-	uint8_t used; /* 0 empty, 1 live, 2 deleted */
+	uint8_t used; /* 0 empty, 1 live, 2 deleted, 3 ghost (freed, other paths' free pending) */
+	uint8_t kind; /* RT_VW_ALLOC, RT_VW_MAPPING (memory.c) */
+	uint8_t paths; /* RT_VW_PATH_* that reported it */
+	uint64_t handle; /* a mapping's physical handle */
 };
+
+enum { RT_VW_ALLOC, RT_VW_MAPPING };
+enum { RT_VW_PATH_RUNTIME = 1, RT_VW_PATH_DRIVER = 2 };
 
 struct rt_vw_alloc_map {
 	struct alloc *slots;
@@ -51,8 +57,16 @@ struct matcher {
 	bool mismatch_reported;
 };
 
-void rt_vw_map_put(struct rt_vw_alloc_map *m, uint64_t ptr, uint64_t size, int dev);
+struct alloc *rt_vw_map_put(struct rt_vw_alloc_map *m, uint64_t ptr, uint64_t size, int dev);
 struct alloc *rt_vw_map_find(struct rt_vw_alloc_map *m, uint64_t ptr);
+struct alloc *rt_vw_map_find_ghost(struct rt_vw_alloc_map *m, uint64_t ptr);
+/* Remove a live entry; ghost: keep it findable by rt_vw_map_find_ghost. */
+void rt_vw_map_drop(struct rt_vw_alloc_map *m, struct alloc *a, bool ghost);
+/* memory.c: allocation events of every path, VMM */
+void rt_vw_memory_alloc(struct rt_vw_rank *r, const struct rt_vw_event *e, uint64_t size, bool host);
+void rt_vw_memory_free(struct rt_vw_rank *r, const struct rt_vw_event *e);
+bool rt_vw_memory_driver_event(struct rt_vw_rank *r, const struct rt_vw_event *e);
+void rt_vw_memory_free_rank(struct rt_vw_rank *r);
 void rt_vw_comm_learn(struct matcher *m, uint64_t id, int nranks);
 void rt_vw_add_finding(struct rt_vw_trace *t, int severity, enum rt_vw_verdict sigv,
 			const char *fmt, ...) __attribute__((format(printf, 4, 5)));

@@ -38,7 +38,7 @@ static const char *const fnames[RT_F_COUNT_] = { "ptr", "size", "pitch", "height
 						 "root", "peer", "nranks", "status", "signo",
 						 "device", "phase", "action", "call", "devtype",
 						 "numel", "bytes", "dst", "src", "dst_device",
-						 "src_device" };
+						 "src_device", "handle" };
 static int8_t findex[RT_ID_COUNT][RT_F_COUNT_];
 
 __attribute__((constructor(200))) static void build_findex(void)

@@ -1,0 +1,275 @@
+/* SPDX-License-Identifier: MIT */
+/* memory.c - a rank's device and host bytes from allocation events of every
+ * path: the runtime (cudaMalloc...), the driver (cuMemAlloc..., also when
+ * called through cuGetProcAddress pointers) and driver virtual memory
+ * (cuMemCreate + cuMemMap).
+ *
+ * One allocation is counted once. An allocation seen by two paths (the
+ * runtime's cudaMalloc and the driver's cuMemAlloc it makes, both reported
+ * by CUPTI, or by interposition and CUPTI) arrives as a second alloc at a
+ * live base from another path: it only marks the entry (dup_allocs). The
+ * first free of either path returns the bytes and leaves a ghost entry, so
+ * the other path's free of the same base is absorbed, not "unknown".
+ *
+ * VMM: physical bytes belong to the device of the handle, counted from
+ * cuMemCreate until the handle is released and no longer mapped (as the
+ * driver frees it). A cuMemMap puts its range in the live map as a mapping
+ * of that handle (device = the handle's), bytes not counted again, so a
+ * pointer inside a mapped range resolves to its mapping (copies, parameter
+ * placement, rt_vw_alloc_at). Which event does what comes from the call
+ * tables: the runtime's by event id, the driver's by driver_api.def's role. */
+#include "model_int.h"
+
+/* One physical allocation (cuMemCreate) of a rank. */
+struct vmm_handle {
+	uint64_t handle, size;
+	int8_t dev;
+	bool released;
+	uint32_t mapped;
+	struct vmm_handle *next;
+};
+
+struct rt_vw_vmm {
+	struct vmm_handle *handles;
+};
+
+static unsigned path_of(unsigned id)
+{
+	return rt_events[id].lib == RT_LIB_DRIVER ? RT_VW_PATH_DRIVER : RT_VW_PATH_RUNTIME;
+}
+
+static void use_device(struct rt_vw_rank *r, int dev)
+{
+	if (dev >= 0 && dev < RT_VW_MAX_DEV)
+		r->devices_used |= 1ull << dev;
+}
+
+static void count(struct rt_vw_rank *r, uint64_t size, int dev)
+{
+	if (dev < 0) {
+		r->host_bytes += size;
+		if (r->host_bytes > r->host_peak)
+			r->host_peak = r->host_bytes;
+	} else if (dev < RT_VW_MAX_DEV) {
+		r->dev_bytes[dev] += size;
+		if (r->dev_bytes[dev] > r->dev_peak[dev])
+			r->dev_peak[dev] = r->dev_bytes[dev];
+		use_device(r, dev);
+	}
+}
+
+static void uncount(struct rt_vw_rank *r, uint64_t size, int dev)
+{
+	if (dev < 0)
+		r->host_bytes -= size;
+	else if (dev < RT_VW_MAX_DEV)
+		r->dev_bytes[dev] -= size;
+}
+
+void rt_vw_memory_alloc(struct rt_vw_rank *r, const struct rt_vw_event *e, uint64_t size, bool host)
+{
+	uint64_t ptr = (uint64_t)rt_vw_fld(e, RT_F_PTR);
+	unsigned path = path_of(e->id);
+	int dev = host ? -1 : e->dev;
+	struct alloc *a;
+
+	if (e->pending)
+		return;
+	if (e->ret != 0) {
+		r->failed_allocs++;
+		return;
+	}
+	a = rt_vw_map_find(r->live, ptr);
+	if (a && a->kind == RT_VW_ALLOC && !(a->paths & path)) {
+		a->paths |= (uint8_t)path; /* the same allocation, seen by another path */
+		r->dup_allocs++;
+		return;
+	}
+	if (a) /* allocated again without a free we saw */
+		uncount(r, a->kind == RT_VW_ALLOC ? a->size : 0, a->dev);
+	r->allocs++;
+	if (path == RT_VW_PATH_DRIVER) {
+		r->drv_allocs++;
+		r->drv_bytes += size;
+	}
+	a = rt_vw_map_put(r->live, ptr, size, dev);
+	if (a) {
+		a->kind = RT_VW_ALLOC;
+		a->paths = (uint8_t)path;
+	}
+	count(r, size, dev);
+}
+
+void rt_vw_memory_free(struct rt_vw_rank *r, const struct rt_vw_event *e)
+{
+	uint64_t ptr = (uint64_t)rt_vw_fld(e, RT_F_PTR);
+	unsigned path = path_of(e->id);
+	struct alloc *a;
+
+	if (e->pending || e->ret != 0 || ptr == 0)
+		return;
+	a = rt_vw_map_find(r->live, ptr);
+	if (!a || a->kind != RT_VW_ALLOC) {
+		a = rt_vw_map_find_ghost(r->live, ptr);
+		if (a && (a->paths & path))
+			a->paths &= (uint8_t)~path; /* the other path's free of a freed allocation */
+		else
+			r->unknown_frees++;
+		return;
+	}
+	r->frees++;
+	uncount(r, a->size, a->dev);
+	a->paths &= (uint8_t)~path;
+	rt_vw_map_drop(r->live, a, a->paths != 0);
+}
+
+static struct vmm_handle *handle_of(struct rt_vw_rank *r, uint64_t h)
+{
+	for (struct vmm_handle *v = r->vmm ? r->vmm->handles : NULL; v; v = v->next)
+		if (v->handle == h)
+			return v;
+	return NULL;
+}
+
+static void handle_forget(struct rt_vw_rank *r, struct vmm_handle *v)
+{
+	for (struct vmm_handle **l = &r->vmm->handles; *l; l = &(*l)->next)
+		if (*l == v) {
+			*l = v->next;
+			break;
+		}
+	uncount(r, v->size, v->dev);
+	free(v);
+}
+
+static void vmm_create(struct rt_vw_rank *r, const struct rt_vw_event *e)
+{
+	struct vmm_handle *v;
+
+	if (e->pending)
+		return;
+	if (e->ret != 0) {
+		r->failed_allocs++;
+		return;
+	}
+	if (!r->vmm && !(r->vmm = calloc(1, sizeof(*r->vmm))))
+		return;
+	if (!(v = calloc(1, sizeof(*v))))
+		return;
+	v->handle = (uint64_t)rt_vw_fld(e, RT_F_HANDLE);
+	v->size = (uint64_t)rt_vw_fld(e, RT_F_SIZE);
+	v->dev = (int8_t)rt_vw_fld(e, RT_F_DEVICE);
+	v->next = r->vmm->handles;
+	r->vmm->handles = v;
+	r->allocs++;
+	r->drv_allocs++;
+	r->drv_bytes += v->size;
+	r->vmm_handles++;
+	count(r, v->size, v->dev);
+}
+
+static void vmm_release(struct rt_vw_rank *r, const struct rt_vw_event *e)
+{
+	struct vmm_handle *v;
+
+	if (e->pending || e->ret != 0)
+		return;
+	v = handle_of(r, (uint64_t)rt_vw_fld(e, RT_F_HANDLE));
+	if (!v || v->released) {
+		r->unknown_frees++;
+		return;
+	}
+	r->frees++;
+	v->released = true;
+	if (!v->mapped)
+		handle_forget(r, v);
+}
+
+static void vmm_map(struct rt_vw_rank *r, const struct rt_vw_event *e)
+{
+	struct vmm_handle *v;
+	struct alloc *a;
+
+	if (e->pending || e->ret != 0)
+		return;
+	v = handle_of(r, (uint64_t)rt_vw_fld(e, RT_F_HANDLE));
+	a = rt_vw_map_put(r->live, (uint64_t)rt_vw_fld(e, RT_F_PTR), (uint64_t)rt_vw_fld(e, RT_F_SIZE),
+			  v ? v->dev : e->dev);
+	if (!a)
+		return;
+	a->kind = RT_VW_MAPPING;
+	a->paths = RT_VW_PATH_DRIVER;
+	a->handle = v ? v->handle : 0;
+	r->vmm_maps++;
+	if (v)
+		v->mapped++;
+	use_device(r, a->dev);
+}
+
+/* Every mapping inside [ptr, ptr+size), adjacent from ptr. */
+static void vmm_unmap(struct rt_vw_rank *r, const struct rt_vw_event *e)
+{
+	uint64_t cur = (uint64_t)rt_vw_fld(e, RT_F_PTR), end = cur + (uint64_t)rt_vw_fld(e, RT_F_SIZE);
+	struct alloc *a;
+
+	if (e->pending || e->ret != 0)
+		return;
+	while (cur < end && (a = rt_vw_map_find(r->live, cur)) && a->kind == RT_VW_MAPPING) {
+		struct vmm_handle *v = handle_of(r, a->handle);
+
+		cur += a->size ? a->size : end - cur;
+		if (v && --v->mapped == 0 && v->released)
+			handle_forget(r, v);
+		rt_vw_map_drop(r->live, a, false);
+	}
+}
+
+bool rt_vw_memory_driver_event(struct rt_vw_rank *r, const struct rt_vw_event *e)
+{
+	switch (rt_drv_role[e->id]) {
+	case RT_DRV_ALLOC: rt_vw_memory_alloc(r, e, (uint64_t)rt_vw_fld(e, RT_F_SIZE), false); return true;
+	case RT_DRV_ALLOC_HOST: rt_vw_memory_alloc(r, e, (uint64_t)rt_vw_fld(e, RT_F_SIZE), true); return true;
+	case RT_DRV_FREE: rt_vw_memory_free(r, e); return true;
+	case RT_DRV_VMM_CREATE: vmm_create(r, e); return true;
+	case RT_DRV_VMM_RELEASE: vmm_release(r, e); return true;
+	case RT_DRV_VMM_MAP: vmm_map(r, e); return true;
+	case RT_DRV_VMM_UNMAP: vmm_unmap(r, e); return true;
+	case RT_DRV_CTX:
+		if (!e->pending && e->ret == 0)
+			use_device(r, (int)rt_vw_fld(e, RT_F_DEVICE));
+		return true;
+	default:
+		return rt_events[e->id].lib == RT_LIB_DRIVER;
+	}
+}
+
+void rt_vw_memory_free_rank(struct rt_vw_rank *r)
+{
+	if (!r->vmm)
+		return;
+	while (r->vmm->handles) {
+		struct vmm_handle *v = r->vmm->handles;
+
+		r->vmm->handles = v->next;
+		free(v);
+	}
+	free(r->vmm);
+	r->vmm = NULL;
+}
+
+bool rt_vw_alloc_at(const struct rt_vw_rank *r, uint64_t ptr, struct rt_vw_alloc_info *out)
+{
+	const struct rt_vw_alloc_map *m = r->live;
+	const struct alloc *a = ptr && m ? rt_vw_map_find((struct rt_vw_alloc_map *)m, ptr) : NULL;
+
+	for (size_t j = 0; !a && ptr && m && j < m->cap; j++)
+		if (m->slots[j].used == 1 && ptr >= m->slots[j].ptr &&
+		    ptr < m->slots[j].ptr + m->slots[j].size)
+			a = &m->slots[j];
+	if (!a)
+		return false;
+	*out = (struct rt_vw_alloc_info){ .base = a->ptr, .size = a->size, .device = a->dev,
+					  .mapping = a->kind == RT_VW_MAPPING, .handle = a->handle,
+					  .paths = a->paths };
+	return true;
+}
