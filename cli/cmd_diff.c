@@ -13,7 +13,7 @@
 
 static void call_str(const struct rt_vw_call_sig *c, char *out, size_t n)
 {
-	snprintf(out, n, "%s #%u (count %llu)", rt_vw_coll_names[c->kind], c->seq,
+	snprintf(out, n, "%s #%u (count %llu)", rt_coll_names[c->kind], c->seq,
 		 (unsigned long long)c->count);
 }
 
@@ -73,7 +73,7 @@ int rt_cli_cmd_diff(int argc, char **argv)
 				snprintf(y, sizeof(y), "nothing more (%s)", eb);
 			printf("rank %d: first divergence after %u identical collectives%s: A %s, B %s",
 			       ra->meta.rank, k,
-			       k && ra->calls[k - 1].kind == RT_CK_BROADCAST &&
+			       k && ra->calls[k - 1].kind == RT_CK_Broadcast &&
 					       ra->broadcasts_before_allgather == k ? " (the init broadcasts)" : "",
 			       x, y);
 		}

@@ -28,10 +28,10 @@ static void print_view_text(const struct rt_vw_trace *t, int only_rank)
 		rt_cli_human_bytes(peak, sizeof(peak), rt_cli_rank_peak(r));
 		rt_cli_rank_end(r, end, sizeof(end));
 		snprintf(colls, sizeof(colls), "%llu/%llu/%llu/%llu",
-			 (unsigned long long)r->colls[RT_CK_ALLGATHER],
-			 (unsigned long long)r->colls[RT_CK_REDUCESCATTER],
-			 (unsigned long long)r->colls[RT_CK_ALLREDUCE],
-			 (unsigned long long)r->colls[RT_CK_BROADCAST]);
+			 (unsigned long long)r->colls[RT_CK_AllGather],
+			 (unsigned long long)r->colls[RT_CK_ReduceScatter],
+			 (unsigned long long)r->colls[RT_CK_AllReduce],
+			 (unsigned long long)r->colls[RT_CK_Broadcast]);
 		if (r->meta.local_rank >= 0)
 			snprintf(exp, sizeof(exp), "%d", r->meta.local_rank);
 		else
@@ -89,7 +89,7 @@ static void print_view_json(const struct rt_vw_trace *t, int only_rank)
 		       "\"collectives\": {", (unsigned long long)r->allocs, (unsigned long long)r->frees,
 		       (unsigned long long)r->failed_allocs);
 		for (int k = 0; k < RT_CK_COUNT; k++)
-			printf("%s\"%s\": %llu", k ? ", " : "", rt_vw_coll_names[k],
+			printf("%s\"%s\": %llu", k ? ", " : "", rt_coll_names[k],
 			       (unsigned long long)r->colls[k]);
 		printf("}, \"streams_created\": %llu, \"errors\": %llu, \"fsdp_root_forwards\": %llu, "
 		       "\"params\": {\"reported\": %llu, \"storage_freed\": %llu, \"meta\": %llu, "

@@ -2,7 +2,8 @@
 /* schema.c - descriptor table and CTF 1.8 metadata, expanded from the .def files.
  *
  * Pure data and formatting: no allocation, no locks, thread-safe. Used by the
- * tracer (metadata at a rank's first event) and the viewer (decoding). */
+ * tracer (metadata at a rank's first event) and the viewer (decoding), the
+ * injector (roles, errors) and the outputs (collective names). */
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -10,15 +11,24 @@
 
 #include "schema.h"
 
-/* Field lists with their offsets: F and O alike. */
-#define F(k, n, e) { #n, RT_K_##k, 0 },
-#define O(k, n, e) { #n, RT_K_##k, 0 },
-#define RT_API(name, ret, params, args, fail, dev, after, fields) \
-	static struct rt_field fields_##name[] = { fields { NULL, 0, 0 } };
+const char *const rt_coll_names[RT_CK_COUNT] = {
+#define RT_API(...)
+#define RT_COLL_KIND(k) #k,
+#include "nccl_api.def"
+#undef RT_COLL_KIND
+#undef RT_API
+};
+
+/* Field lists with their offsets: F and O alike. An undeclared field name
+ * (format/fields.def) fails here. */
+#define F(k, n, e) { #n, RT_K_##k, 0, RT_FN_##n },
+#define O(k, n, e) { #n, RT_K_##k, 0, RT_FN_##n },
+#define RT_API(name, ret, params, args, fail, dev, after, fields, role, errors) \
+	static struct rt_field fields_##name[] = { fields { NULL, 0, 0, 0 } };
 #define RT_EVENT(name, params, fields) \
-	static struct rt_field fields_##name[] = { fields { NULL, 0, 0 } };
+	static struct rt_field fields_##name[] = { fields { NULL, 0, 0, 0 } };
 #define RT_DRV(name, gpa, since, ptsz, role, ret, params, args, fail, dev, after, fields) \
-	static struct rt_field fields_##name[] = { fields { NULL, 0, 0 } };
+	static struct rt_field fields_##name[] = { fields { NULL, 0, 0, 0 } };
 #include "cuda_api.def"
 #include "nccl_api.def"
 #include "driver_api.def"
@@ -29,12 +39,73 @@
 #undef F
 #undef O
 
+/* Each function's own errors, and each library's common ones. */
+#define E(code) #code,
+#define RT_API(name, ret, params, args, fail, dev, after, fields, role, errors) \
+	static const char *const errors_##name[] = { errors NULL };
+#define RT_EVENT(name, params, fields) static const char *const errors_##name[] = { NULL };
+#define RT_ERRORS_COMMON(lib, errors) static const char *const common_##lib[] = { errors NULL };
+#include "cuda_api.def"
+#include "nccl_api.def"
+#include "events.def"
+#undef RT_API
+#undef RT_EVENT
+#undef RT_ERRORS_COMMON
+#undef E
+const char *const *const rt_errors_common[RT_LIB_TRACER] = { common_CUDA, common_NCCL };
+
+static const struct {
+	int code;
+	const char *name;
+} cuda_results[] = {
+#define RT_CUDA_ERR(c, n, t) { c, n },
+#define RT_NCCL_ERR(c, t)
+#include "nvidia_errors.def"
+#undef RT_CUDA_ERR
+#undef RT_NCCL_ERR
+};
+
+static const char *const nccl_results[] = {
+#define RT_API(...)
+#define RT_RESULT(v, n) [v] = #n,
+#include "nccl_api.def"
+#undef RT_RESULT
+#undef RT_API
+};
+
+const char *rt_result_name(unsigned lib, int64_t code)
+{
+	if (lib == RT_LIB_NCCL)
+		return code >= 0 && code < (int64_t)(sizeof(nccl_results) / sizeof(nccl_results[0]))
+			       ? nccl_results[code] : NULL;
+	for (size_t i = 0; i < sizeof(cuda_results) / sizeof(cuda_results[0]); i++)
+		if (cuda_results[i].code == code)
+			return cuda_results[i].name;
+	return NULL;
+}
+
+int64_t rt_result_value(unsigned lib, const char *name)
+{
+	if (lib == RT_LIB_NCCL) {
+		for (size_t i = 0; i < sizeof(nccl_results) / sizeof(nccl_results[0]); i++)
+			if (nccl_results[i] && !strcmp(name, nccl_results[i]))
+				return (int64_t)i;
+		return -1;
+	}
+	for (size_t i = 0; i < sizeof(cuda_results) / sizeof(cuda_results[0]); i++)
+		if (!strcmp(name, cuda_results[i].name))
+			return cuda_results[i].code;
+	return -1;
+}
+
 #define F(k, n, e) +1
 #define O(k, n, e) +1
-#define RT_API(name, ret, params, args, fail, dev, after, fields) \
-	[RT_ID_##name] = { #name, LIB, 0 fields, RT_SIZE_##name, fields_##name },
+#define ROLE(what, arg) RT_R_##what, RT_A_##arg
+#define RT_API(name, ret, params, args, fail, dev, after, fields, role, errors) \
+	[RT_ID_##name] = { #name, LIB, 0 fields, RT_SIZE_##name, fields_##name, role, errors_##name },
 #define RT_EVENT(name, params, fields) \
-	[RT_ID_##name] = { #name, RT_LIB_TRACER, 0 fields, RT_SIZE_##name, fields_##name },
+	[RT_ID_##name] = { #name, RT_LIB_TRACER, 0 fields, RT_SIZE_##name, fields_##name, \
+			   RT_R_NONE, RT_A_NONE, errors_##name },
 const struct rt_event_desc rt_events[RT_ID_COUNT] = {
 #define LIB RT_LIB_CUDA
 #include "cuda_api.def"
@@ -43,13 +114,15 @@ const struct rt_event_desc rt_events[RT_ID_COUNT] = {
 #include "nccl_api.def"
 #undef LIB
 #define RT_DRV(name, gpa, since, ptsz, role, ret, params, args, fail, dev, after, fields) \
-	[RT_ID_##name] = { #name, RT_LIB_DRIVER, 0 fields, RT_SIZE_##name, fields_##name },
+	[RT_ID_##name] = { #name, RT_LIB_DRIVER, 0 fields, RT_SIZE_##name, fields_##name, \
+			   RT_R_NONE, RT_A_NONE, NULL },
 #include "driver_api.def"
 #undef RT_DRV
 #include "events.def"
 };
 #undef RT_API
 #undef RT_EVENT
+#undef ROLE
 
 #define RT_DRV(name, gpa, since, ptsz, role, ...) [RT_ID_##name] = RT_DRV_##role,
 const uint8_t rt_drv_role[RT_ID_COUNT] = {
@@ -58,6 +131,8 @@ const uint8_t rt_drv_role[RT_ID_COUNT] = {
 #undef RT_DRV
 #undef F
 #undef O
+
+int8_t rt_field_at[RT_ID_COUNT][RT_FN_COUNT];
 
 size_t rt_kind_size(enum rt_kind k)
 {
@@ -68,15 +143,17 @@ size_t rt_kind_size(enum rt_kind k)
 }
 
 /* Offsets are a running sum; computed once (constructor), then read-only. */
-__attribute__((constructor)) static void compute_offsets(void)
+__attribute__((constructor(101))) static void compute_offsets(void)
 {
 	for (unsigned id = 0; id < RT_ID_COUNT; id++) {
 		struct rt_field *f = (struct rt_field *)rt_events[id].fields;
 		unsigned off = 0;
 
+		memset(rt_field_at[id], -1, sizeof(rt_field_at[id]));
 		for (unsigned i = 0; f && i < rt_events[id].nfields; i++) {
 			f[i].offset = (uint8_t)off;
 			off += (unsigned)rt_kind_size(f[i].kind);
+			rt_field_at[id][f[i].fid] = (int8_t)i;
 		}
 	}
 }

@@ -48,6 +48,60 @@ enum rt_kind { RT_K_PTR, RT_K_U64, RT_K_U32, RT_K_I32, RT_K_U8, RT_K_I8, RT_K_ST
 
 enum rt_lib { RT_LIB_CUDA, RT_LIB_NCCL, RT_LIB_TRACER, RT_LIB_DRIVER };
 
+/* Field names (format/fields.def): code reads a field as RT_FN_name. */
+enum rt_fname {
+#define RT_FIELD(n, doc) RT_FN_##n,
+#include "fields.def"
+#undef RT_FIELD
+	RT_FN_COUNT
+};
+
+/* What a call means: the role column of the call tables, ROLE(what, arg). */
+enum rt_role {
+	RT_R_NONE,          /* tracer events */
+	RT_R_SET_DEVICE,    /* binds the thread's device (field device) */
+	RT_R_GET_DEVICE,
+	RT_R_ALLOC,         /* arg DEVICE or HOST; fields ptr, size (or pitch * height) */
+	RT_R_FREE,          /* arg DEVICE or HOST; field ptr */
+	RT_R_COPY,          /* fields dst, src, count: devices resolved from allocations */
+	RT_R_COPY_PEER,     /* fields dst_device, src_device */
+	RT_R_MEMSET,
+	RT_R_STREAM_CREATE,
+	RT_R_STREAM_DESTROY,
+	RT_R_DEVICE_RESET,
+	RT_R_MEM_INFO,
+	RT_R_QUERY,         /* reads state, changes nothing */
+	RT_R_UNIQUE_ID,
+	RT_R_COMM_INIT,     /* one rank joins: fields comm_id, nranks, rank */
+	RT_R_COMM_INIT_ALL, /* one process makes all ranks: comm_id, nranks */
+	RT_R_COMM_SPLIT,    /* fields parent_id, color, key, comm_id */
+	RT_R_COMM_END,
+	RT_R_COLL,          /* arg the kind; fields comm_id, seq, count, datatype... */
+	RT_R_P2P,           /* arg Send or Recv; fields comm_id, seq, peer... */
+	RT_R_GROUP,
+	RT_R_COUNT
+};
+
+/* Collective kinds (RT_COLL_KIND in nccl_api.def), in output order. */
+enum rt_coll_kind {
+#define RT_API(...)
+#define RT_COLL_KIND(k) RT_CK_##k,
+#include "nccl_api.def"
+#undef RT_COLL_KIND
+#undef RT_API
+	RT_CK_COUNT
+};
+extern const char *const rt_coll_names[RT_CK_COUNT];
+
+/* The role column's arg: memory kind, or a collective kind (>= 0). */
+enum rt_role_arg { RT_A_NONE = -1, RT_A_DEVICE = -2, RT_A_HOST = -3,
+#define RT_API(...)
+#define RT_COLL_KIND(k) RT_A_##k = RT_CK_##k,
+#include "nccl_api.def"
+#undef RT_COLL_KIND
+#undef RT_API
+};
+
 enum rt_event_id {
 #define RT_API(name, ...) RT_ID_##name,
 #define RT_EVENT(name, ...) RT_ID_##name,
@@ -72,7 +126,7 @@ enum rt_event_id {
 enum rt_event_size {
 #define F(k, n, e) +RT_SZ_##k
 #define O(k, n, e) +RT_SZ_##k
-#define RT_API(name, ret, params, args, fail, dev, after, fields) RT_SIZE_##name = 0 fields,
+#define RT_API(name, ret, params, args, fail, dev, after, fields, role, errors) RT_SIZE_##name = 0 fields,
 #define RT_EVENT(name, params, fields) RT_SIZE_##name = 0 fields,
 #define RT_DRV(name, gpa, since, ptsz, role, ret, params, args, fail, dev, after, fields) \
 	RT_SIZE_##name = 0 fields,
@@ -94,6 +148,7 @@ struct rt_field {
 	const char *name;
 	uint8_t kind;
 	uint8_t offset; /* from the start of the fields */
+	uint8_t fid;    /* enum rt_fname */
 };
 
 struct rt_event_desc {
@@ -102,6 +157,9 @@ struct rt_event_desc {
 	uint8_t nfields;
 	uint16_t size; /* payload bytes after the common part */
 	const struct rt_field *fields;
+	uint8_t role;  /* enum rt_role */
+	int8_t arg;    /* enum rt_role_arg */
+	const char *const *errors; /* NULL-terminated: beyond the library's common ones */
 };
 
 /* Indexed by enum rt_event_id (dense: CUDA ids, then NCCL from
@@ -116,8 +174,24 @@ enum rt_drv_role { RT_DRV_NONE, RT_DRV_ALLOC, RT_DRV_ALLOC_HOST, RT_DRV_FREE, RT
 		   RT_DRV_VMM_RELEASE, RT_DRV_VMM_MAP, RT_DRV_VMM_UNMAP, RT_DRV_CTX };
 extern const uint8_t rt_drv_role[RT_ID_COUNT];
 
-/* Field index by name in an event, or -1. */
+/* Field index by name in an event, or -1 (for tools reading user input). */
 int rt_field_index(unsigned id, const char *name);
+
+/* Where field f is in event id: its index, or -1 (filled at start-up). */
+extern int8_t rt_field_at[RT_ID_COUNT][RT_FN_COUNT];
+
+/* The errors every function of library lib may return (NULL-terminated),
+ * and NVIDIA's name of a result code (NULL when unknown). */
+extern const char *const *const rt_errors_common[RT_LIB_TRACER];
+const char *rt_result_name(unsigned lib, int64_t code);
+/* The value of NVIDIA's error name for library lib, or -1. */
+int64_t rt_result_value(unsigned lib, const char *name);
+
+/* The collective kind of an event id (ROLE(COLL|P2P, kind)), or -1. */
+static inline int rt_coll_kind_of(unsigned id)
+{
+	return (rt_events[id].role == RT_R_COLL || rt_events[id].role == RT_R_P2P) ? rt_events[id].arg : -1;
+}
 
 /* Read field i of an event's payload (fields part) as an integer. */
 static inline int64_t rt_field_get(unsigned id, const uint8_t *fields, int i)
@@ -135,12 +209,32 @@ static inline int64_t rt_field_get(unsigned id, const uint8_t *fields, int i)
 	}
 }
 
+/* Field f (enum rt_fname) of event id, or 0 when the event has none. */
+static inline int64_t rt_field_value(unsigned id, const uint8_t *fields, int f)
+{
+	int i = rt_field_at[id][f];
+
+	return i < 0 ? 0 : rt_field_get(id, fields, i);
+}
+
 /* Field i as a string (RT_K_STR), copied NUL-terminated into out[65]. */
 static inline const char *rt_field_str(unsigned id, const uint8_t *fields, int i, char out[65])
 {
 	__builtin_memcpy(out, fields + rt_events[id].fields[i].offset, 64);
 	out[64] = '\0';
 	return out;
+}
+
+/* String field f (enum rt_fname) of event id, "" when the event has none. */
+static inline const char *rt_field_text(unsigned id, const uint8_t *fields, int f, char out[65])
+{
+	int i = rt_field_at[id][f];
+
+	if (i < 0 || rt_events[id].fields[i].kind != RT_K_STR) {
+		out[0] = '\0';
+		return out;
+	}
+	return rt_field_str(id, fields, i, out);
 }
 
 /* Trace-wide facts written into the CTF metadata `env` block. */

@@ -131,26 +131,24 @@ void rt_inj_after(const struct rt_inj_hit *hit, unsigned id, const uint8_t *fiel
 {
 	static memcpy_fn real_memcpy;
 	static sync_fn real_sync;
-	int fb = rt_field_index(id, "recvbuff"), fc = rt_field_index(id, "count");
-	int fs = rt_field_index(id, "stream"), ft = rt_field_index(id, "datatype");
 	static const uint8_t elt[] = { 1, 1, 4, 4, 8, 8, 2, 4, 8, 2 }; /* ncclDataType_t sizes */
-	int64_t dt = rt_field_get(id, fields, ft);
+	int64_t dt = rt_field_value(id, fields, RT_FN_datatype);
 	uint8_t byte;
 	char *out;
 
 	if (hit->action != RT_INJ_CORRUPT || ret != 0)
 		return;
-	if (fb < 0)
-		fb = rt_field_index(id, "buff");
-	out = (char *)(uintptr_t)rt_field_get(id, fields, fb);
+	/* the output: recvbuff, or ncclBcast's one buffer */
+	out = (char *)(uintptr_t)rt_field_value(id, fields, rt_field_at[id][RT_FN_recvbuff] >= 0
+							       ? RT_FN_recvbuff : RT_FN_buff);
 	if (!real_memcpy) {
 		real_memcpy = (memcpy_fn)rt_inj_host_resolve("cudaMemcpy", RT_LIB_CUDA);
 		real_sync = (sync_fn)rt_inj_host_resolve("cudaStreamSynchronize", RT_LIB_CUDA);
 	}
-	if (!out || !real_memcpy || rt_field_get(id, fields, fc) == 0)
+	if (!out || !real_memcpy || rt_field_value(id, fields, RT_FN_count) == 0)
 		return;
 	if (real_sync)
-		real_sync((void *)(uintptr_t)rt_field_get(id, fields, fs));
+		real_sync((void *)(uintptr_t)rt_field_value(id, fields, RT_FN_stream));
 	/* the first element's most significant byte: an exponent bit for
 	 * floating point, a high bit for integers: the change shows */
 	out += dt >= 0 && dt < 10 ? elt[dt] - 1 : 0;

@@ -16,56 +16,62 @@
 
 #include "plan.h"
 
+/* The actions, from format/actions.def. */
 const char *const rt_inj_action_names[RT_INJ_NACTIONS] = {
-	"", "error", "delay", "skip", "hang", "device", "corrupt", "abort", "kill", "bypass",
+	"",
+#define RT_ACTION(E, n, v, calls, points, usage, doc) #n,
+#include "actions.def"
+#undef RT_ACTION
 };
 
 static const struct {
-	int code;
-	const char *name;
-} cuda_codes[] = {
-#define RT_CUDA_ERR(c, n, t) { c, n },
-#define RT_NCCL_ERR(c, t)
-#include "nvidia_errors.def"
-#undef RT_CUDA_ERR
-#undef RT_NCCL_ERR
+	bool value, calls, points;
+	const char *usage, *doc;
+} actions[RT_INJ_NACTIONS] = {
+	{ 0 },
+#define RT_ACTION(E, n, v, calls, points, usage, doc) { v, calls, points, usage, doc },
+#include "actions.def"
+#undef RT_ACTION
 };
 
-static const char *const nccl_codes[] = { "ncclSuccess", "ncclUnhandledCudaError",
-					  "ncclSystemError", "ncclInternalError",
-					  "ncclInvalidArgument", "ncclInvalidUsage",
-					  "ncclRemoteError", "ncclInProgress" };
+/* "u1, u2 or u3" of the actions that apply to calls (points false) or to
+ * failure points (true); sep_last: the word before the last one. */
+static const char *action_list(bool points, const char *sep_last)
+{
+	static char buf[2][256];
+	char *out = buf[points];
+	size_t len = 0;
+	int n = 0, total = 0;
 
-/* Codes a CUDA runtime function can return, by family: what `error=` accepts. */
-static const char *const cuda_common[] = {
-	"cudaErrorInvalidValue", "cudaErrorInitializationError", "cudaErrorInsufficientDriver",
-	"cudaErrorNoDevice", "cudaErrorUnknown", "cudaErrorNotSupported", "cudaErrorIllegalAddress",
-	"cudaErrorLaunchFailure", "cudaErrorDevicesUnavailable", "cudaErrorECCUncorrectable", NULL,
-};
+	for (int i = 1; i < RT_INJ_NACTIONS; i++)
+		total += points ? actions[i].points : 1;
+	for (int i = 1; i < RT_INJ_NACTIONS; i++) {
+		if (points && !actions[i].points)
+			continue;
+		n++;
+		len += (size_t)snprintf(out + len, sizeof(buf[0]) - len, "%s%s",
+					n == 1 ? "" : n == total ? sep_last : ", ", actions[i].usage);
+	}
+	return out;
+}
 
-static const struct {
-	const char *pattern;
-	const char *codes[4];
-} cuda_family[] = {
-	{ "cudaMalloc*", { "cudaErrorMemoryAllocation" } },
-	{ "cudaHostAlloc", { "cudaErrorMemoryAllocation" } },
-	{ "cudaMemGetInfo", { "cudaErrorMemoryAllocation" } },
-	{ "cuda[SG]etDevice", { "cudaErrorInvalidDevice" } }, /* DevicesUnavailable: common */
-	{ "cudaDeviceReset", { "cudaErrorInvalidDevice" } },
-	{ "cudaMemcpy*", { "cudaErrorInvalidMemcpyDirection", "cudaErrorInvalidDevice" } },
-	{ "cudaMemset*", { "cudaErrorInvalidDevicePointer" } },
-	{ "cudaFree*", { "cudaErrorInvalidDevicePointer" } },
-	{ "cudaStream*", { "cudaErrorInvalidResourceHandle" } },
-	{ "cudaDeviceGetStreamPriorityRange", { "cudaErrorInvalidDevice" } },
-};
+/* Errors function api may return (the call tables): its library's common ones
+ * and its own; what `error=` accepts. */
+static bool valid_code_for(unsigned api, const char *code)
+{
+	const char *const *own = rt_events[api].errors, *const *common;
 
-static const char *const nccl_valid[] = { "ncclUnhandledCudaError", "ncclSystemError",
-					  "ncclInternalError", "ncclInvalidArgument",
-					  "ncclInvalidUsage", "ncclRemoteError", NULL };
-
-static const unsigned collectives[] = { RT_ID_ncclAllReduce, RT_ID_ncclAllGather,
-					RT_ID_ncclReduceScatter, RT_ID_ncclBroadcast,
-					RT_ID_ncclBcast, RT_ID_ncclReduce };
+	if (rt_events[api].lib >= RT_LIB_TRACER)
+		return false;
+	common = rt_errors_common[rt_events[api].lib];
+	for (int i = 0; common[i]; i++)
+		if (!strcmp(code, common[i]))
+			return true;
+	for (int i = 0; own && own[i]; i++)
+		if (!strcmp(code, own[i]))
+			return true;
+	return false;
+}
 
 /* A preset's parameters (params: "N", "R@SEQ") fill its expansion's %s in order. */
 static const struct {
@@ -83,72 +89,34 @@ static const struct {
 	  "rank R is killed (SIGKILL) at its SEQ-th collective" },
 };
 
-static bool valid_code_for(unsigned api, const char *code)
-{
-	const char *name = rt_events[api].name;
-
-	if (rt_events[api].lib == RT_LIB_NCCL) {
-		for (int i = 0; nccl_valid[i]; i++)
-			if (!strcmp(code, nccl_valid[i]))
-				return true;
-		return false;
-	}
-	for (int i = 0; cuda_common[i]; i++)
-		if (!strcmp(code, cuda_common[i]))
-			return true;
-	for (size_t f = 0; f < sizeof(cuda_family) / sizeof(cuda_family[0]); f++) {
-		if (fnmatch(cuda_family[f].pattern, name, 0) != 0)
-			continue;
-		for (int i = 0; i < 4 && cuda_family[f].codes[i]; i++)
-			if (!strcmp(code, cuda_family[f].codes[i]))
-				return true;
-	}
-	return false;
-}
-
-/* The codes error= accepts for api, comma-separated into out (its own family first). */
+/* The codes error= accepts for api, comma-separated into out (its own first). */
 static void valid_codes_str(unsigned api, char *out, size_t n)
 {
+	const char *const *own = rt_events[api].errors, *const *common;
 	size_t len = 0;
 
 #define ADD(code) (len += (size_t)snprintf(out + len, len < n ? n - len : 0, "%s%s", len ? ", " : "", code))
 	out[0] = '\0';
-	if (rt_events[api].lib == RT_LIB_NCCL) {
-		for (int i = 0; nccl_valid[i]; i++)
-			ADD(nccl_valid[i]);
+	if (rt_events[api].lib >= RT_LIB_TRACER)
 		return;
-	}
-	for (size_t f = 0; f < sizeof(cuda_family) / sizeof(cuda_family[0]); f++)
-		for (int i = 0; i < 4 && cuda_family[f].codes[i]; i++)
-			if (!fnmatch(cuda_family[f].pattern, rt_events[api].name, 0))
-				ADD(cuda_family[f].codes[i]);
-	for (int i = 0; cuda_common[i]; i++)
-		ADD(cuda_common[i]);
+	common = rt_errors_common[rt_events[api].lib];
+	for (int i = 0; own && own[i]; i++)
+		ADD(own[i]);
+	for (int i = 0; common[i]; i++)
+		ADD(common[i]);
 #undef ADD
 }
 
 static int64_t code_value(unsigned api, const char *code)
 {
-	if (rt_events[api].lib == RT_LIB_NCCL) {
-		for (size_t i = 0; i < sizeof(nccl_codes) / sizeof(nccl_codes[0]); i++)
-			if (!strcmp(code, nccl_codes[i]))
-				return (int64_t)i;
-		return -1;
-	}
-	for (size_t i = 0; i < sizeof(cuda_codes) / sizeof(cuda_codes[0]); i++)
-		if (!strcmp(code, cuda_codes[i].name))
-			return cuda_codes[i].code;
-	return -1;
+	return rt_result_value(rt_events[api].lib, code);
 }
 
 const char *rt_inj_code_name(unsigned api, int64_t code)
 {
-	if (api < RT_ID_COUNT && rt_events[api].lib == RT_LIB_NCCL)
-		return code >= 0 && code < 8 ? nccl_codes[code] : "?";
-	for (size_t i = 0; i < sizeof(cuda_codes) / sizeof(cuda_codes[0]); i++)
-		if (cuda_codes[i].code == code)
-			return cuda_codes[i].name;
-	return "?";
+	const char *n = rt_result_name(api < RT_ID_COUNT ? rt_events[api].lib : RT_LIB_CUDA, code);
+
+	return n ? n : "?";
 }
 
 /* ---- error messages that point at the mistake ---- */
@@ -290,8 +258,9 @@ static int parse_target(struct ctx *c, const char *t, struct rt_inj_rule *r)
 		return fail(c, 0, "a target is a function name, a glob, @collective or a failure point");
 	snprintf(r->target, sizeof(r->target), "%s", t);
 	if (!strcmp(t, "@collective")) {
-		for (size_t i = 0; i < sizeof(collectives) / sizeof(collectives[0]); i++)
-			r->apis[collectives[i] / 8] |= (uint8_t)(1u << (collectives[i] % 8));
+		for (unsigned id = 0; id < RT_ID_FIRST_TRACER; id++)
+			if (rt_events[id].role == RT_R_COLL)
+				r->apis[id / 8] |= (uint8_t)(1u << (id % 8));
 		return 0;
 	}
 	if (strchr(t, '.')) {
@@ -323,20 +292,18 @@ static int parse_action(struct ctx *c, size_t col, const char *a, struct rt_inj_
 		if (strlen(rt_inj_action_names[i]) == klen && !strncmp(a, rt_inj_action_names[i], klen))
 			act = i;
 	if (!act)
-		return fail(c, col, "unknown action '%.*s' (error=CODE, delay=DUR, skip, hang, "
-			    "device=N, corrupt, abort, kill=SIG, bypass)", (int)klen, a);
+		return fail(c, col, "unknown action '%.*s' (%s)", (int)klen, a, action_list(false, ", "));
 	r->action = (enum rt_inj_action)act;
-	bool wants = act == RT_INJ_ERROR || act == RT_INJ_DELAY || act == RT_INJ_DEVICE || act == RT_INJ_KILL;
+	bool wants = actions[act].value;
 
 	if (wants && (!v || !*v))
 		return fail(c, col + klen, "%s needs a value (%s=...)", rt_inj_action_names[act],
 			    rt_inj_action_names[act]);
 	if (!wants && v)
 		return fail(c, col + klen, "%s takes no value", rt_inj_action_names[act]);
-	if (r->point && act != RT_INJ_BYPASS && act != RT_INJ_DELAY && act != RT_INJ_HANG &&
-	    act != RT_INJ_ABORT && act != RT_INJ_KILL && act != RT_INJ_ERROR)
-		return fail(c, col, "a failure point takes bypass, error=N, delay, hang, abort or kill");
-	if (!r->point && act == RT_INJ_BYPASS)
+	if (r->point && !actions[act].points)
+		return fail(c, col, "a failure point takes %s", action_list(true, " or "));
+	if (!r->point && !actions[act].calls)
 		return fail(c, col, "bypass is for failure points (names with a dot), not for %s",
 			    r->target);
 	switch (act) {
@@ -376,7 +343,7 @@ static int parse_action(struct ctx *c, size_t col, const char *a, struct rt_inj_
 		if (*end || r->arg < 0 || r->arg > 1023)
 			return fail(c, col + klen + 1, "device= is a device number");
 		for (unsigned id = 0; id < RT_ID_FIRST_TRACER; id++)
-			if (rt_inj_rule_matches(r, id) && id != RT_ID_cudaSetDevice)
+			if (rt_inj_rule_matches(r, id) && rt_events[id].role != RT_R_SET_DEVICE)
 				return fail(c, col, "device= only redirects cudaSetDevice, not %s",
 					    rt_events[id].name);
 		return 0;
@@ -391,8 +358,8 @@ static int parse_action(struct ctx *c, size_t col, const char *a, struct rt_inj_
 	}
 	case RT_INJ_CORRUPT:
 		for (unsigned id = 0; id < RT_ID_FIRST_TRACER; id++)
-			if (rt_inj_rule_matches(r, id) && rt_field_index(id, "recvbuff") < 0 &&
-			    rt_field_index(id, "buff") < 0)
+			if (rt_inj_rule_matches(r, id) && (rt_events[id].role != RT_R_COLL ||
+			    (rt_field_at[id][RT_FN_recvbuff] < 0 && rt_field_at[id][RT_FN_buff] < 0)))
 				return fail(c, col, "corrupt flips bits in a collective's output: %s has none",
 					    rt_events[id].name);
 		return 0;
@@ -608,6 +575,29 @@ static void print_preset(FILE *f, size_t i)
 	fprintf(f, "  %-16s %s\n  %-16s = %s\n", head, presets[i].doc, "", exp);
 }
 
+/* error= codes: each library's common ones, then each function's own. */
+static void print_errors(FILE *f)
+{
+	static const char *const libs[] = { "CUDA", "NCCL" };
+
+	fprintf(f, "\nerror= codes (NVIDIA's names), any function of its library:\n");
+	for (int l = 0; l < RT_LIB_TRACER; l++) {
+		fprintf(f, "  %s:", libs[l]);
+		for (int i = 0; rt_errors_common[l][i]; i++)
+			fprintf(f, "%s%s", i % 3 ? ", " : "\n    ", rt_errors_common[l][i]);
+		fprintf(f, "\n");
+	}
+	fprintf(f, "and, per function:\n");
+	for (unsigned id = 0; id < RT_ID_FIRST_TRACER; id++) {
+		if (!rt_events[id].errors || !rt_events[id].errors[0])
+			continue;
+		fprintf(f, "  %-33s", rt_events[id].name);
+		for (int i = 0; rt_events[id].errors[i]; i++)
+			fprintf(f, "%s%s", i ? ", " : " ", rt_events[id].errors[i]);
+		fprintf(f, "\n");
+	}
+}
+
 void rt_inj_print_list(void *file)
 {
 	FILE *f = file;
@@ -617,19 +607,17 @@ void rt_inj_print_list(void *file)
 		   "targets (interposed functions; globs such as 'nccl*' and 'cudaMalloc*' work too):\n");
 	for (unsigned id = 0; id < RT_ID_FIRST_TRACER; id++)
 		fprintf(f, "%s%s", id % 4 ? ", " : "\n  ", rt_events[id].name);
-	fprintf(f, "\n  @collective (AllReduce, AllGather, ReduceScatter, Broadcast, Bcast, Reduce)\n"
+	fprintf(f, "\n  @collective (");
+	for (unsigned id = 0, n = 0; id < RT_ID_FIRST_TRACER; id++)
+		if (rt_events[id].role == RT_R_COLL)
+			fprintf(f, "%s%s", n++ ? ", " : "", rt_events[id].name + 4 /* "nccl" */);
+	fprintf(f, ")\n"
 		   "  NAME.WITH.DOT: a failure point a program declares with rt_fault_point(), e.g.\n"
-		   "                 fsdp.root_forward (fsdp_mini, the PyTorch probe)\n\n"
-		   "actions:\n"
-		   "  error=CODE   return CODE without calling (NVIDIA's names, checked per function)\n"
-		   "  delay=DUR    sleep first (ns, us, ms, s)\n"
-		   "  skip         return success without calling (a broadcast that never happens)\n"
-		   "  hang         never return (the program's watchdog or the launcher decides)\n"
-		   "  device=N     cudaSetDevice binds device N instead\n"
-		   "  corrupt      flip a bit in a collective's output after it completes\n"
-		   "  abort        abort() at the call; kill=SIG: raise SIG at the call\n"
-		   "  bypass       failure points only: skip the guarded step\n\n"
-		   "when=N | N+ | N..M | N+STEP   which calls, counted per rule and rank, from 1\n"
+		   "                 fsdp.root_forward (fsdp_mini, the PyTorch probe)\n\nactions:\n");
+	for (int i = 1; i < RT_INJ_NACTIONS; i++)
+		fprintf(f, "  %-12s %s\n", actions[i].usage, actions[i].doc);
+	print_errors(f);
+	fprintf(f, "\nwhen=N | N+ | N..M | N+STEP   which calls, counted per rule and rank, from 1\n"
 		   "rank=0,2-3                    which ranks (default: all)\n"
 		   "prob=P:seed=S                 fire with probability P, the same calls for the same seed\n\n"
 		   "presets:\n");

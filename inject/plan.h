@@ -22,9 +22,13 @@
 
 #include "schema.h"
 
+/* format/actions.def */
 enum rt_inj_action {
-	RT_INJ_ERROR = 1, RT_INJ_DELAY, RT_INJ_SKIP, RT_INJ_HANG, RT_INJ_DEVICE, RT_INJ_CORRUPT,
-	RT_INJ_ABORT, RT_INJ_KILL, RT_INJ_BYPASS, RT_INJ_NACTIONS
+	RT_INJ_NONE,
+#define RT_ACTION(E, n, v, calls, points, usage, doc) RT_INJ_##E,
+#include "actions.def"
+#undef RT_ACTION
+	RT_INJ_NACTIONS
 };
 
 extern const char *const rt_inj_action_names[RT_INJ_NACTIONS];

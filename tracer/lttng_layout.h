@@ -14,7 +14,7 @@
 
 #define F(k, n, e) uint8_t n[RT_SZ_##k];
 #define O(k, n, e) uint8_t n[RT_SZ_##k];
-#define RT_API(name, ret, params, args, fail, dev, after, fields) \
+#define RT_API(name, ret, params, args, fail, dev, after, fields, role, errors) \
 	struct rt_lt_lay_##name { fields } __attribute__((packed));
 #define RT_EVENT(name, params, fields) struct rt_lt_lay_##name { fields } __attribute__((packed));
 #define RT_DRV(name, gpa, since, ptsz, role, ret, params, args, fail, dev, after, fields) \

@@ -49,7 +49,7 @@
 				    lttng_ust_field_integer(int16_t, ret, ret)          \
 				    lttng_ust_field_integer(int8_t, cur_dev, dev)       \
 				    __VA_ARGS__))
-#define RT_API(name, ret, params, args, fail, dev, after, fields) RT_LT_EVENT(name, fields)
+#define RT_API(name, ret, params, args, fail, dev, after, fields, role, errors) RT_LT_EVENT(name, fields)
 #define RT_EVENT(name, params, fields) RT_LT_EVENT(name, fields)
 #define RT_DRV(name, gpa, since, ptsz, role, ret, params, args, fail, dev, after, fields) \
 	RT_LT_EVENT(name, fields)

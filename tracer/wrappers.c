@@ -48,7 +48,7 @@
 /* The wrapper. Without a fault plan and with tracing off it costs one load
  * and two well-predicted branches. An injected fault either replaces the call
  * (error, skip, hang, abort, kill) or runs around it (delay, device, corrupt). */
-#define RT_API(name, ret, params, args, fail, dev, after, field_list)                  \
+#define RT_API(name, ret, params, args, fail, dev, after, field_list, role, errors)    \
 	RT_WRAPPER(name, name, ret, params, args, fail, dev, after, field_list)
 /* sym: the exported symbol; name: the call (event id, fault rules). A
  * driver function's _ptsz twin records as the function itself. */

@@ -71,7 +71,7 @@ void rt_vw_analyse(struct rt_vw_trace *t)
 			any_crashed = true;
 		else
 			all_crashed = false;
-		if (!(r->broadcasts_before_allgather > 0 && r->colls[RT_CK_ALLGATHER] == 0))
+		if (!(r->broadcasts_before_allgather > 0 && r->colls[RT_CK_AllGather] == 0))
 			all_bcast_no_ag = false;
 	}
 	/* FSDP root forward never ran: inferred from NCCL alone, confirmed by the

@@ -76,7 +76,7 @@ bool rt_vw_is_coll(unsigned id)
 {
 	int k = rt_vw_coll_kind(id);
 
-	return k >= 0 && k != RT_CK_SEND && k != RT_CK_RECV;
+	return k >= 0 && k != RT_CK_Send && k != RT_CK_Recv;
 }
 
 /* Per-rank memory accounting, as in the model: ptr -> (size, device). */
@@ -110,8 +110,8 @@ int rt_vw_mem_update(struct mem *m, const struct rt_vw_event *e)
 		x = malloc(sizeof(*x));
 		if (!x)
 			return -1;
-		x->ptr = (uint64_t)rt_vw_fld(e, RT_F_PTR);
-		x->size = (uint64_t)rt_vw_fld(e, RT_F_SIZE);
+		x->ptr = (uint64_t)rt_vw_fld(e, RT_FN_ptr);
+		x->size = (uint64_t)rt_vw_fld(e, RT_FN_size);
 		x->dev = e->dev;
 		l = mem_slot(m, x->ptr);
 		x->next = *l;
@@ -119,7 +119,7 @@ int rt_vw_mem_update(struct mem *m, const struct rt_vw_event *e)
 		m->bytes[x->dev] += x->size;
 		return x->dev;
 	case RT_ID_cudaFree: case RT_ID_cudaFreeAsync:
-		l = mem_slot(m, (uint64_t)rt_vw_fld(e, RT_F_PTR));
+		l = mem_slot(m, (uint64_t)rt_vw_fld(e, RT_FN_ptr));
 		if (!(x = *l))
 			return -1;
 		*l = x->next;

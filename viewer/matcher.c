@@ -47,9 +47,9 @@ void rt_vw_comm_learn(struct matcher *m, uint64_t id, int nranks)
 
 static void describe(char *out, size_t n, const struct sig *s)
 {
-	snprintf(out, n, "%s(count %" PRIu64 "%s)", rt_vw_coll_names[s->kind], s->count,
-		 s->kind == RT_CK_BROADCAST || s->kind == RT_CK_REDUCE ? ", root" : "");
-	if (s->kind == RT_CK_BROADCAST || s->kind == RT_CK_REDUCE) {
+	snprintf(out, n, "%s(count %" PRIu64 "%s)", rt_coll_names[s->kind], s->count,
+		 s->kind == RT_CK_Broadcast || s->kind == RT_CK_Reduce ? ", root" : "");
+	if (s->kind == RT_CK_Broadcast || s->kind == RT_CK_Reduce) {
 		size_t k = strlen(out);
 
 		snprintf(out + k - 1, n - k + 1, " %d)", s->root);
@@ -59,8 +59,8 @@ static void describe(char *out, size_t n, const struct sig *s)
 static bool same_sig(const struct sig *a, const struct sig *b)
 {
 	return a->kind == b->kind && a->count == b->count && a->dtype == b->dtype &&
-	       a->root == b->root && (a->op == b->op || a->kind == RT_CK_ALLGATHER ||
-				      a->kind == RT_CK_BROADCAST);
+	       a->root == b->root && (a->op == b->op || a->kind == RT_CK_AllGather ||
+				      a->kind == RT_CK_Broadcast);
 }
 
 /* All ranks that reported seq: the minority signature is the divergence. */

@@ -68,7 +68,7 @@ static void uncount(struct rt_vw_rank *r, uint64_t size, int dev)
 
 void rt_vw_memory_alloc(struct rt_vw_rank *r, const struct rt_vw_event *e, uint64_t size, bool host)
 {
-	uint64_t ptr = (uint64_t)rt_vw_fld(e, RT_F_PTR);
+	uint64_t ptr = (uint64_t)rt_vw_fld(e, RT_FN_ptr);
 	unsigned path = path_of(e->id);
 	int dev = host ? -1 : e->dev;
 	struct alloc *a;
@@ -102,7 +102,7 @@ void rt_vw_memory_alloc(struct rt_vw_rank *r, const struct rt_vw_event *e, uint6
 
 void rt_vw_memory_free(struct rt_vw_rank *r, const struct rt_vw_event *e)
 {
-	uint64_t ptr = (uint64_t)rt_vw_fld(e, RT_F_PTR);
+	uint64_t ptr = (uint64_t)rt_vw_fld(e, RT_FN_ptr);
 	unsigned path = path_of(e->id);
 	struct alloc *a;
 
@@ -156,9 +156,9 @@ static void vmm_create(struct rt_vw_rank *r, const struct rt_vw_event *e)
 		return;
 	if (!(v = calloc(1, sizeof(*v))))
 		return;
-	v->handle = (uint64_t)rt_vw_fld(e, RT_F_HANDLE);
-	v->size = (uint64_t)rt_vw_fld(e, RT_F_SIZE);
-	v->dev = (int8_t)rt_vw_fld(e, RT_F_DEVICE);
+	v->handle = (uint64_t)rt_vw_fld(e, RT_FN_handle);
+	v->size = (uint64_t)rt_vw_fld(e, RT_FN_size);
+	v->dev = (int8_t)rt_vw_fld(e, RT_FN_device);
 	v->next = r->vmm->handles;
 	r->vmm->handles = v;
 	r->allocs++;
@@ -174,7 +174,7 @@ static void vmm_release(struct rt_vw_rank *r, const struct rt_vw_event *e)
 
 	if (e->pending || e->ret != 0)
 		return;
-	v = handle_of(r, (uint64_t)rt_vw_fld(e, RT_F_HANDLE));
+	v = handle_of(r, (uint64_t)rt_vw_fld(e, RT_FN_handle));
 	if (!v || v->released) {
 		r->unknown_frees++;
 		return;
@@ -192,8 +192,8 @@ static void vmm_map(struct rt_vw_rank *r, const struct rt_vw_event *e)
 
 	if (e->pending || e->ret != 0)
 		return;
-	v = handle_of(r, (uint64_t)rt_vw_fld(e, RT_F_HANDLE));
-	a = rt_vw_map_put(r->live, (uint64_t)rt_vw_fld(e, RT_F_PTR), (uint64_t)rt_vw_fld(e, RT_F_SIZE),
+	v = handle_of(r, (uint64_t)rt_vw_fld(e, RT_FN_handle));
+	a = rt_vw_map_put(r->live, (uint64_t)rt_vw_fld(e, RT_FN_ptr), (uint64_t)rt_vw_fld(e, RT_FN_size),
 			  v ? v->dev : e->dev);
 	if (!a)
 		return;
@@ -209,7 +209,7 @@ static void vmm_map(struct rt_vw_rank *r, const struct rt_vw_event *e)
 /* Every mapping inside [ptr, ptr+size), adjacent from ptr. */
 static void vmm_unmap(struct rt_vw_rank *r, const struct rt_vw_event *e)
 {
-	uint64_t cur = (uint64_t)rt_vw_fld(e, RT_F_PTR), end = cur + (uint64_t)rt_vw_fld(e, RT_F_SIZE);
+	uint64_t cur = (uint64_t)rt_vw_fld(e, RT_FN_ptr), end = cur + (uint64_t)rt_vw_fld(e, RT_FN_size);
 	struct alloc *a;
 
 	if (e->pending || e->ret != 0)
@@ -227,8 +227,8 @@ static void vmm_unmap(struct rt_vw_rank *r, const struct rt_vw_event *e)
 bool rt_vw_memory_driver_event(struct rt_vw_rank *r, const struct rt_vw_event *e)
 {
 	switch (rt_drv_role[e->id]) {
-	case RT_DRV_ALLOC: rt_vw_memory_alloc(r, e, (uint64_t)rt_vw_fld(e, RT_F_SIZE), false); return true;
-	case RT_DRV_ALLOC_HOST: rt_vw_memory_alloc(r, e, (uint64_t)rt_vw_fld(e, RT_F_SIZE), true); return true;
+	case RT_DRV_ALLOC: rt_vw_memory_alloc(r, e, (uint64_t)rt_vw_fld(e, RT_FN_size), false); return true;
+	case RT_DRV_ALLOC_HOST: rt_vw_memory_alloc(r, e, (uint64_t)rt_vw_fld(e, RT_FN_size), true); return true;
 	case RT_DRV_FREE: rt_vw_memory_free(r, e); return true;
 	case RT_DRV_VMM_CREATE: vmm_create(r, e); return true;
 	case RT_DRV_VMM_RELEASE: vmm_release(r, e); return true;
@@ -236,7 +236,7 @@ bool rt_vw_memory_driver_event(struct rt_vw_rank *r, const struct rt_vw_event *e
 	case RT_DRV_VMM_UNMAP: vmm_unmap(r, e); return true;
 	case RT_DRV_CTX:
 		if (!e->pending && e->ret == 0)
-			use_device(r, (int)rt_vw_fld(e, RT_F_DEVICE));
+			use_device(r, (int)rt_vw_fld(e, RT_FN_device));
 		return true;
 	default:
 		return rt_events[e->id].lib == RT_LIB_DRIVER;

@@ -15,9 +15,6 @@
 #include "model.h"
 #include "model_int.h"
 
-const char *const rt_vw_coll_names[RT_CK_COUNT] = { "AllReduce", "Broadcast", "Reduce",
-						    "AllGather", "ReduceScatter", "Send", "Recv" };
-
 const char *const rt_vw_verdict_names[RT_V_COUNT] = {
 	"healthy", "skipped-fsdp-root", "device-misplacement", "collective-mismatch", "crashed",
 	"inconclusive",
@@ -27,16 +24,7 @@ const char *const rt_vw_verdict_names[RT_V_COUNT] = {
 
 int rt_vw_coll_kind(unsigned id)
 {
-	switch (id) {
-	case RT_ID_ncclAllReduce: return RT_CK_ALLREDUCE;
-	case RT_ID_ncclBroadcast: case RT_ID_ncclBcast: return RT_CK_BROADCAST;
-	case RT_ID_ncclReduce: return RT_CK_REDUCE;
-	case RT_ID_ncclAllGather: return RT_CK_ALLGATHER;
-	case RT_ID_ncclReduceScatter: return RT_CK_REDUCESCATTER;
-	case RT_ID_ncclSend: return RT_CK_SEND;
-	case RT_ID_ncclRecv: return RT_CK_RECV;
-	default: return -1;
-	}
+	return id < RT_ID_COUNT ? rt_coll_kind_of(id) : -1;
 }
 
 static void use_device(struct rt_vw_rank *r, int dev)
@@ -48,10 +36,10 @@ static void use_device(struct rt_vw_rank *r, int dev)
 /* Runtime allocations and frees; memory.c counts every path once. */
 static void on_alloc(struct rt_vw_rank *r, const struct rt_vw_event *e, bool host)
 {
-	uint64_t size = (uint64_t)rt_vw_fld(e, RT_F_SIZE);
+	uint64_t size = (uint64_t)rt_vw_fld(e, RT_FN_size);
 
-	if (e->id == RT_ID_cudaMallocPitch)
-		size = (uint64_t)rt_vw_fld(e, RT_F_PITCH) * (uint64_t)rt_vw_fld(e, RT_F_HEIGHT);
+	if (rt_field_at[e->id][RT_FN_pitch] >= 0) /* cudaMallocPitch: pitch * height bytes */
+		size = (uint64_t)rt_vw_fld(e, RT_FN_pitch) * (uint64_t)rt_vw_fld(e, RT_FN_height);
 	rt_vw_memory_alloc(r, e, size, host);
 }
 
@@ -88,13 +76,13 @@ static int device_of(struct rt_vw_rank *r, uint64_t ptr)
 static void on_param(struct rt_vw_rank *r, const struct rt_vw_event *e)
 {
 	char name[65];
-	int devtype = (int)rt_vw_fld(e, RT_F_DEVTYPE), dev = (int)rt_vw_fld(e, RT_F_DEVICE);
-	uint64_t numel = (uint64_t)rt_vw_fld(e, RT_F_NUMEL), bytes = (uint64_t)rt_vw_fld(e, RT_F_BYTES);
-	uint64_t ptr = (uint64_t)rt_vw_fld(e, RT_F_PTR);
+	int devtype = (int)rt_vw_fld(e, RT_FN_devtype), dev = (int)rt_vw_fld(e, RT_FN_device);
+	uint64_t numel = (uint64_t)rt_vw_fld(e, RT_FN_numel), bytes = (uint64_t)rt_vw_fld(e, RT_FN_bytes);
+	uint64_t ptr = (uint64_t)rt_vw_fld(e, RT_FN_ptr);
 	struct rt_vw_param *p = NULL;
 	uint8_t place;
 
-	rt_field_str(e->id, e->fields, rt_field_index(e->id, "name"), name);
+	rt_field_text(e->id, e->fields, RT_FN_name, name);
 	if (devtype == 2)
 		place = RT_P_META;
 	else if (numel > 0 && bytes == 0)
@@ -160,39 +148,34 @@ void rt_vw_on_event(struct matcher *m, int ri, const struct rt_vw_event *e)
 			snprintf(r->first_error, sizeof(r->first_error), "%s returned %d",
 				 rt_events[e->id].name, e->ret);
 	}
-	switch (e->id) {
-	case RT_ID_cudaMalloc: case RT_ID_cudaMallocAsync: case RT_ID_cudaMallocFromPoolAsync:
-	case RT_ID_cudaMallocManaged: case RT_ID_cudaMallocPitch:
-		on_alloc(r, e, false);
+	switch (rt_events[e->id].role) {
+	case RT_R_ALLOC:
+		on_alloc(r, e, rt_events[e->id].arg == RT_A_HOST);
 		return;
-	case RT_ID_cudaMallocHost: case RT_ID_cudaHostAlloc:
-		on_alloc(r, e, true);
-		return;
-	case RT_ID_cudaFree: case RT_ID_cudaFreeAsync: case RT_ID_cudaFreeHost:
+	case RT_R_FREE:
 		on_free(r, e);
 		return;
-	case RT_ID_cudaMemcpy: case RT_ID_cudaMemcpyAsync:
+	case RT_R_COPY:
 		use_device(r, e->dev);
 		if (e->ret == 0 && !e->pending) {
-			use_device(r, device_of(r, (uint64_t)rt_vw_fld(e, RT_F_DST)));
-			use_device(r, device_of(r, (uint64_t)rt_vw_fld(e, RT_F_SRC)));
+			use_device(r, device_of(r, (uint64_t)rt_vw_fld(e, RT_FN_dst)));
+			use_device(r, device_of(r, (uint64_t)rt_vw_fld(e, RT_FN_src)));
 		}
 		return;
-	case RT_ID_cudaMemcpyPeer: case RT_ID_cudaMemcpyPeerAsync:
+	case RT_R_COPY_PEER:
 		if (e->ret == 0 && !e->pending) {
-			use_device(r, (int)rt_vw_fld(e, RT_F_DST_DEVICE));
-			use_device(r, (int)rt_vw_fld(e, RT_F_SRC_DEVICE));
+			use_device(r, (int)rt_vw_fld(e, RT_FN_dst_device));
+			use_device(r, (int)rt_vw_fld(e, RT_FN_src_device));
 		}
 		return;
-	case RT_ID_cudaMemset: case RT_ID_cudaMemsetAsync:
+	case RT_R_MEMSET:
 		use_device(r, e->dev);
 		return;
-	case RT_ID_cudaStreamCreate: case RT_ID_cudaStreamCreateWithFlags:
-	case RT_ID_cudaStreamCreateWithPriority:
+	case RT_R_STREAM_CREATE:
 		if (e->ret == 0 && !e->pending)
 			r->streams_created++;
 		return;
-	case RT_ID_ncclCommInitRank: case RT_ID_ncclCommInitRankConfig:
+	case RT_R_COMM_INIT:
 		if (r->init_device < 0) {
 			r->init_device = e->dev;
 			r->init_ret = e->pending ? -1 : e->ret;
@@ -200,19 +183,23 @@ void rt_vw_on_event(struct matcher *m, int ri, const struct rt_vw_event *e)
 		if (e->ret == 0 && !e->pending) {
 			if (r->comm_device < 0)
 				r->comm_device = e->dev;
-			rt_vw_comm_learn(m, (uint64_t)rt_vw_fld(e, RT_F_COMM_ID), (int)rt_vw_fld(e, RT_F_NRANKS));
+			rt_vw_comm_learn(m, (uint64_t)rt_vw_fld(e, RT_FN_comm_id), (int)rt_vw_fld(e, RT_FN_nranks));
 			use_device(r, e->dev);
 		}
 		return;
-	case RT_ID_ncclCommInitAll:
+	case RT_R_COMM_INIT_ALL:
 		if (e->ret == 0)
-			rt_vw_comm_learn(m, (uint64_t)rt_vw_fld(e, RT_F_COMM_ID), (int)rt_vw_fld(e, RT_F_NRANKS));
+			rt_vw_comm_learn(m, (uint64_t)rt_vw_fld(e, RT_FN_comm_id), (int)rt_vw_fld(e, RT_FN_nranks));
 		return;
+	default:
+		break;
+	}
+	switch (e->id) {
 	case RT_ID_rt_param:
 		on_param(r, e);
 		return;
 	case RT_ID_rt_fsdp_forward:
-		if (rt_vw_fld(e, RT_F_PHASE) == 0)
+		if (rt_vw_fld(e, RT_FN_phase) == 0)
 			r->fsdp_root_forwards++;
 		return;
 	case RT_ID_rt_marker:
@@ -222,25 +209,30 @@ void rt_vw_on_event(struct matcher *m, int ri, const struct rt_vw_event *e)
 		r->faults++;
 		if (!r->first_fault[0]) {
 			char target[65];
-			int a = (int)rt_vw_fld(e, RT_F_ACTION);
-			static const char *const acts[] = { "", "error", "delay", "skip", "hang", "device",
-							    "corrupt", "abort", "kill", "bypass" };
+			int a = (int)rt_vw_fld(e, RT_FN_action);
+			static const char *const acts[] = {
+				"",
+#define RT_ACTION(E, n, v, calls, points, usage, doc) #n,
+#include "actions.def"
+#undef RT_ACTION
+			};
 
 			snprintf(r->first_fault, sizeof(r->first_fault), "%s:%s at call %lld",
-				 rt_field_str(e->id, e->fields, rt_field_index(e->id, "target"), target),
-				 a >= 0 && a < 10 ? acts[a] : "?", (long long)rt_vw_fld(e, RT_F_CALL));
+				 rt_field_text(e->id, e->fields, RT_FN_target, target),
+				 a >= 0 && a < (int)(sizeof(acts) / sizeof(acts[0])) ? acts[a] : "?",
+				 (long long)rt_vw_fld(e, RT_FN_call));
 		}
 		return;
 	case RT_ID_rt_exit:
 		if ((int)e->pid == r->meta.pid) {
 			r->exit_seen = true;
-			r->exit_status = (int)rt_vw_fld(e, RT_F_STATUS);
+			r->exit_status = (int)rt_vw_fld(e, RT_FN_status);
 		}
 		return;
 	case RT_ID_rt_signal:
 		if ((int)e->pid == r->meta.pid) {
 			r->exit_seen = true;
-			r->signo = (int)rt_vw_fld(e, RT_F_SIGNO);
+			r->signo = (int)rt_vw_fld(e, RT_FN_signo);
 		}
 		return;
 	default:
@@ -253,18 +245,18 @@ void rt_vw_on_event(struct matcher *m, int ri, const struct rt_vw_event *e)
 		return;
 	r->colls[ck]++;
 	use_device(r, e->dev);
-	if (ck == RT_CK_BROADCAST && r->colls[RT_CK_ALLGATHER] == 0)
+	if (ck == RT_CK_Broadcast && r->colls[RT_CK_AllGather] == 0)
 		r->broadcasts_before_allgather++;
 	{
-		struct sig s = { .kind = (uint8_t)ck, .dtype = (uint8_t)rt_vw_fld(e, RT_F_DATATYPE),
-				 .op = (uint8_t)rt_vw_fld(e, RT_F_OP), .root = (int32_t)rt_vw_fld(e, RT_F_ROOT),
-				 .count = (uint64_t)rt_vw_fld(e, RT_F_COUNT), .ret = e->ret,
+		struct sig s = { .kind = (uint8_t)ck, .dtype = (uint8_t)rt_vw_fld(e, RT_FN_datatype),
+				 .op = (uint8_t)rt_vw_fld(e, RT_FN_op), .root = (int32_t)rt_vw_fld(e, RT_FN_root),
+				 .count = (uint64_t)rt_vw_fld(e, RT_FN_count), .ret = e->ret,
 				 .pending = e->pending };
-		uint64_t comm = (uint64_t)rt_vw_fld(e, RT_F_COMM_ID);
-		uint32_t seq = (uint32_t)rt_vw_fld(e, RT_F_SEQ);
+		uint64_t comm = (uint64_t)rt_vw_fld(e, RT_FN_comm_id);
+		uint32_t seq = (uint32_t)rt_vw_fld(e, RT_FN_seq);
 
-		if (ck == RT_CK_SEND || ck == RT_CK_RECV)
-			s.root = (int32_t)rt_vw_fld(e, RT_F_PEER);
+		if (ck == RT_CK_Send || ck == RT_CK_Recv)
+			s.root = (int32_t)rt_vw_fld(e, RT_FN_peer);
 		if ((m->t->flags & RT_VW_KEEP_CALLS) && r->ncalls < RT_VW_MAX_CALLS) {
 			if (r->ncalls == r->calls_cap) {
 				uint32_t cap = r->calls_cap ? r->calls_cap * 2 : 64;
@@ -279,7 +271,7 @@ void rt_vw_on_event(struct matcher *m, int ri, const struct rt_vw_event *e)
 				r->calls[r->ncalls++] = (struct rt_vw_call_sig){ s.kind, s.dtype, s.op, s.root,
 										 s.count, comm, seq };
 		}
-		if (ck != RT_CK_SEND && ck != RT_CK_RECV && comm)
+		if (ck != RT_CK_Send && ck != RT_CK_Recv && comm)
 			rt_vw_match(m, ri, comm, seq, s);
 	}
 }

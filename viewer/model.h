@@ -12,9 +12,7 @@
 
 #define RT_VW_MAX_DEV 64
 
-enum rt_vw_coll_kind { RT_CK_ALLREDUCE, RT_CK_BROADCAST, RT_CK_REDUCE, RT_CK_ALLGATHER,
-		       RT_CK_REDUCESCATTER, RT_CK_SEND, RT_CK_RECV, RT_CK_COUNT };
-extern const char *const rt_vw_coll_names[RT_CK_COUNT];
+/* Collective kinds: enum rt_coll_kind and rt_coll_names (format/schema.h). */
 
 /* The collective kind of an NCCL event id, or -1 for anything else. */
 int rt_vw_coll_kind(unsigned id);

@@ -49,7 +49,7 @@ static void pf_event(void *arg, int ri, const struct rt_vw_event *e)
 	struct pf *p = arg;
 	const struct rt_vw_rank *r = &p->t->ranks[ri];
 	const struct rt_event_desc *d = &rt_events[e->id];
-	uint64_t stream = (uint64_t)rt_vw_fld(e, RT_F_STREAM);
+	uint64_t stream = (uint64_t)rt_vw_fld(e, RT_FN_stream);
 	uint64_t tid = e->tid;
 	int dev;
 
@@ -75,8 +75,8 @@ static void pf_event(void *arg, int ri, const struct rt_vw_event *e)
 	}
 	fputs("}}", p->f);
 	if (rt_vw_is_coll(e->id)) {
-		uint64_t comm = (uint64_t)rt_vw_fld(e, RT_F_COMM_ID);
-		uint32_t seq = (uint32_t)rt_vw_fld(e, RT_F_SEQ);
+		uint64_t comm = (uint64_t)rt_vw_fld(e, RT_FN_comm_id);
+		uint32_t seq = (uint32_t)rt_vw_fld(e, RT_FN_seq);
 		size_t b = (size_t)((comm ^ seq * 0x9E3779B97F4A7C15ull) % FLOW_BUCKETS);
 		struct flow **l = &p->flows[b], *fl;
 		const char *ph;

@@ -33,28 +33,6 @@ static uint32_t get32(const uint8_t *p)
 	return v;
 }
 
-static const char *const fnames[RT_F_COUNT_] = { "ptr", "size", "pitch", "height", "stream",
-						 "comm_id", "seq", "count", "datatype", "op",
-						 "root", "peer", "nranks", "status", "signo",
-						 "device", "phase", "action", "call", "devtype",
-						 "numel", "bytes", "dst", "src", "dst_device",
-						 "src_device", "handle" };
-static int8_t findex[RT_ID_COUNT][RT_F_COUNT_];
-
-__attribute__((constructor(200))) static void build_findex(void)
-{
-	for (unsigned id = 0; id < RT_ID_COUNT; id++)
-		for (int f = 0; f < RT_F_COUNT_; f++)
-			findex[id][f] = (int8_t)rt_field_index(id, fnames[f]);
-}
-
-int64_t rt_vw_fld(const struct rt_vw_event *e, enum rt_vw_fname f)
-{
-	int i = findex[e->id][f];
-
-	return i < 0 ? 0 : rt_field_get(e->id, e->fields, i);
-}
-
 struct rt_vw_cursor {
 	char path[4200];
 	const uint8_t *base;

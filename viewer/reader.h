@@ -25,15 +25,12 @@ struct rt_vw_stream_info {
 	uint32_t pid, tid;
 };
 
-/* Fields the viewer reads by name, looked up once per event id. */
-enum rt_vw_fname { RT_F_PTR, RT_F_SIZE, RT_F_PITCH, RT_F_HEIGHT, RT_F_STREAM, RT_F_COMM_ID,
-		   RT_F_SEQ, RT_F_COUNT, RT_F_DATATYPE, RT_F_OP, RT_F_ROOT, RT_F_PEER, RT_F_NRANKS,
-		   RT_F_STATUS, RT_F_SIGNO, RT_F_DEVICE, RT_F_PHASE, RT_F_ACTION, RT_F_CALL,
-		   RT_F_DEVTYPE, RT_F_NUMEL, RT_F_BYTES, RT_F_DST, RT_F_SRC, RT_F_DST_DEVICE,
-		   RT_F_SRC_DEVICE, RT_F_HANDLE, RT_F_COUNT_ };
-
-/* Field f of e as an integer, 0 when e has no such field. */
-int64_t rt_vw_fld(const struct rt_vw_event *e, enum rt_vw_fname f);
+/* Field f (enum rt_fname, format/fields.def) of e as an integer, 0 when e
+ * has no such field. */
+static inline int64_t rt_vw_fld(const struct rt_vw_event *e, enum rt_fname f)
+{
+	return rt_field_value(e->id, e->fields, f);
+}
 
 /* Exit codes of readers and the CLI for unreadable input. */
 #define RT_VW_ERR_CORRUPT 3

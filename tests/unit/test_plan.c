@@ -90,7 +90,7 @@ ParameterizedTestParameters(plan, bad_plans_point_at_the_mistake)
 		{ "cudaMalloc:device=1", "device= only redirects cudaSetDevice", 11 },
 		{ "cudaMalloc:corrupt", "corrupt flips bits in a collective's output", 11 },
 		{ "cudaMalloc:bypass", "bypass is for failure points", 11 },
-		{ "fsdp.root_forward:corrupt", "a failure point takes bypass", 18 },
+		{ "fsdp.root_forward:corrupt", "a failure point takes error=CODE, delay=DUR, hang, abort, kill=SIG or bypass", 18 },
 		{ "cudaMalloc:skip=3", "skip takes no value", 15 },
 		{ "cudaMalloc:error", "error needs a value", 16 },
 		{ "cudaMalloc", "a spec is TARGET:ACTION", 0 },
