@@ -35,6 +35,13 @@ void rt_cli_usage(FILE *f)
 		"  diff A B                                 where two traces first diverge, per rank\n"
 		"  export DIR --perfetto OUT.json           Chrome trace JSON for ui.perfetto.dev\n"
 		"  report DIR -o REPORT.html                one self-contained HTML report\n"
+		"  bisect --pip PKG | --git REPO | --versions A,B,... [--good X --bad Y] -- CMD...\n"
+		"      [--find-links DIR] [--index-url URL] [--pre] [--with REQ] [--isolated]\n"
+		"      [--python PY] [--setup CMD] [--first-parent] [--pythonpath SUB]\n"
+		"      [--signature SIG | --like TRACE] [--retries N] [--timeout S] [--jobs P]\n"
+		"      [--launcher PREFIX] [-o DIR] [--resume] [--json]\n"
+		"                                           the first version or commit whose\n"
+		"                                           trace shows the failure\n"
 		"  --version                                version, git revision, CUDA/NCCL headers\n"
 		"\n"
 		"example:\n"
@@ -54,6 +61,7 @@ static const struct rt_cli_cmd commands[] = {
 	{ "diff", rt_cli_cmd_diff },
 	{ "export", rt_cli_cmd_export },
 	{ "report", rt_cli_cmd_report },
+	{ "bisect", rt_cli_cmd_bisect },
 };
 
 int main(int argc, char **argv)

@@ -1,0 +1,269 @@
+/* SPDX-License-Identifier: MIT */
+/* bisect_cands.c - the candidates of a bisect, oldest first: pip versions,
+ * git commits or a given list.
+ *
+ * pip: the chosen interpreter runs pip (`pip index versions`, which honours
+ * --find-links, --index-url, pip.conf and PIP_* variables) and orders what
+ * it finds with `packaging` (pip's vendored copy when `packaging` itself is
+ * not installed): no version parsing here. git: `git log --ancestry-path`
+ * between the endpoints. Runs in the parent before BISECT_DIR exists, so a
+ * bad input creates nothing; errors print one message and return exit 2. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "bisect.h"
+
+/* argv[1..]: pkg good bad pre [pip options]. Prints "tag T" then the
+ * versions from good to bad, or "error: ..." and exits 3. */
+static const char pip_lister[] =
+	"import subprocess, sys, sysconfig\n"
+	"try:\n"
+	"    from packaging.version import Version, InvalidVersion\n"
+	"except ImportError:\n"
+	"    from pip._vendor.packaging.version import Version, InvalidVersion\n"
+	"pkg, good, bad, pre = sys.argv[1:5]\n"
+	"def fail(msg):\n"
+	"    print('error: ' + msg)\n"
+	"    sys.exit(3)\n"
+	"try:\n"
+	"    g, b = Version(good), Version(bad)\n"
+	"except InvalidVersion as e:\n"
+	"    fail('not a PEP 440 version: %s' % e)\n"
+	"cmd = [sys.executable, '-m', 'pip', 'index', 'versions', pkg, '--pre',\n"
+	"       '--disable-pip-version-check'] + sys.argv[5:]\n"
+	"p = subprocess.run(cmd, capture_output=True, text=True)\n"
+	"avail = None\n"
+	"for line in p.stdout.splitlines():\n"
+	"    if line.startswith('Available versions:'):\n"
+	"        avail = [s.strip() for s in line.split(':', 1)[1].split(',') if s.strip()]\n"
+	"if not avail:\n"
+	"    last = [l for l in p.stderr.splitlines() if l.strip() and 'experimental' not in l]\n"
+	"    fail('package %s: pip finds no versions (%s)' % (pkg, last[-1] if last else 'no output'))\n"
+	"vs = {}\n"
+	"for s in avail:\n"
+	"    try:\n"
+	"        vs.setdefault(Version(s), s)\n"
+	"    except InvalidVersion:\n"
+	"        pass\n"
+	"for name, v in (('--good', g), ('--bad', b)):\n"
+	"    if v not in vs:\n"
+	"        fail('%s %s: %s has no such version (it has %s)' % (name, v, pkg,\n"
+	"             ', '.join(vs[k] for k in sorted(vs))))\n"
+	"if g == b:\n"
+	"    fail('--good and --bad are the same version (%s)' % vs[g])\n"
+	"if g > b:\n"
+	"    fail('--good %s comes after --bad %s' % (vs[g], vs[b]))\n"
+	"print('tag %s-%s' % (sys.implementation.cache_tag, sysconfig.get_platform()))\n"
+	"for v in sorted(vs):\n"
+	"    if g <= v <= b and (pre == '1' or not v.is_prerelease or v in (g, b)):\n"
+	"        print(vs[v])\n";
+
+static int add_cand(struct bs_ctx *x, const char *id, const char *label, bool git)
+{
+	struct bs_cand *c = realloc(x->c, sizeof(*c) * (size_t)(x->n + 1));
+
+	if (!c)
+		return -1;
+	x->c = c;
+	c = &x->c[x->n++];
+	memset(c, 0, sizeof(*c));
+	snprintf(c->id, sizeof(c->id), "%s", id);
+	snprintf(c->label, sizeof(c->label), "%s", label ? label : "");
+	if (git) {
+		snprintf(c->name, sizeof(c->name), "%.12s", id);
+		return 0;
+	}
+	snprintf(c->name, sizeof(c->name), "%s%s", id[0] == '.' ? "v" : "", id);
+	for (char *p = c->name; *p; p++)
+		if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._+-", *p))
+			*p = '_';
+	for (int i = 0; i < x->n - 1; i++) {
+		size_t l = strlen(c->name) > 70 ? 70 : strlen(c->name);
+
+		if (!strcmp(x->c[i].name, c->name)) { /* "1/2" and "1_2": keep dirs apart */
+			snprintf(c->name + l, sizeof(c->name) - l, "~%d", x->n);
+			break;
+		}
+	}
+	return 0;
+}
+
+static int list_pip(struct bs_ctx *x)
+{
+	char *argv[16], *out = NULL, *line, *save = NULL;
+	int k = 0, rc;
+
+	argv[k++] = (char *)x->o.python;
+	argv[k++] = "-c";
+	argv[k++] = (char *)pip_lister;
+	argv[k++] = (char *)x->o.pkg;
+	argv[k++] = (char *)x->o.good;
+	argv[k++] = (char *)x->o.bad;
+	argv[k++] = x->o.pre ? "1" : "0";
+	if (x->o.find_links) {
+		argv[k++] = "--find-links";
+		argv[k++] = (char *)x->o.find_links;
+	}
+	if (x->o.index_url) {
+		argv[k++] = "--index-url";
+		argv[k++] = (char *)x->o.index_url;
+	}
+	argv[k] = NULL;
+	rc = bs_capture(argv, NULL, &out, true);
+	if (rc == 127 || rc < 0) {
+		fprintf(stderr, "ranktrace bisect: --python %s: cannot run it\n", x->o.python);
+		free(out);
+		return BS_EXIT_USAGE;
+	}
+	if (rc != 0 || strncmp(out, "tag ", 4)) {
+		line = strstr(out, "error: ");
+		fprintf(stderr, "ranktrace bisect: %s%s", line ? line + 7 : "listing versions with pip failed\n",
+			line && line[strlen(line) - 1] == '\n' ? "" : "\n");
+		free(out);
+		return BS_EXIT_USAGE;
+	}
+	for (line = strtok_r(out, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		if (!strncmp(line, "tag ", 4))
+			snprintf(x->pytag, sizeof(x->pytag), "%s", line + 4);
+		else if (add_cand(x, line, NULL, false) != 0)
+			break;
+	}
+	free(out);
+	return 0;
+}
+
+/* REV -> full hash in out; false (after a message) if it is no commit. */
+static bool git_commit(struct bs_ctx *x, const char *opt, const char *rev, char *out, size_t n)
+{
+	char spec[256], *o = NULL;
+	char *argv[] = { "git", "-C", x->repo, "rev-parse", "--verify", "-q", spec, NULL };
+	int rc;
+
+	snprintf(spec, sizeof(spec), "%s^{commit}", rev);
+	rc = bs_capture(argv, NULL, &o, true);
+	if (rc != 0 || strlen(o) < 40) {
+		fprintf(stderr, "ranktrace bisect: %s %s: no such commit in %s\n", opt, rev, x->repo);
+		free(o);
+		return false;
+	}
+	o[strcspn(o, "\n")] = '\0';
+	snprintf(out, n, "%s", o);
+	free(o);
+	return true;
+}
+
+static int git_log_cands(struct bs_ctx *x, const char *good, const char *bad)
+{
+	char range[200], *out = NULL, *line, *save = NULL;
+	char *first[] = { "git", "-C", x->repo, "log", "-1", "--format=%H%x09%s", (char *)good, NULL };
+	char *log[] = { "git", "-C", x->repo, "log", "--reverse", "--ancestry-path",
+			"--format=%H%x09%s", range, x->o.first_parent ? "--first-parent" : NULL, NULL };
+
+	snprintf(range, sizeof(range), "%s..%s", good, bad);
+	for (int pass = 0; pass < 2; pass++) {
+		if (bs_capture(pass ? log : first, NULL, &out, true) != 0) {
+			fprintf(stderr, "ranktrace bisect: git log %s failed\n", range);
+			free(out);
+			return BS_EXIT_USAGE;
+		}
+		for (line = strtok_r(out, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+			char *tab = strchr(line, '\t');
+
+			if (tab)
+				*tab++ = '\0';
+			if (add_cand(x, line, tab, true) != 0)
+				break;
+		}
+		free(out);
+		out = NULL;
+	}
+	if (x->n < 2 || strcmp(x->c[x->n - 1].id, bad)) {
+		fprintf(stderr, "ranktrace bisect: --bad %s is not reached from --good %s%s\n",
+			x->o.bad, x->o.good, x->o.first_parent ? " by first parents" : "");
+		return BS_EXIT_USAGE;
+	}
+	return 0;
+}
+
+static int list_git(struct bs_ctx *x)
+{
+	char good[64], bad[64], *o = NULL;
+	char *top[] = { "git", "-C", (char *)x->o.repo, "rev-parse", "--show-toplevel", NULL };
+	char *anc[] = { "git", "-C", x->repo, "merge-base", "--is-ancestor", good, bad, NULL };
+
+	if (bs_capture(top, NULL, &o, true) != 0 || !*o) {
+		fprintf(stderr, "ranktrace bisect: --git %s: not a git repository\n", x->o.repo);
+		free(o);
+		return BS_EXIT_USAGE;
+	}
+	o[strcspn(o, "\n")] = '\0';
+	snprintf(x->repo, sizeof(x->repo), "%s", o);
+	free(o);
+	if (!git_commit(x, "--good", x->o.good, good, sizeof(good)) ||
+	    !git_commit(x, "--bad", x->o.bad, bad, sizeof(bad)))
+		return BS_EXIT_USAGE;
+	if (!strcmp(good, bad)) {
+		fprintf(stderr, "ranktrace bisect: --good %s and --bad %s are the same commit\n",
+			x->o.good, x->o.bad);
+		return BS_EXIT_USAGE;
+	}
+	if (bs_capture(anc, NULL, &o, true) != 0) {
+		free(o);
+		fprintf(stderr, "ranktrace bisect: --good %s is not an ancestor of --bad %s "
+			"(good after bad, or on another branch)\n", x->o.good, x->o.bad);
+		return BS_EXIT_USAGE;
+	}
+	free(o);
+	return git_log_cands(x, good, bad);
+}
+
+static int find_version(const struct bs_ctx *x, const char *v)
+{
+	for (int i = 0; i < x->n; i++)
+		if (!strcmp(x->c[i].id, v))
+			return i;
+	return -1;
+}
+
+static int list_versions(struct bs_ctx *x)
+{
+	char *copy = strdup(x->o.versions), *tok, *save = NULL;
+	int g, b;
+
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (!*tok)
+			continue;
+		if (find_version(x, tok) >= 0) {
+			fprintf(stderr, "ranktrace bisect: --versions lists %s twice\n", tok);
+			free(copy);
+			return BS_EXIT_USAGE;
+		}
+		add_cand(x, tok, NULL, false);
+	}
+	free(copy);
+	g = x->o.good ? find_version(x, x->o.good) : 0;
+	b = x->o.bad ? find_version(x, x->o.bad) : x->n - 1;
+	if (g < 0 || b < 0) {
+		fprintf(stderr, "ranktrace bisect: %s %s is not in --versions\n", g < 0 ? "--good" : "--bad",
+			g < 0 ? x->o.good : x->o.bad);
+		return BS_EXIT_USAGE;
+	}
+	if (g >= b) {
+		fprintf(stderr, "ranktrace bisect: %s\n", g == b ? "--good and --bad are the same version"
+			: "--good comes after --bad in --versions (list them oldest first)");
+		return BS_EXIT_USAGE;
+	}
+	memmove(x->c, x->c + g, sizeof(*x->c) * (size_t)(b - g + 1));
+	x->n = b - g + 1;
+	return 0;
+}
+
+/* The ordered candidates into x->c (index 0 good, n-1 bad). 0 or 2. */
+int bs_list_candidates(struct bs_ctx *x)
+{
+	switch (x->o.source) {
+	case BS_PIP: return list_pip(x);
+	case BS_GIT: return list_git(x);
+	default: return list_versions(x);
+	}
+}

@@ -1,0 +1,365 @@
+/* SPDX-License-Identifier: MIT */
+/* bisect_search.c - the rounds of a bisect: endpoints first, then
+ * multisection around skipped candidates.
+ *
+ * Each round judges up to --jobs candidates at once, one forked worker
+ * process each (bisect_worker.c), chosen evenly among the untested
+ * candidates strictly between the last good and the first bad: about
+ * log_(P+1) N rounds; P = 1 is plain bisection. A skipped candidate only
+ * drops out of the choice, so the search goes around it, as `git bisect
+ * skip` does. The parent alone changes the candidate array and saves the
+ * state after every result; SIGINT/SIGTERM set bs_stop, the workers kill
+ * their command's process group, the unfinished round is forgotten (its
+ * candidates run again on --resume). Progress goes to stderr. */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bisect.h"
+
+#define EXIT_INTERRUPTED 130
+
+struct worker {
+	pid_t pid;
+	int i;
+};
+
+const char *bs_judged_name(int judged)
+{
+	static const char *const names[] = { "untested", "good", "bad", "skip" };
+
+	return judged >= 0 && judged <= BS_SKIP ? names[judged] : "?";
+}
+
+static void on_stop(int sig)
+{
+	(void)sig;
+	bs_stop = 1;
+}
+
+static void handle_stop_signals(void)
+{
+	struct sigaction sa = { 0 };
+
+	sa.sa_handler = on_stop; /* no SA_RESTART: waitpid returns EINTR */
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+}
+
+static void result_path(const struct bs_ctx *x, int i, char *out, size_t n)
+{
+	bs_work_dir(x, i, out, n);
+	strncat(out, "/result", n - strlen(out) - 1);
+}
+
+static pid_t start_worker(const struct bs_ctx *x, int i)
+{
+	char path[PATH_MAX + 8];
+	struct bs_result r;
+	pid_t pid;
+
+	result_path(x, i, path, sizeof(path));
+	unlink(path);
+	fflush(NULL);
+	pid = fork();
+	if (pid != 0)
+		return pid;
+	bs_judge(x, i, &r);
+	FILE *f = fopen(path, "w");
+
+	if (f) {
+		fprintf(f, "%d %d %.3f\n%s\n%s\n", r.judged, r.runs, r.seconds, r.verdict, r.reason);
+		fclose(f);
+	}
+	_exit(0);
+}
+
+static bool read_result(const struct bs_ctx *x, int i, struct bs_result *r)
+{
+	char path[PATH_MAX + 8];
+	FILE *f;
+	bool ok;
+
+	memset(r, 0, sizeof(*r));
+	result_path(x, i, path, sizeof(path));
+	f = fopen(path, "r");
+	if (!f)
+		return false;
+	ok = fscanf(f, "%d %d %lf\n", &r->judged, &r->runs, &r->seconds) == 3 &&
+	     fgets(r->verdict, sizeof(r->verdict), f);
+	if (ok && !fgets(r->reason, sizeof(r->reason), f))
+		r->reason[0] = '\0';
+	fclose(f);
+	r->verdict[strcspn(r->verdict, "\n")] = '\0';
+	r->reason[strcspn(r->reason, "\n")] = '\0';
+	return ok;
+}
+
+/* Untested candidates strictly between the bounds; their count. */
+static int untested(const struct bs_ctx *x, int lo, int hi, int *u)
+{
+	int m = 0;
+
+	for (int i = lo + 1; i < hi; i++)
+		if (x->c[i].judged == BS_UNTESTED)
+			u[m++] = i;
+	return m;
+}
+
+/* The bounds: hi = first bad, lo = last good before it. */
+static void bounds(const struct bs_ctx *x, int *lo, int *hi)
+{
+	*hi = x->n - 1;
+	for (int i = 0; i < x->n; i++)
+		if (x->c[i].judged == BS_BAD) {
+			*hi = i;
+			break;
+		}
+	*lo = 0;
+	for (int i = 0; i < *hi; i++)
+		if (x->c[i].judged == BS_GOOD)
+			*lo = i;
+}
+
+static int rounds_left(int m, int p)
+{
+	return m <= 0 ? 0 : (int)ceil(log((double)m + 1) / log((double)p + 1) - 1e-9);
+}
+
+static void progress(const struct bs_ctx *x, int i, double elapsed, int steps_left)
+{
+	const struct bs_cand *c = &x->c[i];
+	int done = 0;
+	double per = 0;
+
+	for (int k = 0; k < x->n; k++)
+		if (x->c[k].judged != BS_UNTESTED) {
+			done++;
+			per += x->c[k].seconds;
+		}
+	per = done ? per / done : 0;
+	if (x->tty)
+		fprintf(stderr, "\r\033[K");
+	fprintf(stderr, "bisect: step %d of about %d: %s%s%s -> %s (%s%s%s) %.1fs; %.0fs elapsed, "
+		"about %.0fs left\n", done, done + steps_left, c->name, c->label[0] ? " " : "", c->label,
+		c->verdict, bs_judged_name(c->judged), c->reason[0] ? ": " : "", c->reason, c->seconds,
+		elapsed, per * (double)steps_left / (x->o.jobs > 0 ? x->o.jobs : 1));
+}
+
+static void bar(const struct bs_ctx *x, const int *idx, int m, int steps_left)
+{
+	int done = 0, width = 24, fill;
+
+	if (!x->tty)
+		return;
+	for (int k = 0; k < x->n; k++)
+		done += x->c[k].judged != BS_UNTESTED;
+	fill = done + steps_left ? width * done / (done + steps_left) : width;
+	fprintf(stderr, "\r\033[K[");
+	for (int k = 0; k < width; k++)
+		fputc(k < fill ? '#' : '.', stderr);
+	fprintf(stderr, "] round %d: running", x->rounds);
+	for (int k = 0; k < m && k < 4; k++)
+		fprintf(stderr, " %s", x->c[idx[k]].name);
+	fprintf(stderr, m > 4 ? " ..." : "");
+}
+
+/* Judge candidates idx[0..m) at once; 0, or EXIT_INTERRUPTED. */
+static int run_round(struct bs_ctx *x, const int *idx, int m, double t0, int steps_left)
+{
+	struct worker w[64];
+	int live = 0;
+
+	x->rounds++;
+	bar(x, idx, m, steps_left);
+	for (int k = 0; k < m && k < 64; k++) {
+		w[k].i = idx[k];
+		w[k].pid = start_worker(x, idx[k]);
+		live += w[k].pid > 0;
+	}
+	while (live > 0) {
+		struct timespec ts;
+		struct bs_result r;
+		int st;
+		pid_t pid = waitpid(-1, &st, 0);
+
+		if (pid < 0 && errno == EINTR && bs_stop) {
+			for (int k = 0; k < m; k++)
+				if (w[k].pid > 0)
+					kill(w[k].pid, SIGTERM);
+			continue;
+		}
+		if (pid < 0)
+			break;
+		for (int k = 0; k < m; k++) {
+			if (w[k].pid != pid)
+				continue;
+			w[k].pid = 0;
+			live--;
+			if (bs_stop)
+				break;
+			if (!read_result(x, w[k].i, &r)) {
+				memset(&r, 0, sizeof(r));
+				r.judged = BS_SKIP;
+				snprintf(r.verdict, sizeof(r.verdict), "error");
+				snprintf(r.reason, sizeof(r.reason), "the worker judging it died (status %d)", st);
+			}
+			struct bs_cand *c = &x->c[w[k].i];
+
+			c->judged = r.judged;
+			c->runs = r.runs;
+			c->seconds = r.seconds;
+			c->round = x->rounds;
+			snprintf(c->verdict, sizeof(c->verdict), "%s", r.verdict);
+			snprintf(c->reason, sizeof(c->reason), "%s", r.reason);
+			bs_state_save(x);
+			clock_gettime(CLOCK_MONOTONIC, &ts);
+			progress(x, w[k].i, (double)ts.tv_sec - t0, live ? live + steps_left : steps_left);
+			if (live)
+				bar(x, idx, m, steps_left);
+		}
+	}
+	return bs_stop ? EXIT_INTERRUPTED : 0;
+}
+
+/* A bad endpoint sets the signature; a failure other than the signature
+ * judged "bad" (signature still unknown when it ran) is a skip. */
+static void settle(struct bs_ctx *x, int i)
+{
+	struct bs_cand *c = &x->c[i];
+
+	if (c->judged != BS_BAD)
+		return;
+	if (!x->signature[0] && i == x->n - 1) {
+		snprintf(x->signature, sizeof(x->signature), "%s", c->verdict);
+		bs_state_save(x);
+	} else if (strcmp(c->verdict, x->signature)) {
+		c->judged = BS_SKIP;
+		snprintf(c->reason, sizeof(c->reason), "another failure: %s", c->verdict);
+		bs_state_save(x);
+	}
+}
+
+static int endpoint_error(const struct bs_ctx *x)
+{
+	const struct bs_cand *g = &x->c[0], *b = &x->c[x->n - 1];
+
+	if (b->judged == BS_GOOD) {
+		fprintf(stderr, "ranktrace bisect: the \"bad\" endpoint %s is healthy: nothing to bisect "
+			"(trace %s/%s)\n", b->id, x->dir, b->name);
+		return BS_EXIT_NOT_FOUND;
+	}
+	if (b->judged != BS_BAD) {
+		fprintf(stderr, "ranktrace bisect: the \"bad\" endpoint %s could not be judged: %s%s%s\n",
+			b->id, b->reason, x->signature[0] ? " (hunting " : "", x->signature[0] ?
+			x->signature : "");
+		if (x->signature[0])
+			fprintf(stderr, ")\n");
+		return BS_EXIT_NOT_FOUND;
+	}
+	if (g->judged == BS_BAD) {
+		fprintf(stderr, "ranktrace bisect: the \"good\" endpoint %s already shows %s: the "
+			"change is older (trace %s/%s)\n", g->id, x->signature, x->dir, g->name);
+		return BS_EXIT_NOT_FOUND;
+	}
+	if (g->judged != BS_GOOD) {
+		fprintf(stderr, "ranktrace bisect: the \"good\" endpoint %s is not healthy: %s\n", g->id,
+			g->reason);
+		return BS_EXIT_NOT_FOUND;
+	}
+	return 0;
+}
+
+/* Both endpoints judged: the bad one first when it names the signature. */
+static int endpoints(struct bs_ctx *x, double t0)
+{
+	int both[2] = { x->n - 1, 0 }, m = 0, rc;
+	int ends[2];
+
+	for (int k = 0; k < 2; k++)
+		if (x->c[both[k]].judged == BS_UNTESTED)
+			ends[m++] = both[k];
+	if (m == 2 && x->o.jobs < 2) { /* bad first: it names the signature */
+		rc = run_round(x, ends, 1, t0, 1 + rounds_left(x->n - 2, 1));
+		settle(x, ends[0]);
+		if (!rc && x->c[ends[0]].judged == BS_BAD)
+			rc = run_round(x, ends + 1, 1, t0, rounds_left(x->n - 2, 1));
+	} else {
+		rc = m ? run_round(x, ends, m, t0, rounds_left(x->n - 2, x->o.jobs)) : 0;
+	}
+	if (rc)
+		return rc;
+	settle(x, x->n - 1);
+	settle(x, 0);
+	return endpoint_error(x);
+}
+
+static void remove_worktrees(const struct bs_ctx *x, int lo, int hi)
+{
+	for (int i = 1; x->o.source == BS_GIT && i < x->n - 1; i++) {
+		char wd[PATH_MAX], src[PATH_MAX + 8], *o = NULL;
+		char *rm[] = { "git", "-C", (char *)x->repo, "worktree", "remove", "--force", src, NULL };
+
+		if (i == lo || i == hi)
+			continue;
+		bs_work_dir(x, i, wd, sizeof(wd));
+		snprintf(src, sizeof(src), "%s/src", wd);
+		if (access(src, F_OK) == 0)
+			bs_capture(rm, NULL, &o, true);
+		free(o);
+	}
+}
+
+int bs_search(struct bs_ctx *x)
+{
+	struct timespec ts;
+	int lo, hi, m, rc, *u = calloc((size_t)x->n, sizeof(int)), pick[64];
+	double t0;
+
+	if (!u)
+		return BS_EXIT_NOT_FOUND;
+	handle_stop_signals();
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	t0 = (double)ts.tv_sec;
+	rc = endpoints(x, t0);
+	while (!rc) {
+		int p = x->o.jobs, k = 0;
+
+		bounds(x, &lo, &hi);
+		m = untested(x, lo, hi, u);
+		if (!m)
+			break;
+		if (p > m)
+			p = m;
+		for (int j = 1; j <= p; j++) { /* P points split the untested into P+1 parts */
+			int at = (int)((long)j * (m + 1) / (p + 1)) - 1;
+
+			if (at >= 0 && at < m && (!k || pick[k - 1] != u[at]))
+				pick[k++] = u[at];
+		}
+		rc = run_round(x, pick, k, t0, (rounds_left(m, x->o.jobs) - 1) * x->o.jobs);
+		for (int j = 0; j < k; j++)
+			settle(x, pick[j]);
+	}
+	free(u);
+	if (rc == EXIT_INTERRUPTED) {
+		if (x->tty)
+			fprintf(stderr, "\r\033[K");
+		fprintf(stderr, "ranktrace bisect: interrupted; state saved in %s: continue with "
+			"`ranktrace bisect --resume -o %s`\n", x->dir, x->dir);
+		return rc;
+	}
+	if (rc)
+		return rc;
+	if (x->tty)
+		fprintf(stderr, "\r\033[K");
+	bounds(x, &lo, &hi);
+	remove_worktrees(x, lo, hi);
+	bs_report(x, lo, hi, hi == lo + 1);
+	return hi == lo + 1 ? BS_EXIT_FOUND : BS_EXIT_NOT_FOUND;
+}

@@ -1,0 +1,351 @@
+/* SPDX-License-Identifier: MIT */
+/* bisect_state.c - a bisect's saved state (BISECT_DIR/.bisect/state) and
+ * its final report (text, or JSON schema ranktrace.bisect/1).
+ *
+ * The state holds the bisect's own arguments (so `--resume -o DIR` needs
+ * nothing else), the signature, the round count and every candidate with
+ * its judgement. It is written to a temporary file and renamed after every
+ * result: an interrupted bisect leaves the last complete state. Strings are
+ * stored escaped (\\, \t, \n), one record a line. Parent process only. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bisect.h"
+#include "export.h"
+
+#define STATE_MAGIC "ranktrace-bisect-state 1"
+
+static void put_esc(FILE *f, const char *s)
+{
+	for (; s && *s; s++) {
+		if (*s == '\\')
+			fputs("\\\\", f);
+		else if (*s == '\t')
+			fputs("\\t", f);
+		else if (*s == '\n')
+			fputs("\\n", f);
+		else
+			fputc(*s, f);
+	}
+}
+
+/* Unescape in place; returns s. */
+static char *unesc(char *s)
+{
+	char *w = s;
+
+	for (char *r = s; *r; r++) {
+		if (*r == '\\' && r[1]) {
+			r++;
+			*w++ = *r == 't' ? '\t' : *r == 'n' ? '\n' : *r;
+		} else {
+			*w++ = *r;
+		}
+	}
+	*w = '\0';
+	return s;
+}
+
+int bs_state_save(const struct bs_ctx *x)
+{
+	char path[PATH_MAX + 32], tmp[PATH_MAX + 40];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/.bisect/state", x->dir);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	f = fopen(tmp, "w");
+	if (!f)
+		return -errno;
+	fprintf(f, "%s\nsignature %s\nrounds %d\npytag %s\nrepo ", STATE_MAGIC, x->signature,
+		x->rounds, x->pytag);
+	put_esc(f, x->repo);
+	for (int k = 0; k < x->argc; k++) {
+		fputs("\narg ", f);
+		put_esc(f, x->argv[k]);
+	}
+	for (int i = 0; i < x->n; i++) {
+		const struct bs_cand *c = &x->c[i];
+
+		fprintf(f, "\ncand %d %d %d %.3f\t", c->judged, c->runs, c->round, c->seconds);
+		put_esc(f, c->name);
+		fputc('\t', f);
+		put_esc(f, c->id);
+		fputc('\t', f);
+		put_esc(f, c->label);
+		fputc('\t', f);
+		put_esc(f, c->verdict);
+		fputc('\t', f);
+		put_esc(f, c->reason);
+	}
+	fputc('\n', f);
+	if (fclose(f) != 0 || rename(tmp, path) != 0) {
+		unlink(tmp);
+		return -EIO;
+	}
+	return 0;
+}
+
+static int load_cand(struct bs_ctx *x, char *line)
+{
+	struct bs_cand *c = realloc(x->c, sizeof(*c) * (size_t)(x->n + 1));
+	char *f[5], *rest, *tab = strchr(line, '\t');
+
+	if (!c || !tab)
+		return -1;
+	x->c = c;
+	c = &x->c[x->n];
+	memset(c, 0, sizeof(*c));
+	if (sscanf(line, "%d %d %d %lf", &c->judged, &c->runs, &c->round, &c->seconds) != 4)
+		return -1;
+	rest = tab + 1;
+	for (int k = 0; k < 5; k++) {
+		f[k] = strsep(&rest, "\t");
+		if (!f[k])
+			f[k] = "";
+	}
+	snprintf(c->name, sizeof(c->name), "%s", unesc(f[0]));
+	snprintf(c->id, sizeof(c->id), "%s", unesc(f[1]));
+	snprintf(c->label, sizeof(c->label), "%s", unesc(f[2]));
+	snprintf(c->verdict, sizeof(c->verdict), "%s", unesc(f[3]));
+	snprintf(c->reason, sizeof(c->reason), "%s", unesc(f[4]));
+	x->n++;
+	return 0;
+}
+
+/* Reads x->dir's state: candidates, signature, rounds into x; the saved
+ * arguments into *argv (malloc'd). 0, or -1 after a message. */
+int bs_state_load(struct bs_ctx *x, char ***argv, int *argc)
+{
+	char path[PATH_MAX + 32], *line = NULL;
+	size_t cap = 0;
+	ssize_t len;
+	FILE *f;
+	int bad = 0;
+
+	snprintf(path, sizeof(path), "%s/.bisect/state", x->dir);
+	f = fopen(path, "r");
+	*argv = NULL;
+	*argc = 0;
+	if (!f || (len = getline(&line, &cap, f)) < 0 || strncmp(line, STATE_MAGIC, strlen(STATE_MAGIC))) {
+		fprintf(stderr, "ranktrace bisect: --resume: %s holds no bisect state (%s)\n", x->dir,
+			f ? "not a bisect state file" : strerror(errno));
+		if (f)
+			fclose(f);
+		free(line);
+		return -1;
+	}
+	while ((len = getline(&line, &cap, f)) >= 0) {
+		line[strcspn(line, "\n")] = '\0';
+		if (!strncmp(line, "signature ", 10))
+			snprintf(x->signature, sizeof(x->signature), "%s", line + 10);
+		else if (!strncmp(line, "rounds ", 7))
+			x->rounds = atoi(line + 7);
+		else if (!strncmp(line, "pytag ", 6))
+			snprintf(x->pytag, sizeof(x->pytag), "%s", line + 6);
+		else if (!strncmp(line, "repo ", 5))
+			snprintf(x->repo, sizeof(x->repo), "%s", unesc(line + 5));
+		else if (!strncmp(line, "arg ", 4)) {
+			char **a = realloc(*argv, sizeof(char *) * (size_t)(*argc + 2));
+
+			if (!a)
+				break;
+			*argv = a;
+			a[(*argc)++] = strdup(unesc(line + 4));
+			a[*argc] = NULL;
+		} else if (!strncmp(line, "cand ", 5))
+			bad |= load_cand(x, line + 5);
+	}
+	fclose(f);
+	free(line);
+	if (bad || x->n < 2 || !*argv) {
+		fprintf(stderr, "ranktrace bisect: --resume: %s: damaged state file\n", path);
+		return -1;
+	}
+	return 0;
+}
+
+static void json_s(FILE *f, const char *s)
+{
+	fputc('"', f);
+	rt_vw_json_esc(f, s);
+	fputc('"', f);
+}
+
+static void json_cand(const struct bs_ctx *x, int i, FILE *f)
+{
+	const struct bs_cand *c = &x->c[i];
+	char trace[PATH_MAX];
+
+	bs_trace_dir(x, i, 0, trace, sizeof(trace));
+	fprintf(f, "{\"index\": %d, \"name\": ", i);
+	json_s(f, c->name);
+	fprintf(f, ", \"id\": ");
+	json_s(f, c->id);
+	fprintf(f, ", \"label\": ");
+	json_s(f, c->label);
+	fprintf(f, ", \"judged\": \"%s\", \"verdict\": ", bs_judged_name(c->judged));
+	json_s(f, c->verdict);
+	fprintf(f, ", \"reason\": ");
+	json_s(f, c->reason);
+	fprintf(f, ", \"runs\": %d, \"seconds\": %.3f, \"round\": %d, \"trace\": ", c->runs,
+		c->seconds, c->round);
+	if (c->runs)
+		json_s(f, trace);
+	else
+		fputs("null", f);
+	fputc('}', f);
+}
+
+/* The command that runs candidate i again, traced, into DIR/<name>.repro. */
+static char *repro(const struct bs_ctx *x, int i)
+{
+	char pp[PATH_MAX], path[PATH_MAX], venv[PATH_MAX], wd[PATH_MAX], out[PATH_MAX + 16];
+	struct bs_env env;
+	char *s = NULL;
+	size_t n = 0;
+	FILE *f = open_memstream(&s, &n);
+
+	if (!f)
+		return NULL;
+	bs_candidate_env(x, i, &env, pp, path, venv, PATH_MAX);
+	bs_work_dir(x, i, wd, sizeof(wd));
+	if (x->o.source == BS_GIT) {
+		strncat(wd, "/src", sizeof(wd) - strlen(wd) - 1);
+		fputs("cd ", f);
+		bs_shell_quote(f, wd);
+		fputs(" && ", f);
+	}
+	if (env.pythonpath) {
+		fputs("PYTHONPATH=", f);
+		bs_shell_quote(f, env.pythonpath);
+		fputs("${PYTHONPATH:+:$PYTHONPATH} ", f);
+	}
+	if (env.path) {
+		fputs("VIRTUAL_ENV=", f);
+		bs_shell_quote(f, env.venv);
+		fputs(" PATH=", f);
+		bs_shell_quote(f, env.path);
+		fputs(":$PATH ", f);
+	}
+	if (x->o.launcher)
+		fprintf(f, "%s ", x->o.launcher);
+	snprintf(out, sizeof(out), "%s/%s.repro", x->dir, x->c[i].name);
+	bs_shell_quote(f, x->self);
+	fputs(" run -o ", f);
+	bs_shell_quote(f, out);
+	fputs(" --", f);
+	for (int k = 0; k < x->o.ncmd; k++) {
+		char *a = bs_subst(x->o.cmd[k], x->c[i].id, wd);
+
+		fputc(' ', f);
+		bs_shell_quote(f, a ? a : "");
+		free(a);
+	}
+	fclose(f);
+	return s;
+}
+
+static void report_json(struct bs_ctx *x, int lo, int hi, bool found, const char *cmd)
+{
+	int runs = 0, k = 0;
+
+	for (int i = 0; i < x->n; i++)
+		runs += x->c[i].runs;
+	printf("{\"schema\": \"ranktrace.bisect/1\", \"found\": %s, \"signature\": ",
+	       found ? "true" : "false");
+	json_s(stdout, x->signature);
+	printf(", \"source\": \"%s\", \"candidates_total\": %d, \"rounds\": %d, \"runs\": %d",
+	       x->o.source == BS_PIP ? "pip" : x->o.source == BS_GIT ? "git" : "versions", x->n,
+	       x->rounds, runs);
+	printf(",\n \"first_bad\": ");
+	if (found)
+		json_cand(x, hi, stdout);
+	else
+		printf("null");
+	printf(",\n \"last_good\": ");
+	json_cand(x, lo, stdout);
+	printf(",\n \"first_bad_range\": [");
+	for (int i = lo + 1; i <= hi; i++)
+		json_s(stdout, x->c[i].id), printf(i < hi ? ", " : "");
+	printf("],\n \"repro\": ");
+	json_s(stdout, cmd ? cmd : "");
+	printf(",\n \"candidates\": [");
+	for (int i = 0; i < x->n; i++) {
+		if (x->c[i].judged == BS_UNTESTED)
+			continue;
+		printf("%s\n  ", k++ ? "," : "");
+		json_cand(x, i, stdout);
+	}
+	printf("\n]}\n");
+}
+
+static void report_table(const struct bs_ctx *x)
+{
+	int tried = 0;
+
+	for (int i = 0; i < x->n; i++)
+		tried += x->c[i].judged != BS_UNTESTED;
+	printf("\ncandidates tried (%d of %d, oldest first):\n", tried, x->n);
+	printf("  %-14s %-20s %-6s %4s %8s %5s  %s\n", "candidate", "verdict", "judged", "runs",
+	       "time", "round", "trace, or why skipped");
+	for (int i = 0; i < x->n; i++) {
+		const struct bs_cand *c = &x->c[i];
+		char trace[PATH_MAX];
+
+		if (c->judged == BS_UNTESTED)
+			continue;
+		bs_trace_dir(x, i, 0, trace, sizeof(trace));
+		printf("  %-14.14s %-20s %-6s %4d %7.1fs %5d  %s\n", x->o.source == BS_GIT ? c->name : c->id,
+		       c->verdict, bs_judged_name(c->judged), c->runs, c->seconds, c->round,
+		       c->judged == BS_SKIP ? c->reason : trace);
+	}
+}
+
+static void report_text(struct bs_ctx *x, int lo, int hi, bool found, const char *cmd)
+{
+	const struct bs_cand *g = &x->c[lo], *b = &x->c[hi];
+	char ta[PATH_MAX], tb[PATH_MAX], range[300];
+	char *diff[] = { x->self, "diff", ta, tb, NULL };
+	char *log[] = { "git", "-C", x->repo, "log", "--oneline", range, NULL };
+
+	if (found)
+		printf("first bad: %s%s%s  (%s)\n", b->id, b->label[0] ? "  " : "", b->label, x->signature);
+	else {
+		printf("the first bad is one of (the others were skipped):");
+		for (int i = lo + 1; i <= hi; i++)
+			printf(" %s", x->c[i].id);
+		printf("\n");
+	}
+	printf("last good: %s%s%s\n", g->id, g->label[0] ? "  " : "", g->label);
+	report_table(x);
+	bs_trace_dir(x, lo, 0, ta, sizeof(ta));
+	bs_trace_dir(x, hi, 0, tb, sizeof(tb));
+	printf("\nranktrace diff %s %s:\n", ta, tb);
+	fflush(stdout);
+	bs_spawn(diff, NULL, -1, NULL, 600, NULL);
+	printf("\nreproduce the %s run:\n  %s\n", found ? "first bad" : "first known bad", cmd ? cmd : "?");
+	if (x->o.source == BS_GIT) {
+		snprintf(range, sizeof(range), "%s..%s", g->id, b->id);
+		printf("\ngit log --oneline %.12s..%.12s:\n", g->id, b->id);
+		fflush(stdout);
+		bs_spawn(log, NULL, -1, NULL, 60, NULL);
+	} else {
+		printf("\n%s%s range: %s .. %s\n", x->o.pkg ? x->o.pkg : "version",
+		       x->o.pkg ? " release" : "", g->id, b->id);
+	}
+}
+
+/* The end of a bisect: lo = last good, hi = first (known) bad. */
+void bs_report(struct bs_ctx *x, int lo, int hi, bool found)
+{
+	char *cmd = repro(x, hi);
+
+	if (x->o.json)
+		report_json(x, lo, hi, found, cmd);
+	else
+		report_text(x, lo, hi, found, cmd);
+	fflush(stdout);
+	free(cmd);
+}

@@ -1,0 +1,381 @@
+/* SPDX-License-Identifier: MIT */
+/* bisect_worker.c - judge one bisect candidate: set it up, run the command
+ * traced, read the trace's verdict.
+ *
+ * Runs in a worker process forked by bisect_search.c (several at once with
+ * --jobs), reading the shared context and writing only under
+ * BISECT_DIR/<candidate>*, BISECT_DIR/.bisect/<candidate>/ and, in pip mode,
+ * one new overlay in the cache (installed into a temporary directory and
+ * renamed into place, so concurrent bisects never see half an overlay).
+ * Every step's output goes to BISECT_DIR/.bisect/<candidate>/log. The
+ * verdict comes from `ranktrace verdict` on the trace, so its rules (125 for
+ * a damaged or incomplete trace) are the bisect's rules. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bisect.h"
+
+#define HEALTHY "healthy"
+
+void bs_work_dir(const struct bs_ctx *x, int i, char *out, size_t n)
+{
+	snprintf(out, n, "%s/.bisect/%s", x->dir, x->c[i].name);
+}
+
+/* Run k of candidate i: BISECT_DIR/<name>, then <name>.run2, .run3 ... */
+void bs_trace_dir(const struct bs_ctx *x, int i, int run, char *out, size_t n)
+{
+	if (run == 0)
+		snprintf(out, n, "%s/%s", x->dir, x->c[i].name);
+	else
+		snprintf(out, n, "%s/%s.run%d", x->dir, x->c[i].name, run + 1);
+}
+
+static uint64_t fnv(uint64_t h, const char *s)
+{
+	for (; s && *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	return (h ^ '|') * 1099511628211ull;
+}
+
+/* The cached overlay of candidate i: keyed by interpreter, package,
+ * version, pins and where pip looks. */
+static void overlay_dir(const struct bs_ctx *x, int i, char *out, size_t n)
+{
+	uint64_t h = fnv(1469598103934665603ull, x->pytag);
+
+	h = fnv(fnv(h, x->o.pkg), x->c[i].id);
+	for (int k = 0; k < x->o.nwith; k++)
+		h = fnv(h, x->o.with[k]);
+	h = fnv(fnv(h, x->o.find_links), x->o.index_url);
+	snprintf(out, n, "%s/overlays/%s-%s-%016llx", x->cache, x->o.pkg, x->c[i].name,
+		 (unsigned long long)h);
+}
+
+/* Where the candidate's code lives: git worktree, else its work dir. */
+static void code_dir(const struct bs_ctx *x, int i, char *out, size_t n)
+{
+	bs_work_dir(x, i, out, n);
+	if (x->o.source == BS_GIT)
+		strncat(out, "/src", n - strlen(out) - 1);
+}
+
+/* The environment of candidate i's set-up and runs (buffers of n bytes). */
+void bs_candidate_env(const struct bs_ctx *x, int i, struct bs_env *env, char *pp, char *path,
+		      char *venv, size_t n)
+{
+	char wd[PATH_MAX];
+
+	memset(env, 0, sizeof(*env));
+	env->candidate = x->c[i].id;
+	bs_work_dir(x, i, wd, sizeof(wd));
+	if (x->o.source == BS_PIP && x->o.isolated) {
+		snprintf(venv, n, "%s/venv", wd);
+		snprintf(path, n, "%s/venv/bin", wd);
+		env->venv = venv;
+		env->path = path;
+	} else if (x->o.source == BS_PIP) {
+		overlay_dir(x, i, pp, n);
+		env->pythonpath = pp;
+	} else if (x->o.source == BS_GIT && x->o.pythonpath) {
+		snprintf(pp, n, "%s/src/%s", wd, x->o.pythonpath);
+		env->pythonpath = pp;
+	}
+}
+
+static int log_open(const struct bs_ctx *x, int i)
+{
+	char p[PATH_MAX];
+
+	bs_work_dir(x, i, p, sizeof(p));
+	strncat(p, "/log", sizeof(p) - strlen(p) - 1);
+	return open(p, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+}
+
+static void log_step(int fd, char *const *argv)
+{
+	dprintf(fd, "== ");
+	for (int k = 0; argv[k]; k++)
+		dprintf(fd, "%s%s", k ? " " : "", argv[k]);
+	dprintf(fd, "\n");
+}
+
+/* Run one set-up step; 0 when it exited 0. */
+static int step(const struct bs_ctx *x, int fd, char *const *argv, const char *cwd,
+		const struct bs_env *env, char *why, size_t n)
+{
+	bool timed_out;
+	int st;
+
+	log_step(fd, argv);
+	st = bs_spawn(argv, cwd, fd, env, x->o.timeout, &timed_out);
+	if (st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0)
+		return 0;
+	if (timed_out)
+		snprintf(why, n, "%s timed out after %gs", argv[0], x->o.timeout);
+	else if (st >= 0 && WIFSIGNALED(st))
+		snprintf(why, n, "%s killed by signal %d", argv[0], WTERMSIG(st));
+	else
+		snprintf(why, n, "%s exited %d", argv[0], st >= 0 ? WEXITSTATUS(st) : -1);
+	return -1;
+}
+
+/* pip install PKG==V [--with pins] into target (overlay) or a venv python. */
+static int pip_install(const struct bs_ctx *x, int i, int fd, const char *python,
+		       const char *target, char *why, size_t n)
+{
+	char spec[256], *argv[24 + BS_MAX_WITH];
+	int k = 0;
+
+	snprintf(spec, sizeof(spec), "%s==%s", x->o.pkg, x->c[i].id);
+	argv[k++] = (char *)python;
+	argv[k++] = "-m";
+	argv[k++] = "pip";
+	argv[k++] = "install";
+	argv[k++] = "--disable-pip-version-check";
+	argv[k++] = "--pre";
+	if (target) {
+		argv[k++] = "--no-deps";
+		argv[k++] = "--target";
+		argv[k++] = (char *)target;
+	}
+	if (x->o.find_links) {
+		argv[k++] = "--find-links";
+		argv[k++] = (char *)x->o.find_links;
+	}
+	if (x->o.index_url) {
+		argv[k++] = "--index-url";
+		argv[k++] = (char *)x->o.index_url;
+	}
+	argv[k++] = spec;
+	for (int w = 0; w < x->o.nwith; w++)
+		argv[k++] = (char *)x->o.with[w];
+	argv[k] = NULL;
+	return step(x, fd, argv, NULL, NULL, why, n);
+}
+
+static int prepare_overlay(const struct bs_ctx *x, int i, int fd, char *why, size_t n)
+{
+	char dir[PATH_MAX], tmp[PATH_MAX + 32], parent[PATH_MAX + 16];
+
+	overlay_dir(x, i, dir, sizeof(dir));
+	if (access(dir, F_OK) == 0) {
+		dprintf(fd, "== overlay %s (cached)\n", dir);
+		return 0;
+	}
+	snprintf(parent, sizeof(parent), "%s/overlays", x->cache);
+	if (bs_mkdir_p(parent) != 0) {
+		snprintf(why, n, "cannot create %s: %s", parent, strerror(errno));
+		return -1;
+	}
+	snprintf(tmp, sizeof(tmp), "%s/.tmp-%s-%d", parent, x->c[i].name, (int)getpid());
+	bs_rm_rf(tmp);
+	if (pip_install(x, i, fd, x->o.python, tmp, why, n) != 0) {
+		bs_rm_rf(tmp);
+		return -1;
+	}
+	if (rename(tmp, dir) != 0) {
+		bs_rm_rf(tmp); /* another bisect made it first: use theirs */
+		if (access(dir, F_OK) != 0) {
+			snprintf(why, n, "cannot create %s: %s", dir, strerror(errno));
+			return -1;
+		}
+	}
+	dprintf(fd, "== overlay %s (installed)\n", dir);
+	return 0;
+}
+
+static int prepare_venv(const struct bs_ctx *x, int i, int fd, const char *wd, char *why, size_t n)
+{
+	char venv[PATH_MAX + 8], py[PATH_MAX + 24];
+	char *mk[] = { (char *)x->o.python, "-m", "venv", venv, NULL };
+
+	snprintf(venv, sizeof(venv), "%s/venv", wd);
+	snprintf(py, sizeof(py), "%s/bin/python", venv);
+	bs_rm_rf(venv);
+	if (step(x, fd, mk, NULL, NULL, why, n) != 0)
+		return -1;
+	return pip_install(x, i, fd, py, NULL, why, n);
+}
+
+static int prepare_worktree(const struct bs_ctx *x, int i, int fd, const char *wd, char *why,
+			    size_t n)
+{
+	char src[PATH_MAX + 8];
+	char *add[] = { "git", "-C", (char *)x->repo, "worktree", "add", "--detach", "--force", src,
+			(char *)x->c[i].id, NULL };
+	char *prune[] = { "git", "-C", (char *)x->repo, "worktree", "prune", NULL };
+
+	snprintf(src, sizeof(src), "%s/src", wd);
+	if (access(src, F_OK) == 0)
+		return 0;
+	/* concurrent `worktree add` on one repository can meet its lock: retry */
+	for (int attempt = 0; attempt < 5; attempt++) {
+		step(x, fd, prune, NULL, NULL, why, n);
+		if (step(x, fd, add, NULL, NULL, why, n) == 0)
+			return 0;
+		bs_rm_rf(src);
+		usleep(200000u * (unsigned)(attempt + 1) + (unsigned)(getpid() % 97) * 1000u);
+	}
+	return -1;
+}
+
+/* Set-up of candidate i; 0, or -1 with why (and the log's last line). */
+static int prepare(const struct bs_ctx *x, int i, int fd, char *why, size_t n)
+{
+	char wd[PATH_MAX], cd[PATH_MAX], pp[PATH_MAX], path[PATH_MAX], venv[PATH_MAX], *setup;
+	struct bs_env env;
+	int rc = 0;
+
+	bs_work_dir(x, i, wd, sizeof(wd));
+	code_dir(x, i, cd, sizeof(cd));
+	if (x->o.source == BS_PIP)
+		rc = x->o.isolated ? prepare_venv(x, i, fd, wd, why, n) : prepare_overlay(x, i, fd, why, n);
+	else if (x->o.source == BS_GIT)
+		rc = prepare_worktree(x, i, fd, wd, why, n);
+	if (rc != 0 || !x->o.setup)
+		return rc;
+	setup = bs_subst(x->o.setup, x->c[i].id, cd);
+	if (!setup)
+		return -1;
+	bs_candidate_env(x, i, &env, pp, path, venv, PATH_MAX);
+	{
+		char *argv[] = { "/bin/sh", "-c", setup, NULL };
+
+		rc = step(x, fd, argv, cd, &env, why, n);
+		if (rc && !strncmp(why, "/bin/sh", 7))
+			memcpy(why, "--setup", 7); /* "--setup exited 1" */
+	}
+	free(setup);
+	return rc;
+}
+
+/* One traced run: ranktrace run -o TRACE [through the launcher] -- CMD.
+ * Returns the verdict word in v ("timeout" when killed for --timeout). */
+static void run_once(const struct bs_ctx *x, int i, int k, int fd, char *v, size_t n)
+{
+	char trace[PATH_MAX], cd[PATH_MAX], pp[PATH_MAX], path[PATH_MAX], venv[PATH_MAX];
+	char launch[PATH_MAX + 16], **argv = calloc((size_t)x->o.ncmd + 16, sizeof(char *));
+	char *vargv[] = { (char *)x->self, "verdict", trace, NULL }, *out = NULL;
+	struct bs_env env;
+	bool timed_out = false;
+	int a = 0, base;
+
+	bs_trace_dir(x, i, k, trace, sizeof(trace));
+	code_dir(x, i, cd, sizeof(cd));
+	bs_rm_rf(trace);
+	bs_candidate_env(x, i, &env, pp, path, venv, PATH_MAX);
+	if (!argv) {
+		snprintf(v, n, "inconclusive");
+		return;
+	}
+	if (x->o.launcher) {
+		snprintf(launch, sizeof(launch), "%s \"$@\"", x->o.launcher);
+		argv[a++] = "/bin/sh";
+		argv[a++] = "-c";
+		argv[a++] = launch;
+		argv[a++] = "sh";
+	}
+	argv[a++] = (char *)x->self;
+	argv[a++] = "run";
+	argv[a++] = "-o";
+	argv[a++] = trace;
+	argv[a++] = "--";
+	base = a;
+	for (int c = 0; c < x->o.ncmd; c++)
+		argv[a++] = bs_subst(x->o.cmd[c], x->c[i].id, cd);
+	bs_spawn(argv, x->o.source == BS_GIT ? cd : NULL, fd, &env, x->o.timeout, &timed_out);
+	for (int c = base; c < a; c++)
+		free(argv[c]);
+	free(argv);
+	if (timed_out) {
+		snprintf(v, n, "timeout");
+		return;
+	}
+	bs_capture(vargv, NULL, &out, true);
+	snprintf(v, n, "%s", out && *out ? out : "inconclusive");
+	v[strcspn(v, " \t\r\n")] = '\0';
+	if (!*v)
+		snprintf(v, n, "inconclusive");
+	free(out);
+	dprintf(fd, "== verdict of %s: %s\n", trace, v);
+}
+
+static bool is_failure(const char *v)
+{
+	return strcmp(v, HEALTHY) && strcmp(v, "inconclusive") && strcmp(v, "timeout");
+}
+
+/* Runs until decided: healthy = good; the signature = bad (twice in a row
+ * with --retries: it must repeat); anything else = skip. With no signature
+ * known yet (the bad endpoint), the first failure seen is taken as it. */
+static void judge_runs(const struct bs_ctx *x, int i, int fd, struct bs_result *r)
+{
+	char sig[40], v[40] = "";
+	int seen = 0, need = x->o.retries > 0 ? 2 : 1;
+
+	snprintf(sig, sizeof(sig), "%s", x->signature);
+	for (int k = 0; k <= x->o.retries && !bs_stop; k++) {
+		run_once(x, i, k, fd, v, sizeof(v));
+		r->runs++;
+		snprintf(r->verdict, sizeof(r->verdict), "%s", v);
+		if (!strcmp(v, HEALTHY)) {
+			r->judged = seen ? BS_SKIP : BS_GOOD;
+			if (seen)
+				snprintf(r->reason, sizeof(r->reason), "flaky: %s, then healthy", sig);
+			return;
+		}
+		if (!sig[0] && is_failure(v))
+			snprintf(sig, sizeof(sig), "%s", v);
+		if (!strcmp(v, sig) && ++seen >= need) {
+			r->judged = BS_BAD;
+			return;
+		}
+	}
+	r->judged = BS_SKIP;
+	if (seen)
+		snprintf(r->reason, sizeof(r->reason), "%s did not repeat (last run: %s)", sig, v);
+	else if (!strcmp(v, "timeout"))
+		snprintf(r->reason, sizeof(r->reason), "run over --timeout %gs", x->o.timeout);
+	else if (!strcmp(v, "inconclusive"))
+		snprintf(r->reason, sizeof(r->reason), "trace inconclusive");
+	else if (v[0])
+		snprintf(r->reason, sizeof(r->reason), "another failure: %s", v);
+	else
+		snprintf(r->reason, sizeof(r->reason), "interrupted");
+}
+
+/* Judge candidate i (in a worker process). */
+void bs_judge(const struct bs_ctx *x, int i, struct bs_result *r)
+{
+	char wd[PATH_MAX], why[200] = "", last[160], logp[PATH_MAX + 8];
+	struct timespec t0, t1;
+	int fd;
+
+	memset(r, 0, sizeof(*r));
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	bs_work_dir(x, i, wd, sizeof(wd));
+	bs_mkdir_p(wd);
+	fd = log_open(x, i);
+	if (prepare(x, i, fd, why, sizeof(why)) != 0) {
+		snprintf(logp, sizeof(logp), "%s/log", wd);
+		bs_last_line(logp, last, sizeof(last));
+		r->judged = BS_SKIP;
+		snprintf(r->verdict, sizeof(r->verdict), "set-up-failed");
+		snprintf(r->reason, sizeof(r->reason), "set-up failed: %s%s%s", why,
+			 last[0] ? ": " : "", last);
+	} else {
+		judge_runs(x, i, fd, r);
+	}
+	if (fd >= 0)
+		close(fd);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	r->seconds = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+}
