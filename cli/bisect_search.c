@@ -301,7 +301,7 @@ static int endpoints(struct bs_ctx *x, double t0)
 
 static void remove_worktrees(const struct bs_ctx *x, int lo, int hi)
 {
-	for (int i = 1; x->o.source == BS_GIT && i < x->n - 1; i++) {
+	for (int i = 0; x->o.source == BS_GIT && i < x->n; i++) {
 		char wd[PATH_MAX], src[PATH_MAX + 8], *o = NULL;
 		char *rm[] = { "git", "-C", (char *)x->repo, "worktree", "remove", "--force", src, NULL };
 

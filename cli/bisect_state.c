@@ -247,6 +247,22 @@ static char *repro(const struct bs_ctx *x, int i)
 	return s;
 }
 
+/* git mode: `git log --oneline` last_good..first_bad, oldest first. */
+static void json_commits(const struct bs_ctx *x, int lo, int hi)
+{
+	char range[300], *out = NULL, *save = NULL;
+	char *log[] = { "git", "-C", (char *)x->repo, "log", "--oneline", "--reverse", range, NULL };
+	int k = 0;
+
+	snprintf(range, sizeof(range), "%s..%s", x->c[lo].id, x->c[hi].id);
+	if (bs_capture(log, NULL, &out, true) == 0)
+		for (char *l = strtok_r(out, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+			printf("%s", k++ ? ", " : "");
+			json_s(stdout, l);
+		}
+	free(out);
+}
+
 static void report_json(struct bs_ctx *x, int lo, int hi, bool found, const char *cmd)
 {
 	int runs = 0, k = 0;
@@ -269,6 +285,9 @@ static void report_json(struct bs_ctx *x, int lo, int hi, bool found, const char
 	printf(",\n \"first_bad_range\": [");
 	for (int i = lo + 1; i <= hi; i++)
 		json_s(stdout, x->c[i].id), printf(i < hi ? ", " : "");
+	printf("],\n \"commits\": [");
+	if (x->o.source == BS_GIT)
+		json_commits(x, lo, hi);
 	printf("],\n \"repro\": ");
 	json_s(stdout, cmd ? cmd : "");
 	printf(",\n \"candidates\": [");
