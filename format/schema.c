@@ -245,6 +245,8 @@ long rt_schema_tsdl(char *buf, size_t n, const struct rt_trace_env *env)
 	put(&o, "env {\n\ttracer_name = \"ranktrace\";\n\tranktrace_schema = %d;\n\thostname = ",
 	    RT_SCHEMA_VERSION);
 	put_escaped(&o, env->hostname);
+	put(&o, ";\n\tnccl_host = ");
+	put_escaped(&o, env->nccl_host[0] ? env->nccl_host : env->hostname);
 	put(&o, ";\n\tpid = %d;\n\trank = %d;\n\tlocal_rank = %d;\n\tworld_size = %d;\n"
 		"\trank_source = ", env->pid, env->rank, env->local_rank, env->world_size);
 	put_escaped(&o, env->rank_source ? env->rank_source : "unknown");

@@ -240,6 +240,7 @@ static inline const char *rt_field_text(unsigned id, const uint8_t *fields, int 
 /* Trace-wide facts written into the CTF metadata `env` block. */
 struct rt_trace_env {
 	char hostname[64];
+	char nccl_host[64];      /* NCCL's host identity: NCCL_HOSTID, else empty (= hostname) */
 	int pid;
 	int rank, local_rank, world_size;
 	const char *rank_source; /* "env:RANK", "env:SLURM_PROCID", "nccl", "pid" */

@@ -331,7 +331,11 @@ static ncclResult_t comm_attach(struct ncclComm **out, int nranks, const char *n
 	}
 	me->device = device;
 	me->pid = (int)getpid();
-	gethostname(me->host, sizeof(me->host) - 1);
+	/* NCCL's host identity (getHostHash): NCCL_HOSTID when set, else the host */
+	if (getenv("NCCL_HOSTID") && *getenv("NCCL_HOSTID"))
+		snprintf(me->host, sizeof(me->host), "%s", getenv("NCCL_HOSTID"));
+	else
+		gethostname(me->host, sizeof(me->host) - 1);
 	atomic_store(&me->joined, 1);
 	bump(c->shm);
 	*out = c;

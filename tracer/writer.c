@@ -310,6 +310,8 @@ int rt_tr_write_metadata(const char *dir, bool replace)
 	int fd, err;
 
 	gethostname(env.hostname, sizeof(env.hostname) - 1);
+	if (getenv("NCCL_HOSTID")) /* NCCL keys "one rank per GPU" on this, not the hostname */
+		snprintf(env.nccl_host, sizeof(env.nccl_host), "%s", getenv("NCCL_HOSTID"));
 	env.pid = (int)getpid();
 	env.rank = rt_tr_rank.rank;
 	env.local_rank = rt_tr_rank.local_rank;

@@ -31,6 +31,15 @@ void rt_vw_add_finding(struct rt_vw_trace *t, int severity, enum rt_vw_verdict s
 	va_end(ap);
 }
 
+
+/* The host as NCCL tells ranks apart (NCCL_HOSTID, else the hostname):
+ * "one rank per device" holds per NCCL host, so ranks given distinct
+ * NCCL_HOSTIDs may share a GPU (they talk over NCCL's network transport). */
+static const char *nccl_host(const struct rt_vw_rank *r)
+{
+	return r->meta.nccl_host[0] ? r->meta.nccl_host : r->meta.hostname;
+}
+
 /* ---- findings and verdict ---- */
 
 bool rt_vw_crashed(const struct rt_vw_rank *r)
@@ -145,7 +154,7 @@ void rt_vw_analyse(struct rt_vw_trace *t)
 		for (int j = 0; j < t->nranks; j++) {
 			const struct rt_vw_rank *b = &t->ranks[j];
 
-			if (b->init_device != a->init_device || strcmp(a->meta.hostname, b->meta.hostname))
+			if (b->init_device != a->init_device || strcmp(nccl_host(a), nccl_host(b)))
 				continue;
 			if (j < i)
 				first = false;
@@ -157,7 +166,7 @@ void rt_vw_analyse(struct rt_vw_trace *t)
 			rt_vw_add_finding(t, 5, RT_V_DEVICE_MISPLACEMENT,
 				    "ranks %s all use device %d on host %s (NCCL allows one rank per "
 				    "device: \"Duplicate GPU detected\")%s",
-				    list, a->init_device, a->meta.hostname,
+				    list, a->init_device, nccl_host(a),
 				    a->init_ret ? "; their communicator init failed" : "");
 		}
 	}

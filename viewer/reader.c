@@ -305,6 +305,7 @@ int rt_vw_read_metadata(const char *rank_dir, struct rt_vw_rank_meta *m, char *e
 		else if (!strcmp(key, "pid")) m->pid = atoi(val);
 		else if (!strcmp(key, "ranktrace_schema")) m->schema = atoi(val);
 		else if (!strcmp(key, "hostname")) snprintf(m->hostname, sizeof(m->hostname), "%s", val);
+		else if (!strcmp(key, "nccl_host")) snprintf(m->nccl_host, sizeof(m->nccl_host), "%s", val);
 		else if (!strcmp(key, "rank_source")) snprintf(m->rank_source, sizeof(m->rank_source), "%s", val);
 	}
 	fclose(f);

@@ -59,6 +59,7 @@ void rt_vw_cursor_close(struct rt_vw_cursor *c);
 struct rt_vw_rank_meta {
 	int rank, local_rank, world_size, pid;
 	char hostname[64];
+	char nccl_host[64];  /* NCCL's host identity (NCCL_HOSTID or the hostname) */
 	char rank_source[32];
 	int schema;
 };

@@ -66,4 +66,24 @@ check "real libcudart: same status ($nv0/$nv1), cudaErrorInsufficientDriver (35)
 babeltrace2 "$T/nv" > "$T/nv.bt" 2>/dev/null
 check "real libcudart: the failed lookup is recorded, not wrapped" \
   grep -q 'rt_drv_entry: .*symbol = "cuMemAlloc", version = 12000, flags = 0, wrapped = 0, result = 35' "$T/nv.bt"
+
+# 7. two ranks on one GPU follow NCCL's rule: one rank per device per NCCL host
+#    (NCCL_HOSTID), which the tracer records as the trace's nccl_host
+cat > "$T/shim.sh" <<'EOS'
+#!/usr/bin/env bash
+export LOCAL_RANK=0
+[ -n "${SHIM_HOSTID:-}" ] && export NCCL_HOSTID="rt-$SHIM_HOSTID-rank$RANK"
+exec "$@"
+EOS
+chmod +x "$T/shim.sh"
+sim timeout -k 5 60 "$RT" run -o "$T/dup" -- "$B/bin/rt-launch" -n 2 "$T/shim.sh" "$B/bin/fsdp_mini" --steps 2 > /dev/null 2>&1
+"$RT" view --json "$T/dup" > "$T/dup.json"
+check "two ranks, one device, one NCCL host: NCCL refuses, finding names the device" \
+  [ "$(jq_py "$T/dup.json" 'd["verdict"], "ranks 0,1 all use device 0" in d["findings"][0]["text"]')" = "device-misplacement True" ]
+SHIM_HOSTID=h sim timeout -k 5 60 "$RT" run -o "$T/two" -- "$B/bin/rt-launch" -n 2 "$T/shim.sh" "$B/bin/fsdp_mini" --steps 2 > /dev/null 2>&1
+check "per-rank NCCL_HOSTID: both ranks train on device 0 (exit 0)" [ $? -eq 0 ]
+"$RT" view --json "$T/two" > "$T/two.json"
+check "per-rank NCCL_HOSTID: recorded as nccl_host, no duplicate-device finding, healthy" \
+  [ "$(grep -h nccl_host "$T/two"/rank-*/metadata | sort | tr -d '\t\n')$(jq_py "$T/two.json" 'd["verdict"]')" = \
+    'nccl_host = "rt-h-rank0";nccl_host = "rt-h-rank1";healthy' ]
 finish
