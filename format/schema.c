@@ -250,7 +250,8 @@ long rt_schema_tsdl(char *buf, size_t n, const struct rt_trace_env *env)
 	put(&o, ";\n\tpid = %d;\n\trank = %d;\n\tlocal_rank = %d;\n\tworld_size = %d;\n"
 		"\trank_source = ", env->pid, env->rank, env->local_rank, env->world_size);
 	put_escaped(&o, env->rank_source ? env->rank_source : "unknown");
-	put(&o, ";\n\tpacket_bytes = %" PRIu64 ";\n};\n\n", env->packet_bytes);
+	put(&o, ";\n\tpacket_bytes = %" PRIu64 ";\n\tring_bytes = %" PRIu64 ";\n};\n\n",
+	    env->packet_bytes, env->ring_bytes);
 	put(&o, "clock {\n\tname = \"monotonic\";\n\tuuid = \"%s\";\n"
 		"\tdescription = \"CLOCK_MONOTONIC, ns\";\n\tfreq = 1000000000;\n"
 		"\tprecision = 1;\n\toffset_s = %" PRId64 ";\n\toffset = %" PRId64 ";\n"
@@ -278,4 +279,25 @@ long rt_schema_tsdl(char *buf, size_t n, const struct rt_trace_env *env)
 		put(&o, "\t} align(8);\n};\n\n");
 	}
 	return o.overflow ? -1 : (long)o.len;
+}
+
+static const char *const stop_words[] = {
+#define RT_X(id, word, prose) word,
+	RT_STOP_REASONS(RT_X)
+#undef RT_X
+};
+static const char *const stop_prose[] = {
+#define RT_X(id, word, prose) prose,
+	RT_STOP_REASONS(RT_X)
+#undef RT_X
+};
+
+const char *rt_stop_word(unsigned reason)
+{
+	return reason < RT_STOP_COUNT_ ? stop_words[reason] : NULL;
+}
+
+const char *rt_stop_prose(unsigned reason)
+{
+	return reason < RT_STOP_COUNT_ ? stop_prose[reason] : NULL;
 }

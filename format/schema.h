@@ -36,6 +36,29 @@
 #define RT_PKT_OFF_DISCARDED 64
 #define RT_PKT_OFF_PID 72
 #define RT_PKT_OFF_TID 76
+/* timestamp_begin and timestamp_end of a packet prepared ahead and not used
+ * yet (no events): later than any real time, so readers (babeltrace2 sorts
+ * the packets of a stream's files by timestamp_begin) place it last. */
+#define RT_TS_UNUSED (1ull << 62)
+
+/* Why tracing stopped early (rt_trace_stop's reason): X(id, word, prose). */
+#define RT_STOP_REASONS(X)                                                             \
+	X(NONE, "none", "not stopped")                                                 \
+	X(CAP, "capped", "size cap reached")                                           \
+	X(RESERVE, "reserve", "free-space reserve reached")                            \
+	X(DISK_FULL, "disk-full", "disk full")                                         \
+	X(QUOTA, "quota", "disk quota exceeded")                                       \
+	X(IO_ERROR, "io-error", "I/O error on the trace file")                         \
+	X(RING, "ring", "flight recorder: older events overwritten")
+enum rt_stop_reason {
+#define RT_X(id, word, prose) RT_STOP_##id,
+	RT_STOP_REASONS(RT_X)
+#undef RT_X
+	RT_STOP_COUNT_
+};
+/* "disk-full"..., and the prose ("disk full"); NULL past the table */
+const char *rt_stop_word(unsigned reason);
+const char *rt_stop_prose(unsigned reason);
 
 enum rt_kind { RT_K_PTR, RT_K_U64, RT_K_U32, RT_K_I32, RT_K_U8, RT_K_I8, RT_K_STR };
 #define RT_SZ_PTR 8
@@ -248,7 +271,8 @@ struct rt_trace_env {
 	int64_t clock_offset_ns;
 	uint8_t uuid[16];        /* this trace (rank) */
 	char clock_uuid[40];     /* the host's boot_id: one clock domain per boot */
-	uint64_t packet_bytes;
+	uint64_t packet_bytes;   /* the largest packet (packets grow from 8 KiB) */
+	uint64_t ring_bytes;     /* flight recorder: per-thread size kept, 0: off */
 };
 
 /* Write the CTF 1.8 TSDL metadata for this schema. Returns the length, or

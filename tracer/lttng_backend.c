@@ -115,7 +115,6 @@ int rt_tr_lttng_setup(void)
 /* A thread's stream: its buffer only holds the records in progress. */
 void rt_tr_lttng_stream_init(struct rt_tr_stream *s)
 {
-	s->fd = -1;
 	s->scratch = true;
 	s->pkt = s->buf;
 	s->pos = s->buf + RT_PACKET_HEADER_BYTES;

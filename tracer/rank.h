@@ -12,9 +12,17 @@ struct rt_tr_rank_info {
 	char dir[4096];                   /* DIR/rank-NNNNN or DIR/rank-pPID */
 };
 
+/* Per rank process, when RANKTRACE_MAX_SIZE is unset (0: no cap). */
+#define RT_TR_DEFAULT_MAX_BYTES ((uint64_t)2 << 30)
+
 struct rt_tr_config {
 	char dir[4096];      /* RANKTRACE_DIR */
 	uint64_t max_bytes;  /* RANKTRACE_MAX_SIZE per rank process, 0: no cap */
+	uint64_t ring_bytes; /* RANKTRACE_RING per thread (flight recorder), 0: off */
+	int64_t min_free;    /* RANKTRACE_MIN_FREE bytes kept free, -1: the default */
+	bool no_helper;      /* RANKTRACE_HELPER=0: chunks made on the traced thread */
+	uint64_t fail_alloc_at; /* RANKTRACE_TEST_ALLOC_FAIL=N:ERRNO, tests only */
+	int fail_alloc_errno;
 	char run_id[64];     /* RANKTRACE_RUN_ID */
 };
 

@@ -3,7 +3,8 @@
  * process exit and fatal signals.
  *
  * The constructor only reads the environment (RANKTRACE_DIR,
- * RANKTRACE_MAX_SIZE, RANKTRACE_RUN_ID); files appear at a process's first
+ * RANKTRACE_RUN_ID, and the limits RANKTRACE_MAX_SIZE, RANKTRACE_RING,
+ * RANKTRACE_MIN_FREE); files appear at a process's first
  * event (writer.c), so launcher processes that never touch CUDA or NCCL
  * leave nothing behind. Without RANKTRACE_DIR the library passes every call
  * through untouched.
@@ -211,22 +212,67 @@ static void after_fork_child(void)
 	rt_tr_stream_forget_inherited();
 }
 
-static uint64_t parse_bytes(const char *s, bool *ok)
+/* "64M", "1G", "4096": bytes; false for anything else (signs, overflow). */
+static bool parse_bytes(const char *s, uint64_t *out)
 {
+	unsigned shift = 0;
+	unsigned long long v;
 	char *end;
-	unsigned long long v = strtoull(s, &end, 10);
 
-	*ok = end != s;
+	if (!s || *s < '0' || *s > '9')
+		return false;
+	errno = 0;
+	v = strtoull(s, &end, 10);
 	switch (*end) {
-	case 'k': case 'K': v <<= 10; end++; break;
-	case 'm': case 'M': v <<= 20; end++; break;
-	case 'g': case 'G': v <<= 30; end++; break;
-	case '\0': break;
-	default: *ok = false;
+	case 'k': case 'K': shift = 10; end++; break;
+	case 'm': case 'M': shift = 20; end++; break;
+	case 'g': case 'G': shift = 30; end++; break;
+	case 't': case 'T': shift = 40; end++; break;
+	default: break;
 	}
-	if (*end && *end != 'B' && *end != 'i')
-		*ok = false;
-	return v;
+	if (*end == 'i')
+		end++;
+	if (*end == 'B')
+		end++;
+	if (*end || errno || (shift && v > (UINT64_MAX >> shift)))
+		return false;
+	*out = (uint64_t)v << shift;
+	return true;
+}
+
+/* A size from the environment, `dflt` when unset or not understood. */
+static uint64_t env_bytes(const char *name, uint64_t dflt)
+{
+	const char *s = getenv(name);
+	uint64_t v;
+
+	if (!s || !*s)
+		return dflt;
+	if (parse_bytes(s, &v))
+		return v;
+	rt_tr_warn_once(&warned_config, "%s=%s not understood (e.g. 64M): using %llu", name, s,
+			(unsigned long long)dflt);
+	return dflt;
+}
+
+/* Size limits (chunk.c applies them) and writer switches. */
+static void read_limits(void)
+{
+	const char *s = getenv("RANKTRACE_TEST_ALLOC_FAIL"), *colon;
+
+	rt_tr_config.max_bytes = env_bytes("RANKTRACE_MAX_SIZE", RT_TR_DEFAULT_MAX_BYTES);
+	rt_tr_config.ring_bytes = env_bytes("RANKTRACE_RING", 0);
+	rt_tr_config.min_free = getenv("RANKTRACE_MIN_FREE") && *getenv("RANKTRACE_MIN_FREE")
+				? (int64_t)env_bytes("RANKTRACE_MIN_FREE", 0) : -1;
+	s = getenv("RANKTRACE_HELPER");
+	rt_tr_config.no_helper = s && strcmp(s, "0") == 0;
+	/* tests: chunk file number N and later fail with errno E ("N:E") */
+	s = getenv("RANKTRACE_TEST_ALLOC_FAIL");
+	colon = s ? strchr(s, ':') : NULL;
+	if (colon) {
+		rt_tr_config.fail_alloc_at = strtoull(s, NULL, 10);
+		rt_tr_config.fail_alloc_errno = atoi(colon + 1);
+	}
 }
 
 __attribute__((constructor)) static void rt_tr_init(void)
@@ -237,7 +283,7 @@ __attribute__((constructor)) static void rt_tr_init(void)
 	if (dladdr((void *)rt_tr_resolve, &info))
 		self_base = info.dli_fbase;
 	rt_tr_pid = getpid();
-	pthread_atfork(NULL, NULL, after_fork_child);
+	pthread_atfork(rt_tr_prep_fork_prepare, rt_tr_prep_fork_parent, after_fork_child);
 	rt_tr_host_init();
 	rt_inj_init(); /* a fault plan applies even when no trace can be written */
 	if (!dir || !*dir)
@@ -251,16 +297,6 @@ __attribute__((constructor)) static void rt_tr_init(void)
 	snprintf(rt_tr_config.dir, sizeof(rt_tr_config.dir), "%s", dir);
 	s = getenv("RANKTRACE_RUN_ID");
 	snprintf(rt_tr_config.run_id, sizeof(rt_tr_config.run_id), "%s", s ? s : "");
-	s = getenv("RANKTRACE_MAX_SIZE");
-	if (s && *s) {
-		bool ok;
-
-		rt_tr_config.max_bytes = parse_bytes(s, &ok);
-		if (!ok) {
-			rt_tr_warn_once(&warned_config, "RANKTRACE_MAX_SIZE=%s not understood "
-					"(e.g. 64M): no size cap", s);
-			rt_tr_config.max_bytes = 0;
-		}
-	}
+	read_limits();
 	rt_tr_off = 0;
 }

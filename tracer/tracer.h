@@ -15,10 +15,14 @@
 #define RT_TRACER_H
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/types.h>
+#if defined(__x86_64__)
+#include <emmintrin.h>
+#endif
 
 #include "inject.h"
 #include "record.h"
@@ -28,20 +32,48 @@
 #define RT_TLS __thread __attribute__((tls_model("initial-exec")))
 #define rt_unlikely(x) __builtin_expect(!!(x), 0)
 
-/* One thread's stream: a CTF stream file written one mmap'd packet at a time.
- * In "scratch" mode (size cap reached, or tracing failed) events are written
- * into buf and forgotten, so callers need no special case. */
+/* One stream file ("chunk", writer.c/chunk.c): created aside, sized, mapped
+ * and formatted as packets marked unused (RT_TS_UNUSED) before it appears
+ * in the rank directory, so that at every instant every file a reader can
+ * see is a valid CTF stream file. */
+struct rt_tr_chunk {
+	uint8_t *base;      /* the whole file, mapped shared; NULL: none */
+	uint64_t size;
+	uint32_t pkt_bytes; /* size of each of its packets */
+	uint32_t seq;       /* file stream-PID-TID (0) or stream-PID-TID.SEQ */
+	int fd;             /* open (OFD write lock) while written, else -1 */
+};
+
+#define RT_TR_RING_CHUNKS 8
+
+/* States of a stream's next chunk (prep.c prepares it ahead). */
+enum { RT_TR_NEXT_IDLE, RT_TR_NEXT_ASKED, RT_TR_NEXT_BUSY, RT_TR_NEXT_READY, RT_TR_NEXT_FAILED };
+
+/* One thread's stream: CTF stream files written one mmap'd packet at a time.
+ * In "scratch" mode (tracing stopped, or failed) events are written into
+ * buf and forgotten, so callers need no special case. The hot fields come
+ * first; the rest is touched once per packet or chunk. */
 struct rt_tr_stream {
 	uint8_t *pkt;   /* current packet (mapped), or buf in scratch mode */
 	uint8_t *pos;   /* next free byte */
-	uint8_t *end;   /* end of the packet */
+	uint8_t *end;   /* end of the packet, less room kept for rt_trace_stop */
 	uint64_t last_ts;
 	uint64_t events;
 	uint64_t discarded;
 	uint8_t *last_real_pkt; /* newest mapped packet: discarded events are counted there */
-	uint8_t *prev_pkt;      /* the one before, unmapped at the next switch */
-	uint64_t pkt_index;
-	int fd;
+	struct rt_tr_chunk cur;  /* being written */
+	struct rt_tr_chunk prev; /* the one before: may hold a record in flight */
+	struct rt_tr_chunk next; /* prepared ahead (next_state READY) */
+	int next_state;          /* RT_TR_NEXT_*, atomic; futex word while BUSY */
+	int next_err;            /* -errno when FAILED */
+	struct rt_tr_chunk retired; /* to unmap and close, by the helper */
+	int retired_full;
+	uint32_t nchunks;        /* chunk files made for this stream */
+	uint32_t seq_next;       /* next file name suffix to try */
+	uint32_t ring_used, ring_cur; /* flight recorder: slots filled, slot in use */
+	struct rt_tr_chunk ring[RT_TR_RING_CHUNKS];
+	struct rt_tr_stream *reg_next; /* registry of streams (prep.c, under rt_tr_lock) */
+	bool orphan;                   /* its thread ended while the helper worked for it */
 	pid_t pid;
 	pid_t tid;
 	bool scratch;
@@ -86,6 +118,7 @@ struct rt_tr_stream *rt_tr_stream_open(void);
 struct rt_tr_stream *rt_tr_stream_for_signal(void);
 void rt_tr_stream_next(struct rt_tr_stream *s, uint64_t now, unsigned need);
 uint64_t rt_tr_clock_slow(void);
+void rt_tr_calibrate_clock(void);
 bool rt_tr_process_traced(void);
 /* tracer.c */
 void *rt_tr_resolve(const char *name, enum rt_lib lib);
@@ -120,6 +153,30 @@ int rt_tr_comm_device(const void *comm);
 /* writer.c: metadata */
 int rt_tr_write_metadata(const char *dir, bool replace);
 void rt_tr_stream_forget_inherited(void);
+void rt_tr_stream_release(struct rt_tr_stream *s);
+extern uint8_t rt_tr_trace_uuid[16];
+/* chunk.c: stream files */
+int rt_tr_chunk_make(struct rt_tr_stream *s, struct rt_tr_chunk *ch);
+void rt_tr_chunk_recycle(struct rt_tr_chunk *ch, uint64_t discarded);
+void rt_tr_chunk_trim(struct rt_tr_chunk *ch, uint64_t keep);
+void rt_tr_chunk_drop(const struct rt_tr_stream *s, struct rt_tr_chunk *ch, bool remove);
+void rt_tr_chunk_forget_process(void);
+uint64_t rt_tr_bytes_used(void);
+int rt_tr_stopped(void);
+void rt_tr_stop_process(int reason);
+int rt_tr_stop_reason_of(int err);
+#define RT_TR_E_RESERVE 4096 /* -RT_TR_E_RESERVE: the free-space reserve is reached */
+/* prep.c: the helper thread that prepares chunks ahead */
+extern pthread_mutex_t rt_tr_lock;
+void rt_tr_prep_register(struct rt_tr_stream *s);
+bool rt_tr_prep_unregister(struct rt_tr_stream *s);
+void rt_tr_prep_start(void);
+void rt_tr_prep_ask(struct rt_tr_stream *s);
+int rt_tr_prep_take(struct rt_tr_stream *s, struct rt_tr_chunk *ch);
+void rt_tr_prep_retire(struct rt_tr_stream *s, struct rt_tr_chunk *ch);
+void rt_tr_prep_after_fork(void);
+void rt_tr_prep_fork_prepare(void);
+void rt_tr_prep_fork_parent(void);
 /* host.c: the rank learned from NCCL reaches the directory, metadata, trace */
 void rt_tr_rank_from_nccl(int rank, int nranks);
 void rt_tr_host_init(void);
@@ -139,6 +196,24 @@ static inline uint64_t rt_tr_now(void)
 	}
 #endif
 	return rt_tr_clock_slow();
+}
+
+/* Both packet timestamps in one store: a process killed at any instruction
+ * leaves either the old pair or the new one (x86-64: one SSE store; arm64:
+ * one stp). Elsewhere two stores, begin first. */
+static inline void rt_tr_put_ts_pair(uint8_t *pkt, uint64_t begin, uint64_t end)
+{
+#if defined(__x86_64__)
+	__m128i v = _mm_set_epi64x((long long)end, (long long)begin);
+
+	_mm_store_si128((__m128i *)(void *)(pkt + RT_PKT_OFF_TS_BEGIN), v);
+#elif defined(__aarch64__)
+	__asm__ volatile("stp %1, %2, [%0]" : : "r"(pkt + RT_PKT_OFF_TS_BEGIN), "r"(begin), "r"(end)
+			 : "memory");
+#else
+	memcpy(pkt + RT_PKT_OFF_TS_BEGIN, &begin, 8);
+	memcpy(pkt + RT_PKT_OFF_TS_END, &end, 8);
+#endif
 }
 
 static inline void rt_tr_put_PTR(struct rt_tr_call *c, const void *v)

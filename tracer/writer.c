@@ -1,16 +1,23 @@
 /* SPDX-License-Identifier: MIT */
-/* writer.c - the slow paths of trace writing: rank directory, metadata,
- * stream files, packet switches, the size cap, clock calibration.
+/* writer.c - the slow paths of trace writing: a thread's stream, packet and
+ * file switches, the end of tracing (rt_trace_stop), thread end, the rank
+ * directory and its metadata.
  *
  * Called from tracer.h's inline hot path only when a thread has no stream
- * yet, when a packet is full, or when the clock is not the TSC. May
- * allocate and take the process lock. Never fails outward: any error turns
- * tracing off (rt_tr_off) with one warning, and the calling thread gets a
- * scratch stream so the call in progress completes untouched.
+ * yet or its packet is full. In steady state a packet switch is a few
+ * stores into a packet prepared ahead, and a file switch takes a file the
+ * helper thread (prep.c) made ahead: no system call, no wait. Only the
+ * first event of a thread, and a file switch the helper is late for, make
+ * a file here (chunk.c). May allocate (stream open) and take rt_tr_lock
+ * (set-up, registry). Never fails outward: when tracing has to stop (size
+ * cap, free-space reserve, disk full, I/O error) the stream records why
+ * (rt_trace_stop, in room every packet keeps for it), warns once, and goes
+ * on in scratch mode counting discarded events; the program is untouched.
  *
- * Crash safety: packets are MAP_SHARED mappings of the stream file and the
- * packet context's content_size is updated after every event, so whatever
- * a killed process completed is in the page cache and readable. */
+ * Crash safety: packets are MAP_SHARED mappings of files that were complete
+ * before they became visible (chunk.c), and the packet context's
+ * content_size is updated after every event, so whatever a killed process
+ * completed is in the page cache, readable by view and babeltrace2. */
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -24,34 +31,55 @@
 #include "rank.h"
 #include "tracer.h"
 
-#define PACKET_BYTES ((uint64_t)256 << 10)
+/* room every packet keeps for the event that says why tracing stopped */
+#define STOP_ROOM (RT_HEADER_EXTENDED_BYTES + RT_COMMON_BYTES + RT_SIZE_rt_trace_stop)
 
-static pthread_mutex_t process_lock = PTHREAD_MUTEX_INITIALIZER;
 static pid_t ready_pid;          /* process whose rank directory is set up */
-static uint8_t trace_uuid[16];
-static uint64_t bytes_used;      /* this process's packets, for the cap */
+uint8_t rt_tr_trace_uuid[16];
 static pthread_key_t stream_key;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
-static int warned_io, warned_cap;
+static int warned_io, warned_stop;
 /* One stream allocated ahead, for a thread that first needs one inside a
  * fatal-signal handler (where malloc is not allowed). */
 static struct rt_tr_stream *spare;
-
 
 bool rt_tr_process_traced(void)
 {
 	return __atomic_load_n(&ready_pid, __ATOMIC_ACQUIRE) == rt_tr_pid;
 }
 
-uint64_t rt_tr_clock_slow(void)
+static void stream_init(struct rt_tr_stream *s)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	s->cur.fd = s->prev.fd = s->next.fd = s->retired.fd = -1;
+	for (int i = 0; i < RT_TR_RING_CHUNKS; i++)
+		s->ring[i].fd = -1;
 }
 
-static void stream_release(void *p)
+/* The end of a stream whose thread is gone (or a helper done with it):
+ * unused packets and files removed, mappings and files closed. */
+void rt_tr_stream_release(struct rt_tr_stream *s)
+{
+	struct rt_tr_chunk *cur = rt_tr_config.ring_bytes ? &s->ring[s->ring_cur] : &s->cur;
+
+	if (__atomic_load_n(&s->next_state, __ATOMIC_ACQUIRE) == RT_TR_NEXT_READY)
+		rt_tr_chunk_drop(s, &s->next, true);
+	if (s->last_real_pkt && cur->base && s->last_real_pkt >= cur->base &&
+	    s->last_real_pkt < cur->base + cur->size)
+		rt_tr_chunk_trim(cur, (uint64_t)(s->last_real_pkt - cur->base) + cur->pkt_bytes);
+	if (rt_tr_config.ring_bytes) {
+		for (uint32_t i = 0; i < s->ring_used; i++)
+			rt_tr_chunk_drop(s, &s->ring[i], false);
+	} else {
+		rt_tr_chunk_drop(s, &s->cur, false);
+		rt_tr_chunk_drop(s, &s->prev, false);
+	}
+	if (__atomic_load_n(&s->retired_full, __ATOMIC_ACQUIRE))
+		rt_tr_chunk_drop(s, &s->retired, false);
+	free(s);
+}
+
+/* pthread key destructor: the thread ends. */
+static void stream_gone(void *p)
 {
 	struct rt_tr_stream *s = p;
 
@@ -59,33 +87,24 @@ static void stream_release(void *p)
 		return;
 	if (rt_tr_stream_tls == s)
 		rt_tr_stream_tls = NULL;
-	if (s->last_real_pkt)
-		munmap(s->last_real_pkt, PACKET_BYTES);
-	if (s->prev_pkt)
-		munmap(s->prev_pkt, PACKET_BYTES);
-	if (s->fd >= 0)
-		close(s->fd);
-	free(s);
+	if (s->pid == rt_tr_pid && rt_tr_prep_unregister(s))
+		rt_tr_stream_release(s);
 }
 
 static void make_key(void)
 {
-	pthread_key_create(&stream_key, stream_release);
+	pthread_key_create(&stream_key, stream_gone);
 }
 
-/* Forget (in a forked child) the stream inherited from the parent's thread. */
+/* Forget (in a forked child) the streams inherited from the parent. */
 void rt_tr_stream_forget_inherited(void)
 {
-	struct rt_tr_stream *s = rt_tr_stream_tls;
-
+	if (rt_tr_stream_tls)
+		pthread_setspecific(stream_key, NULL);
 	rt_tr_stream_tls = NULL;
-	bytes_used = 0;
+	rt_tr_prep_after_fork();
 	if (spare)
 		memset(spare, 0, sizeof(*spare));
-	if (s) {
-		pthread_setspecific(stream_key, NULL);
-		stream_release(s);
-	}
 }
 
 static void enter_scratch(struct rt_tr_stream *s)
@@ -96,66 +115,117 @@ static void enter_scratch(struct rt_tr_stream *s)
 	s->end = s->buf + sizeof(s->buf);
 }
 
-static void put64(uint8_t *p, unsigned off, uint64_t v)
-{
-	memcpy(p + off, &v, 8);
-}
-
-/* Map packet s->pkt_index and write its header and context. */
-static int map_packet(struct rt_tr_stream *s, uint64_t ts)
-{
-	uint64_t off = s->pkt_index * PACKET_BYTES;
-	uint32_t magic = RT_CTF_MAGIC, zero = 0, pid = (uint32_t)s->pid, tid = (uint32_t)s->tid;
-	uint8_t *p;
-
-	/* Allocate the blocks now: a store into a sparse shared mapping on a
-	 * full filesystem would raise SIGBUS in the traced program, while a
-	 * failed allocation here only stops tracing. */
-	if (fallocate(s->fd, 0, (off_t)off, (off_t)PACKET_BYTES) != 0) {
-		int err = errno == EOPNOTSUPP ? posix_fallocate(s->fd, (off_t)off, (off_t)PACKET_BYTES)
-					      : errno;
-		if (err)
-			return -err;
-	}
-	p = mmap(NULL, PACKET_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, s->fd, (off_t)off);
-	if (p == MAP_FAILED)
-		return -errno;
-	/* fault the packet in writable at once, not page by page in the hot path */
-	madvise(p, PACKET_BYTES, 23 /* MADV_POPULATE_WRITE, Linux 5.14; harmless if unknown */);
-	memcpy(p, &magic, 4);
-	memcpy(p + 4, trace_uuid, 16);
-	memcpy(p + 20, &zero, 4);
-	put64(p, 24, ((uint64_t)(uint32_t)s->pid << 32) | (uint32_t)s->tid);
-	put64(p, RT_PKT_OFF_TS_BEGIN, ts);
-	put64(p, RT_PKT_OFF_TS_END, ts);
-	put64(p, RT_PKT_OFF_CONTENT, RT_PACKET_HEADER_BYTES * 8);
-	put64(p, RT_PKT_OFF_SIZE, PACKET_BYTES * 8);
-	put64(p, RT_PKT_OFF_DISCARDED, s->discarded);
-	memcpy(p + RT_PKT_OFF_PID, &pid, 4);
-	memcpy(p + RT_PKT_OFF_TID, &tid, 4);
-	s->pkt = s->last_real_pkt = p;
-	s->pos = p + RT_PACKET_HEADER_BYTES;
-	s->end = p + PACKET_BYTES;
-	s->last_ts = ts;
-	return 0;
-}
-
-/* Reserve one more packet's worth of the per-rank cap. */
-static bool cap_allows(void)
-{
-	uint64_t used = __atomic_add_fetch(&bytes_used, PACKET_BYTES, __ATOMIC_RELAXED);
-
-	if (rt_tr_config.max_bytes == 0 || used <= rt_tr_config.max_bytes)
-		return true;
-	__atomic_sub_fetch(&bytes_used, PACKET_BYTES, __ATOMIC_RELAXED);
-	return false;
-}
-
 static void count_discarded(struct rt_tr_stream *s)
 {
 	s->discarded++;
 	if (s->last_real_pkt)
-		put64(s->last_real_pkt, RT_PKT_OFF_DISCARDED, s->discarded);
+		memcpy(s->last_real_pkt + RT_PKT_OFF_DISCARDED, &s->discarded, 8);
+}
+
+/* Turn the prepared, unused packet p of the current chunk into the one
+ * being written: stores only, each leaving a valid file. */
+static void packet_open(struct rt_tr_stream *s, uint8_t *p, uint64_t now)
+{
+	if (now < s->last_ts)
+		now = s->last_ts;
+	memcpy(p + RT_PKT_OFF_DISCARDED, &s->discarded, 8);
+	rt_tr_put_ts_pair(p, now, now);
+	s->pkt = s->last_real_pkt = p;
+	s->pos = p + RT_PACKET_HEADER_BYTES;
+	s->end = p + s->cur.pkt_bytes - STOP_ROOM;
+	s->last_ts = now;
+}
+
+static void put_field(uint8_t *fields, int i, int64_t v)
+{
+	const struct rt_field *f;
+
+	if (i < 0)
+		return;
+	f = &rt_events[RT_ID_rt_trace_stop].fields[i];
+	memcpy(fields + f->offset, &v, rt_kind_size(f->kind)); /* little-endian */
+}
+
+/* rt_trace_stop into the room the packet kept for it (we are inside
+ * rt_tr_begin, so the generated rt_tr_ev_ function cannot be used). */
+static void write_stop(struct rt_tr_stream *s, uint64_t now, int err)
+{
+	unsigned id = RT_ID_rt_trace_stop;
+	uint16_t ext = RT_EXTENDED_ID, ret = 0;
+	uint32_t id32 = id;
+	uint64_t dur = 0;
+	uint8_t *p = s->pos;
+	int reason = rt_tr_stop_reason_of(err);
+
+	if (!s->last_real_pkt || p + STOP_ROOM > s->pkt + s->cur.pkt_bytes)
+		return;
+	if (now < s->last_ts)
+		now = s->last_ts;
+	memcpy(p, &ext, 2);
+	memcpy(p + 2, &id32, 4);
+	memcpy(p + 6, &now, 8);
+	p += RT_HEADER_EXTENDED_BYTES;
+	memcpy(p, &dur, 5);
+	memcpy(p + 5, &ret, 2);
+	p[7] = (uint8_t)(int8_t)-1;
+	p += RT_COMMON_BYTES;
+	memset(p, 0, RT_SIZE_rt_trace_stop);
+	put_field(p, rt_field_at[id][RT_FN_reason], reason);
+	put_field(p, rt_field_at[id][RT_FN_error],
+		  reason == RT_STOP_CAP || reason == RT_STOP_RESERVE ? 0 : -err);
+	put_field(p, rt_field_at[id][RT_FN_events], (int64_t)s->events);
+	put_field(p, rt_field_at[id][RT_FN_bytes], (int64_t)rt_tr_bytes_used());
+	s->pos = p + RT_SIZE_rt_trace_stop;
+	s->last_ts = now;
+	s->events++;
+	rt_tr_commit(s, now);
+}
+
+/* Flight recorder: the file after slot k's in ring order becomes current. */
+static void ring_enter(struct rt_tr_stream *s, uint32_t k)
+{
+	struct rt_tr_chunk *old = &s->ring[s->ring_cur];
+
+	if (old != &s->ring[k] && old->fd >= 0) { /* full: no more locks needed on it */
+		close(old->fd);
+		old->fd = -1;
+	}
+	s->prev = s->cur;
+	s->cur = s->ring[k];
+	s->ring_cur = k;
+}
+
+/* The current file is full: the next one (prepared ahead, or the oldest of
+ * a flight recorder's, reset) becomes current. 0 or -errno. */
+static int chunk_switch(struct rt_tr_stream *s, uint64_t now)
+{
+	struct rt_tr_chunk ch;
+	bool ring = rt_tr_config.ring_bytes != 0;
+	int err;
+
+	if (ring && s->ring_used == RT_TR_RING_CHUNKS) {
+		uint32_t k = (s->ring_cur + 1) % RT_TR_RING_CHUNKS;
+
+		rt_tr_chunk_recycle(&s->ring[k], s->discarded);
+		ring_enter(s, k);
+	} else {
+		err = rt_tr_prep_take(s, &ch);
+		if (err)
+			return err;
+		if (ring) {
+			s->ring[s->ring_used] = ch;
+			ring_enter(s, s->ring_used++);
+		} else {
+			/* the previous file may still hold a record in flight
+			 * (a tracer event emitted during a call): one switch late */
+			if (s->prev.base)
+				rt_tr_prep_retire(s, &s->prev);
+			s->prev = s->cur;
+			s->cur = ch;
+		}
+	}
+	packet_open(s, s->cur.base, now);
+	return 0;
 }
 
 void rt_tr_stream_next(struct rt_tr_stream *s, uint64_t now, unsigned need)
@@ -170,104 +240,27 @@ void rt_tr_stream_next(struct rt_tr_stream *s, uint64_t now, unsigned need)
 		s->end = s->pos + need;
 		return;
 	}
-	if (!cap_allows()) {
-		rt_tr_warn_once(&warned_cap, "trace size cap (%llu bytes per rank) reached: "
-				"further events are counted as discarded",
-				(unsigned long long)rt_tr_config.max_bytes);
-		/* the full packet stays mapped: discarded events are counted in it */
-		enter_scratch(s);
-		s->end = s->pos + need;
-		count_discarded(s);
+	if (s->pkt + s->cur.pkt_bytes < s->cur.base + s->cur.size) {
+		/* leaving the first packet of a file: time to ask for the next */
+		if (s->pkt == s->cur.base &&
+		    (!rt_tr_config.ring_bytes || s->ring_used < RT_TR_RING_CHUNKS))
+			rt_tr_prep_ask(s);
+		packet_open(s, s->pkt + s->cur.pkt_bytes, now);
 		return;
 	}
-	/* The previous packet may still hold a record in flight (a tracer event
-	 * emitted during a call): unmap it one switch late. */
-	if (s->prev_pkt)
-		munmap(s->prev_pkt, PACKET_BYTES);
-	s->prev_pkt = s->last_real_pkt;
-	s->last_real_pkt = NULL;
-	s->pkt_index++;
-	err = map_packet(s, now);
-	if (err) {
-		rt_tr_warn_once(&warned_io, "cannot extend a trace file (%s): tracing stops, "
-				"the program continues untouched", strerror(-err));
-		rt_tr_off = 1;
-		enter_scratch(s);
-	}
-}
-
-/* ---- clock ---- */
-
-static bool tsc_usable(void)
-{
-#if defined(__x86_64__)
-	char line[4096];
-	bool constant = false, nonstop = false;
-	const char *force = getenv("RANKTRACE_CLOCK");
-	FILE *f;
-
-	if (force && strcmp(force, "monotonic") == 0)
-		return false;
-	f = fopen("/proc/cpuinfo", "r");
-	if (!f)
-		return false;
-	while (fgets(line, sizeof(line), f)) {
-		if (strncmp(line, "flags", 5) != 0)
-			continue;
-		constant = strstr(line, " constant_tsc") != NULL;
-		nonstop = strstr(line, " nonstop_tsc") != NULL;
-		break;
-	}
-	fclose(f);
-	return constant && nonstop;
-#else
-	return false;
-#endif
-}
-
-#if defined(__x86_64__)
-static uint64_t rdtsc(void)
-{
-	uint32_t lo, hi;
-
-	__asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
-	return ((uint64_t)hi << 32) | lo;
-}
-
-/* A (tsc, monotonic ns) pair read as close together as we can. */
-static void clock_pair(uint64_t *tsc, uint64_t *ns)
-{
-	uint64_t best = UINT64_MAX;
-
-	for (int i = 0; i < 5; i++) {
-		uint64_t a = rdtsc(), m = rt_tr_clock_slow(), b = rdtsc();
-
-		if (b - a < best) {
-			best = b - a;
-			*tsc = a + (b - a) / 2;
-			*ns = m;
-		}
-	}
-}
-#endif
-
-/* Once per process (under process_lock): TSC-to-ns over a 5 ms window. */
-static void calibrate_clock(void)
-{
-#if defined(__x86_64__)
-	uint64_t t1, n1, t2, n2;
-
-	if (rt_tr_clock_tsc || !tsc_usable())
+	err = chunk_switch(s, now);
+	if (!err)
 		return;
-	clock_pair(&t1, &n1);
-	do
-		clock_pair(&t2, &n2);
-	while (n2 - n1 < 5000000);
-	rt_tr_tsc_mult = (uint64_t)((((unsigned __int128)(n2 - n1)) << 32) / (t2 - t1));
-	rt_tr_tsc0 = t1;
-	rt_tr_mono0 = n1;
-	__atomic_store_n(&rt_tr_clock_tsc, 1, __ATOMIC_RELEASE);
-#endif
+	write_stop(s, now, err);
+	rt_tr_warn_once(&warned_stop, "tracing stops (%s%s%s) after %llu bytes of trace: the "
+			"program continues untouched, further events are only counted",
+			rt_stop_prose((unsigned)rt_tr_stop_reason_of(err)),
+			rt_tr_stop_reason_of(err) == RT_STOP_IO_ERROR ? ": " : "",
+			rt_tr_stop_reason_of(err) == RT_STOP_IO_ERROR ? strerror(-err) : "",
+			(unsigned long long)rt_tr_bytes_used());
+	enter_scratch(s);
+	s->end = s->pos + need;
+	count_discarded(s);
 }
 
 /* ---- process set-up: rank directory and metadata ---- */
@@ -326,9 +319,10 @@ int rt_tr_write_metadata(const char *dir, bool replace)
 		env.clock_offset_s = off / 1000000000ll;
 		env.clock_offset_ns = off % 1000000000ll;
 	}
-	memcpy(env.uuid, trace_uuid, 16);
+	memcpy(env.uuid, rt_tr_trace_uuid, 16);
 	read_boot_id(env.clock_uuid, sizeof(env.clock_uuid));
-	env.packet_bytes = PACKET_BYTES;
+	env.packet_bytes = 256 << 10;
+	env.ring_bytes = rt_tr_config.ring_bytes;
 	buf = malloc(1 << 16);
 	if (!buf)
 		return -ENOMEM;
@@ -353,7 +347,8 @@ int rt_tr_write_metadata(const char *dir, bool replace)
 	return err;
 }
 
-/* Once per process: rank identity, DIR/rank-NNNNN, metadata, clock. */
+/* Once per process: rank identity, DIR/rank-NNNNN, metadata, clock,
+ * the helper thread. Under rt_tr_lock. */
 static int process_setup(void)
 {
 	int err;
@@ -367,65 +362,47 @@ static int process_setup(void)
 	if (rt_tr_lttng_wanted) { /* identity as an event, no files (lttng_backend.c) */
 		err = rt_tr_lttng_setup();
 	} else {
-		err = rt_tr_rank_dir_create(trace_uuid);
+		err = rt_tr_rank_dir_create(rt_tr_trace_uuid);
 		if (!err)
 			err = rt_tr_write_metadata(rt_tr_rank.dir, false);
 	}
 	if (err)
 		return err;
-	calibrate_clock();
+	rt_tr_calibrate_clock();
 	rt_tr_install_signal_handlers();
 	__atomic_store_n(&ready_pid, rt_tr_pid, __ATOMIC_RELEASE);
+	if (!rt_tr_lttng_wanted)
+		rt_tr_prep_start();
 	return 0;
 }
 
-static int open_stream_file(struct rt_tr_stream *s)
-{
-	char path[4300];
-
-	for (int n = 0; n < 1000; n++) {
-		if (n == 0)
-			snprintf(path, sizeof(path), "%s/stream-%d-%d", rt_tr_rank.dir, (int)s->pid,
-				 (int)s->tid);
-		else
-			snprintf(path, sizeof(path), "%s/stream-%d-%d.%d", rt_tr_rank.dir,
-				 (int)s->pid, (int)s->tid, n);
-		s->fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-		if (s->fd >= 0)
-			return 0;
-		if (errno != EEXIST) /* tid reused, or a stream reopened at thread exit */
-			return -errno;
-	}
-	return -EEXIST;
-}
-
-
-/* File and first packet for s (process already set up). */
+/* First file and packet for s (process already set up). */
 static int stream_start(struct rt_tr_stream *s)
 {
+	struct rt_tr_chunk ch;
 	int err;
 
-	s->fd = -1;
+	stream_init(s);
 	s->pid = rt_tr_pid;
 	s->tid = (pid_t)syscall(SYS_gettid);
 	if (rt_tr_lttng_wanted) {
 		rt_tr_lttng_stream_init(s);
 		return 0;
 	}
-	err = open_stream_file(s);
-	if (!err && !cap_allows())
-		err = -EFBIG;
-	if (!err)
-		err = map_packet(s, rt_tr_now());
-	if (err && s->fd >= 0) {
-		close(s->fd);
-		s->fd = -1;
+	err = rt_tr_chunk_make(s, &ch);
+	if (err)
+		return err;
+	if (rt_tr_config.ring_bytes) {
+		s->ring[0] = ch;
+		s->ring_used = 1;
 	}
-	return err;
+	s->cur = ch;
+	packet_open(s, ch.base, rt_tr_now());
+	return 0;
 }
 
-/* For the signal handler: the spare stream, opened with syscalls only; NULL
- * when there is none (already used, or the process never traced). */
+/* For the signal handler: the spare stream, opened with system calls only;
+ * NULL when there is none (already used, or the process never traced). */
 struct rt_tr_stream *rt_tr_stream_for_signal(void)
 {
 	struct rt_tr_stream *s = __atomic_exchange_n(&spare, NULL, __ATOMIC_ACQ_REL);
@@ -451,25 +428,28 @@ struct rt_tr_stream *rt_tr_stream_open(void)
 		enter_scratch(&dead);
 		return &dead;
 	}
-	s->fd = -1;
-	pthread_mutex_lock(&process_lock);
+	stream_init(s);
+	pthread_mutex_lock(&rt_tr_lock);
 	err = process_setup();
 	if (!err && !__atomic_load_n(&spare, __ATOMIC_ACQUIRE))
 		__atomic_store_n(&spare, calloc(1, sizeof(*spare)), __ATOMIC_RELEASE);
-	pthread_mutex_unlock(&process_lock);
+	pthread_mutex_unlock(&rt_tr_lock);
 	if (!err)
 		err = stream_start(s);
 	if (err) {
-		if (err == -EFBIG)
-			rt_tr_warn_once(&warned_cap, "trace size cap reached: no more streams");
-		else
+		if (!rt_tr_process_traced()) {
 			rt_tr_warn_once(&warned_io, "cannot write the trace in %s (%s): the program "
 					"continues untraced", rt_tr_config.dir, strerror(-err));
-		if (err != -EFBIG)
 			rt_tr_off = 1;
+		} else {
+			rt_tr_warn_once(&warned_stop, "tracing stops (%s): the program continues "
+					"untouched", rt_stop_prose((unsigned)rt_tr_stop_reason_of(err)));
+		}
 		enter_scratch(s);
 	}
 	rt_tr_stream_tls = s;
 	pthread_setspecific(stream_key, s);
+	if (!err)
+		rt_tr_prep_register(s);
 	return s;
 }

@@ -68,13 +68,16 @@ done_calls=$(od -An -t u8 -N 8 "$T/counter" | tr -d ' ')
 check "babeltrace2 reads the killed process's trace cleanly" bt_clean "$T/kill"
 check "events read back = calls completed before SIGKILL ($done_calls)" [ "$(bt_count "$T/kill")" = "$done_calls" ]
 
-# 5. 8 threads x 100000 calls: exact counts, one stream per thread
+# 5. 8 threads x 100000 calls: exact counts, one stream per thread (a stream
+#    is the files stream-PID-TID[.N], one per chunk: babeltrace2 joins them by
+#    the stream instance id in their packet headers)
 sim "$RT" run -o "$T/threads" -- "$B/bin/callstorm" --threads 8 --calls 100000 --cheap > "$T/threads.out" 2>&1
 dir=$(ls -d "$T"/threads/rank-*)
-check "8 threads: 8 worker streams + the main thread's (exit)" [ "$(ls "$dir" | grep -c '^stream-')" -eq 9 ]
+streams=$(ls "$dir" | grep '^stream-' | sed -E 's/\.[0-9]+$//' | sort -u)
+check "8 threads: 8 worker streams + the main thread's (exit)" [ "$(echo "$streams" | wc -l)" -eq 9 ]
 per_stream=""
-for f in "$dir"/stream-*; do
-  rm -rf "$T/one" && mkdir "$T/one" && cp "$dir/metadata" "$f" "$T/one/"
+for st in $streams; do
+  rm -rf "$T/one" && mkdir "$T/one" && cp "$dir/metadata" "$dir/$st" "$dir/$st".* "$T/one/" 2>/dev/null
   per_stream="$per_stream $(bt_count "$T/one")"
 done
 check "8 threads: each worker stream holds exactly 100000 events ($per_stream)" \
@@ -117,7 +120,9 @@ sim "$RT" run -o "$T/cap" --max-size 1M -- "$B/bin/callstorm" --calls 200000 --c
 check "cap: the summary reports discarded events" grep -q 'events discarded: size cap' "$T/cap.out"
 check "cap: babeltrace2 reports the discarded events" bash -c "babeltrace2 '$T/cap' 2>&1 >/dev/null | grep -qi discarded"
 got=$(sed -nE 's/.* ([0-9]+) events .*\(([0-9]+) events discarded.*/\1 \2/p' "$T/cap.out")
-check "cap: recorded + discarded = calls made ($got)" [ "$(echo $got | awk '{print $1 + $2}')" = 200000 ]
+# recorded events include the rt_trace_stop record that says why tracing stopped
+check "cap: recorded + discarded = calls made + rt_trace_stop ($got)" [ "$(echo $got | awk '{print $1 + $2}')" = 200001 ]
+check "cap: the trace says why it stopped" bash -c "babeltrace2 '$T/cap' 2>/dev/null | grep -q 'rt_trace_stop: .*reason = 1,'"
 
 # 10. a crash is recorded and passed through
 sim "$RT" run -o "$T/segv" -- "$B/bin/callstorm" --calls 100 --crash > "$T/segv.out" 2>&1

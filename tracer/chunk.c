@@ -1,0 +1,339 @@
+/* SPDX-License-Identifier: MIT */
+/* chunk.c - a stream's files ("chunks"): their sizes, their creation aside,
+ * their format, their publication, the OFD lock, the size cap and the
+ * free-space reserve, trimming at thread end, flight-recorder recycling.
+ *
+ * Crash safety rests on one invariant: a file appears in the rank directory
+ * only once it is complete - blocks allocated, every packet header written,
+ * every packet marked unused (RT_TS_UNUSED timestamps, no events). The
+ * writer then turns packets into real ones with stores into the mapping
+ * only. A process killed at any instant therefore leaves valid stream files
+ * and nothing else: no zeroed tail, no header written after the size grew.
+ * A file is created with O_TMPFILE and linked in (nothing is left behind if
+ * the process dies first), or, where O_TMPFILE is missing, as a hidden
+ * ".stream-..." file renamed without replacing (readers skip dot files).
+ *
+ * Every stream file being written holds an OFD write lock (the live-rank
+ * contract, /work/notes/MILESTONES.md); a duplicate of the process's first
+ * file descriptor keeps that file's lock until the process ends.
+ *
+ * Called by the helper thread (prep.c) or, when it is behind or absent, by
+ * the traced thread in its slow path, and by the fatal-signal path: system
+ * calls and stores only - no malloc, no lock. Thread-safe for distinct
+ * streams; the counters here are atomics. */
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "rank.h"
+#include "tracer.h"
+
+#define KIB ((uint64_t)1024)
+#define MIB (KIB * 1024)
+#define GIB (MIB * 1024)
+
+static uint64_t bytes_used;  /* this process's chunk bytes, for the cap */
+static uint64_t allocations; /* chunk files made, for the test knob */
+static int stop_reason, stop_err;
+static int life_fd = -1;     /* keeps the process's first file locked */
+static int no_tmpfile;       /* O_TMPFILE refused here once: hidden files */
+
+uint64_t rt_tr_bytes_used(void)
+{
+	return __atomic_load_n(&bytes_used, __ATOMIC_RELAXED);
+}
+
+int rt_tr_stopped(void)
+{
+	return __atomic_load_n(&stop_reason, __ATOMIC_ACQUIRE);
+}
+
+int rt_tr_stop_reason_of(int err)
+{
+	switch (-err) {
+	case EFBIG: return RT_STOP_CAP;
+	case RT_TR_E_RESERVE: return RT_STOP_RESERVE;
+	case ENOSPC: return RT_STOP_DISK_FULL;
+	case EDQUOT: return RT_STOP_QUOTA;
+	default: return RT_STOP_IO_ERROR;
+	}
+}
+
+/* The first stop wins; later chunk requests fail with the same error. */
+static void stop_process(int err)
+{
+	int none = 0;
+
+	if (__atomic_compare_exchange_n(&stop_reason, &none, rt_tr_stop_reason_of(err), false,
+					__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		__atomic_store_n(&stop_err, err, __ATOMIC_RELEASE);
+}
+
+/* Fork child: its own budget, its own lock, not stopped. */
+void rt_tr_chunk_forget_process(void)
+{
+	if (life_fd >= 0)
+		close(life_fd); /* the parent's lock stays: the parent holds it too */
+	life_fd = -1;
+	bytes_used = allocations = 0;
+	stop_reason = stop_err = 0;
+}
+
+/* Size of chunk number k of a stream and of its packets. Threads start
+ * small (most short-lived threads fit one 8 KiB packet, the rest of their
+ * first chunk is trimmed at thread end) and grow to 4 MiB files of 256 KiB
+ * packets; a flight recorder splits its size into RT_TR_RING_CHUNKS. */
+static void chunk_plan(uint32_t k, uint64_t *size, uint32_t *pkt)
+{
+	static const uint32_t sizes[] = { 32 << 10, 256 << 10, 1 << 20, 4 << 20 };
+	static const uint32_t pkts[] = { 8 << 10, 64 << 10, 256 << 10, 256 << 10 };
+	uint64_t ring = rt_tr_config.ring_bytes;
+
+	if (ring) {
+		*size = ring / RT_TR_RING_CHUNKS & ~(uint64_t)4095;
+		if (*size < 16 * KIB)
+			*size = 16 * KIB;
+		*pkt = (uint32_t)(*size / 2 > 256 * KIB ? 256 * KIB : *size / 2);
+		*size -= *size % *pkt;
+		return;
+	}
+	k = k < 3 ? k : 3;
+	*size = sizes[k];
+	*pkt = pkts[k];
+}
+
+/* Free space to leave on the trace filesystem: --min-free, or by default
+ * max(5 %, min(2 GiB, half the filesystem)). */
+static uint64_t reserve_of(const struct statvfs *v)
+{
+	uint64_t total = (uint64_t)v->f_blocks * v->f_frsize, half = total / 2, r;
+
+	if (rt_tr_config.min_free >= 0)
+		return (uint64_t)rt_tr_config.min_free;
+	r = 2 * GIB < half ? 2 * GIB : half;
+	return total / 20 > r ? total / 20 : r;
+}
+
+/* Take `size` bytes from the cap and check the reserve: 0 or -errno. */
+static int space_for(int fd, uint64_t size, bool first)
+{
+	uint64_t used = __atomic_add_fetch(&bytes_used, size, __ATOMIC_RELAXED);
+	uint64_t n = __atomic_add_fetch(&allocations, 1, __ATOMIC_RELAXED);
+	struct statvfs v;
+	int err = 0;
+
+	if (rt_tr_config.max_bytes && used > rt_tr_config.max_bytes && !first)
+		err = -EFBIG;
+	else if (rt_tr_config.fail_alloc_at && n >= rt_tr_config.fail_alloc_at)
+		err = -rt_tr_config.fail_alloc_errno;
+	else if (!first && fstatvfs(fd, &v) == 0 &&
+		 (uint64_t)v.f_bavail * v.f_frsize < size + reserve_of(&v))
+		err = -RT_TR_E_RESERVE;
+	if (err)
+		__atomic_sub_fetch(&bytes_used, size, __ATOMIC_RELAXED);
+	return err;
+}
+
+static void chunk_path(const struct rt_tr_stream *s, uint32_t seq, bool hidden, char *out,
+		       size_t n)
+{
+	snprintf(out, n, seq ? "%s/%sstream-%d-%d.%u" : "%s/%sstream-%d-%d", rt_tr_rank.dir,
+		 hidden ? "." : "", (int)s->pid, (int)s->tid, seq);
+}
+
+static void put64(uint8_t *p, unsigned off, uint64_t v)
+{
+	memcpy(p + off, &v, 8);
+}
+
+/* Every packet of ch: a valid, empty, unused packet of this stream. */
+static void format(const struct rt_tr_stream *s, struct rt_tr_chunk *ch)
+{
+	uint32_t magic = RT_CTF_MAGIC, zero = 0, pid = (uint32_t)s->pid, tid = (uint32_t)s->tid;
+
+	for (uint64_t off = 0; off < ch->size; off += ch->pkt_bytes) {
+		uint8_t *p = ch->base + off;
+
+		memcpy(p, &magic, 4);
+		memcpy(p + 4, rt_tr_trace_uuid, 16);
+		memcpy(p + 20, &zero, 4);
+		put64(p, 24, ((uint64_t)pid << 32) | tid);
+		put64(p, RT_PKT_OFF_TS_BEGIN, RT_TS_UNUSED);
+		put64(p, RT_PKT_OFF_TS_END, RT_TS_UNUSED);
+		put64(p, RT_PKT_OFF_CONTENT, RT_PACKET_HEADER_BYTES * 8);
+		put64(p, RT_PKT_OFF_SIZE, (uint64_t)ch->pkt_bytes * 8);
+		put64(p, RT_PKT_OFF_DISCARDED, s->discarded);
+		memcpy(p + RT_PKT_OFF_PID, &pid, 4);
+		memcpy(p + RT_PKT_OFF_TID, &tid, 4);
+	}
+}
+
+/* Blocks, mapping, pages, packet headers, lock: everything but the name. */
+static int fill(const struct rt_tr_stream *s, struct rt_tr_chunk *ch)
+{
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+
+	/* Blocks first: a store into a sparse shared mapping on a full
+	 * filesystem would raise SIGBUS in the traced program, while a failed
+	 * allocation here only stops tracing. */
+	if (fallocate(ch->fd, 0, 0, (off_t)ch->size) != 0) {
+		int err = errno == EOPNOTSUPP ? posix_fallocate(ch->fd, 0, (off_t)ch->size) : errno;
+
+		if (err)
+			return -err;
+	}
+	ch->base = mmap(NULL, ch->size, PROT_READ | PROT_WRITE, MAP_SHARED, ch->fd, 0);
+	if (ch->base == MAP_FAILED) {
+		ch->base = NULL;
+		return -errno;
+	}
+	/* fault every page in writable now, not in the traced thread's stores */
+	madvise(ch->base, ch->size, 23 /* MADV_POPULATE_WRITE, Linux 5.14; harmless if unknown */);
+	format(s, ch);
+	fcntl(ch->fd, F_OFD_SETLK, &fl);
+	return 0;
+}
+
+/* Give the finished file its name, never replacing one: 0 or -errno. */
+static int publish(struct rt_tr_stream *s, struct rt_tr_chunk *ch, bool tmpfile)
+{
+	char path[4300], from[4300];
+
+	for (int tries = 0; tries < 1000; tries++) {
+		int rc;
+
+		ch->seq = s->seq_next++;
+		chunk_path(s, ch->seq, false, path, sizeof(path));
+		if (tmpfile) {
+			snprintf(from, sizeof(from), "/proc/self/fd/%d", ch->fd);
+			rc = linkat(AT_FDCWD, from, AT_FDCWD, path, AT_SYMLINK_FOLLOW);
+			if (rc != 0 && errno == ENOENT) /* no /proc: needs CAP_DAC_READ_SEARCH */
+				rc = linkat(ch->fd, "", AT_FDCWD, path, AT_EMPTY_PATH);
+		} else {
+			chunk_path(s, 0, true, from, sizeof(from));
+			rc = (int)syscall(SYS_renameat2, AT_FDCWD, from, AT_FDCWD, path,
+					  1 /* RENAME_NOREPLACE */);
+			if (rc != 0 && (errno == EINVAL || errno == ENOSYS) && link(from, path) == 0)
+				rc = unlink(from);
+		}
+		if (rc == 0)
+			return 0;
+		if (errno != EEXIST) /* tid reused: the earlier thread's files keep their names */
+			return -errno;
+	}
+	return -EEXIST;
+}
+
+static int create(const struct rt_tr_stream *s, bool *tmpfile)
+{
+	char path[4300];
+	int fd = -1;
+
+	*tmpfile = !__atomic_load_n(&no_tmpfile, __ATOMIC_RELAXED);
+	if (*tmpfile) {
+		fd = open(rt_tr_rank.dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+		if (fd >= 0)
+			return fd;
+		if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL)
+			return -errno;
+		__atomic_store_n(&no_tmpfile, 1, __ATOMIC_RELAXED);
+		*tmpfile = false;
+	}
+	chunk_path(s, 0, true, path, sizeof(path));
+	unlink(path); /* left by a killed process whose pid and tid we have now */
+	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	return fd >= 0 ? fd : -errno;
+}
+
+/* Make s's next stream file into *ch, ready to be written with stores
+ * only: 0, or -errno (-EFBIG: size cap; -RT_TR_E_RESERVE: free space). */
+int rt_tr_chunk_make(struct rt_tr_stream *s, struct rt_tr_chunk *ch)
+{
+	bool tmpfile, first = __atomic_load_n(&life_fd, __ATOMIC_ACQUIRE) < 0;
+	int err, fd;
+
+	memset(ch, 0, sizeof(*ch));
+	ch->fd = -1;
+	if (rt_tr_stopped())
+		return __atomic_load_n(&stop_err, __ATOMIC_ACQUIRE) ?: -EIO;
+	chunk_plan(s->nchunks, &ch->size, &ch->pkt_bytes);
+	fd = create(s, &tmpfile);
+	if (fd < 0)
+		return fd;
+	ch->fd = fd;
+	/* the process's first file is made even past the cap or the reserve:
+	 * it is small, and it is where the reason tracing stopped is written */
+	err = space_for(fd, ch->size, first);
+	if (!err) {
+		err = fill(s, ch);
+		if (err)
+			__atomic_sub_fetch(&bytes_used, ch->size, __ATOMIC_RELAXED);
+	}
+	if (!err)
+		err = publish(s, ch, tmpfile);
+	if (err) {
+		if (!tmpfile) {
+			char path[4300];
+
+			chunk_path(s, 0, true, path, sizeof(path));
+			unlink(path);
+		}
+		stop_process(err);
+		rt_tr_chunk_drop(s, ch, false);
+		return err;
+	}
+	s->nchunks++;
+	if (first) {
+		int dup = fcntl(fd, F_DUPFD_CLOEXEC, 3), none = -1;
+
+		if (dup >= 0 && !__atomic_compare_exchange_n(&life_fd, &none, dup, false,
+							     __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+			close(dup);
+	}
+	return 0;
+}
+
+/* Flight recorder: make a used chunk unused again, packet by packet, each
+ * step leaving a valid file (emptied first, then moved to the end of time
+ * in one store). Stores only. */
+void rt_tr_chunk_recycle(struct rt_tr_chunk *ch, uint64_t discarded)
+{
+	for (uint64_t off = 0; off < ch->size; off += ch->pkt_bytes) {
+		uint8_t *p = ch->base + off;
+
+		put64(p, RT_PKT_OFF_CONTENT, RT_PACKET_HEADER_BYTES * 8);
+		rt_tr_put_ts_pair(p, RT_TS_UNUSED, RT_TS_UNUSED);
+		put64(p, RT_PKT_OFF_DISCARDED, discarded);
+	}
+}
+
+/* The thread ended: drop the unused packets after `keep` bytes (a packet
+ * boundary, so the file stays valid at every instant). */
+void rt_tr_chunk_trim(struct rt_tr_chunk *ch, uint64_t keep)
+{
+	if (ch->fd < 0 || keep >= ch->size || ftruncate(ch->fd, (off_t)keep) != 0)
+		return;
+	__atomic_sub_fetch(&bytes_used, ch->size - keep, __ATOMIC_RELAXED);
+}
+
+/* Unmap and close ch; remove: also unlink its file (an unused one). */
+void rt_tr_chunk_drop(const struct rt_tr_stream *s, struct rt_tr_chunk *ch, bool remove)
+{
+	if (remove && ch->base) {
+		char path[4300];
+
+		chunk_path(s, ch->seq, false, path, sizeof(path));
+		if (unlink(path) == 0)
+			__atomic_sub_fetch(&bytes_used, ch->size, __ATOMIC_RELAXED);
+	}
+	if (ch->base)
+		munmap(ch->base, ch->size);
+	if (ch->fd >= 0)
+		close(ch->fd);
+	ch->base = NULL;
+	ch->fd = -1;
+}
