@@ -89,6 +89,14 @@ static int fail(struct rt_vw_cursor *c, size_t at, const char *what)
 	return -1;
 }
 
+static bool all_zero(const uint8_t *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i])
+			return false;
+	return true;
+}
+
 /* Load the packet at c->pkt (after the previous one). 0: end of file. */
 static int load_packet(struct rt_vw_cursor *c)
 {
@@ -100,6 +108,9 @@ static int load_packet(struct rt_vw_cursor *c)
 	if (c->size - c->pkt < RT_PACKET_HEADER_BYTES)
 		return fail(c, c->pkt, "truncated packet header");
 	p = c->base + c->pkt;
+	if (get32(p) == 0 && all_zero(p, c->size - c->pkt))
+		return 0; /* a packet never written (writers before the files were
+			   * made whole before use left one when killed): the end */
 	if (get32(p) != RT_CTF_MAGIC) {
 		char what[64];
 
@@ -126,7 +137,10 @@ static int load_packet(struct rt_vw_cursor *c)
 	c->info.packets++;
 	c->info.pid = c->pid;
 	c->info.tid = c->tid;
-	c->info.discarded = get64(p + RT_PKT_OFF_DISCARDED);
+	/* a packet prepared ahead and never used holds no events, and its
+	 * counter may predate the last real packet's */
+	if (get64(p + RT_PKT_OFF_TS_BEGIN) != RT_TS_UNUSED)
+		c->info.discarded = get64(p + RT_PKT_OFF_DISCARDED);
 	return 1;
 }
 

@@ -123,6 +123,56 @@ Test(reader, cut_files_report_file_and_offset)
 	unlink(path);
 }
 
+/* Writers before files were made whole before use could leave, when killed,
+ * a packet extended but never written: the end of the stream, not damage. */
+Test(reader, a_trailing_packet_never_written_is_the_end)
+{
+	uint8_t buf[3 * PKT];
+	char path[] = "/tmp/rt-reader-XXXXXX", err[512] = "";
+	struct seen s = { 0 };
+	int fd = mkstemp(path);
+	size_t n = make_stream(buf);
+
+	close(fd);
+	memset(buf + n, 0, 2 * PKT);
+	write_file(path, buf, n + 2 * PKT);
+	cr_assert_eq(rt_vw_read_stream(path, collect, &s, NULL, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(s.n, 3);
+	buf[n + PKT + 100] = 1; /* not all zero: damage after all */
+	write_file(path, buf, n + 2 * PKT);
+	cr_assert_eq(rt_vw_read_stream(path, NULL, NULL, NULL, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "bad packet magic") != NULL, "%s", err);
+	unlink(path);
+}
+
+/* Packets prepared ahead and never used (RT_TS_UNUSED) hold no events and
+ * their discarded counter is not the stream's. */
+Test(reader, unused_packets_hold_no_events_and_keep_the_counter)
+{
+	uint8_t buf[2 * PKT];
+	char path[] = "/tmp/rt-reader-XXXXXX", err[512] = "";
+	struct seen s = { 0 };
+	struct rt_vw_stream_info info;
+	uint64_t five = 5, zero = 0, unused = RT_TS_UNUSED, hdr = RT_PACKET_HEADER_BYTES * 8;
+	int fd = mkstemp(path);
+	size_t n = make_stream(buf);
+
+	close(fd);
+	memcpy(buf + RT_PKT_OFF_DISCARDED, &five, 8);
+	memcpy(buf + n, buf, RT_PACKET_HEADER_BYTES);
+	memset(buf + n + RT_PACKET_HEADER_BYTES, 0, PKT - RT_PACKET_HEADER_BYTES);
+	memcpy(buf + n + RT_PKT_OFF_TS_BEGIN, &unused, 8);
+	memcpy(buf + n + RT_PKT_OFF_TS_END, &unused, 8);
+	memcpy(buf + n + RT_PKT_OFF_CONTENT, &hdr, 8);
+	memcpy(buf + n + RT_PKT_OFF_DISCARDED, &zero, 8);
+	write_file(path, buf, 2 * PKT);
+	cr_assert_eq(rt_vw_read_stream(path, collect, &s, &info, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(s.n, 3);
+	cr_assert_eq(info.packets, 2);
+	cr_assert_eq(info.discarded, 5);
+	unlink(path);
+}
+
 Test(reader, flipped_bytes_never_crash)
 {
 	uint8_t buf[PKT], bad[PKT];
