@@ -11,9 +11,17 @@
 
 #include "schema.h"
 
+const char *const rt_coll_colours[RT_CK_COUNT] = {
+#define RT_API(...)
+#define RT_COLL_KIND(k, colour) colour,
+#include "nccl_api.def"
+#undef RT_COLL_KIND
+#undef RT_API
+};
+
 const char *const rt_coll_names[RT_CK_COUNT] = {
 #define RT_API(...)
-#define RT_COLL_KIND(k) #k,
+#define RT_COLL_KIND(k, colour) #k,
 #include "nccl_api.def"
 #undef RT_COLL_KIND
 #undef RT_API

@@ -108,18 +108,19 @@ enum rt_role {
 /* Collective kinds (RT_COLL_KIND in nccl_api.def), in output order. */
 enum rt_coll_kind {
 #define RT_API(...)
-#define RT_COLL_KIND(k) RT_CK_##k,
+#define RT_COLL_KIND(k, colour) RT_CK_##k,
 #include "nccl_api.def"
 #undef RT_COLL_KIND
 #undef RT_API
 	RT_CK_COUNT
 };
 extern const char *const rt_coll_names[RT_CK_COUNT];
+extern const char *const rt_coll_colours[RT_CK_COUNT]; /* "": none of its own */
 
 /* The role column's arg: memory kind, or a collective kind (>= 0). */
 enum rt_role_arg { RT_A_NONE = -1, RT_A_DEVICE = -2, RT_A_HOST = -3,
 #define RT_API(...)
-#define RT_COLL_KIND(k) RT_A_##k = RT_CK_##k,
+#define RT_COLL_KIND(k, colour) RT_A_##k = RT_CK_##k,
 #include "nccl_api.def"
 #undef RT_COLL_KIND
 #undef RT_API

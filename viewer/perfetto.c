@@ -55,8 +55,11 @@ static void pf_event(void *arg, int ri, const struct rt_vw_event *e)
 
 	if (e->ts < p->t0)
 		return;
-	/* async work on a CUDA stream goes on that stream's track */
-	if (rt_vw_is_coll(e->id) || e->id == RT_ID_cudaMemcpyAsync || e->id == RT_ID_cudaMemsetAsync)
+	/* work queued on a CUDA stream (a call with a stream argument that
+	 * copies, sets or communicates) goes on that stream's track */
+	if (rt_field_at[e->id][RT_FN_stream] >= 0 &&
+	    (d->role == RT_R_COLL || d->role == RT_R_P2P || d->role == RT_R_COPY ||
+	     d->role == RT_R_COPY_PEER || d->role == RT_R_MEMSET))
 		tid = stream ? (0x10000000ull | ((stream >> 4) & 0xfffffff)) : tid;
 	pf_sep(p);
 	fprintf(p->f, "{\"ph\":\"X\",\"pid\":%d,\"tid\":%" PRIu64 ",\"ts\":%.3f,\"dur\":%.3f,\"name\":\"%s\","

@@ -53,16 +53,32 @@ static void rp_event(void *arg, int ri, const struct rt_vw_event *e)
 		p->points[ri][p->npoints[ri]++] = (struct point){ e->ts, p->mem[ri].bytes[dev], dev };
 }
 
+#define END_COLOUR "#e15759"    /* exit, signal, a call that never returned */
+#define FAILED_COLOUR "#9c755f" /* a failed call, anything else */
+
+/* A collective in its kind's colour (format/nccl_api.def); the end red. */
 static const char *span_color(const struct span *s)
 {
-	switch (s->id) {
-	case RT_ID_ncclAllGather: return "#4e79a7";
-	case RT_ID_ncclReduceScatter: return "#f28e2b";
-	case RT_ID_ncclAllReduce: return "#59a14f";
-	case RT_ID_ncclBroadcast: case RT_ID_ncclBcast: return "#b07aa1";
-	case RT_ID_rt_exit: case RT_ID_rt_signal: return "#e15759";
-	default: return s->pending ? "#e15759" : "#9c755f";
-	}
+	int k = rt_coll_kind_of(s->id);
+
+	if (k >= 0 && rt_coll_colours[k][0])
+		return rt_coll_colours[k];
+	if (s->id == RT_ID_rt_exit || s->id == RT_ID_rt_signal || s->pending)
+		return END_COLOUR;
+	return FAILED_COLOUR;
+}
+
+/* The timeline's legend: every colour span_color draws. */
+static void legend(FILE *f)
+{
+	fputs("<div class=\"legend\">", f);
+	for (int k = 0; k < RT_CK_COUNT; k++)
+		if (rt_coll_colours[k][0])
+			fprintf(f, "<span><i class=\"sw\" style=\"background:%s\"></i>%s</span>",
+				rt_coll_colours[k], rt_coll_names[k]);
+	fputs("<span><i class=\"sw\" style=\"background:" END_COLOUR "\"></i>exit, signal, never "
+	      "returned</span><span><i class=\"sw\" style=\"background:" FAILED_COLOUR "\"></i>failed "
+	      "call</span></div>\n", f);
 }
 
 int rt_vw_report_html(const struct rt_vw_trace *t, FILE *f)
@@ -147,13 +163,9 @@ int rt_vw_report_html(const struct rt_vw_trace *t, FILE *f)
 	fputs("</table>\n", f);
 
 	/* timeline: one lane per rank, collectives, errors and the end */
-	fprintf(f, "<h2>Timeline</h2>\n<div class=\"legend\"><span><i class=\"sw\" style=\"background:#4e79a7\"></i>AllGather</span>"
-		"<span><i class=\"sw\" style=\"background:#f28e2b\"></i>ReduceScatter</span>"
-		"<span><i class=\"sw\" style=\"background:#59a14f\"></i>AllReduce</span>"
-		"<span><i class=\"sw\" style=\"background:#b07aa1\"></i>Broadcast</span>"
-		"<span><i class=\"sw\" style=\"background:#e15759\"></i>exit, signal, never returned</span>"
-		"<span><i class=\"sw\" style=\"background:#9c755f\"></i>failed call</span></div>\n"
-		"<svg id=\"timeline\" width=\"%.0f\" height=\"%.0f\" xmlns=\"http://www.w3.org/2000/svg\">\n",
+	fputs("<h2>Timeline</h2>\n", f);
+	legend(f);
+	fprintf(f, "<svg id=\"timeline\" width=\"%.0f\" height=\"%.0f\" xmlns=\"http://www.w3.org/2000/svg\">\n",
 		W + left + 10, lane * n + 30);
 	for (int i = 0; i < n; i++) {
 		double y = lane * i + 4;
