@@ -53,6 +53,13 @@ int rt_cli_parse_rank(const char *s);
 int rt_cli_check_dir(const char *cmd, const char *dir);
 /* Load a trace for command cmd; prints the error or each damaged rank. */
 struct rt_vw_trace *rt_cli_load(const char *cmd, const char *dir);
+/* The same with --stall (0: the default, 30 s). */
+struct rt_vw_trace *rt_cli_load_stall(const char *cmd, const char *dir, uint64_t stall_ns);
+/* --stall / --interval: 30, 30s, 500ms, 2m, 1h (1 ms to a week); 0 or -1. */
+int rt_cli_parse_duration(const char *s, uint64_t *ns);
+/* A trace's exit status for view/export/report: 3 when a rank is damaged,
+ * missing or claimed twice, else 0. */
+int rt_cli_trace_status(const struct rt_vw_trace *t);
 /* Write to out via a temporary file, renamed at the end: no half files. */
 int rt_cli_write_output(const char *cmd, const struct rt_vw_trace *t, const char *out,
 			int (*fn)(const struct rt_vw_trace *, FILE *));

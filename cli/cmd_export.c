@@ -62,8 +62,8 @@ int rt_cli_export_cmd(int argc, char **argv, bool report)
 		fprintf(stderr, "ranktrace %s: wrote %s\n", cmd, out);
 	else
 		rc = 1;
-	if (!rc && t->damaged)
-		rc = RT_VW_ERR_CORRUPT;
+	if (!rc)
+		rc = rt_cli_trace_status(t);
 	rt_vw_free(t);
 	return rc;
 }

@@ -19,14 +19,34 @@ static int parse_verdict(const char *s)
 	return -1;
 }
 
+static void usage_verdict(FILE *f)
+{
+	fprintf(f, "usage: ranktrace verdict DIR [--bad SIGNATURE] [--stall DURATION]\n\n"
+		   "Prints one word: healthy, skipped-fsdp-root, device-misplacement,\n"
+		   "collective-mismatch, crashed, hung or inconclusive (why goes to stderr).\n"
+		   "Exit status, for `git bisect run`: 0 healthy; 1 the signature asked for with\n"
+		   "--bad (by default any failure); 125 inconclusive, or another failure than\n"
+		   "--bad; 2 a usage error.\n\n"
+		   "A verdict never guesses. It is inconclusive (125, with the reason) whenever\n"
+		   "the evidence for a signature is incomplete: a rank's trace damaged, capped\n"
+		   "(tracing stopped early) or missing (the world size says it exists), two\n"
+		   "directories claiming one rank, or a job still running but not stalled. A\n"
+		   "failure shown by complete evidence is still named despite damage elsewhere.\n"
+		   "hung: the job's ranks are alive and none of their calls returned for\n"
+		   "--stall (default 30s); stderr names each rank's open call and its age, and\n"
+		   "which rank never entered the collective the others wait in.\n");
+}
+
 int rt_cli_cmd_verdict(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "bad", required_argument, NULL, 'b' },
+		{ "stall", required_argument, NULL, 's' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int c, bad = -1, rc;
+	uint64_t stall_ns = 0;
 	struct rt_vw_trace *t;
 
 	while ((c = getopt_long(argc, argv, "b:h", opts, NULL)) != -1) {
@@ -35,32 +55,43 @@ int rt_cli_cmd_verdict(int argc, char **argv)
 			bad = parse_verdict(optarg);
 			if (bad < 0 || bad == RT_V_HEALTHY || bad == RT_V_INCONCLUSIVE) {
 				fprintf(stderr, "ranktrace verdict: --bad %s: expected one of "
-					"skipped-fsdp-root, device-misplacement, collective-mismatch, crashed\n",
-					optarg);
+					"skipped-fsdp-root, device-misplacement, collective-mismatch, crashed, "
+					"hung\n", optarg);
 				return EXIT_USAGE;
 			}
 			break;
-		case 'h':
-			printf("usage: ranktrace verdict DIR [--bad SIGNATURE]\n\n"
-			       "Prints one word: healthy, skipped-fsdp-root, device-misplacement,\n"
-			       "collective-mismatch, crashed or inconclusive. Exit status, for\n"
-			       "`git bisect run`: 0 healthy; 1 the signature asked for with --bad (by\n"
-			       "default any failure); 125 inconclusive, or another failure than --bad.\n");
-			return 0;
-		default: return EXIT_USAGE;
+		case 's':
+			if (rt_cli_parse_duration(optarg, &stall_ns) != 0) {
+				fprintf(stderr, "ranktrace verdict: --stall %s: expected a duration such as "
+					"30s, 500ms or 2m\n", optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case 'h': usage_verdict(stdout); return 0;
+		default: usage_verdict(stderr); return EXIT_USAGE;
 		}
 	}
 	if (optind != argc - 1) {
-		fprintf(stderr, "ranktrace verdict: expected one trace directory\n"
-			"usage: ranktrace verdict DIR [--bad SIGNATURE]\n");
+		fprintf(stderr, "ranktrace verdict: expected one trace directory\n");
+		usage_verdict(stderr);
 		return EXIT_USAGE;
 	}
-	t = rt_cli_load("verdict", argv[optind]);
+	if (rt_cli_check_dir("verdict", argv[optind]) != 0) {
+		printf("inconclusive\n"); /* no trace here: nothing to judge, skip */
+		return 125;
+	}
+	t = rt_cli_load_stall("verdict", argv[optind], stall_ns);
 	if (!t) {
 		printf("inconclusive\n");
+		fprintf(stderr, "ranktrace verdict: inconclusive: no readable rank trace\n");
 		return 125;
 	}
 	printf("%s\n", rt_vw_verdict_names[t->verdict]);
+	if (t->verdict == RT_V_INCONCLUSIVE)
+		fprintf(stderr, "ranktrace verdict: inconclusive: %s\n", t->inconclusive);
+	for (int i = 0; t->verdict == RT_V_HUNG && i < t->nfindings; i++)
+		if (t->findings[i].signature == RT_V_HUNG)
+			fprintf(stderr, "ranktrace verdict: %s\n", t->findings[i].text);
 	if (t->verdict == RT_V_HEALTHY)
 		rc = 0;
 	else if (t->verdict == RT_V_INCONCLUSIVE)

@@ -8,16 +8,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "cli.h"
 
 static void print_view_text(const struct rt_vw_trace *t, int only_rank)
 {
-	printf("trace %s: %d rank%s, %llu events, verdict: %s\n\n", t->dir, t->nranks,
+	printf("trace %s: %d rank%s, %llu events, verdict: %s\n", t->dir, t->nranks,
 	       t->nranks == 1 ? "" : "s", (unsigned long long)t->events,
 	       rt_vw_verdict_names[t->verdict]);
-	printf("%-6s %-10s %-8s %-4s %10s %7s %-28s %5s %-16s\n", "rank", "host", "devices", "exp",
-	       "peak mem", "allocs", "collectives (AG/RS/AR/BC)", "fwd", "end");
+	printf("completeness: %s%s%s%s\n\n", rt_vw_completeness_names[t->completeness],
+	       t->inconclusive[0] ? " (" : "", t->inconclusive, t->inconclusive[0] ? ")" : "");
+	printf("%-6s %-10s %-8s %-4s %10s %7s %-28s %5s %-9s %-16s\n", "rank", "host", "devices",
+	       "exp", "peak mem", "allocs", "collectives (AG/RS/AR/BC)", "fwd", "trace", "end");
 	for (int i = 0; i < t->nranks; i++) {
 		const struct rt_vw_rank *r = &t->ranks[i];
 		char devs[64], peak[32], end[80], colls[64], exp[8];
@@ -36,15 +40,52 @@ static void print_view_text(const struct rt_vw_trace *t, int only_rank)
 			snprintf(exp, sizeof(exp), "%d", r->meta.local_rank);
 		else
 			snprintf(exp, sizeof(exp), "-");
-		printf("%-6d %-10.10s %-8s %-4s %10s %7llu %-28s %5llu %-16s\n", r->meta.rank,
+		printf("%-6d %-10.10s %-8s %-4s %10s %7llu %-28s %5llu %-9s %-16s\n", r->meta.rank,
 		       r->meta.hostname, devs, exp, peak, (unsigned long long)r->allocs, colls,
-		       (unsigned long long)r->fsdp_root_forwards, end);
+		       (unsigned long long)r->fsdp_root_forwards,
+		       rt_vw_completeness_names[r->completeness], end);
 	}
+	for (int k = 0; k < t->nmissing; k++)
+		if (only_rank < 0 || t->missing[k] == only_rank)
+			printf("%-6d %-10s %-8s %-4s %10s %7s %-28s %5s %-9s %-16s\n", t->missing[k], "-",
+			       "-", "-", "-", "-", "-", "-", "missing", "no directory");
 	printf("\nfindings:\n");
+	for (int i = 0, n = 0; i < t->nfindings; i++)
+		if (only_rank < 0 || t->findings[i].rank < 0 || t->findings[i].rank == only_rank)
+			printf("  %d. %s\n", ++n, t->findings[i].text);
 	if (!t->nfindings)
 		printf("  none: every rank ended cleanly, collectives matched across ranks\n");
-	for (int i = 0; i < t->nfindings; i++)
-		printf("  %d. %s\n", i + 1, t->findings[i].text);
+}
+
+/* A rank's completeness, state, open calls and idle time. */
+static void print_rank_live_json(const struct rt_vw_rank *r)
+{
+	printf(", \"completeness\": \"%s\", \"incomplete\": ",
+	       rt_vw_completeness_names[r->completeness]);
+	if (r->incomplete[0])
+		rt_cli_json_str(stdout, r->incomplete);
+	else
+		printf("null");
+	printf(", \"state\": \"%s\", \"idle_s\": ", rt_vw_state_names[r->state]);
+	if (r->idle_s >= 0)
+		printf("%.3f", r->idle_s);
+	else
+		printf("null");
+	printf(", \"open_calls\": [");
+	for (int k = 0; k < r->nopen; k++) {
+		const struct rt_vw_open_call *o = &r->open[k];
+
+		printf("%s{\"call\": \"%s\", \"tid\": %u, ", k ? ", " : "", rt_events[o->id].name,
+		       o->tid);
+		if (o->comm_id)
+			printf("\"comm\": \"%016llx\", \"seq\": %u, ", (unsigned long long)o->comm_id,
+			       o->seq);
+		if (o->age_s >= 0)
+			printf("\"age_s\": %.3f}", o->age_s);
+		else
+			printf("\"age_s\": null}");
+	}
+	printf("]");
 }
 
 /* JSON schema "ranktrace.view/1": documented in docs/json.md. */
@@ -52,8 +93,24 @@ static void print_view_json(const struct rt_vw_trace *t, int only_rank)
 {
 	printf("{\"schema\": \"ranktrace.view/1\", \"dir\": ");
 	rt_cli_json_str(stdout, t->dir);
-	printf(", \"verdict\": \"%s\", \"events\": %llu, \"ranks\": [",
-	       rt_vw_verdict_names[t->verdict], (unsigned long long)t->events);
+	printf(", \"verdict\": \"%s\", \"events\": %llu, \"completeness\": \"%s\", "
+	       "\"inconclusive\": ", rt_vw_verdict_names[t->verdict], (unsigned long long)t->events,
+	       rt_vw_completeness_names[t->completeness]);
+	if (t->inconclusive[0])
+		rt_cli_json_str(stdout, t->inconclusive);
+	else
+		printf("null");
+	printf(", \"world_size\": %d, \"missing_ranks\": [", t->world_size);
+	for (int k = 0; k < t->nmissing; k++)
+		printf("%s%d", k ? ", " : "", t->missing[k]);
+	printf("], \"duplicate_ranks\": %d, \"running\": %d, \"hung\": %s, \"stall_s\": %.3f, "
+	       "\"laggard\": ", t->duplicates, t->running, t->hung ? "true" : "false",
+	       (double)t->stall_ns / 1e9);
+	if (t->laggard[0])
+		rt_cli_json_str(stdout, t->laggard);
+	else
+		printf("null");
+	printf(", \"ranks\": [");
 	for (int i = 0, first = 1; i < t->nranks; i++) {
 		const struct rt_vw_rank *r = &t->ranks[i];
 		char end[80];
@@ -105,16 +162,82 @@ static void print_view_json(const struct rt_vw_trace *t, int only_rank)
 			rt_cli_json_str(stdout, r->damaged);
 		else
 			printf("null");
+		print_rank_live_json(r);
 		printf("}");
 	}
 	printf("\n], \"findings\": [");
-	for (int i = 0; i < t->nfindings; i++) {
-		printf("%s\n  {\"signature\": \"%s\", \"text\": ", i ? "," : "",
-		       rt_vw_verdict_names[t->findings[i].signature]);
+	for (int i = 0, n = 0; i < t->nfindings; i++) {
+		if (only_rank >= 0 && t->findings[i].rank >= 0 && t->findings[i].rank != only_rank)
+			continue;
+		printf("%s\n  {\"signature\": \"%s\", \"rank\": %d, \"text\": ", n++ ? "," : "",
+		       rt_vw_verdict_names[t->findings[i].signature], t->findings[i].rank);
 		rt_cli_json_str(stdout, t->findings[i].text);
 		printf("}");
 	}
 	printf("\n]}\n");
+}
+
+/* One load and one screen; *running gets the ranks still alive. */
+static int view_once(const char *dir, uint64_t stall_ns, int only, bool json, bool watch,
+		     int *running)
+{
+	struct rt_vw_trace *t = rt_cli_load_stall("view", dir, stall_ns);
+	int rc;
+
+	*running = 0;
+	if (!t)
+		return RT_VW_ERR_CORRUPT;
+	if (only >= 0 && rt_vw_rank_index(t, only) < 0) {
+		bool missing = false;
+
+		for (int k = 0; k < t->nmissing; k++)
+			missing |= t->missing[k] == only;
+		if (!missing) {
+			fprintf(stderr, "ranktrace view: no rank %d in %s\n", only, dir);
+			rt_vw_free(t);
+			return EXIT_USAGE;
+		}
+	}
+	if (watch && !json && isatty(STDOUT_FILENO))
+		printf("\033[H\033[2J"); /* a terminal: redraw in place, as top does */
+	if (json)
+		print_view_json(t, only);
+	else
+		print_view_text(t, only);
+	*running = t->running;
+	rc = rt_cli_trace_status(t);
+	rt_vw_free(t);
+	return rc;
+}
+
+static void sleep_ns(uint64_t ns)
+{
+	struct timespec ts = { (time_t)(ns / 1000000000u), (long)(ns % 1000000000u) };
+
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
+static void usage_view(FILE *f)
+{
+	fprintf(f, "usage: ranktrace view DIR [--rank N] [--json] [--stall DURATION]\n"
+		   "                      [--watch [--interval SECONDS]]\n\n"
+		   "One screen per trace: a row per rank (host, devices used, expected device\n"
+		   "(LOCAL_RANK), peak device memory, allocations, collectives, FSDP root\n"
+		   "forwards, how complete its trace is, how it ended or what it is doing) and\n"
+		   "the findings, most important first.\n\n"
+		   "  --rank N          only rank N's row and findings (and those about several ranks)\n"
+		   "  --json            schema ranktrace.view/1 (docs/json.md)\n"
+		   "  --stall DURATION  a live job none of whose calls returned for this long is\n"
+		   "                    hung (default 30s; 500ms, 2m, 1h)\n"
+		   "  --watch           refresh every --interval seconds (default 2) until every\n"
+		   "                    rank has ended: a job's `top`\n\n"
+		   "A rank's trace is complete, capped (tracing stopped early: size cap, disk\n"
+		   "full), damaged, missing (the world size says it exists) or live (its process\n"
+		   "still runs: it holds a lock on its stream files).\n"
+		   "Exit status: 0; 3 when a rank's files are damaged, a rank is missing or two\n"
+		   "directories claim one rank (the others are still analysed); 2 for a usage\n"
+		   "error (a missing DIR included).\n");
 }
 
 int rt_cli_cmd_view(int argc, char **argv)
@@ -122,12 +245,15 @@ int rt_cli_cmd_view(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "rank", required_argument, NULL, 'r' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "stall", required_argument, NULL, 's' },
+		{ "watch", no_argument, NULL, 'w' },
+		{ "interval", required_argument, NULL, 'i' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	int c, only = -1, rc;
-	bool json = false;
-	struct rt_vw_trace *t;
+	int c, only = -1, rc, running;
+	bool json = false, watch = false;
+	uint64_t stall_ns = 0, interval_ns = 2000000000ull;
 
 	while ((c = getopt_long(argc, argv, "r:jh", opts, NULL)) != -1) {
 		switch (c) {
@@ -140,39 +266,37 @@ int rt_cli_cmd_view(int argc, char **argv)
 			}
 			break;
 		case 'j': json = true; break;
-		case 'h':
-			printf("usage: ranktrace view DIR [--rank N] [--json]\n\n"
-			       "One screen per trace: a row per rank (host, devices used, expected device\n"
-			       "(LOCAL_RANK), peak device memory, allocations, collectives, FSDP root\n"
-			       "forwards, how it ended) and the findings, most important first.\n"
-			       "--json prints the same as schema ranktrace.view/1 (docs/json.md).\n"
-			       "Exit status: 0, or 3 when a rank's files are damaged (the others are\n"
-			       "still analysed), 2 for a usage error.\n");
-			return 0;
-		default: return EXIT_USAGE;
+		case 'w': watch = true; break;
+		case 's':
+		case 'i':
+			if (rt_cli_parse_duration(optarg, c == 's' ? &stall_ns : &interval_ns) != 0) {
+				fprintf(stderr, "ranktrace view: --%s %s: expected a duration such as 30s, "
+					"500ms or 2m\n", c == 's' ? "stall" : "interval", optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case 'h': usage_view(stdout); return 0;
+		default: usage_view(stderr); return EXIT_USAGE;
 		}
 	}
 	if (optind != argc - 1) {
-		fprintf(stderr, "ranktrace view: expected one trace directory\n"
-			"usage: ranktrace view DIR [--rank N] [--json]\n");
+		fprintf(stderr, "ranktrace view: expected one trace directory\n");
+		usage_view(stderr);
 		return EXIT_USAGE;
 	}
 	rc = rt_cli_check_dir("view", argv[optind]);
 	if (rc)
 		return rc;
-	t = rt_cli_load("view", argv[optind]);
-	if (!t)
-		return RT_VW_ERR_CORRUPT;
-	if (only >= 0 && rt_vw_rank_index(t, only) < 0) {
-		fprintf(stderr, "ranktrace view: no rank %d in %s\n", only, argv[optind]);
-		rt_vw_free(t);
-		return EXIT_USAGE;
+	for (;;) {
+		rc = view_once(argv[optind], stall_ns, only, json, watch, &running);
+		if (!watch || rc == EXIT_USAGE || !running)
+			break;
+		printf("\n(every %.1f s until every rank has ended; Ctrl-C stops)\n",
+		       (double)interval_ns / 1e9);
+		fflush(stdout);
+		sleep_ns(interval_ns);
+		if (!isatty(STDOUT_FILENO))
+			printf("\n");
 	}
-	if (json)
-		print_view_json(t, only);
-	else
-		print_view_text(t, only);
-	rc = t->damaged ? RT_VW_ERR_CORRUPT : 0;
-	rt_vw_free(t);
 	return rc;
 }

@@ -42,6 +42,10 @@ void rt_cli_rank_end(const struct rt_vw_rank *r, char *out, size_t n)
 {
 	if (!r->readable)
 		snprintf(out, n, "unreadable");
+	else if (r->state == RT_S_RUNNING && r->nopen)
+		snprintf(out, n, "running, in %s %.0fs", rt_events[r->open[0].id].name, r->open[0].age_s);
+	else if (r->state == RT_S_RUNNING)
+		snprintf(out, n, "running");
 	else if (r->signo)
 		snprintf(out, n, "signal %d%s%s", r->signo, r->died_in[0] ? " in " : "", r->died_in);
 	else if (r->exit_seen && r->exit_status >= 0)
@@ -49,9 +53,14 @@ void rt_cli_rank_end(const struct rt_vw_rank *r, char *out, size_t n)
 	else if (r->exit_seen)
 		snprintf(out, n, "returned");
 	else if (r->died_in[0])
-		snprintf(out, n, "died in %s", r->died_in);
+		snprintf(out, n, "%s in %s", r->completeness == RT_C_COMPLETE ? "died" : "trace ends",
+			 r->died_in);
+	else if (r->completeness == RT_C_CAPPED)
+		snprintf(out, n, "trace capped");
+	else if (r->completeness == RT_C_DAMAGED)
+		snprintf(out, n, "trace damaged");
 	else
-		snprintf(out, n, "no end (killed?)");
+		snprintf(out, n, "vanished (no end)");
 }
 
 void rt_cli_devices_str(uint64_t mask, char *out, size_t n)
@@ -106,11 +115,46 @@ int rt_cli_check_dir(const char *cmd, const char *dir)
 	return 0;
 }
 
+int rt_cli_trace_status(const struct rt_vw_trace *t)
+{
+	for (int i = 0; i < t->nranks; i++)
+		if (t->ranks[i].completeness == RT_C_DAMAGED)
+			return RT_VW_ERR_CORRUPT;
+	return t->damaged || t->nmissing || t->duplicates ? RT_VW_ERR_CORRUPT : 0;
+}
+
+int rt_cli_parse_duration(const char *s, uint64_t *ns)
+{
+	char *end;
+	double v, unit = 1e9;
+
+	if (!isdigit((unsigned char)*s))
+		return -1;
+	v = strtod(s, &end);
+	if (!strcmp(end, "ms"))
+		unit = 1e6;
+	else if (!strcmp(end, "m") || !strcmp(end, "min"))
+		unit = 60e9;
+	else if (!strcmp(end, "h"))
+		unit = 3600e9;
+	else if (*end && strcmp(end, "s"))
+		return -1;
+	if (!(v * unit >= 1e6 && v * unit <= 7 * 86400e9)) /* 1 ms .. a week, nan refused */
+		return -1;
+	*ns = (uint64_t)(v * unit);
+	return 0;
+}
+
 struct rt_vw_trace *rt_cli_load(const char *cmd, const char *dir)
 {
+	return rt_cli_load_stall(cmd, dir, 0);
+}
+
+struct rt_vw_trace *rt_cli_load_stall(const char *cmd, const char *dir, uint64_t stall_ns)
+{
 	char err[1024];
-	struct rt_vw_trace *t = rt_vw_load(dir, strcmp(cmd, "diff") ? 0 : RT_VW_KEEP_CALLS, err,
-					   sizeof(err));
+	struct rt_vw_trace *t = rt_vw_load_stall(dir, strcmp(cmd, "diff") ? 0 : RT_VW_KEEP_CALLS,
+						 stall_ns, err, sizeof(err));
 
 	if (!t)
 		fprintf(stderr, "ranktrace %s: %s\n", cmd, err);

@@ -242,6 +242,12 @@ int rt_vw_foreach(const struct rt_vw_trace *t, void (*fn)(void *arg, int rank, c
 
 struct rt_vw_trace *rt_vw_load(const char *dir, unsigned flags, char *err, size_t errlen)
 {
+	return rt_vw_load_stall(dir, flags, 0, err, errlen);
+}
+
+struct rt_vw_trace *rt_vw_load_stall(const char *dir, unsigned flags, uint64_t stall_ns, char *err,
+				     size_t errlen)
+{
 	struct rt_vw_trace *t = calloc(1, sizeof(*t));
 	struct matcher *m = calloc(1, sizeof(*m));
 	struct src *srcs = NULL;
@@ -291,7 +297,10 @@ struct rt_vw_trace *rt_vw_load(const char *dir, unsigned flags, char *err, size_
 	for (int k = 0; k < nsrc; k++)
 		rt_vw_cursor_close(srcs[k].c);
 	nsrc = 0;
+	t->stall_ns = stall_ns ? stall_ns : RT_VW_STALL_DEFAULT_NS;
+	rt_vw_completeness(t, m);
 	rt_vw_matcher_finish(m);
+	rt_vw_liveness(t);
 	rt_vw_analyse(t);
 	free(srcs);
 	free(m);
@@ -325,5 +334,6 @@ void rt_vw_free(struct rt_vw_trace *t)
 	}
 	free(t->ranks);
 	free(t->findings);
+	free(t->missing);
 	free(t);
 }

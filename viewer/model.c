@@ -17,7 +17,7 @@
 
 const char *const rt_vw_verdict_names[RT_V_COUNT] = {
 	"healthy", "skipped-fsdp-root", "device-misplacement", "collective-mismatch", "crashed",
-	"inconclusive",
+	"hung", "inconclusive",
 };
 
 /* ---- per-event model update ---- */
@@ -135,6 +135,7 @@ void rt_vw_on_event(struct matcher *m, int ri, const struct rt_vw_event *e)
 	int ck;
 
 	r->events++;
+	rt_vw_track_calls(r, e);
 	if (!r->first_ts || e->ts < r->first_ts)
 		r->first_ts = e->ts;
 	if (e->ts > r->last_ts)

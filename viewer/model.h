@@ -29,6 +29,32 @@ struct rt_vw_call_sig {
 struct rt_vw_alloc_map; /* alloc_map.c */
 struct rt_vw_vmm;       /* memory.c */
 
+/* How much of a rank's run its trace holds (completeness.c). The order is
+ * the trace's: its completeness is the worst of its ranks'. */
+enum rt_vw_completeness { RT_C_COMPLETE, RT_C_CAPPED, RT_C_DAMAGED, RT_C_MISSING, RT_C_LIVE,
+			  RT_C_COUNT };
+extern const char *const rt_vw_completeness_names[RT_C_COUNT];
+
+/* How a rank's main process is now: from its stream files' locks (held by a
+ * live writer) and its end record. */
+enum rt_vw_state { RT_S_RUNNING, RT_S_EXITED, RT_S_KILLED, RT_S_VANISHED, RT_S_UNKNOWN,
+		   RT_S_COUNT };
+extern const char *const rt_vw_state_names[RT_S_COUNT];
+
+/* A call a rank's main process is inside (entered, not returned). */
+struct rt_vw_open_call {
+	unsigned id;
+	uint32_t tid;
+	uint64_t ts;       /* entry, the rank's clock */
+	uint64_t comm_id;  /* collectives: communicator and sequence */
+	uint32_t seq;
+	double age_s;      /* how long it has been inside, when live (else -1) */
+};
+
+#define RT_VW_MAX_OPEN 8
+#define RT_VW_MAX_COMMS 8
+#define RT_VW_STALL_DEFAULT_NS 30000000000ull
+
 struct rt_vw_rank {
 	char name[64];               /* rank-00003 */
 	struct rt_vw_rank_meta meta;
@@ -71,6 +97,17 @@ struct rt_vw_rank {
 	uint64_t params_misplaced;   /* data in an allocation of another device */
 	uint64_t params_ever_meta;   /* distinct parameters reported on meta at some point */
 	char first_fault[160];
+	/* completeness and liveness (completeness.c, hang.c) */
+	enum rt_vw_completeness completeness;
+	char incomplete[400];        /* why, when not complete */
+	enum rt_vw_state state;
+	int dup_of;                  /* another directory claims this rank: its index, else -1 */
+	struct rt_vw_open_call open[RT_VW_MAX_OPEN]; /* main process, one per thread */
+	int nopen;
+	uint64_t last_done_ts;       /* end of the last call that returned */
+	double idle_s;               /* live: seconds since last_done_ts, else -1 */
+	struct { uint64_t comm_id; uint32_t seq; } entered[RT_VW_MAX_COMMS]; /* highest seq */
+	int nentered;
 };
 
 enum rt_vw_place { RT_P_CUDA, RT_P_CPU, RT_P_META, RT_P_FREED, RT_P_WRONG_DEVICE };
@@ -86,12 +123,13 @@ struct rt_vw_param {
 #define RT_VW_MAX_CALLS (1u << 20)
 
 enum rt_vw_verdict { RT_V_HEALTHY, RT_V_SKIPPED_FSDP_ROOT, RT_V_DEVICE_MISPLACEMENT,
-		     RT_V_COLLECTIVE_MISMATCH, RT_V_CRASHED, RT_V_INCONCLUSIVE, RT_V_COUNT };
+		     RT_V_COLLECTIVE_MISMATCH, RT_V_CRASHED, RT_V_HUNG, RT_V_INCONCLUSIVE, RT_V_COUNT };
 extern const char *const rt_vw_verdict_names[RT_V_COUNT];
 
 struct rt_vw_finding {
 	int severity;        /* lower is more important; sort key */
 	enum rt_vw_verdict signature;
+	int rank;            /* the rank it is about, or -1: about several (view --rank) */
 	char text[400];
 };
 
@@ -109,6 +147,20 @@ struct rt_vw_trace {
 	uint64_t div_comm;
 	uint32_t div_seq;
 	unsigned flags;
+	/* completeness (completeness.c): the worst of the ranks', ranks the
+	 * metadata or a communicator expects but no directory holds, and why a
+	 * verdict would be a guess (empty when the evidence is complete) */
+	enum rt_vw_completeness completeness;
+	int world_size;              /* largest of metadata world sizes and communicator sizes */
+	int *missing;
+	int nmissing;
+	int duplicates;              /* directories claiming a rank another one claims */
+	char inconclusive[600];
+	/* live jobs (hang.c) */
+	uint64_t stall_ns;           /* --stall: no call returned for this long = hung */
+	int running;                 /* ranks whose process is alive */
+	bool hung;
+	char laggard[600];           /* the laggard analysis of a hang */
 };
 
 /* Read and analyse a trace directory. Returns NULL with err set when it
@@ -116,6 +168,10 @@ struct rt_vw_trace {
  * collectives (for diff; memory then grows with them). */
 #define RT_VW_KEEP_CALLS 1u
 struct rt_vw_trace *rt_vw_load(const char *dir, unsigned flags, char *err, size_t errlen);
+/* The same with --stall: a live job none of whose calls returned for
+ * stall_ns is hung (0: RT_VW_STALL_DEFAULT_NS). */
+struct rt_vw_trace *rt_vw_load_stall(const char *dir, unsigned flags, uint64_t stall_ns, char *err,
+				     size_t errlen);
 void rt_vw_free(struct rt_vw_trace *t);
 
 /* Every event of t's readable ranks again, merged by time (for exports). */

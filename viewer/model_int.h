@@ -70,10 +70,33 @@ void rt_vw_memory_free_rank(struct rt_vw_rank *r);
 void rt_vw_comm_learn(struct matcher *m, uint64_t id, int nranks);
 void rt_vw_add_finding(struct rt_vw_trace *t, int severity, enum rt_vw_verdict sigv,
 			const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* A finding about one rank (view --rank N shows it only for N). */
+void rt_vw_add_rank_finding(struct rt_vw_trace *t, int rank, int severity, enum rt_vw_verdict sigv,
+			     const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 void rt_vw_match(struct matcher *m, int ri, uint64_t comm_id, uint32_t seq, struct sig s);
 void rt_vw_matcher_finish(struct matcher *m);
 void rt_vw_on_event(struct matcher *m, int ri, const struct rt_vw_event *e);
 void rt_vw_analyse(struct rt_vw_trace *t);
 bool rt_vw_crashed(const struct rt_vw_rank *r);
+
+/* ---- completeness and verdict rules (completeness.c) ---- */
+
+/* Per rank and for the trace: state (locks), duplicates, missing ranks,
+ * completeness and the first reason a verdict would guess. After the merge,
+ * before rt_vw_matcher_finish. */
+void rt_vw_completeness(struct rt_vw_trace *t, const struct matcher *m);
+/* May a finding rest on what rank ri's trace lacks? */
+bool rt_vw_evidence_complete(const struct rt_vw_trace *t, int ri);
+bool rt_vw_all_evidence_complete(const struct rt_vw_trace *t);
+/* The verdict from the sorted findings, the hang and the completeness. */
+void rt_vw_decide(struct rt_vw_trace *t, bool any_crashed);
+
+/* ---- live jobs (hang.c) ---- */
+
+/* Per event: open calls, collective sequences entered, last return. */
+void rt_vw_track_calls(struct rt_vw_rank *r, const struct rt_vw_event *e);
+/* Ages of open calls, idle time, hung or not, the laggard analysis and its
+ * findings. After rt_vw_completeness. */
+void rt_vw_liveness(struct rt_vw_trace *t);
 
 #endif

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "reader.h"
@@ -300,10 +301,10 @@ int rt_vw_read_metadata(const char *rank_dir, struct rt_vw_rank_meta *m, char *e
 	while (ftell(f) < RT_VW_MAX_METADATA && fgets(line, sizeof(line), f)) {
 		char key[64], val[128];
 
-		if (strncmp(line, "env {", 5) == 0)
+		if (strncmp(line, "env {", 5) == 0 || strncmp(line, "clock {", 7) == 0)
 			in_env = true;
 		else if (in_env && line[0] == '}')
-			break;
+			in_env = false;
 		if (!in_env || sscanf(line, " %63[a-z_] = %127[^;];", key, val) != 2)
 			continue;
 		if (val[0] == '"') { /* strip quotes */
@@ -321,6 +322,9 @@ int rt_vw_read_metadata(const char *rank_dir, struct rt_vw_rank_meta *m, char *e
 		else if (!strcmp(key, "hostname")) snprintf(m->hostname, sizeof(m->hostname), "%s", val);
 		else if (!strcmp(key, "nccl_host")) snprintf(m->nccl_host, sizeof(m->nccl_host), "%s", val);
 		else if (!strcmp(key, "rank_source")) snprintf(m->rank_source, sizeof(m->rank_source), "%s", val);
+		else if (!strcmp(key, "uuid")) snprintf(m->clock_uuid, sizeof(m->clock_uuid), "%s", val);
+		else if (!strcmp(key, "offset_s")) m->clock_offset_ns += strtoll(val, NULL, 10) * 1000000000ll;
+		else if (!strcmp(key, "offset")) m->clock_offset_ns += strtoll(val, NULL, 10);
 	}
 	fclose(f);
 	if (m->schema != RT_SCHEMA_VERSION) {
@@ -388,4 +392,38 @@ void rt_vw_free_names(char **names, int n)
 	for (int i = 0; i < n; i++)
 		free(names[i]);
 	free(names);
+}
+
+int rt_vw_stream_locked(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	struct flock fl = { .l_type = F_RDLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0 };
+	int rc;
+
+	if (fd < 0)
+		return -errno;
+	rc = fcntl(fd, F_OFD_GETLK, &fl) == 0 ? fl.l_type != F_UNLCK : -errno;
+	close(fd);
+	return rc;
+}
+
+uint64_t rt_vw_trace_now(const struct rt_vw_rank_meta *m)
+{
+	char boot[40] = "";
+	int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+	struct timespec ts;
+
+	if (fd >= 0) {
+		ssize_t k = read(fd, boot, sizeof(boot) - 1);
+
+		boot[k > 0 ? k : 0] = '\0';
+		boot[strcspn(boot, "\n")] = '\0';
+		close(fd);
+	}
+	if (boot[0] && !strcmp(boot, m->clock_uuid)) {
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	}
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)((int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec - m->clock_offset_ns);
 }

@@ -62,9 +62,24 @@ struct rt_vw_rank_meta {
 	char nccl_host[64];  /* NCCL's host identity (NCCL_HOSTID or the hostname) */
 	char rank_source[32];
 	int schema;
+	/* the trace clock: uuid = the writer's boot id (same uuid, same
+	 * CLOCK_MONOTONIC); offset = CLOCK_REALTIME - CLOCK_MONOTONIC there */
+	char clock_uuid[40];
+	int64_t clock_offset_ns;
 };
 
 int rt_vw_read_metadata(const char *rank_dir, struct rt_vw_rank_meta *m, char *err, size_t errlen);
+
+/* Is the process that writes the stream file at path alive? A live writer
+ * holds an OFD write lock on it (released by the kernel when it exits or is
+ * killed; testable from another node of a shared filesystem, no signal
+ * sent). 1 locked, 0 not, -errno when it cannot be tested. */
+int rt_vw_stream_locked(const char *path);
+
+/* Now on the clock of a trace whose metadata is m (ns): this host's
+ * CLOCK_MONOTONIC when the trace was written on this boot, else derived
+ * from CLOCK_REALTIME and the trace's clock offset. */
+uint64_t rt_vw_trace_now(const struct rt_vw_rank_meta *m);
 
 /* Stream files (sorted) of a rank directory: *names is malloc'd, free with
  * rt_vw_free_names. Returns the count, or -1. */

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# test_damage.sh - a corpus of damaged traces (scripts/damage-corpus.py:
+# truncations, flipped bytes, zeroed headers, empty metadata, missing and
+# duplicate ranks): `verdict` says inconclusive with the reason and exits 125
+# in every variant (git bisect skips, never marks a good commit bad), `view`
+# exits 3, nothing crashes or hangs (each command under timeout).
+source "$(dirname "$0")/lib.sh"
+RT="$B/bin/ranktrace"
+export SIMGPU_TIMEOUT=5
+sim timeout -k 5 120 "$RT" run -o "$T/base" -- "$B/bin/rt-launch" -n 4 "$B/bin/fsdp_mini" --steps 2 > /dev/null 2>&1
+check "the healthy 4-rank base trace is healthy (exit 0)" bash -c "[ \"\$(timeout -k 5 60 '$RT' verdict '$T/base')\" = healthy ]"
+python3 "$(dirname "$0")/../../scripts/damage-corpus.py" "$T/base" "$T/corpus" > "$T/variants"
+n=$(wc -l < "$T/variants")
+check "the corpus holds at least 30 variants ($n)" [ "$n" -ge 30 ]
+while read -r v; do
+  d="$T/corpus/$v"
+  out=$(timeout -k 5 60 "$RT" verdict "$d" 2> "$T/v.err" < /dev/null); rc=$?
+  why=$(grep -m1 'inconclusive: ' "$T/v.err" | sed 's/.*inconclusive: //')
+  check "$v: verdict $out, exit $rc, because: ${why:-(none)}" bash -c "[ $rc -eq 125 ] && [ '$out' = inconclusive ] && [ -n \"\$(grep -m1 'inconclusive: ' '$T/v.err')\" ]"
+  timeout -k 5 60 "$RT" view "$d" > /dev/null 2>&1 < /dev/null; rc=$?
+  check "$v: view exits 3 ($rc)" [ $rc -eq 3 ]
+  timeout -k 5 60 "$RT" view "$d" --json > "$T/v.json" 2> /dev/null < /dev/null
+  check "$v: view --json: completeness damaged or missing, with the reason" python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['completeness'] in ('damaged','missing') and d['inconclusive']" "$T/v.json"
+  timeout -k 5 60 "$RT" report "$d" -o "$T/r.html" > /dev/null 2>&1 < /dev/null; rc=$?
+  check "$v: report ends without crash or hang ($rc)" [ $rc -lt 124 ]
+done < "$T/variants"
+finish
