@@ -43,11 +43,11 @@ static uint32_t entered_seq(const struct rt_vw_rank *r, uint64_t comm)
 void rt_vw_track_calls(struct rt_vw_rank *r, const struct rt_vw_event *e)
 {
 	int ck = rt_vw_coll_kind(e->id);
-	uint64_t comm = ck >= 0 ? (uint64_t)rt_vw_fld(e, RT_F_COMM_ID) : 0;
-	uint32_t seq = ck >= 0 ? (uint32_t)rt_vw_fld(e, RT_F_SEQ) : 0;
+	uint64_t comm = ck >= 0 ? (uint64_t)rt_vw_fld(e, RT_FN_comm_id) : 0;
+	uint32_t seq = ck >= 0 ? (uint32_t)rt_vw_fld(e, RT_FN_seq) : 0;
 	int k;
 
-	if (ck >= 0 && comm && ck != RT_CK_SEND && ck != RT_CK_RECV)
+	if (ck >= 0 && comm && ck != RT_CK_Send && ck != RT_CK_Recv)
 		note_entered(r, comm, seq);
 	if (!e->pending) {
 		if (e->ts + e->dur > r->last_done_ts)
