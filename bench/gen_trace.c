@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "encode.h"
 #include "schema.h"
 
 #define PKT ((size_t)256 << 10)
@@ -21,23 +22,13 @@ struct w {
 	uint64_t ts0, last;
 };
 
-static void put64(uint8_t *p, uint64_t v) { memcpy(p, &v, 8); }
-
 static void flush_packet(struct w *w, uint32_t pid)
 {
-	uint32_t magic = RT_CTF_MAGIC;
+	struct rt_fmt_packet h = { NULL, w->ts0, w->last, w->pos, PKT, 0, pid, pid };
 
 	if (w->pos <= RT_PACKET_HEADER_BYTES)
 		return;
-	memset(w->pkt + 4, 0, 28);
-	memcpy(w->pkt, &magic, 4);
-	put64(w->pkt + RT_PKT_OFF_TS_BEGIN, w->ts0);
-	put64(w->pkt + RT_PKT_OFF_TS_END, w->last);
-	put64(w->pkt + RT_PKT_OFF_CONTENT, w->pos * 8);
-	put64(w->pkt + RT_PKT_OFF_SIZE, PKT * 8);
-	put64(w->pkt + RT_PKT_OFF_DISCARDED, 0);
-	memcpy(w->pkt + RT_PKT_OFF_PID, &pid, 4);
-	memcpy(w->pkt + RT_PKT_OFF_TID, &pid, 4);
+	rt_fmt_packet_put(w->pkt, &h);
 	memset(w->pkt + w->pos, 0, PKT - w->pos);
 	fwrite(w->pkt, 1, PKT, w->f);
 	w->pos = RT_PACKET_HEADER_BYTES;
@@ -54,34 +45,11 @@ static void ev(struct w *w, uint32_t pid, unsigned id, uint64_t ts, uint64_t dur
 		flush_packet(w, pid);
 	if (w->pos == RT_PACKET_HEADER_BYTES)
 		w->ts0 = w->last = ts;
-	p = w->pkt + w->pos;
-	if (ts - w->last > 0xffffffffull) {
-		uint16_t x = RT_EXTENDED_ID;
-		uint32_t id32 = id;
-
-		memcpy(p, &x, 2);
-		memcpy(p + 2, &id32, 4);
-		memcpy(p + 6, &ts, 8);
-		p += 14;
-	} else {
-		uint16_t id16 = (uint16_t)id;
-		uint32_t t32 = (uint32_t)ts;
-
-		memcpy(p, &id16, 2);
-		memcpy(p + 2, &t32, 4);
-		p += 6;
-	}
+	p = rt_fmt_event_header(w->pkt + w->pos, id, ts, w->last);
 	w->last = ts;
-	memcpy(p, &dur, 5);
-	memset(p + 5, 0, 2);
-	p[7] = (uint8_t)dev;
-	p += RT_COMMON_BYTES;
-	for (int i = 0; i < d->nfields; i++) {
-		size_t k = rt_kind_size(d->fields[i].kind);
-
-		memcpy(p, &vals[i], k); /* little-endian: the low bytes */
-		p += k;
-	}
+	p = rt_fmt_event_common(p, dur, 0, dev);
+	for (int i = 0; i < d->nfields; i++)
+		p = rt_fmt_put_field(p, (enum rt_kind)d->fields[i].kind, vals[i], "");
 	w->pos = (size_t)(p - w->pkt);
 }
 

@@ -169,10 +169,10 @@ int main(int argc, char **argv)
 				       (double)(s.bytes + 6 * s.events) / (double)(s.events ? s.events : 1));
 				printf("       cudaMalloc %d B, cudaFree %d B, cudaGetDevice %d B, "
 				       "ncclAllReduce %d B per event\n",
-				       6 + RT_COMMON_BYTES + RT_SIZE_cudaMalloc,
-				       6 + RT_COMMON_BYTES + RT_SIZE_cudaFree,
-				       6 + RT_COMMON_BYTES + RT_SIZE_cudaGetDevice,
-				       6 + RT_COMMON_BYTES + RT_SIZE_ncclAllReduce);
+				       RT_HEADER_COMPACT_BYTES + RT_COMMON_BYTES + RT_SIZE_cudaMalloc,
+				       RT_HEADER_COMPACT_BYTES + RT_COMMON_BYTES + RT_SIZE_cudaFree,
+				       RT_HEADER_COMPACT_BYTES + RT_COMMON_BYTES + RT_SIZE_cudaGetDevice,
+				       RT_HEADER_COMPACT_BYTES + RT_COMMON_BYTES + RT_SIZE_ncclAllReduce);
 			}
 			rt_vw_free_names(streams, ns > 0 ? ns : 0);
 		}

@@ -24,6 +24,7 @@
 #include <emmintrin.h>
 #endif
 
+#include "encode.h"
 #include "inject.h"
 #include "record.h"
 #include "schema.h"
@@ -271,12 +272,7 @@ static inline void rt_tr_put_zero(struct rt_tr_call *c, unsigned n)
 
 static inline void rt_tr_commit(struct rt_tr_stream *s, uint64_t ts)
 {
-	uint64_t bits = (uint64_t)(s->pos - s->pkt) * 8, end;
-
-	memcpy(&end, s->pkt + RT_PKT_OFF_TS_END, 8);
-	if (ts > end)
-		memcpy(s->pkt + RT_PKT_OFF_TS_END, &ts, 8);
-	memcpy(s->pkt + RT_PKT_OFF_CONTENT, &bits, 8);
+	rt_fmt_packet_commit(s->pkt, (uint64_t)(s->pos - s->pkt), ts);
 }
 
 /* Start recording event `id` with `payload` field bytes. False: do not
@@ -300,38 +296,14 @@ static inline bool rt_tr_begin(struct rt_tr_call *c, unsigned id, unsigned paylo
 		now = s->last_ts;
 	if (rt_unlikely(s->pos + need > s->end))
 		rt_tr_stream_next(s, now, need);
-	p = s->pos;
-	if (rt_unlikely(now - s->last_ts > 0xffffffffull)) {
-		uint16_t ext = RT_EXTENDED_ID;
-		uint32_t id32 = id;
-
-		memcpy(p, &ext, 2);
-		memcpy(p + 2, &id32, 4);
-		memcpy(p + 6, &now, 8);
-		p += RT_HEADER_EXTENDED_BYTES;
-	} else {
-		uint16_t id16 = (uint16_t)id;
-		uint32_t ts32 = (uint32_t)now;
-
-		memcpy(p, &id16, 2);
-		memcpy(p + 2, &ts32, 4);
-		p += RT_HEADER_COMPACT_BYTES;
-	}
+	p = rt_fmt_event_header(s->pos, id, now, s->last_ts);
 	s->last_ts = now;
 	c->s = s;
 	c->rec = s->pos;
 	c->id = id;
 	c->t0 = now;
 	c->common = p;
-	{
-		uint64_t pending = RT_DUR_PENDING;
-		int16_t ret = 0;
-
-		memcpy(p, &pending, 5);
-		memcpy(p + 5, &ret, 2);
-		p[7] = (uint8_t)(int8_t)dev;
-	}
-	c->fields = c->p = p + RT_COMMON_BYTES;
+	c->fields = c->p = rt_fmt_event_common(p, RT_DUR_PENDING, 0, dev);
 	s->pos = c->fields + payload;
 	return true;
 }
@@ -362,8 +334,7 @@ static inline void rt_tr_end(struct rt_tr_call *c, long ret)
 	dur = now - c->t0;
 	if (dur > RT_DUR_MAX)
 		dur = RT_DUR_MAX;
-	memcpy(c->common, &dur, 5);
-	memcpy(c->common + 5, &r16, 2);
+	rt_fmt_event_result(c->common, dur, r16);
 	rt_tr_commit(c->s, now); /* last_ts stays the header's: compact deltas decode from it */
 	if (rt_unlikely(rt_tr_lttng_emit != NULL)) {
 		rt_tr_lttng_emit(c->id, c->fields, dur, r16, (int8_t)c->common[7]);

@@ -16,23 +16,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "encode.h"
 #include "reader.h"
-
-static uint64_t get64(const uint8_t *p)
-{
-	uint64_t v;
-
-	memcpy(&v, p, 8);
-	return v;
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-	uint32_t v;
-
-	memcpy(&v, p, 4);
-	return v;
-}
 
 struct rt_vw_cursor {
 	char path[4200];
@@ -102,6 +87,7 @@ static bool all_zero(const uint8_t *p, size_t n)
 static int load_packet(struct rt_vw_cursor *c)
 {
 	const uint8_t *p;
+	struct rt_fmt_packet h;
 	uint64_t psize, content;
 
 	if (c->pkt >= c->size)
@@ -109,17 +95,17 @@ static int load_packet(struct rt_vw_cursor *c)
 	if (c->size - c->pkt < RT_PACKET_HEADER_BYTES)
 		return fail(c, c->pkt, "truncated packet header");
 	p = c->base + c->pkt;
-	if (get32(p) == 0 && all_zero(p, c->size - c->pkt))
+	if (rt_fmt_packet_magic(p) == 0 && all_zero(p, c->size - c->pkt))
 		return 0; /* a packet never written (writers before the files were
 			   * made whole before use left one when killed): the end */
-	if (get32(p) != RT_CTF_MAGIC) {
+	if (!rt_fmt_packet_get(p, &h)) {
 		char what[64];
 
-		snprintf(what, sizeof(what), "bad packet magic 0x%08x", get32(p));
+		snprintf(what, sizeof(what), "bad packet magic 0x%08x", rt_fmt_packet_magic(p));
 		return fail(c, c->pkt, what);
 	}
-	psize = get64(p + RT_PKT_OFF_SIZE) / 8;
-	content = get64(p + RT_PKT_OFF_CONTENT) / 8;
+	psize = h.packet_bytes;
+	content = h.content_bytes;
 	if (psize < RT_PACKET_HEADER_BYTES || content < RT_PACKET_HEADER_BYTES ||
 	    content > psize || psize > c->size - c->pkt) {
 		char what[160];
@@ -132,16 +118,16 @@ static int load_packet(struct rt_vw_cursor *c)
 	c->psize = (size_t)psize;
 	c->content = (size_t)content;
 	c->off = RT_PACKET_HEADER_BYTES;
-	c->clock = get64(p + RT_PKT_OFF_TS_BEGIN);
-	c->pid = get32(p + RT_PKT_OFF_PID);
-	c->tid = get32(p + RT_PKT_OFF_TID);
+	c->clock = h.ts_begin;
+	c->pid = h.pid;
+	c->tid = h.tid;
 	c->info.packets++;
 	c->info.pid = c->pid;
 	c->info.tid = c->tid;
 	/* a packet prepared ahead and never used holds no events, and its
 	 * counter may predate the last real packet's */
-	if (get64(p + RT_PKT_OFF_TS_BEGIN) != RT_TS_UNUSED)
-		c->info.discarded = get64(p + RT_PKT_OFF_DISCARDED);
+	if (h.ts_begin != RT_TS_UNUSED)
+		c->info.discarded = h.discarded;
 	return 1;
 }
 
@@ -149,9 +135,10 @@ int rt_vw_cursor_next(struct rt_vw_cursor *c, struct rt_vw_event *e)
 {
 	const uint8_t *p;
 	size_t left;
+	struct rt_fmt_header eh;
 	unsigned hdr;
-	uint16_t id16;
 	int16_t r;
+	int8_t dev;
 
 	if (c->failed)
 		return -1;
@@ -172,27 +159,19 @@ int rt_vw_cursor_next(struct rt_vw_cursor *c, struct rt_vw_event *e)
 	}
 	p = c->base + c->pkt;
 	left = c->content - c->off;
-	if (left < 2)
+	if (rt_fmt_event_header_get(p + c->off, left, &eh) != 0)
 		return fail(c, c->pkt + c->off, "event cut short by the end of the packet's content");
-	memcpy(&id16, p + c->off, 2);
-	if (id16 == RT_EXTENDED_ID) {
-		if (left < RT_HEADER_EXTENDED_BYTES)
-			return fail(c, c->pkt + c->off, "event cut short by the end of the packet's content");
-		e->id = get32(p + c->off + 2);
-		c->clock = get64(p + c->off + 6);
-		hdr = RT_HEADER_EXTENDED_BYTES;
+	e->id = eh.id;
+	hdr = eh.bytes;
+	if (eh.extended) {
+		c->clock = eh.ts;
 	} else {
-		uint32_t low;
+		uint32_t low = (uint32_t)eh.ts;
 
-		if (left < RT_HEADER_COMPACT_BYTES)
-			return fail(c, c->pkt + c->off, "event cut short by the end of the packet's content");
-		e->id = id16;
-		low = get32(p + c->off + 2);
 		/* CTF: a narrower clock field updates the low bits, wrapping once */
 		if (low < (uint32_t)c->clock)
 			c->clock += 1ull << 32;
 		c->clock = (c->clock & ~0xffffffffull) | low;
-		hdr = RT_HEADER_COMPACT_BYTES;
 	}
 	if (e->id >= RT_ID_COUNT) {
 		char what[96];
@@ -203,12 +182,10 @@ int rt_vw_cursor_next(struct rt_vw_cursor *c, struct rt_vw_event *e)
 	if (left < hdr + RT_COMMON_BYTES + rt_events[e->id].size)
 		return fail(c, c->pkt + c->off, "event cut short by the end of the packet's content");
 	e->ts = c->clock;
-	e->dur = 0;
-	memcpy(&e->dur, p + c->off + hdr, 5);
+	rt_fmt_event_common_get(p + c->off + hdr, &e->dur, &r, &dev);
 	e->pending = e->dur == RT_DUR_PENDING;
-	memcpy(&r, p + c->off + hdr + 5, 2);
 	e->ret = r;
-	e->dev = (int8_t)p[c->off + hdr + 7];
+	e->dev = dev;
 	e->fields = p + c->off + hdr + RT_COMMON_BYTES;
 	e->pid = c->pid;
 	e->tid = c->tid;

@@ -7,51 +7,38 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "encode.h"
 #include "reader.h"
 
 #define PKT 4096
 
+/* One event through the format's encoder (compact header). */
 static size_t put_event(uint8_t *p, unsigned id, uint32_t ts, uint64_t dur, int16_t ret,
 			int8_t dev, const void *fields)
 {
-	uint16_t id16 = (uint16_t)id;
+	uint8_t *q = rt_fmt_event_common(rt_fmt_event_header(p, id, ts, ts), dur, ret, dev);
 
-	memcpy(p, &id16, 2);
-	memcpy(p + 2, &ts, 4);
-	memcpy(p + 6, &dur, 5);
-	memcpy(p + 11, &ret, 2);
-	p[13] = (uint8_t)dev;
-	memcpy(p + 14, fields, rt_events[id].size);
-	return 14 + rt_events[id].size;
+	memcpy(q, fields, rt_events[id].size);
+	return (size_t)(q - p) + rt_events[id].size;
 }
 
 /* One packet: cudaSetDevice(1), cudaMalloc(ptr, 4096) ok, then a pending
  * ncclAllReduce (the process died in it). Returns the file size. */
 static size_t make_stream(uint8_t *buf)
 {
-	uint32_t magic = RT_CTF_MAGIC, pid = 42, tid = 43;
-	uint64_t ts0 = 1000000, size = PKT * 8, content, zero = 0;
+	struct rt_fmt_packet h = { NULL, 1000000, 1000000, 0, PKT, 0, 42, 43 };
 	uint8_t f[96] = { 0 };
 	size_t off = RT_PACKET_HEADER_BYTES;
-	int32_t dev = 1;
-	uint64_t ptr = 0x7f0000001000ull, bytes = 4096;
 
 	memset(buf, 0, PKT);
-	memcpy(buf, &magic, 4);
-	memcpy(buf + RT_PKT_OFF_TS_BEGIN, &ts0, 8);
-	memcpy(buf + RT_PKT_OFF_SIZE, &size, 8);
-	memcpy(buf + RT_PKT_OFF_DISCARDED, &zero, 8);
-	memcpy(buf + RT_PKT_OFF_PID, &pid, 4);
-	memcpy(buf + RT_PKT_OFF_TID, &tid, 4);
-	memcpy(f, &dev, 4);
+	rt_fmt_put_field(f, RT_K_I32, 1, NULL); /* device */
 	off += put_event(buf + off, RT_ID_cudaSetDevice, 1000100, 50, 0, 0, f);
-	memcpy(f, &ptr, 8);
-	memcpy(f + 8, &bytes, 8);
+	rt_fmt_put_field(rt_fmt_put_field(f, RT_K_PTR, 0x7f0000001000ull, NULL), RT_K_U64, 4096, NULL);
 	off += put_event(buf + off, RT_ID_cudaMalloc, 1000200, 70, 0, 1, f);
 	memset(f, 0, sizeof(f));
 	off += put_event(buf + off, RT_ID_ncclAllReduce, 1000300, RT_DUR_PENDING, 0, 1, f);
-	content = off * 8;
-	memcpy(buf + RT_PKT_OFF_CONTENT, &content, 8);
+	h.content_bytes = off;
+	rt_fmt_packet_put(buf, &h);
 	return PKT;
 }
 
