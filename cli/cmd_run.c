@@ -49,6 +49,11 @@ static void usage_run(FILE *f)
 		"                     when Slurm runs several tasks, SLURM_NTASKS > 1)\n"
 		"  --allow-untraced   when DIR cannot be used (not a directory, no permission),\n"
 		"                     run CMD untraced with a warning instead of refusing\n"
+		"  --cupti            also trace through CUPTI (CUDA_INJECTION64_PATH): driver\n"
+		"                     memory calls made inside NCCL and other libraries, and\n"
+		"                     CUPTI's memory activity records. CUPTI allows one client:\n"
+		"                     under torch.profiler or Nsight the trace records\n"
+		"                     cupti-unavailable and tracing goes on without it\n"
 		"\n"
 		"Exit status: CMD's (128+N if it was killed by signal N); 2 for a usage error.\n"
 		"\n"
@@ -117,6 +122,20 @@ static void prepend_preload(const char *lib)
 	setenv("LD_PRELOAD", val, 1);
 }
 
+/* --cupti: the CUDA driver loads libranktrace.so as its injection library
+ * (InitializeInjection, tracer/cupti.c), unless another tool already is. */
+static void set_injection(const char *lib)
+{
+	const char *old = getenv("CUDA_INJECTION64_PATH");
+
+	if (old && *old && strcmp(old, lib)) {
+		fprintf(stderr, "ranktrace run: warning: CUDA_INJECTION64_PATH is already %s "
+			"(Nsight?): --cupti leaves CUPTI to it\n", old);
+		return;
+	}
+	setenv("CUDA_INJECTION64_PATH", lib, 1);
+}
+
 /* The probe loads in every Python rank through our sitecustomize (which runs
  * any sitecustomize it shadows). */
 static void set_python_path(void)
@@ -166,6 +185,7 @@ int rt_cli_cmd_run(int argc, char **argv)
 		{ "inject-file", required_argument, NULL, 'f' },
 		{ "append", no_argument, NULL, 'a' },
 		{ "allow-untraced", no_argument, NULL, 'U' },
+		{ "cupti", no_argument, NULL, 'C' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -175,7 +195,7 @@ int rt_cli_cmd_run(int argc, char **argv)
 	unsigned char rnd[16];
 	const char *max_size = NULL;
 	bool traced = true, append = getenv("SLURM_NTASKS") && atoi(getenv("SLURM_NTASKS")) > 1;
-	bool allow_untraced = false;
+	bool allow_untraced = false, cupti = false;
 	char err[PATH_MAX + 400];
 	int c, status;
 
@@ -185,6 +205,7 @@ int rt_cli_cmd_run(int argc, char **argv)
 		case 'm': max_size = optarg; break;
 		case 'a': append = true; break;
 		case 'U': allow_untraced = true; break;
+		case 'C': cupti = true; break;
 		case 'i':
 			free(inject);
 			inject = strdup(optarg);
@@ -255,6 +276,8 @@ int rt_cli_cmd_run(int argc, char **argv)
 			setenv("RANKTRACE_MAX_SIZE", max_size, 1);
 		else
 			unsetenv("RANKTRACE_MAX_SIZE");
+		if (cupti)
+			set_injection(lib);
 	}
 	if (traced || inject)
 		set_python_path();

@@ -142,6 +142,11 @@ static void print_view_json(const struct rt_vw_trace *t, int only_rank)
 		       "\"vmm_maps\": %llu, \"seen_twice\": %llu", (unsigned long long)r->drv_allocs,
 		       (unsigned long long)r->drv_bytes, (unsigned long long)r->vmm_handles,
 		       (unsigned long long)r->vmm_maps, (unsigned long long)r->dup_allocs);
+		printf("}, \"cupti\": {\"state\": \"%s\", \"detail\": ",
+		       r->cupti == 1 ? "active" : r->cupti == 2 ? "unavailable" : "off");
+		rt_cli_json_str(stdout, r->cupti_detail);
+		printf(", \"memory_records\": %llu, \"allocated_bytes\": %llu",
+		       (unsigned long long)r->cupti_records, (unsigned long long)r->cupti_alloc_bytes);
 		printf("}, \"allocations\": %llu, \"frees\": %llu, \"failed_allocations\": %llu, "
 		       "\"collectives\": {", (unsigned long long)r->allocs, (unsigned long long)r->frees,
 		       (unsigned long long)r->failed_allocs);

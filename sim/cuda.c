@@ -17,7 +17,9 @@
  * before cuInit (CUDA_ERROR_NOT_INITIALIZED), as with NVIDIA's driver.
  * Thread-safe: state is the runtime's (locked there) or per thread. */
 #include <cuda.h>
+#include <dlfcn.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -56,6 +58,20 @@ static int ctx_device(void)
 	return no_ctx ? -1 : simgpu_current_device();
 }
 
+/* As NVIDIA's driver does at the first cuInit: CUDA_INJECTION64_PATH names a
+ * library whose InitializeInjection() is called (CUPTI-based tools). */
+static void load_injection(void)
+{
+	const char *path = getenv("CUDA_INJECTION64_PATH");
+	void *h = path && *path ? dlopen(path, RTLD_NOW | RTLD_GLOBAL) : NULL;
+	int (*init)(void) = h ? (int (*)(void))dlsym(h, "InitializeInjection") : NULL;
+
+	if (path && *path && !init)
+		fprintf(stderr, "simgpu: CUDA_INJECTION64_PATH=%s: no InitializeInjection\n", path);
+	if (init)
+		init();
+}
+
 EXPORT CUresult cuInit(unsigned int Flags)
 {
 	if (Flags != 0)
@@ -64,7 +80,8 @@ EXPORT CUresult cuInit(unsigned int Flags)
 		return CUDA_ERROR_NO_DEVICE;
 	for (int d = 0; d < 64; d++)
 		primary[d].device = d;
-	__atomic_store_n(&initialized, 1, __ATOMIC_RELEASE);
+	if (!__atomic_exchange_n(&initialized, 1, __ATOMIC_ACQ_REL))
+		load_injection();
 	return CUDA_SUCCESS;
 }
 

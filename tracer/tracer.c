@@ -33,6 +33,7 @@ int rt_tr_clock_tsc;
 uint64_t rt_tr_tsc0, rt_tr_mono0, rt_tr_tsc_mult;
 RT_TLS int rt_tr_depth;
 RT_TLS int rt_tr_cur_dev;
+RT_TLS unsigned rt_tr_cur_id = ~0u;
 RT_TLS struct rt_tr_stream *rt_tr_stream_tls;
 
 static int exit_recorded;
@@ -99,6 +100,7 @@ static void record_exit(int status)
 	if (rt_tr_off || __atomic_exchange_n(&exit_recorded, 1, __ATOMIC_RELAXED))
 		return;
 	/* only a process that has a trace records how it ended */
+	rt_tr_cupti_flush(false);
 	if (rt_tr_process_traced())
 		rt_tr_ev_rt_exit(status);
 }
@@ -177,6 +179,10 @@ static void on_fatal(int signo, siginfo_t *info, void *uc)
 	if (rt_tr_depth != 1 && !rt_tr_off && rt_tr_process_traced() &&
 	    ((rt_tr_stream_tls && rt_tr_stream_tls->pid == rt_tr_pid) || rt_tr_stream_for_signal())) {
 		__atomic_store_n(&exit_recorded, 1, __ATOMIC_RELAXED);
+		/* a launcher's SIGTERM outside CUDA: CUPTI's buffers can still be
+		 * flushed; after a fault, flushing (which allocates) could deadlock */
+		if (signo == SIGTERM)
+			rt_tr_cupti_flush(true);
 		rt_tr_ev_rt_signal(signo);
 	}
 	errno = saved;

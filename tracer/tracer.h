@@ -104,6 +104,7 @@ extern uint64_t rt_tr_tsc0, rt_tr_mono0, rt_tr_tsc_mult; /* ns = mono0 + (tsc-ts
 /* Per thread. depth: 0 outside, 1 in tracer code, 2 in the real function. */
 extern RT_TLS int rt_tr_depth;
 extern RT_TLS int rt_tr_cur_dev;
+extern RT_TLS unsigned rt_tr_cur_id; /* the event rt_tr_begin last started (cupti.c) */
 extern RT_TLS struct rt_tr_stream *rt_tr_stream_tls;
 
 /* lttng_backend.c: RANKTRACE_BACKEND=lttng. rt_tr_lttng_emit is NULL unless
@@ -140,6 +141,8 @@ int rt_tr_drv_learn_ctx(const void *ctx, int dev);
 int rt_tr_drv_ctx_device(const void *ctx);
 int rt_tr_drv_learn_pool(const void *pool, int dev);
 int rt_tr_drv_pool_device(const void *pool);
+/* cupti.c: flush CUPTI's activity buffers (at exit; at SIGTERM outside CUDA) */
+void rt_tr_cupti_flush(bool from_signal);
 void rt_tr_install_signal_handlers(void);
 /* comms.c */
 uint64_t rt_tr_id_hash(const void *unique_id);
@@ -302,6 +305,7 @@ static inline bool rt_tr_begin(struct rt_tr_call *c, unsigned id, unsigned paylo
 	c->rec = s->pos;
 	c->id = id;
 	c->t0 = now;
+	rt_tr_cur_id = id;
 	c->common = p;
 	c->fields = c->p = rt_fmt_event_common(p, RT_DUR_PENDING, 0, dev);
 	s->pos = c->fields + payload;

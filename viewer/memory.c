@@ -224,8 +224,30 @@ static void vmm_unmap(struct rt_vw_rank *r, const struct rt_vw_event *e)
 	}
 }
 
+/* CUPTI's state and activity records: a cross-check beside the allocation
+ * map (records arrive when CUPTI flushes, not when memory changed). */
+static void cupti_event(struct rt_vw_rank *r, const struct rt_vw_event *e)
+{
+	if (e->id == RT_ID_rt_cupti_state) {
+		int s = (int)rt_vw_fld(e, RT_FN_state);
+
+		if (r->cupti != 1 || s == 1) { /* one process subscribed: the rank has CUPTI */
+			r->cupti = (uint8_t)s;
+			rt_field_text(e->id, e->fields, RT_FN_detail, r->cupti_detail);
+		}
+		return;
+	}
+	r->cupti_records++;
+	if (rt_vw_fld(e, RT_FN_pool) == 0 && rt_vw_fld(e, RT_FN_op) == 1)
+		r->cupti_alloc_bytes += (uint64_t)rt_vw_fld(e, RT_FN_bytes);
+}
+
 bool rt_vw_memory_driver_event(struct rt_vw_rank *r, const struct rt_vw_event *e)
 {
+	if (e->id == RT_ID_rt_cupti_state || e->id == RT_ID_rt_cupti_mem) {
+		cupti_event(r, e);
+		return true;
+	}
 	switch (rt_drv_role[e->id]) {
 	case RT_DRV_ALLOC: rt_vw_memory_alloc(r, e, (uint64_t)rt_vw_fld(e, RT_FN_size), false); return true;
 	case RT_DRV_ALLOC_HOST: rt_vw_memory_alloc(r, e, (uint64_t)rt_vw_fld(e, RT_FN_size), true); return true;

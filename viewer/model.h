@@ -71,6 +71,11 @@ struct rt_vw_rank {
 	 * cuMemCreate), VMM handles created and ranges mapped, allocations a second
 	 * path reported again (counted once) */
 	uint64_t drv_allocs, drv_bytes, vmm_handles, vmm_maps, dup_allocs;
+	/* CUPTI (run --cupti): state 0 not asked, 1 subscribed, 2 unavailable (detail
+	 * says why or who holds it); its memory activity records, bytes allocated */
+	uint8_t cupti;
+	char cupti_detail[65];
+	uint64_t cupti_records, cupti_alloc_bytes;
 	struct rt_vw_vmm *vmm;
 	/* devices */
 	uint64_t devices_used;       /* bit d: allocated on, copied on or communicated on d */

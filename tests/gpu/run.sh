@@ -1,78 +1,255 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# tests/gpu/run.sh - the real-GPU checks, in one go (< 8 minutes): build
-# ranktrace, run a transformers Trainer with FSDP v1 on a tiny local Llama
-# (tests/gpu/trainer_fsdp.py: no downloads) through torchrun on every GPU,
-#   1. untraced (step time baseline)
-#   2. ranktrace run (healthy expected)
-#   3. ranktrace run --inject skip-fsdp-root (the transformers 4.53.0 failure)
-#   4. fsdp_mini (C, NVIDIA's libcudart/libnccl) healthy and 4.53.0
-# and print a short table last. Needs: nvcc/CUDA toolkit, NCCL, cmake, gcc,
-# python3 with torch, transformers, accelerate. Changes no GPU setting.
+# tests/gpu/run.sh - the real-GPU check, in one go (well under 8 minutes), and
+# its CPU rehearsal (`--rehearse`, part of `make test`).
+#
+# Stages, each under `timeout -k`, each row with the verdict it must give:
+#   build      ranktrace (Ninja when present), NCCL from the pip package
+#              nvidia-nccl-cu13 (NCCL_ROOT, LD_LIBRARY_PATH)
+#   fsdp_mini  the C workload on NVIDIA's libcudart/libnccl, 2 ranks: 4.52.4
+#              (healthy), 4.53.0 and --inject skip-fsdp-root (skipped-fsdp-root)
+#   trainer    transformers Trainer, FSDP v1 (fsdp_config version 1), 2 ranks
+#              through python3 -m torch.distributed.run: untraced, traced,
+#              skip-fsdp-root, traced with expandable segments (driver VMM)
+#   cupti      ranktrace run --cupti
+#   stage_*.sh optional extra stages next to this script (see "hook" below)
+# With one GPU both ranks share it: LOCAL_RANK=0 and a per-rank NCCL_HOSTID
+# (NCCL's one-rank-per-device check keys on host identity + bus id). If NCCL
+# still refuses, the table says so and the rest runs with one rank.
+#
+# Results: at most 8 files in $OUT (default ./gpu-out): table.txt, env.txt,
+# logs.tar.gz, traces.tar.gz, report.html. The table is printed last; the
+# exit status is 0 only when every row is as expected.
+#
+# --rehearse: the same stages on CPU: the simulated cluster (one simulated
+# GPU, so the NCCL_HOSTID sharing path runs), torch on CPU (gloo) for the
+# Trainer rows (tests/python/fsdp_cpu.py, the same FSDP v1 calls, when
+# transformers is not installed), the simulated driver for the VMM row.
+#
+# Hook: every tests/gpu/stage_*.sh is run (bash, after the built-in stages)
+# with RT B W PY LIBS SHIM NR REHEARSE exported and $1 = seconds it may use; it
+# prints rows as "name<TAB>expected<TAB>observed<TAB>ok|FAIL<TAB>detail" on
+# stdout and writes its logs under $W/logs.
 set -uo pipefail
+usage() { sed -n '3,33p' "$0" | sed 's/^# \{0,1\}//'; }
+REHEARSE=0
+case "${1:-}" in
+  --rehearse) REHEARSE=1 ;;
+  -h|--help) usage; exit 0 ;;
+  "") ;;
+  *) echo "usage: tests/gpu/run.sh [--rehearse]" >&2; exit 2 ;;
+esac
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-B=${BUILD:-$ROOT/build-gpu}
-OUT=${OUT:-$B/gpu-runs}
-PY=${PYTHON:-python3}
-STEPS=${STEPS:-30}
-mkdir -p "$OUT"
-log() { printf '[gpu] %s\n' "$*" >&2; }
+OUT=${OUT:-$PWD/gpu-out}
+mkdir -p "$OUT" || exit 2
+W=$(mktemp -d "${TMPDIR:-/tmp}/rt-gpu.XXXXXX") || exit 2
+trap 'rm -rf "$W"' EXIT
+mkdir -p "$W/logs" "$W/traces"
+BUDGET=${RT_GPU_BUDGET:-$((REHEARSE ? 540 : 420))} # seconds, everything
+T0=$SECONDS
+ROWS="$W/rows.tsv"
+: > "$ROWS"
+log() { printf '[gpu %3ds] %s\n' $((SECONDS - T0)) "$*" >&2; }
+row() { printf '%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "$5" >> "$ROWS"; }
+left() { echo $((BUDGET - (SECONDS - T0))); }
 
-log "building (no test dependencies) into $B"
-cmake -S "$ROOT" -B "$B" -DRT_TESTS=OFF -DCMAKE_BUILD_TYPE=Release > "$OUT/cmake.log" 2>&1 &&
-  cmake --build "$B" -j"$(nproc)" > "$OUT/build.log" 2>&1 || { tail -20 "$OUT/build.log" "$OUT/cmake.log"; exit 1; }
-RT="$B/bin/ranktrace"
-NGPU=$("$PY" -c 'import torch; print(torch.cuda.device_count())' 2>/dev/null || echo 0)
-[ "$NGPU" -ge 1 ] || { log "no GPU visible to torch"; exit 1; }
-VERS=$("$PY" -c 'import torch, transformers, accelerate; print(f"torch {torch.__version__}, transformers {transformers.__version__}, accelerate {accelerate.__version__}")')
-log "$NGPU GPU(s); $VERS"
-TRAIN=(torchrun --standalone --nproc-per-node "$NGPU" "$ROOT/tests/gpu/trainer_fsdp.py" --steps "$STEPS")
-PORT=$((29500 + RANDOM % 1000))
-
-ms() { sed -nE 's/.*ms_per_step=([0-9.]+).*/\1/p' "$1" | tail -1; }
-summary() { # verdict, events, params (distinct/freed/meta), root forwards of a trace
-  local v
-  v=$("$RT" verdict "$1" 2>/dev/null)
-  "$RT" view --json "$1" 2>/dev/null | "$PY" -c "
-import json, sys
-d = json.load(sys.stdin)
-r = d['ranks']
-print('$v', sum(x['events'] for x in r),
-      '%d/%d/%d' % (sum(x['params']['distinct'] for x in r), sum(x['params']['storage_freed'] for x in r),
-                    sum(x['params']['ever_meta'] for x in r)),
-      sum(x['fsdp_root_forwards'] for x in r), sum(len(x['devices']) for x in r))" 2>/dev/null || echo "$v ? ? ? ?"
+# run_for LIMIT NAME CMD...: CMD under timeout -k, output in logs/NAME.log;
+# 124 without running when the budget has no LIMIT seconds left.
+run_for() {
+  local lim=$1 name=$2
+  shift 2
+  if [ "$(left)" -lt "$lim" ]; then
+    echo "not run: $(left) s of the budget left, stage needs $lim" > "$W/logs/$name.log"
+    return 124
+  fi
+  timeout -k 5 "$lim" "$@" > "$W/logs/$name.log" 2>&1
 }
 
-log "1/5 Trainer, untraced"
-timeout 150 env MASTER_PORT=$PORT "${TRAIN[@]}" > "$OUT/plain.log" 2>&1; rc1=$?
-log "2/5 Trainer under ranktrace run"
-rm -rf "$OUT/t-healthy"
-timeout 150 "$RT" run -o "$OUT/t-healthy" -- "${TRAIN[@]}" > "$OUT/healthy.log" 2>&1; rc2=$?
-log "3/5 Trainer under ranktrace run --inject skip-fsdp-root"
-rm -rf "$OUT/t-skip"
-timeout 150 "$RT" run -o "$OUT/t-skip" --inject skip-fsdp-root -- "${TRAIN[@]}" > "$OUT/skip.log" 2>&1; rc3=$?
-log "4/5 fsdp_mini on NVIDIA's libraries, healthy"
-rm -rf "$OUT/m-healthy" "$OUT/m-bad"
-N=$(( NGPU > 8 ? 8 : NGPU ))
-timeout 60 "$RT" run -o "$OUT/m-healthy" -- "$B/bin/rt-launch" -n "$N" "$B/bin/fsdp_mini" --steps 5 > "$OUT/m-healthy.log" 2>&1; rc4=$?
-log "5/5 fsdp_mini, transformers 4.53.0 behaviour"
-timeout 60 "$RT" run -o "$OUT/m-bad" -- "$B/bin/rt-launch" -n "$N" "$B/bin/fsdp_mini" --steps 5 --trainer-version 4.53.0 > "$OUT/m-bad.log" 2>&1; rc5=$?
-"$RT" report "$OUT/t-skip" -o "$OUT/t-skip.html" > /dev/null 2>&1
-"$RT" export "$OUT/t-healthy" --perfetto "$OUT/t-healthy.json" > /dev/null 2>&1
+# ---- environment ----
+if [ $REHEARSE = 1 ]; then
+  B0=${BUILD:-$ROOT/build}
+  PY=${PYTHON:-$B0/venv-torch/bin/python}
+else
+  PY=${PYTHON:-python3}
+fi
+export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1
+NCCL_ROOT=$("$PY" -c 'import nvidia.nccl as n; print(list(n.__path__)[0])' 2>/dev/null || true)
+VERS=$("$PY" -c 'import torch; print("torch", torch.__version__)' 2>/dev/null || echo "no torch")
+HAVE_HF=0
+"$PY" -c 'import transformers, accelerate' 2>/dev/null && HAVE_HF=1 &&
+  VERS="$VERS, $("$PY" -c 'import transformers, accelerate; print("transformers", transformers.__version__, "accelerate", accelerate.__version__)')"
 
-p=$(ms "$OUT/plain.log"); t=$(ms "$OUT/healthy.log")
-over=$(awk -v p="$p" -v t="$t" 'BEGIN { if (p > 0 && t > 0) printf "%+.1f%%", (t - p) / p * 100; else print "?" }')
-echo
-echo "ranktrace GPU check: $NGPU GPU(s); $VERS; $STEPS steps"
-printf '%-34s %-5s %-20s %8s %-12s %5s %5s %10s\n' run exit verdict events "params d/f/m" rootf devs ms/step
-printf '%-34s %-5s %-20s %8s %-12s %5s %5s %10s\n' "Trainer FSDP, untraced" "$rc1" - - - - - "${p:-?}"
-read -r v e pr rf dv <<< "$(summary "$OUT/t-healthy")"
-printf '%-34s %-5s %-20s %8s %-12s %5s %5s %10s\n' "Trainer FSDP, traced" "$rc2" "$v" "$e" "$pr" "$rf" "$dv" "${t:-?} ($over)"
-read -r v e pr rf dv <<< "$(summary "$OUT/t-skip")"
-printf '%-34s %-5s %-20s %8s %-12s %5s %5s %10s\n' "Trainer FSDP, skip-fsdp-root" "$rc3" "$v" "$e" "$pr" "$rf" "$dv" -
-read -r v e pr rf dv <<< "$(summary "$OUT/m-healthy")"
-printf '%-34s %-5s %-20s %8s %-12s %5s %5s %10s\n' "fsdp_mini 4.52.4 ($N ranks)" "$rc4" "$v" "$e" "$pr" "$rf" "$dv" -
-read -r v e pr rf dv <<< "$(summary "$OUT/m-bad")"
-printf '%-34s %-5s %-20s %8s %-12s %5s %5s %10s\n' "fsdp_mini 4.53.0 ($N ranks)" "$rc5" "$v" "$e" "$pr" "$rf" "$dv" -
-echo "(params d/f/m: distinct / storage freed / ever on meta, all ranks; rootf: FSDP root forwards; traces in $OUT)"
-grep -h 'RuntimeError' "$OUT/skip.log" | head -1 | cut -c1-160
+# ---- stage: build ----
+B="$W/build"
+GEN=()
+command -v ninja > /dev/null && GEN=(-G Ninja)
+TARGETS=(ranktrace ranktrace-cli fsdp_mini rt-launch driver_probe python-probe)
+[ $REHEARSE = 1 ] && TARGETS+=(simcudart simcuda simnccl)
+log "build (${GEN[*]:-make}; NCCL_ROOT=${NCCL_ROOT:-toolkit})"
+run_for 150 build bash -c 'cmake -S "$0" -B "$1" "${@:3}" -DRT_TESTS=OFF -DCMAKE_BUILD_TYPE=Release &&
+  cmake --build "$1" -j"$(nproc)" --target $2' "$ROOT" "$B" "${TARGETS[*]}" "${GEN[@]}" \
+  ${NCCL_ROOT:+-DNCCL_ROOT="$NCCL_ROOT"}
+rc=$?
+RT="$B/bin/ranktrace"
+if [ $rc -eq 0 ] && [ -x "$RT" ]; then
+  row build "built" "built (${GEN[*]:-make}, NCCL ${NCCL_ROOT:+pip }$(sed -n 's/^NCCL_LIBRARY:FILEPATH=//p' "$B/CMakeCache.txt"))" ok ""
+else
+  err=$(grep -m3 -E 'error|Error|not found' "$W/logs/build.log" | tr '\t\n' '  ' | cut -c1-200)
+  row build "built" "failed (exit $rc)" FAIL "${err:-see logs/build.log}"
+  tail -n 20 "$W/logs/build.log" >&2
+fi
+
+# ---- what the ranks run on ----
+CUDA_LIB=$(sed -n 's/^CUDAToolkit_LIBRARY_DIR:PATH=//p' "$B/CMakeCache.txt" 2>/dev/null)
+if [ $REHEARSE = 1 ]; then
+  LIBS="$B/sim"
+  export SIMGPU_DEVICES=1 SIMGPU_TIMEOUT=20 # one simulated GPU, as on the GPU machine
+  NGPU=1
+else
+  LIBS="${NCCL_ROOT:+$NCCL_ROOT/lib:}${CUDA_LIB}"
+  NGPU=$("$PY" -c 'import torch; print(torch.cuda.device_count())' 2>/dev/null || echo 0)
+fi
+export LD_LIBRARY_PATH="$LIBS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+NR=2
+SHIM="$W/rank_shim.sh"
+if [ "$NGPU" -ge 2 ]; then
+  printf '#!/usr/bin/env bash\nexec "$@"\n' > "$SHIM"
+else # two ranks, one GPU: NCCL tells them apart by host identity
+  printf '#!/usr/bin/env bash\nexport LOCAL_RANK=0 NCCL_HOSTID="rt-gpu-check-rank${RANK:?}"\nexec "$@"\n' > "$SHIM"
+  export NCCL_SOCKET_IFNAME=${NCCL_SOCKET_IFNAME:-lo} NCCL_IB_DISABLE=1
+fi
+chmod +x "$SHIM"
+log "$NGPU GPU(s); $VERS; $NR ranks$([ "$NGPU" -lt 2 ] && echo ' sharing GPU 0 (per-rank NCCL_HOSTID)')"
+
+# verdict/figures of a trace: "verdict events devices vmm_handles driver_bytes cupti"
+facts() {
+  "$RT" view --json "$1" 2> /dev/null | "$PY" -c '
+import json, sys
+d = json.load(sys.stdin); r = d["ranks"]
+print(d["verdict"], sum(x["events"] for x in r), len({v for x in r for v in x["devices"]}),
+      sum(x.get("driver", {}).get("vmm_handles", 0) for x in r),
+      sum(x.get("driver", {}).get("bytes", 0) for x in r),
+      ",".join(sorted({x.get("cupti", "-") for x in r})))' 2> /dev/null || echo "no-trace 0 0 0 0 -"
+}
+# traced row: name expected-verdict trace exit [extra check description]
+judge() {
+  local name=$1 want=$2 tr=$3 rc=$4 v e dv vmm db cu
+  read -r v e dv vmm db cu <<< "$(facts "$tr")"
+  if [ "$v" = "$want" ]; then
+    row "$name" "$want" "$v (exit $rc, $e events)" ok "devices $dv"
+  else
+    row "$name" "$want" "$v (exit $rc, $e events)" FAIL "$(grep -m1 -E 'Error|error|WARN' "$W/logs/$(basename "$tr").log" | cut -c1-160)"
+  fi
+}
+ms() { sed -nE 's/.*ms_per_step=([0-9.]+).*/\1/p' "$W/logs/$1.log" | tail -1; }
+
+# ---- stage: fsdp_mini on NVIDIA's libraries (the simulated cluster when rehearsing) ----
+if [ -x "$RT" ]; then
+  MINI=("$B/bin/rt-launch" -n "$NR" "$SHIM" "$B/bin/fsdp_mini" --steps 5)
+  log "fsdp_mini 4.52.4"
+  run_for 40 m-healthy "$RT" run -o "$W/traces/m-healthy" --max-size 64M -- "${MINI[@]}"
+  rc=$?
+  if [ $rc -ne 0 ] && [ "$NR" = 2 ] && grep -qE 'Duplicate GPU|ncclInvalidUsage' "$W/logs/m-healthy.log"; then
+    row "NCCL: 2 ranks on 1 GPU" "accepted (NCCL_HOSTID)" "refused" FAIL "falling back to 1 rank (no sharding: the 4.53.0 failure cannot appear)"
+    NR=1
+    MINI=("$B/bin/rt-launch" -n 1 "$SHIM" "$B/bin/fsdp_mini" --steps 5)
+    rm -rf "$W/traces/m-healthy"
+    run_for 40 m-healthy "$RT" run -o "$W/traces/m-healthy" --max-size 64M -- "${MINI[@]}"
+    rc=$?
+  fi
+  judge "fsdp_mini 4.52.4" healthy "$W/traces/m-healthy" $rc
+  BAD=skipped-fsdp-root
+  [ "$NR" = 1 ] && BAD=healthy # world size 1: NO_SHARD, nothing freed
+  log "fsdp_mini 4.53.0"
+  run_for 40 m-453 "$RT" run -o "$W/traces/m-453" --max-size 64M -- "${MINI[@]}" --trainer-version 4.53.0
+  judge "fsdp_mini 4.53.0" $BAD "$W/traces/m-453" $?
+  log "fsdp_mini --inject skip-fsdp-root"
+  run_for 40 m-skip "$RT" run -o "$W/traces/m-skip" --max-size 64M --inject skip-fsdp-root -- "${MINI[@]}"
+  judge "fsdp_mini skip-fsdp-root" $BAD "$W/traces/m-skip" $?
+fi
+
+# ---- stage: Trainer with FSDP v1 ----
+if [ -x "$RT" ]; then
+  if [ $REHEARSE = 1 ] && [ $HAVE_HF = 0 ]; then
+    TNAME="FSDP v1 CPU (fsdp_cpu.py; no transformers)"
+    TRAIN=("$PY" "$ROOT/tests/python/fsdp_cpu.py" --steps 4 --time)
+  else
+    TNAME="Trainer FSDP v1"
+    TRAIN=("$PY" "$ROOT/tests/gpu/trainer_fsdp.py" --steps 20)
+    [ $REHEARSE = 1 ] && TRAIN+=(--cpu)
+  fi
+  LAUNCH=("$PY" -m torch.distributed.run --standalone --nproc-per-node "$NR" --no-python "$SHIM")
+  log "$TNAME untraced"
+  run_for 75 t-plain "${LAUNCH[@]}" "${TRAIN[@]}"
+  rc=$?
+  p=$(ms t-plain)
+  if [ $rc -eq 0 ]; then row "$TNAME untraced" "exit 0" "exit 0" ok "${p:-?} ms/step"
+  else row "$TNAME untraced" "exit 0" "exit $rc" FAIL "$(grep -m1 -E 'Error' "$W/logs/t-plain.log" | cut -c1-160)"; fi
+  log "$TNAME traced"
+  run_for 75 t-healthy "$RT" run -o "$W/traces/t-healthy" --max-size 64M -- "${LAUNCH[@]}" "${TRAIN[@]}"
+  rc=$?
+  judge "$TNAME traced" healthy "$W/traces/t-healthy" $rc
+  t=$(ms t-healthy)
+  over=$(awk -v p="$p" -v t="$t" 'BEGIN { if (p > 0 && t > 0) printf "%+.1f%%", (t - p) / p * 100; else print "?" }')
+  sed -i "\$s/\$/; ${t:-?} ms\/step (overhead $over)/" "$ROWS"
+  log "$TNAME --inject skip-fsdp-root"
+  run_for 75 t-skip "$RT" run -o "$W/traces/t-skip" --max-size 64M --inject skip-fsdp-root -- "${LAUNCH[@]}" "${TRAIN[@]}"
+  judge "$TNAME skip-fsdp-root" $BAD "$W/traces/t-skip" $?
+  # expandable segments: PyTorch maps memory with cuMemCreate/cuMemMap through
+  # cudaGetDriverEntryPointByVersion; on CPU the simulated driver stands in
+  if [ $REHEARSE = 1 ]; then
+    XNAME="driver VMM (sim driver_probe; no GPU)"
+    run_for 30 t-expand env SIMGPU_DEVICES=4 "$RT" run -o "$W/traces/t-expand" -- "$B/bin/driver_probe" keep
+  else
+    XNAME="$TNAME traced, expandable segments"
+    run_for 75 t-expand env PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True \
+      "$RT" run -o "$W/traces/t-expand" --max-size 64M -- "${LAUNCH[@]}" "${TRAIN[@]}"
+  fi
+  rc=$?
+  read -r v e dv vmm db cu <<< "$(facts "$W/traces/t-expand")"
+  if [ "$v" = healthy ] && [ "$vmm" -gt 0 ]; then
+    row "$XNAME" "healthy, VMM handles > 0" "$v, $vmm handles" ok "driver bytes $db"
+  else
+    row "$XNAME" "healthy, VMM handles > 0" "$v (exit $rc), $vmm handles" FAIL "driver bytes $db"
+  fi
+fi
+
+# ---- stage: CUPTI ----
+if [ -x "$RT" ]; then
+  log "cupti"
+  run_for 40 c-cupti "$RT" run -o "$W/traces/c-cupti" --cupti -- "${MINI[@]}"
+  rc=$?
+  read -r v e dv vmm db cu <<< "$(facts "$W/traces/c-cupti")"
+  if [ $REHEARSE = 1 ]; then want="healthy, cupti unavailable (no driver)"; good=$([ "$v" = healthy ] && [[ "$cu" == unavailable* ]] && echo 1)
+  else want="healthy, cupti active"; good=$([ "$v" = healthy ] && [[ "$cu" == active* ]] && echo 1); fi
+  row "ranktrace run --cupti (fsdp_mini)" "$want" "$v (exit $rc), cupti $cu" "$([ "${good:-0}" = 1 ] && echo ok || echo FAIL)" "driver bytes $db"
+fi
+
+# ---- hook: extra stages (e.g. bisect) ----
+for s in "$ROOT"/tests/gpu/stage_*.sh; do
+  [ -e "$s" ] && [ -x "$RT" ] || continue
+  lim=$(left)
+  [ "$lim" -gt 150 ] && lim=150
+  log "hook $(basename "$s") (${lim}s)"
+  RT="$RT" B="$B" W="$W" PY="$PY" LIBS="$LIBS" SHIM="$SHIM" NR="$NR" REHEARSE="$REHEARSE" \
+    timeout -k 5 "$lim" bash "$s" "$lim" >> "$ROWS" 2> "$W/logs/$(basename "$s" .sh).log" ||
+    row "$(basename "$s")" "exit 0" "exit $? (timeout $lim s?)" FAIL "see logs"
+done
+
+# ---- results: at most 8 files ----
+[ -d "$W/traces/t-skip" ] && "$RT" report "$W/traces/t-skip" -o "$OUT/report.html" > /dev/null 2>&1
+{ echo "date: $(date -u +%FT%TZ)"; echo "mode: $([ $REHEARSE = 1 ] && echo rehearsal || echo gpu)"
+  echo "versions: $VERS"; echo "NCCL_ROOT: ${NCCL_ROOT:-none}"; echo "LD_LIBRARY_PATH: $LD_LIBRARY_PATH"
+  echo "ranks: $NR on $NGPU GPU(s)"; nvidia-smi -L 2> /dev/null; } > "$OUT/env.txt"
+tar -C "$W" -czf "$OUT/logs.tar.gz" logs 2> /dev/null
+tar -C "$W" -czf "$OUT/traces.tar.gz" traces 2> /dev/null
+n=$(wc -l < "$ROWS")
+okn=$(awk -F'\t' '$4 == "ok"' "$ROWS" | wc -l)
+{
+  echo "ranktrace GPU check ($([ $REHEARSE = 1 ] && echo "REHEARSAL on CPU: simulated cluster + torch CPU" || echo "$NGPU GPU(s)")); $VERS; $((SECONDS - T0)) s"
+  printf '%-44s %-28s %-40s %s\n' row expected observed verdict
+  awk -F'\t' '{ printf "%-44s %-28s %-40s %s%s\n", $1, $2, $3, ($4 == "ok" ? "as expected" : "NOT AS EXPECTED"), ($5 != "" ? "  [" $5 "]" : "") }' "$ROWS"
+  echo "$okn/$n rows as expected"
+} > "$OUT/table.txt"
+cat "$OUT/table.txt"
+[ "$n" -gt 0 ] && [ "$okn" -eq "$n" ]

@@ -1,15 +1,19 @@
 # SPDX-License-Identifier: MIT
 """trainer_fsdp.py - a transformers Trainer with FSDP v1 on a tiny Llama built
 from a local config (random weights) and a few hundred bytes of local text:
-no downloads. Launch with torchrun (or accelerate launch); tests/gpu/run.sh
-runs it healthy and with `ranktrace run --inject skip-fsdp-root`.
+no downloads (HF_HUB_OFFLINE=1). FSDP v1 explicitly (fsdp_config version 1).
+Launch with python3 -m torch.distributed.run (or accelerate launch);
+tests/gpu/run.sh runs it untraced, traced, with `--inject skip-fsdp-root` and
+with expandable segments.
 
-  torchrun --nproc-per-node N trainer_fsdp.py [--steps 20] [--cpu]
+  python3 -m torch.distributed.run --nproc-per-node N trainer_fsdp.py [--steps 20] [--cpu]
 
 Prints "ms_per_step=..." (rank 0, steady state) at the end."""
 import argparse
 import os
 import time
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never reach the network
 
 import torch
 from transformers import (LlamaConfig, LlamaForCausalLM, Trainer, TrainerCallback,
@@ -53,7 +57,10 @@ def main():
         output_dir=os.environ.get("TRAINER_OUT", "/tmp/ranktrace-trainer"), max_steps=args.steps,
         per_device_train_batch_size=2, learning_rate=1e-3, logging_steps=5, report_to=[],
         save_strategy="no", fsdp="full_shard auto_wrap", use_cpu=args.cpu,
-        fsdp_config={"transformer_layer_cls_to_wrap": ["LlamaDecoderLayer"], "use_orig_params": False},
+        # "version": 1 - transformers 5.x picks FSDP2 otherwise, where the 4.53.0
+        # failure point (the FSDP v1 root forward) does not exist
+        fsdp_config={"version": 1, "transformer_layer_cls_to_wrap": ["LlamaDecoderLayer"],
+                     "use_orig_params": False},
         ddp_backend="gloo" if args.cpu else None, dataloader_num_workers=0)
     timer = StepTimer()
     trainer = Trainer(model=model, args=targs, train_dataset=Bytes(), callbacks=[timer])
