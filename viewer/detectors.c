@@ -1,9 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /* detectors.c - findings and the verdict, from the finished rank models.
  *
- * Runs once after the pass. Each finding has a severity (lower is more
- * important, the sort key) and a failure signature; the verdict is the
- * signature of the most important finding, or healthy. */
+ * Runs once after the pass. A detector is one function and one row of
+ * `detectors` below: its id, severity (lower is more important: the sort
+ * key), the failure signature its findings carry, and what it looks for.
+ * Adding a check is a function plus a row. Findings are sorted by severity,
+ * then rank (trace-wide ones first), then the order they were found; the
+ * verdict is decided from them (completeness.c, rt_vw_decide). The matcher
+ * and the liveness pass add their own findings (matcher.c, hang.c). */
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -90,99 +94,158 @@ static void list_ranks(char *out, size_t n, const struct rt_vw_trace *t, const i
 					t->ranks[idx[i]].meta.rank);
 }
 
-static int cmp_finding(const void *a, const void *b)
-{
-	const struct rt_vw_finding *x = a, *y = b;
+struct detector;
+typedef void (*detect_fn)(struct rt_vw_trace *t, const struct detector *d);
 
-	return x->severity - y->severity;
+struct detector {
+	const char *id;
+	int severity;
+	enum rt_vw_verdict signature;
+	detect_fn fn;
+	const char *text; /* what it looks for */
+};
+
+/* A finding of detector d about rank (-1: about several). */
+static void emit(struct rt_vw_trace *t, const struct detector *d, int rank, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static void emit(struct rt_vw_trace *t, const struct detector *d, int rank, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vadd(t, rank, d->severity, d->signature, fmt, ap);
+	va_end(ap);
 }
 
-void rt_vw_analyse(struct rt_vw_trace *t)
+static const char *plural(uint64_t n)
 {
-	int idx[1024], k;
-	bool all_crashed = true, any_crashed = false, all_bcast_no_ag = true;
-	char list[256];
+	return n == 1 ? "" : "s";
+}
 
+/* Every readable rank crashed (and at least one rank exists). */
+static bool all_crashed(const struct rt_vw_trace *t)
+{
+	for (int i = 0; i < t->nranks; i++)
+		if (t->ranks[i].readable && !rt_vw_crashed(&t->ranks[i]))
+			return false;
+	return t->nranks > 0;
+}
+
+/* What the probe says about the FSDP root forward: did every rank report
+ * parameters (probed), and does each show no root forward and freed
+ * storage (confirmed)? freed: parameter views at freed storage. */
+static void root_evidence(const struct rt_vw_trace *t, bool *probed, bool *confirmed, uint64_t *freed)
+{
+	*probed = *confirmed = true;
+	*freed = 0;
 	for (int i = 0; i < t->nranks; i++) {
-		struct rt_vw_rank *r = &t->ranks[i];
+		const struct rt_vw_rank *r = &t->ranks[i];
+
+		if (!end_evidence(t, i)) {
+			*probed = *confirmed = false;
+			continue;
+		}
+		if (!r->readable)
+			continue;
+		*freed += r->params_freed;
+		if (!r->params_reported)
+			*probed = false;
+		else if (r->fsdp_root_forwards || !r->params_freed)
+			*confirmed = false;
+	}
+}
+
+static void d_root_probe(struct rt_vw_trace *t, const struct detector *d)
+{
+	bool probed, confirmed;
+	uint64_t freed;
+
+	root_evidence(t, &probed, &confirmed, &freed);
+	if (probed && confirmed && all_crashed(t))
+		emit(t, d, -1, "FSDP root forward never ran (probe): no rank ran the root forward, "
+		     "%llu parameter views across ranks point at storage FSDP freed, and every "
+		     "rank crashed", (unsigned long long)freed);
+}
+
+/* Inferred from NCCL alone: init broadcasts, then no all-gather, then a
+ * crash, on every rank whose whole run we have. */
+static void d_root_nccl(struct rt_vw_trace *t, const struct detector *d)
+{
+	bool probed, confirmed;
+	uint64_t freed;
+
+	root_evidence(t, &probed, &confirmed, &freed);
+	if ((probed && confirmed) || (probed && !confirmed) || !all_crashed(t))
+		return;
+	for (int i = 0; i < t->nranks; i++) {
+		const struct rt_vw_rank *r = &t->ranks[i];
 
 		if (!r->readable)
 			continue;
-		if (!end_evidence(t, i)) /* "no all-gather" needs every rank's whole run */
-			all_bcast_no_ag = false;
-		if (rt_vw_crashed(r))
-			any_crashed = true;
-		else
-			all_crashed = false;
-		if (!(r->broadcasts_before_allgather > 0 && r->colls[RT_CK_AllGather] == 0))
-			all_bcast_no_ag = false;
+		if (!end_evidence(t, i) || !(r->broadcasts_before_allgather > 0 &&
+					     r->colls[RT_CK_AllGather] == 0))
+			return;
 	}
-	/* FSDP root forward never ran: inferred from NCCL alone, confirmed by the
-	 * probe when it reported (no root forward, parameters with freed storage) */
-	{
-		bool probed = true, confirmed = true;
-		uint64_t freed = 0;
+	emit(t, d, -1, "FSDP root forward never ran: every rank did its init broadcasts "
+	     "(sync_module_states) but no all-gather followed, and every rank crashed "
+	     "(the trainer called the unwrapped module; cf. transformers 4.53.0)");
+}
 
-		for (int i = 0; i < t->nranks; i++) {
-			const struct rt_vw_rank *r = &t->ranks[i];
-			uint64_t f = 0;
-
-			if (!r->readable)
-				continue;
-			for (uint32_t q = 0; q < r->nparams; q++)
-				f += r->params[q].place == RT_P_FREED;
-			freed += f;
-			if (!r->params_reported)
-				probed = false;
-			else if (r->fsdp_root_forwards || !f)
-				confirmed = false;
-		}
-		for (int i = 0; i < t->nranks; i++)
-			if (!end_evidence(t, i)) {
-				probed = false;
-				confirmed = false;
-			}
-		if (probed && confirmed && all_crashed && t->nranks > 0)
-			rt_vw_add_finding(t, 9, RT_V_SKIPPED_FSDP_ROOT,
-				    "FSDP root forward never ran (probe): no rank ran the root forward, "
-				    "%llu parameter views across ranks point at storage FSDP freed, and every "
-				    "rank crashed", (unsigned long long)freed);
-		else if (all_crashed && all_bcast_no_ag && t->nranks > 0 && (!probed || confirmed))
-			rt_vw_add_finding(t, 10, RT_V_SKIPPED_FSDP_ROOT,
-				    "FSDP root forward never ran: every rank did its init broadcasts "
-				    "(sync_module_states) but no all-gather followed, and every rank crashed "
-				    "(the trainer called the unwrapped module; cf. transformers 4.53.0)");
-	}
+static void d_faults(struct rt_vw_trace *t, const struct detector *d)
+{
 	for (int i = 0; i < t->nranks; i++) {
 		const struct rt_vw_rank *r = &t->ranks[i];
-		uint64_t meta = 0;
 
 		if (r->faults)
-			rt_vw_add_rank_finding(t, r->meta.rank, 30, RT_V_HEALTHY, "rank %d: %llu injected fault%s fired (first: %s)",
-				    r->meta.rank, (unsigned long long)r->faults, r->faults == 1 ? "" : "s",
-				    r->first_fault);
-		if (r->params_misplaced)
-			rt_vw_add_rank_finding(t, r->meta.rank, 7, RT_V_DEVICE_MISPLACEMENT,
-				    "rank %d: %llu parameter report%s point into memory of another device",
-				    r->meta.rank, (unsigned long long)r->params_misplaced,
-				    r->params_misplaced == 1 ? "" : "s");
-		for (uint32_t q = 0; q < r->nparams; q++) {
-			meta += r->params[q].place == RT_P_META;
-			((struct rt_vw_rank *)r)->params_freed += r->params[q].place == RT_P_FREED;
-		}
-		((struct rt_vw_rank *)r)->params_meta = meta;
-		if (r->params_ever_meta && !meta)
-			rt_vw_add_rank_finding(t, r->meta.rank, 58, RT_V_HEALTHY, "rank %d: %llu parameter%s arrived on meta "
-				    "(cpu_ram_efficient_loading) and were materialised later",
-				    r->meta.rank, (unsigned long long)r->params_ever_meta,
-				    r->params_ever_meta == 1 ? "" : "s");
-		if (meta && rt_vw_crashed(r))
-			rt_vw_add_rank_finding(t, r->meta.rank, 35, RT_V_HEALTHY, "rank %d: %llu parameter%s still on meta when it "
-				    "ended (never materialised: cpu_ram_efficient_loading without the "
-				    "sync_module_states broadcast?)", r->meta.rank, (unsigned long long)meta,
-				    meta == 1 ? "" : "s");
+			emit(t, d, r->meta.rank, "rank %d: %llu injected fault%s fired (first: %s)",
+			     r->meta.rank, (unsigned long long)r->faults, plural(r->faults), r->first_fault);
 	}
-	/* several ranks on one device of one host */
+}
+
+static void d_params_misplaced(struct rt_vw_trace *t, const struct detector *d)
+{
+	for (int i = 0; i < t->nranks; i++) {
+		const struct rt_vw_rank *r = &t->ranks[i];
+
+		if (r->params_misplaced)
+			emit(t, d, r->meta.rank, "rank %d: %llu parameter report%s point into memory of "
+			     "another device", r->meta.rank, (unsigned long long)r->params_misplaced,
+			     plural(r->params_misplaced));
+	}
+}
+
+static void d_params_meta_later(struct rt_vw_trace *t, const struct detector *d)
+{
+	for (int i = 0; i < t->nranks; i++) {
+		const struct rt_vw_rank *r = &t->ranks[i];
+
+		if (r->params_ever_meta && !r->params_meta)
+			emit(t, d, r->meta.rank, "rank %d: %llu parameter%s arrived on meta "
+			     "(cpu_ram_efficient_loading) and were materialised later", r->meta.rank,
+			     (unsigned long long)r->params_ever_meta, plural(r->params_ever_meta));
+	}
+}
+
+static void d_params_still_meta(struct rt_vw_trace *t, const struct detector *d)
+{
+	for (int i = 0; i < t->nranks; i++) {
+		const struct rt_vw_rank *r = &t->ranks[i];
+
+		if (r->params_meta && rt_vw_crashed(r))
+			emit(t, d, r->meta.rank, "rank %d: %llu parameter%s still on meta when it "
+			     "ended (never materialised: cpu_ram_efficient_loading without the "
+			     "sync_module_states broadcast?)", r->meta.rank,
+			     (unsigned long long)r->params_meta, plural(r->params_meta));
+	}
+}
+
+/* Several ranks on one device of one (NCCL) host. */
+static void d_shared_device(struct rt_vw_trace *t, const struct detector *d)
+{
+	int idx[1024], k;
+	char list[256];
+
 	for (int i = 0; i < t->nranks; i++) {
 		const struct rt_vw_rank *a = &t->ranks[i];
 		bool first = true;
@@ -196,21 +259,23 @@ void rt_vw_analyse(struct rt_vw_trace *t)
 			if (b->init_device != a->init_device || b->dup_of >= 0 ||
 			    strcmp(nccl_host(a), nccl_host(b)))
 				continue;
-			if (j < i)
-				first = false;
+			first = first && j >= i;
 			if (k < 1024)
 				idx[k++] = j;
 		}
-		if (k > 1 && first) {
-			list_ranks(list, sizeof(list), t, idx, k);
-			rt_vw_add_finding(t, 5, RT_V_DEVICE_MISPLACEMENT,
-				    "ranks %s all use device %d on host %s (NCCL allows one rank per "
-				    "device: \"Duplicate GPU detected\")%s",
-				    list, a->init_device, nccl_host(a),
-				    a->init_ret ? "; their communicator init failed" : "");
-		}
+		if (k <= 1 || !first)
+			continue;
+		list_ranks(list, sizeof(list), t, idx, k);
+		emit(t, d, -1, "ranks %s all use device %d on host %s (NCCL allows one rank per "
+		     "device: \"Duplicate GPU detected\")%s", list, a->init_device, nccl_host(a),
+		     a->init_ret ? "; their communicator init failed" : "");
 	}
-	/* a rank working on a device other than its own */
+}
+
+/* A rank working on a device other than its own (LOCAL_RANK, else its
+ * communicator's). */
+static void d_other_device(struct rt_vw_trace *t, const struct detector *d)
+{
 	for (int i = 0; i < t->nranks; i++) {
 		const struct rt_vw_rank *r = &t->ranks[i];
 		int expect = r->meta.local_rank >= 0 ? r->meta.local_rank : r->comm_device;
@@ -219,51 +284,154 @@ void rt_vw_analyse(struct rt_vw_trace *t)
 		if (expect < 0 || expect >= RT_VW_MAX_DEV || !r->readable || r->dup_of >= 0)
 			continue;
 		others = r->devices_used & ~(1ull << expect);
-		if (!others)
-			continue;
-		for (int d = 0; d < RT_VW_MAX_DEV; d++)
-			if (others & (1ull << d)) {
-				rt_vw_add_rank_finding(t, r->meta.rank, 6, RT_V_DEVICE_MISPLACEMENT,
-					    "rank %d used device %d, expected device %d (%s)", r->meta.rank,
-					    d, expect, r->meta.local_rank >= 0 ? "LOCAL_RANK" : "its communicator's");
-				break;
-			}
+		if (others)
+			emit(t, d, r->meta.rank, "rank %d used device %d, expected device %d (%s)",
+			     r->meta.rank, __builtin_ctzll(others), expect,
+			     r->meta.local_rank >= 0 ? "LOCAL_RANK" : "its communicator's");
 	}
-	/* how ranks ended */
-	for (int i = 0; i < t->nranks; i++) {
-		const struct rt_vw_rank *r = &t->ranks[i];
+}
 
-		if (!r->readable || r->state == RT_S_RUNNING)
-			continue;
+/* Ranks that ended, with evidence: not running, readable. */
+#define FOR_ENDED(t, i, r)                                                              \
+	for (int i = 0; i < (t)->nranks; i++)                                           \
+		for (const struct rt_vw_rank *r = &(t)->ranks[i]; r; r = NULL)          \
+			if (r->readable && r->state != RT_S_RUNNING)
+
+static void d_killed(struct rt_vw_trace *t, const struct detector *d)
+{
+	FOR_ENDED(t, i, r)
 		if (r->signo)
-			rt_vw_add_rank_finding(t, r->meta.rank, 40, RT_V_CRASHED, "rank %d was killed by signal %d%s%s", r->meta.rank,
-				    r->signo, r->died_in[0] ? " inside " : "", r->died_in);
-		else if (r->died_in[0] && rt_vw_evidence_complete(t, i))
-			rt_vw_add_rank_finding(t, r->meta.rank, 40, RT_V_CRASHED, "rank %d died inside %s (the call never returned)",
-				    r->meta.rank, r->died_in);
-		else if (r->exit_seen && r->exit_status > 0)
-			rt_vw_add_rank_finding(t, r->meta.rank, 45, RT_V_CRASHED, "rank %d exited with status %d%s%s", r->meta.rank,
-				    r->exit_status, r->first_error[0] ? "; first error: " : "",
-				    r->first_error);
-		else if (!r->exit_seen && rt_vw_evidence_complete(t, i))
-			rt_vw_add_rank_finding(t, r->meta.rank, 42, RT_V_CRASHED, "rank %d has no recorded end (killed with SIGKILL?); "
-				    "last event at +%.3f s", r->meta.rank,
-				    (double)(r->last_ts - r->first_ts) / 1e9);
+			emit(t, d, r->meta.rank, "rank %d was killed by signal %d%s%s", r->meta.rank,
+			     r->signo, r->died_in[0] ? " inside " : "", r->died_in);
+}
+
+static void d_died_inside(struct rt_vw_trace *t, const struct detector *d)
+{
+	FOR_ENDED(t, i, r)
+		if (!r->signo && r->died_in[0] && rt_vw_evidence_complete(t, i))
+			emit(t, d, r->meta.rank, "rank %d died inside %s (the call never returned)",
+			     r->meta.rank, r->died_in);
+}
+
+static bool died_inside(const struct rt_vw_trace *t, int i)
+{
+	return t->ranks[i].died_in[0] && rt_vw_evidence_complete(t, i);
+}
+
+static void d_exit_status(struct rt_vw_trace *t, const struct detector *d)
+{
+	FOR_ENDED(t, i, r)
+		if (!r->signo && !died_inside(t, i) && r->exit_seen && r->exit_status > 0)
+			emit(t, d, r->meta.rank, "rank %d exited with status %d%s%s", r->meta.rank,
+			     r->exit_status, r->first_error[0] ? "; first error: " : "", r->first_error);
+}
+
+static void d_no_end(struct rt_vw_trace *t, const struct detector *d)
+{
+	FOR_ENDED(t, i, r)
+		if (!r->signo && !died_inside(t, i) && !r->exit_seen && rt_vw_evidence_complete(t, i))
+			emit(t, d, r->meta.rank, "rank %d has no recorded end (killed with SIGKILL?); "
+			     "last event at +%.3f s", r->meta.rank, (double)(r->last_ts - r->first_ts) / 1e9);
+}
+
+static void d_unknown_frees(struct rt_vw_trace *t, const struct detector *d)
+{
+	FOR_ENDED(t, i, r)
 		if (r->unknown_frees)
-			rt_vw_add_rank_finding(t, r->meta.rank, 60, RT_V_HEALTHY, "rank %d freed %" PRIu64 " pointer(s) it never "
-				    "allocated (allocated before tracing, or invalid)", r->meta.rank,
-				    r->unknown_frees);
+			emit(t, d, r->meta.rank, "rank %d freed %" PRIu64 " pointer(s) it never "
+			     "allocated (allocated before tracing, or invalid)", r->meta.rank,
+			     r->unknown_frees);
+}
+
+static void d_discarded(struct rt_vw_trace *t, const struct detector *d)
+{
+	FOR_ENDED(t, i, r)
 		if (r->discarded)
-			rt_vw_add_rank_finding(t, r->meta.rank, 55, RT_V_HEALTHY, "rank %d: %" PRIu64 " events discarded (size cap)",
-				    r->meta.rank, r->discarded);
-	}
+			emit(t, d, r->meta.rank, "rank %d: %" PRIu64 " events discarded (size cap)",
+			     r->meta.rank, r->discarded);
+}
+
+static void d_incomplete(struct rt_vw_trace *t, const struct detector *d)
+{
 	for (int i = 0; i < t->nranks; i++)
 		if (t->ranks[i].completeness != RT_C_COMPLETE && t->ranks[i].completeness != RT_C_LIVE)
-			rt_vw_add_rank_finding(t, t->ranks[i].meta.rank, 50, RT_V_INCONCLUSIVE, "%s: %s", t->ranks[i].name,
-					  t->ranks[i].incomplete);
+			emit(t, d, t->ranks[i].meta.rank, "%s: %s", t->ranks[i].name,
+			     t->ranks[i].incomplete);
+}
+
+static void d_missing(struct rt_vw_trace *t, const struct detector *d)
+{
 	if (t->nmissing)
-		rt_vw_add_finding(t, 49, RT_V_INCONCLUSIVE, "%s", t->inconclusive);
-	if (t->nfindings > 1)
-		qsort(t->findings, (size_t)t->nfindings, sizeof(*t->findings), cmp_finding);
+		emit(t, d, -1, "%s", t->inconclusive);
+}
+
+static const struct detector detectors[] = {
+	{ "root-forward-probe", 9, RT_V_SKIPPED_FSDP_ROOT, d_root_probe,
+	  "every rank crashed, the probe saw no FSDP root forward and parameters at freed storage" },
+	{ "root-forward-nccl", 10, RT_V_SKIPPED_FSDP_ROOT, d_root_nccl,
+	  "every rank crashed after its init broadcasts without an all-gather (no probe needed)" },
+	{ "injected-faults", 30, RT_V_HEALTHY, d_faults, "faults a plan injected fired" },
+	{ "params-other-device", 7, RT_V_DEVICE_MISPLACEMENT, d_params_misplaced,
+	  "a parameter on cuda:N whose data lies in another device's allocation" },
+	{ "params-meta-later", 58, RT_V_HEALTHY, d_params_meta_later,
+	  "parameters arrived on meta and were materialised later" },
+	{ "params-still-meta", 35, RT_V_HEALTHY, d_params_still_meta,
+	  "a crashed rank still had parameters on meta" },
+	{ "shared-device", 5, RT_V_DEVICE_MISPLACEMENT, d_shared_device,
+	  "several ranks on one device of one NCCL host" },
+	{ "other-device", 6, RT_V_DEVICE_MISPLACEMENT, d_other_device,
+	  "a rank used a device other than LOCAL_RANK's (or its communicator's)" },
+	{ "killed", 40, RT_V_CRASHED, d_killed, "a rank was killed by a signal" },
+	{ "died-inside", 40, RT_V_CRASHED, d_died_inside, "a rank died inside a call" },
+	{ "exit-status", 45, RT_V_CRASHED, d_exit_status, "a rank exited with a non-zero status" },
+	{ "no-end", 42, RT_V_CRASHED, d_no_end, "a rank's complete trace has no end record" },
+	{ "unknown-frees", 60, RT_V_HEALTHY, d_unknown_frees, "frees of pointers never allocated" },
+	{ "discarded", 55, RT_V_HEALTHY, d_discarded, "events discarded at the size cap" },
+	{ "incomplete", 50, RT_V_INCONCLUSIVE, d_incomplete, "a rank's trace is incomplete" },
+	{ "missing-ranks", 49, RT_V_INCONCLUSIVE, d_missing, "ranks of the job have no trace" },
+};
+
+/* Per rank, from the latest placement of each parameter: how many are on
+ * meta, how many at freed storage (the detectors read these). */
+static void count_params(struct rt_vw_trace *t)
+{
+	for (int i = 0; i < t->nranks; i++) {
+		struct rt_vw_rank *r = &t->ranks[i];
+
+		r->params_meta = 0;
+		for (uint32_t q = 0; q < r->nparams; q++) {
+			r->params_meta += r->params[q].place == RT_P_META;
+			r->params_freed += r->params[q].place == RT_P_FREED;
+		}
+	}
+}
+
+/* Severity, then rank (trace-wide first), then the order found. */
+static void sort_findings(struct rt_vw_trace *t)
+{
+	for (int i = 1; i < t->nfindings; i++) {
+		struct rt_vw_finding f = t->findings[i];
+		int j = i;
+
+		while (j > 0 && (t->findings[j - 1].severity > f.severity ||
+				 (t->findings[j - 1].severity == f.severity &&
+				  t->findings[j - 1].rank > f.rank))) {
+			t->findings[j] = t->findings[j - 1];
+			j--;
+		}
+		t->findings[j] = f;
+	}
+}
+
+void rt_vw_analyse(struct rt_vw_trace *t)
+{
+	bool any_crashed = false;
+
+	count_params(t);
+	for (size_t i = 0; i < sizeof(detectors) / sizeof(detectors[0]); i++)
+		detectors[i].fn(t, &detectors[i]);
+	for (int i = 0; i < t->nranks; i++)
+		any_crashed = any_crashed || (t->ranks[i].readable && rt_vw_crashed(&t->ranks[i]));
+	sort_findings(t);
 	rt_vw_decide(t, any_crashed);
 }
