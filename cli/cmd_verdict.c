@@ -92,6 +92,22 @@ int rt_cli_cmd_verdict(int argc, char **argv)
 	for (int i = 0; t->verdict == RT_V_HUNG && i < t->nfindings; i++)
 		if (t->findings[i].signature == RT_V_HUNG)
 			fprintf(stderr, "ranktrace verdict: %s\n", t->findings[i].text);
+	if (t->verdict != RT_V_HEALTHY && t->verdict != RT_V_INCONCLUSIVE &&
+	    t->verdict != RT_V_HUNG) {
+		/* why, and how each rank ended */
+		for (int i = 0; i < t->nfindings; i++)
+			if (t->findings[i].signature == t->verdict) {
+				fprintf(stderr, "ranktrace verdict: %s\n", t->findings[i].text);
+				break;
+			}
+		for (int i = 0; i < t->nranks; i++) {
+			char end[96];
+
+			rt_cli_rank_end(&t->ranks[i], end, sizeof(end));
+			fprintf(stderr, "ranktrace verdict: rank %d %s: %s\n", t->ranks[i].meta.rank,
+				rt_vw_state_names[t->ranks[i].state], end);
+		}
+	}
 	if (t->verdict == RT_V_HEALTHY)
 		rc = 0;
 	else if (t->verdict == RT_V_INCONCLUSIVE)

@@ -132,8 +132,8 @@ static void rank_completeness(const struct rt_vw_trace *t, struct rt_vw_rank *r)
 	r->incomplete[0] = '\0';
 	if (r->state == RT_S_RUNNING) {
 		r->completeness = RT_C_LIVE;
-		snprintf(r->incomplete, sizeof(r->incomplete), "rank %d is still running (its "
-			 "stream file is locked by a live process)", n);
+		snprintf(r->incomplete, sizeof(r->incomplete), "rank %d is still running: a "
+			 "live process holds its stream file's lock", n);
 	} else if (!r->readable || r->damaged[0]) {
 		r->completeness = RT_C_DAMAGED;
 		snprintf(r->incomplete, sizeof(r->incomplete), "rank %d trace damaged: %s", n,
@@ -146,6 +146,13 @@ static void rank_completeness(const struct rt_vw_trace *t, struct rt_vw_rank *r)
 		r->completeness = RT_C_DAMAGED;
 		snprintf(r->incomplete, sizeof(r->incomplete), "%s and %s both claim rank %d", r->name,
 			 t->ranks[r->dup_of].name, n);
+	} else if (r->stopped) {
+		const char *why = rt_stop_prose(r->stop_reason);
+
+		r->completeness = RT_C_CAPPED;
+		snprintf(r->incomplete, sizeof(r->incomplete), "rank %d trace incomplete: %s at event "
+			 "%" PRIu64 "%s", n, why ? why : "tracing stopped", r->stop_events,
+			 r->discarded ? " (later events only counted)" : "");
 	} else if (r->discarded) {
 		r->completeness = RT_C_CAPPED;
 		snprintf(r->incomplete, sizeof(r->incomplete), "rank %d trace capped: %" PRIu64

@@ -236,6 +236,13 @@ void rt_vw_on_event(struct matcher *m, int ri, const struct rt_vw_event *e)
 			r->signo = (int)rt_vw_fld(e, RT_FN_signo);
 		}
 		return;
+	case RT_ID_rt_trace_stop: /* the writer stopped early: the first reason counts */
+		if (!r->stopped) {
+			r->stopped = true;
+			r->stop_reason = (unsigned)rt_vw_fld(e, RT_FN_reason);
+			r->stop_events = (uint64_t)rt_vw_fld(e, RT_FN_events);
+		}
+		return;
 	default:
 		if (rt_vw_memory_driver_event(r, e))
 			return;

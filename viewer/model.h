@@ -107,6 +107,9 @@ struct rt_vw_rank {
 	char incomplete[400];        /* why, when not complete */
 	enum rt_vw_state state;
 	int dup_of;                  /* another directory claims this rank: its index, else -1 */
+	bool stopped;                /* an rt_trace_stop record: tracing stopped early */
+	unsigned stop_reason;        /* enum rt_stop_reason (format/schema.h) */
+	uint64_t stop_events;        /* events its stream had recorded then */
 	struct rt_vw_open_call open[RT_VW_MAX_OPEN]; /* main process, one per thread */
 	int nopen;
 	uint64_t last_done_ts;       /* end of the last call that returned */
