@@ -33,6 +33,13 @@ def truncate(n):
     return lambda d, r=1: os.truncate(stream(d, r), n)
 
 
+def truncate_frac(f):
+    def do(d):
+        p = stream(d, 1)
+        os.truncate(p, int(os.path.getsize(p) * f) + 13)
+    return do
+
+
 def flip(off, mask=0xFF, rank=2):
     def do(d):
         with open(stream(d, rank), "r+b") as f:
@@ -104,8 +111,10 @@ def stream_symlink(rank):
 
 VARIANTS = [
     # truncations: inside the header, inside events, one byte short
-    *[("truncate-rank1-at-%d" % n, truncate(n)) for n in
-      (1, 16, 40, 79, 100, 1000, 5000, 65536, 200000)],
+    *[("truncate-rank1-at-%d" % n, truncate(n)) for n in (1, 16, 40, 79, 100, 1000, 5000)],
+    # inside later packets: never on a packet boundary (a file cut there ends
+    # cleanly, which no reader can tell from a shorter run)
+    *[("truncate-rank1-at-%d%%" % int(f * 100), truncate_frac(f)) for f in (0.3, 0.6, 0.9)],
     ("truncate-rank3-at-3000", lambda d: truncate(3000)(d, 3)),
     ("truncate-rank1-one-byte-short", lambda d: os.truncate(stream(d, 1), os.path.getsize(stream(d, 1)) - 1)),
     ("truncate-metadata-rank1", lambda d: os.truncate(meta(d, 1), 100)),
