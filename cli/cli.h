@@ -32,6 +32,7 @@ int rt_cli_cmd_diff(int argc, char **argv);
 int rt_cli_cmd_export(int argc, char **argv);
 int rt_cli_cmd_report(int argc, char **argv);
 int rt_cli_cmd_bisect(int argc, char **argv);
+int rt_cli_cmd_params(int argc, char **argv);
 
 /* main.c */
 void rt_cli_usage(FILE *f);

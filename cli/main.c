@@ -31,6 +31,8 @@ void rt_cli_usage(FILE *f)
 		"  inject --list | --check PLAN             fault plan targets, actions, presets\n"
 		"  view DIR [--rank N] [--json] [--stall D] [--watch [--interval S]]\n"
 		"                                           per-rank summary, completeness, findings\n"
+		"  params DIR [--rank N] [--param GLOB] [--at wrap|first-forward|last] [--json]\n"
+		"                                           where each parameter lives, per rank\n"
 		"  verdict DIR [--bad SIGNATURE] [--stall D] one-word classification; exit code for\n"
 		"                                           git bisect run: 0 healthy, 1 bad, 125 skip\n"
 		"                                           (evidence incomplete: says why)\n"
@@ -59,6 +61,7 @@ static const struct rt_cli_cmd commands[] = {
 	{ "run", rt_cli_cmd_run },
 	{ "inject", rt_cli_cmd_inject },
 	{ "view", rt_cli_cmd_view },
+	{ "params", rt_cli_cmd_params },
 	{ "verdict", rt_cli_cmd_verdict },
 	{ "diff", rt_cli_cmd_diff },
 	{ "export", rt_cli_cmd_export },

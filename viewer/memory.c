@@ -96,6 +96,7 @@ void rt_vw_memory_alloc(struct rt_vw_rank *r, const struct rt_vw_event *e, uint6
 	if (a) {
 		a->kind = RT_VW_ALLOC;
 		a->paths = (uint8_t)path;
+		a->api = (uint16_t)e->id;
 	}
 	count(r, size, dev);
 }
@@ -198,6 +199,7 @@ static void vmm_map(struct rt_vw_rank *r, const struct rt_vw_event *e)
 	if (!a)
 		return;
 	a->kind = RT_VW_MAPPING;
+	a->api = (uint16_t)e->id;
 	a->paths = RT_VW_PATH_DRIVER;
 	a->handle = v ? v->handle : 0;
 	r->vmm_maps++;

@@ -127,6 +127,19 @@ static void on_param(struct rt_vw_rank *r, const struct rt_vw_event *e)
 	p->numel = numel;
 	p->bytes = bytes;
 	r->params_reported++;
+	{
+		/* freed storage keeps a stale pointer: it falls in no allocation of its own */
+		struct alloc *a = ptr && place != RT_P_FREED && place != RT_P_META ?
+			alloc_holding(r, ptr, place != RT_P_CPU || r->live->live < 4096) : NULL;
+		struct rt_vw_placement pl = {
+			.place = place, .device = (int8_t)dev, .dtype = (uint8_t)rt_vw_fld(e, RT_FN_dtype),
+			.numel = numel, .bytes = bytes, .ptr = ptr, .ts = e->ts, .in_alloc = a != NULL,
+			.alloc_dev = a ? a->dev : -1, .alloc_call = a ? a->api : 0,
+			.alloc_base = a ? a->ptr : 0, .alloc_size = a ? a->size : 0,
+		};
+
+		rt_vw_param_record(r, p, &pl);
+	}
 }
 
 void rt_vw_on_event(struct matcher *m, int ri, const struct rt_vw_event *e)
@@ -205,6 +218,7 @@ void rt_vw_on_event(struct matcher *m, int ri, const struct rt_vw_event *e)
 		return;
 	case RT_ID_rt_marker:
 		r->markers++;
+		rt_vw_param_marker(r, e);
 		return;
 	case RT_ID_rt_fault:
 		r->faults++;

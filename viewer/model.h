@@ -116,17 +116,48 @@ struct rt_vw_rank {
 	double idle_s;               /* live: seconds since last_done_ts, else -1 */
 	struct { uint64_t comm_id; uint32_t seq; } entered[RT_VW_MAX_COMMS]; /* highest seq */
 	int nentered;
+	uint8_t param_point;         /* report point now (params.c: rt_marker "rt.params") */
 };
 
-enum rt_vw_place { RT_P_CUDA, RT_P_CPU, RT_P_META, RT_P_FREED, RT_P_WRONG_DEVICE };
+enum rt_vw_place { RT_P_CUDA, RT_P_CPU, RT_P_META, RT_P_FREED, RT_P_WRONG_DEVICE, RT_P_COUNT };
+extern const char *const rt_vw_place_names[RT_P_COUNT]; /* cuda, cpu, meta, storage-freed, ... */
+
+/* Where the probe reports placements: the module handed to FSDP (as loaded),
+ * the first forward of the top-level module, FSDP root forwards. A program
+ * announces the point with rt_marker("rt.params", point + 1); reports before
+ * any announcement count as wrap. */
+enum rt_vw_param_point { RT_PP_WRAP, RT_PP_FIRST_FORWARD, RT_PP_ROOT_FORWARD, RT_PP_COUNT };
+extern const char *const rt_vw_param_point_names[RT_PP_COUNT]; /* wrap, first-forward, ... */
+#define RT_VW_PARAMS_MARKER "rt.params"
+
+/* One report of one parameter, and the live allocation its data pointer fell in. */
+struct rt_vw_placement {
+	bool seen, in_alloc;
+	uint8_t place;    /* enum rt_vw_place */
+	int8_t device;    /* the tensor's device index (cuda), -1 otherwise */
+	uint8_t dtype;    /* the probe's code: rt_vw_dtype_name() */
+	int8_t alloc_dev; /* the allocation's device, -1 host memory */
+	uint16_t alloc_call; /* event id of the call that made it */
+	uint64_t numel, bytes, ptr, alloc_base, alloc_size, ts;
+};
 
 struct rt_vw_param {
 	char name[65];
-	uint8_t place;    /* enum rt_vw_place */
+	uint8_t place;    /* enum rt_vw_place, latest */
 	bool was_meta;
 	int8_t device;
 	uint64_t numel, bytes;
+	struct rt_vw_placement at[RT_PP_COUNT]; /* the first report at each point */
+	struct rt_vw_placement last, before;    /* latest; the one before its last change */
+	uint8_t changed_at;                     /* point of the last change (before.seen) */
 };
+
+/* params.c */
+const char *rt_vw_dtype_name(unsigned code);
+/* "cuda:1", "cpu", "meta", "storage freed", "-" (never reported); snprintf's result. */
+int rt_vw_placement_str(const struct rt_vw_placement *pl, char *out, size_t n);
+/* One line about a rank's parameters; true when something is wrong with them. */
+bool rt_vw_placement_summary(const struct rt_vw_rank *r, char *out, size_t n);
 
 #define RT_VW_MAX_CALLS (1u << 20)
 

@@ -23,6 +23,7 @@ struct alloc {
 	uint8_t kind; /* RT_VW_ALLOC, RT_VW_MAPPING (memory.c) */
 	uint8_t paths; /* RT_VW_PATH_* that reported it */
 	uint64_t handle; /* a mapping's physical handle */
+	uint16_t api; /* event id of the call that made it (params.c shows it) */
 };
 
 enum { RT_VW_ALLOC, RT_VW_MAPPING };
@@ -78,6 +79,10 @@ void rt_vw_matcher_finish(struct matcher *m);
 void rt_vw_on_event(struct matcher *m, int ri, const struct rt_vw_event *e);
 void rt_vw_analyse(struct rt_vw_trace *t);
 bool rt_vw_crashed(const struct rt_vw_rank *r);
+/* params.c: a parameter report at the rank's current report point */
+void rt_vw_param_record(struct rt_vw_rank *r, struct rt_vw_param *p,
+			const struct rt_vw_placement *pl);
+void rt_vw_param_marker(struct rt_vw_rank *r, const struct rt_vw_event *e);
 
 /* ---- completeness and verdict rules (completeness.c) ---- */
 

@@ -120,6 +120,19 @@ def report_params(module, force=False):
     return n
 
 
+# Report points (viewer/model.h): announced with rt_marker("rt.params", POINT)
+# before the reports they cover.
+POINT_WRAP, POINT_FIRST_FORWARD, POINT_ROOT_FORWARD = 1, 2, 3
+
+
+def report_point(point, module, force=False):
+    """Announce a report point, then report the parameters of module."""
+    if _lib is None:
+        return 0
+    _lib.rt_marker(b"rt.params", point)
+    return report_params(module, force)
+
+
 def marker(name, value):
     if _lib is not None:
         _lib.rt_marker(name.encode("utf-8", "replace")[:63], int(value))
@@ -138,7 +151,7 @@ def _patch_fsdp(mod):
             return orig_init(self, module, *args, **kwargs)
         _tls.in_init = True
         try:
-            report_params(module, force=True)       # as loaded, before sharding
+            report_point(POINT_WRAP, module, force=True)  # as loaded, before sharding
             orig_init(self, module, *args, **kwargs)
         finally:
             _tls.in_init = False
@@ -150,7 +163,7 @@ def _patch_fsdp(mod):
         _tls.in_fsdp = True
         try:
             if _root_forwards == 0 or (_every and _root_forwards % _every == 0):
-                report_params(self)
+                report_point(POINT_ROOT_FORWARD, self)
             if _lib.rt_fault_point(b"fsdp.root_forward") == FAULT_BYPASS:
                 # what transformers 4.53.0 did: run the unwrapped module; the
                 # root forward never runs
@@ -198,7 +211,7 @@ def _watch_top_level(torch_mod):
         depth = getattr(_tls, "depth", 0)
         _tls.depth = depth + 1
         if depth == 0 and not getattr(_tls, "in_fsdp", False):
-            report_params(module)
+            report_point(POINT_FIRST_FORWARD, module)
 
     def post(module, args, out):
         _tls.depth = getattr(_tls, "depth", 1) - 1

@@ -25,6 +25,19 @@ for r in d['ranks']:
     assert r['fsdp_root_forwards'] == 3, r['fsdp_root_forwards']
     assert r['end'] == 'exit 0', r['end']
 "
+"$RT" params --json "$T/good" > "$T/good.params.json"
+check "params --json (real FSDP): valid against docs/params.schema.json" python3 "$(dirname "$0")/schema_check.py" "$(dirname "$0")/../../docs/params.schema.json" "$T/good.params.json"
+check "params (real FSDP, healthy): the model's 10 parameters, cpu as wrapped, storage freed (resharded) after, not wrong" python3 -c "
+import json
+d = json.load(open('$T/good.params.json'))
+names = [p['name'] for p in d['params']]
+assert len(names) == 10 and 'embed_tokens.weight' in names and 'layers.1.mlp.weight' in names, names
+for p in d['params']:
+    for r in p['ranks']:
+        assert r['points']['wrap']['where'] == 'cpu' and r['points']['wrap']['bytes'] > 0, (p['name'], r)
+        assert r['placement']['where'] == 'storage-freed', (p['name'], r)
+assert [r['wrong'] for r in d['ranks']] == [False, False], d['ranks']
+"
 check "healthy: the probe named the parameters as PyTorch does" bash -c "babeltrace2 '$T/good' | grep -q 'name = \"layers.1.mlp.weight\"'"
 
 run2 skip --inject skip-fsdp-root -- "$B/bin/rt-launch" -n 2 "$PY" "$W" --steps 3
@@ -41,6 +54,14 @@ import json
 d = json.load(open('$T/skip.json'))
 assert all(r['params']['storage_freed'] == 10 and r['fsdp_root_forwards'] == 0 for r in d['ranks'])
 "
+"$RT" params --json "$T/skip" > "$T/skip.params.json"
+check "params (real FSDP, skip-fsdp-root): every parameter storage freed on both ranks, both wrong" python3 -c "
+import json
+d = json.load(open('$T/skip.params.json'))
+assert len(d['params']) == 10
+assert all(r['placement']['where'] == 'storage-freed' for p in d['params'] for r in p['ranks'])
+assert [r['wrong'] for r in d['ranks']] == [True, True], d['ranks']
+"
 run2 v453 -- "$B/bin/rt-launch" -n 2 "$PY" "$W" --steps 3 --trainer-version 4.53.0
 "$RT" diff "$T/v453" "$T/skip" > "$T/diff"; rc=$?
 check "4.53.0 vs the injected run: the same failure signature" bash -c "[ $rc -eq 0 ] && grep -q 'B shows the same failure signature as A' '$T/diff'"
@@ -51,6 +72,13 @@ check "meta: rank 1's parameters are shown on meta as loaded, rank 0's are not" 
 import json
 d = {r['rank']: r for r in json.load(open('$T/meta.json'))['ranks']}
 assert d[1]['params']['ever_meta'] == 10 and d[0]['params']['ever_meta'] == 0, d
+"
+"$RT" params --json --at wrap "$T/meta" > "$T/meta.params.json"
+check "params --at wrap (real FSDP, --meta-rank1): rank 0 cpu, rank 1 meta" python3 -c "
+import json
+d = json.load(open('$T/meta.params.json'))
+assert len(d['params']) == 10
+assert all([(r['rank'], r['placement']['where']) for r in p['ranks']] == [(0, 'cpu'), (1, 'meta')] for p in d['params']), d['params'][0]
 "
 check "meta: the finding says so" bash -c "'$RT' view '$T/meta' | grep -q 'rank 1: 10 parameters arrived on meta'"
 

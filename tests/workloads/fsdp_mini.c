@@ -345,6 +345,7 @@ static void fsdp_wrap(struct model *m)
 		/* FSDP frees the full storage: the module's parameters keep their
 		 * shapes but their storage is resized to 0 bytes. */
 		CUDA(cudaFree, u->storage);
+		u->storage = NULL; /* never report a freed pointer: it may hold another allocation */
 		u->storage_bytes = 0;
 		u->on_meta = false;
 		if (u->host_init) {
@@ -353,6 +354,15 @@ static void fsdp_wrap(struct model *m)
 		}
 	}
 	CUDA(cudaMalloc, (void **)&m->scalar_dev, sizeof(double));
+}
+
+/* FSDP reshard: free the gathered flat parameter. */
+static void reshard(struct unit *u)
+{
+	if (u->storage)
+		CUDA(cudaFree, u->storage);
+	u->storage = NULL;
+	u->storage_bytes = 0;
 }
 
 /* FSDP unshard: all-gather the flat parameter and bring it to the host. */
@@ -364,7 +374,10 @@ static void unshard(struct model *m, struct unit *u)
 	NCCL(m->comm, ncclAllGather, u->shard_dev, full, u->shard, ncclFloat32, m->comm,
 	     m->unshard_stream);
 	CUDA(cudaMemcpy, u->host_full, full, u->padded * sizeof(float), cudaMemcpyDeviceToHost);
-	CUDA(cudaFree, full);
+	/* the parameters are views of the gathered flat parameter until reshard() */
+	if (u->storage)
+		CUDA(cudaFree, u->storage);
+	u->storage = full;
 }
 
 /* A module's own parameter access: what PyTorch checks at the first op. */
@@ -603,6 +616,8 @@ static void fsdp_root_forward(struct model *m, struct batch *b)
 	unshard(m, &m->units[0]);
 	for (int i = 0; i < m->nunits; i++)
 		m->units[i].storage_bytes = m->units[i].padded * sizeof(float);
+	/* report point (viewer/model.h): the first forward, then root forwards */
+	rt_marker_if_traced("rt.params", m->root_forwards == 1 ? 2 : 3);
 	report_params(m, RT_DEV_CUDA);
 	blocks_forward(m, b);
 	rt_fsdp_forward_if_traced(1, m->nunits);
@@ -611,6 +626,7 @@ static void fsdp_root_forward(struct model *m, struct batch *b)
 /* The unwrapped module's forward: its parameters' storage was freed by FSDP. */
 static void module_forward(struct model *m, struct batch *b)
 {
+	rt_marker_if_traced("rt.params", 2); /* report point: first forward */
 	report_params(m, RT_DEV_CUDA); /* first forward of the top-level module */
 	blocks_forward(m, b);
 }
@@ -643,7 +659,7 @@ static void train_step(struct model *m, bool wrapped, int step, struct batch *b)
 			m->units[0].grad[(size_t)b->tok[i] * D + d] += dh[(size_t)i * D + d];
 	reduce_gradient(m, &m->units[0]);
 	for (int i = 0; i < m->nunits; i++)
-		m->units[i].storage_bytes = 0; /* resharded */
+		reshard(&m->units[i]);
 	sgd_step(m);
 	if (rank == 0)
 		printf("step %d loss %.4f\n", step, loss);
@@ -779,6 +795,7 @@ int main(int argc, char **argv)
 
 	build_units(&m);
 	from_pretrained(&m);
+	rt_marker_if_traced("rt.params", 1); /* report point: handed to FSDP */
 	report_params(&m, -1);
 	fsdp_wrap(&m);
 	report_params(&m, RT_DEV_CUDA); /* sharded: storage freed */

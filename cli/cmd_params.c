@@ -1,0 +1,491 @@
+/* SPDX-License-Identifier: MIT */
+/* cmd_params.c - `ranktrace params`: parameter x rank, where each parameter
+ * lives at a report point (FSDP wrap, first forward, last report), its size
+ * and dtype, the allocation its data pointer falls in, and what changed.
+ *
+ * A view of the model (model.h: struct rt_vw_param); text groups the ranks
+ * that agree ("cuda:N" = each rank on its own device, N its LOCAL_RANK), JSON
+ * (schema ranktrace.params/1, docs/json.md) lists every rank. */
+#include <ctype.h>
+#include <fnmatch.h>
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+#define AT_LAST RT_PP_COUNT /* --at last: the latest report */
+
+static const char *const usage =
+	"usage: ranktrace params DIR [--rank N] [--param GLOB] [--at wrap|first-forward|last]\n"
+	"                        [--json]\n";
+
+/* Every parameter name of the trace, in the order ranks first reported them. */
+struct names {
+	const char **v;
+	size_t n;
+};
+
+struct ref {
+	const char *name;
+	size_t key; /* rank index << 32 | parameter index: first appearance */
+};
+
+static int by_name_then_key(const void *a, const void *b)
+{
+	const struct ref *x = a, *y = b;
+	int c = strcmp(x->name, y->name);
+
+	return c ? c : (x->key > y->key) - (x->key < y->key);
+}
+
+static int by_key(const void *a, const void *b)
+{
+	const struct ref *x = a, *y = b;
+
+	return (x->key > y->key) - (x->key < y->key);
+}
+
+static int collect_names(const struct rt_vw_trace *t, const char *glob, struct names *out)
+{
+	size_t n = 0, k = 0;
+	struct ref *refs;
+
+	for (int i = 0; i < t->nranks; i++)
+		n += t->ranks[i].nparams;
+	refs = calloc(n ? n : 1, sizeof(*refs));
+	out->v = calloc(n ? n : 1, sizeof(*out->v));
+	if (!refs || !out->v) {
+		free(refs);
+		return -1;
+	}
+	for (int i = 0; i < t->nranks; i++)
+		for (uint32_t q = 0; q < t->ranks[i].nparams; q++)
+			if (!glob || !fnmatch(glob, t->ranks[i].params[q].name, 0))
+				refs[k++] = (struct ref){ t->ranks[i].params[q].name, (size_t)i << 32 | q };
+	qsort(refs, k, sizeof(*refs), by_name_then_key);
+	n = 0;
+	for (size_t i = 0; i < k; i++)
+		if (!i || strcmp(refs[i].name, refs[i - 1].name))
+			refs[n++] = refs[i];
+	qsort(refs, n, sizeof(*refs), by_key);
+	for (size_t i = 0; i < n; i++)
+		out->v[i] = refs[i].name;
+	out->n = n;
+	free(refs);
+	return 0;
+}
+
+/* Rank r's record of parameter name, or NULL (linear: params are few per rank
+ * compared with events; the model keeps them in report order). */
+static const struct rt_vw_param *find_param(const struct rt_vw_rank *r, const char *name)
+{
+	for (uint32_t q = 0; q < r->nparams; q++)
+		if (!strcmp(r->params[q].name, name))
+			return &r->params[q];
+	return NULL;
+}
+
+/* The placement shown for --at, and the change that led to it (from, at). */
+static const struct rt_vw_placement *shown(const struct rt_vw_param *p, int at,
+					   const struct rt_vw_placement **from, int *from_at)
+{
+	const struct rt_vw_placement *pl = at == AT_LAST ? &p->last : &p->at[at];
+
+	*from = NULL;
+	if (at == AT_LAST) {
+		if (p->before.seen) {
+			*from = &p->before;
+			*from_at = p->changed_at;
+		}
+		return pl;
+	}
+	for (int k = at - 1; k >= 0 && pl->seen; k--)
+		if (p->at[k].seen) {
+			if (p->at[k].place != pl->place || p->at[k].device != pl->device)
+				*from = &p->at[k];
+			*from_at = at;
+			break;
+		}
+	return pl;
+}
+
+static int expected_device(const struct rt_vw_rank *r)
+{
+	return r->meta.local_rank >= 0 ? r->meta.local_rank : r->meta.rank;
+}
+
+/* Placement text; with norm, a rank's own device reads "cuda:N". */
+static void place_text(const struct rt_vw_rank *r, const struct rt_vw_placement *pl, bool norm,
+		       char *out, size_t n)
+{
+	if (norm && pl->seen && pl->place == RT_P_CUDA && pl->device == expected_device(r))
+		snprintf(out, n, "cuda:N");
+	else
+		rt_vw_placement_str(pl, out, n);
+}
+
+static const char *call_name(unsigned id)
+{
+	return id < RT_ID_COUNT && id ? rt_events[id].name : "?";
+}
+
+/* One rank's cell: where | bytes | allocation | change (tab-separated). */
+static void cell(const struct rt_vw_rank *r, const struct rt_vw_param *p, int at, bool norm,
+		 char *out, size_t n)
+{
+	const struct rt_vw_placement *from = NULL, *pl;
+	char where[64], bytes[32], alloc[96] = "-", change[160] = "", a[64], b[64], sz[32];
+	int from_at = 0;
+
+	pl = p ? shown(p, at, &from, &from_at) : NULL;
+	if (!pl || !pl->seen) {
+		snprintf(out, n, "not reported\t-\t-\t");
+		return;
+	}
+	place_text(r, pl, norm, where, sizeof(where));
+	rt_cli_human_bytes(bytes, sizeof(bytes), pl->bytes);
+	if (pl->in_alloc) {
+		rt_cli_human_bytes(sz, sizeof(sz), pl->alloc_size);
+		if (pl->alloc_dev >= 0)
+			snprintf(a, sizeof(a), norm && pl->alloc_dev == expected_device(r) ? "cuda:N"
+						: "cuda:%d", pl->alloc_dev);
+		else
+			snprintf(a, sizeof(a), "host");
+		snprintf(alloc, sizeof(alloc), "%s %s on %s", call_name(pl->alloc_call), sz, a);
+	}
+	if (from) {
+		place_text(r, from, norm, b, sizeof(b));
+		snprintf(change, sizeof(change), "%s -> %s at %s", b, where,
+			 rt_vw_param_point_names[from_at]);
+	}
+	snprintf(out, n, "%s\t%s\t%s\t%s", where, bytes, alloc, change);
+}
+
+/* "0-3,5" from a sorted list of ranks. */
+static void rank_list(const int *v, int n, char *out, size_t len)
+{
+	size_t k = 0;
+
+	out[0] = '\0';
+	for (int i = 0; i < n && k < len; i++) {
+		int j = i;
+
+		while (j + 1 < n && v[j + 1] == v[j] + 1)
+			j++;
+		k += (size_t)snprintf(out + k, len - k, j > i ? "%s%d-%d" : "%s%d", k ? "," : "",
+				      v[i], v[j]);
+		i = j;
+	}
+}
+
+static bool want_rank(const struct rt_vw_rank *r, int only)
+{
+	return only < 0 || r->meta.rank == only;
+}
+
+/* Each rank's placement summary; identical lines collapsed ("ranks 0-3: ..."). */
+static void print_summaries(const struct rt_vw_trace *t, int only)
+{
+	char (*text)[200] = calloc((size_t)t->nranks, sizeof(*text));
+	int *ranks = calloc((size_t)t->nranks, sizeof(int));
+	bool *done = calloc((size_t)t->nranks, sizeof(bool));
+
+	for (int i = 0; text && ranks && done && i < t->nranks; i++) {
+		char own[16], *at;
+
+		rt_vw_placement_summary(&t->ranks[i], text[i], sizeof(text[i]));
+		snprintf(own, sizeof(own), "cuda:%d", expected_device(&t->ranks[i]));
+		at = strstr(text[i], own);
+		if (only < 0 && at && !isdigit((unsigned char)at[strlen(own)]))
+			memmove(at + 6, at + strlen(own), strlen(at + strlen(own)) + 1), at[5] = 'N';
+	}
+	for (int i = 0; text && ranks && done && i < t->nranks; i++) {
+		char list[256];
+		int n = 0;
+
+		if (done[i] || !want_rank(&t->ranks[i], only))
+			continue;
+		for (int j = i; j < t->nranks; j++)
+			if (!done[j] && want_rank(&t->ranks[j], only) && !strcmp(text[i], text[j])) {
+				done[j] = true;
+				ranks[n++] = t->ranks[j].meta.rank;
+			}
+		rank_list(ranks, n, list, sizeof(list));
+		printf("%s %s: %s\n", n > 1 ? "ranks" : "rank", list, text[i]);
+	}
+	free(text);
+	free(ranks);
+	free(done);
+}
+
+static void print_row(const char *name, const char *dtype, uint64_t numel, const char *list,
+		      char *c)
+{
+	char *where = strtok(c, "\t"), *bytes = strtok(NULL, "\t"), *alloc = strtok(NULL, "\t"),
+	     *change = strtok(NULL, "\t");
+
+	char el[24] = "";
+
+	if (*name)
+		snprintf(el, sizeof(el), "%llu", (unsigned long long)numel);
+	printf("%-40s %9s %-8s %-7s %-22s %10s  %-30s %s\n", name, el, dtype, list,
+	       where ? where : "", bytes ? bytes : "", alloc ? alloc : "", change ? change : "");
+}
+
+/* A parameter's row(s): ranks with the same cell share one. */
+static void print_param_text(const struct rt_vw_trace *t, const char *name, int at, int only)
+{
+	char (*cells)[400] = calloc((size_t)t->nranks, sizeof(*cells));
+	int *ranks = calloc((size_t)t->nranks, sizeof(int));
+	bool *done = calloc((size_t)t->nranks, sizeof(bool)), first = true;
+	const char *dtype = "?";
+	uint64_t numel = 0;
+
+	for (int i = 0; cells && ranks && done && i < t->nranks; i++) {
+		const struct rt_vw_param *p = find_param(&t->ranks[i], name);
+
+		cell(&t->ranks[i], p, at, only < 0, cells[i], sizeof(cells[i]));
+		if (p && p->last.seen && !numel) {
+			numel = p->last.numel;
+			dtype = rt_vw_dtype_name(p->last.dtype);
+		}
+	}
+	for (int i = 0; cells && ranks && done && i < t->nranks; i++) {
+		char list[256];
+		int n = 0;
+
+		if (done[i] || !want_rank(&t->ranks[i], only))
+			continue;
+		for (int j = i; j < t->nranks; j++)
+			if (!done[j] && want_rank(&t->ranks[j], only) && !strcmp(cells[i], cells[j])) {
+				done[j] = true;
+				ranks[n++] = t->ranks[j].meta.rank;
+			}
+		rank_list(ranks, n, list, sizeof(list));
+		print_row(first ? name : "", first ? dtype : "", first ? numel : 0, list, cells[i]);
+		first = false;
+	}
+	free(cells);
+	free(ranks);
+	free(done);
+}
+
+static void print_text(const struct rt_vw_trace *t, const struct names *nm, int at, int only)
+{
+	printf("trace %s: %d rank%s, %zu parameter%s; placement at %s\n\n", t->dir, t->nranks,
+	       t->nranks == 1 ? "" : "s", nm->n, nm->n == 1 ? "" : "s",
+	       at == AT_LAST ? "the last report" : rt_vw_param_point_names[at]);
+	print_summaries(t, only);
+	if (!nm->n) {
+		printf("\nno parameter reported (the PyTorch probe reports them under `ranktrace run`;\n"
+		       "C programs call rt_param() from ranktrace.h)\n");
+		return;
+	}
+	printf("\n%-40s %9s %-8s %-7s %-22s %10s  %-30s %s\n", "parameter", "elements", "dtype",
+	       "ranks", "where", "bytes", "allocation (data pointer in)", "change");
+	for (size_t i = 0; i < nm->n; i++)
+		print_param_text(t, nm->v[i], at, only);
+	if (only < 0)
+		printf("\ncuda:N: each rank on its own device (N = its LOCAL_RANK)\n");
+}
+
+static void json_placement(const struct rt_vw_placement *pl)
+{
+	char label[64];
+
+	rt_vw_placement_str(pl, label, sizeof(label));
+	printf("{\"where\": \"%s\", \"label\": ", rt_vw_place_names[pl->place]);
+	rt_cli_json_str(stdout, label);
+	printf(", \"device\": %d, \"dtype\": \"%s\", \"numel\": %llu, \"bytes\": %llu, "
+	       "\"ptr\": \"0x%llx\", \"allocation\": ", pl->place == RT_P_CUDA ||
+	       pl->place == RT_P_WRONG_DEVICE ? pl->device : -1, rt_vw_dtype_name(pl->dtype),
+	       (unsigned long long)pl->numel, (unsigned long long)pl->bytes,
+	       (unsigned long long)pl->ptr);
+	if (pl->in_alloc)
+		printf("{\"device\": %d, \"base\": \"0x%llx\", \"size\": %llu, \"call\": \"%s\"}",
+		       pl->alloc_dev, (unsigned long long)pl->alloc_base,
+		       (unsigned long long)pl->alloc_size, call_name(pl->alloc_call));
+	else
+		printf("null");
+	printf("}");
+}
+
+/* One rank's record of a parameter: the shown placement, every point, the change. */
+static void json_rank(const struct rt_vw_rank *r, const struct rt_vw_param *p, int at)
+{
+	const struct rt_vw_placement *from = NULL, *pl;
+	int from_at = 0;
+	char a[64], b[64];
+
+	pl = shown(p, at, &from, &from_at);
+	printf("{\"rank\": %d, \"reported\": %s", r->meta.rank, pl->seen ? "true" : "false");
+	if (pl->seen) {
+		printf(", \"placement\": ");
+		json_placement(pl);
+	}
+	printf(", \"points\": {");
+	for (int k = 0; k < RT_PP_COUNT; k++) {
+		printf("%s\"%s\": ", k ? ", " : "", rt_vw_param_point_names[k]);
+		if (p->at[k].seen)
+			json_placement(&p->at[k]);
+		else
+			printf("null");
+	}
+	printf("}, \"changed\": ");
+	if (from && pl->seen) {
+		rt_vw_placement_str(from, a, sizeof(a));
+		rt_vw_placement_str(pl, b, sizeof(b));
+		printf("{\"from\": ");
+		rt_cli_json_str(stdout, a);
+		printf(", \"to\": ");
+		rt_cli_json_str(stdout, b);
+		printf(", \"at\": \"%s\"}", rt_vw_param_point_names[from_at]);
+	} else {
+		printf("null");
+	}
+	printf("}");
+}
+
+/* Schema ranktrace.params/1 (docs/json.md). */
+static void print_json(const struct rt_vw_trace *t, const struct names *nm, int at, int only)
+{
+	printf("{\"schema\": \"ranktrace.params/1\", \"dir\": ");
+	rt_cli_json_str(stdout, t->dir);
+	printf(", \"at\": \"%s\", \"ranks\": [",
+	       at == AT_LAST ? "last" : rt_vw_param_point_names[at]);
+	for (int i = 0, c = 0; i < t->nranks; i++) {
+		char text[200];
+		bool wrong;
+
+		if (!want_rank(&t->ranks[i], only))
+			continue;
+		wrong = rt_vw_placement_summary(&t->ranks[i], text, sizeof(text));
+		printf("%s\n  {\"rank\": %d, \"parameters\": %u, \"wrong\": %s, \"summary\": ",
+		       c++ ? "," : "", t->ranks[i].meta.rank, t->ranks[i].nparams,
+		       wrong ? "true" : "false");
+		rt_cli_json_str(stdout, text);
+		printf("}");
+	}
+	printf("\n], \"params\": [");
+	for (size_t q = 0; q < nm->n; q++) {
+		printf("%s\n  {\"name\": ", q ? "," : "");
+		rt_cli_json_str(stdout, nm->v[q]);
+		printf(", \"ranks\": [");
+		for (int i = 0, c = 0; i < t->nranks; i++) {
+			const struct rt_vw_param *p = find_param(&t->ranks[i], nm->v[q]);
+
+			if (!want_rank(&t->ranks[i], only))
+				continue;
+			printf("%s\n    ", c++ ? "," : "");
+			if (p)
+				json_rank(&t->ranks[i], p, at);
+			else
+				printf("{\"rank\": %d, \"reported\": false}", t->ranks[i].meta.rank);
+		}
+		printf("]}");
+	}
+	printf("\n]}\n");
+}
+
+static int parse_at(const char *s)
+{
+	if (!strcmp(s, "last"))
+		return AT_LAST;
+	for (int k = 0; k < RT_PP_COUNT; k++)
+		if (!strcmp(s, rt_vw_param_point_names[k]) && k != RT_PP_ROOT_FORWARD)
+			return k;
+	return -1;
+}
+
+static void help(void)
+{
+	printf("%s\n"
+	       "Where each parameter lives on each rank, as the PyTorch probe (or rt_param())\n"
+	       "reported it: cuda:N, cpu, meta, storage freed, or a tensor whose data lies in\n"
+	       "another device's memory; its elements, dtype and bytes; the allocation its\n"
+	       "data pointer falls in (the call that made it, its size and device); and the\n"
+	       "change that led there (\"meta -> cuda:1 at first-forward\"). Ranks that agree\n"
+	       "share a row; cuda:N means each rank on its own device.\n\n"
+	       "  --rank N        only rank N (devices shown as they are)\n"
+	       "  --param GLOB    only parameters matching GLOB, e.g. 'layers.0.*'\n"
+	       "  --at POINT      wrap (the module handed to FSDP, as loaded), first-forward\n"
+	       "                  (the first forward of the top-level module) or last (the\n"
+	       "                  latest report; default)\n"
+	       "  --json          schema ranktrace.params/1 (docs/json.md): every rank, every\n"
+	       "                  report point\n\n"
+	       "Exit status: 0; 3 when a rank's files are damaged (the others are shown);\n"
+	       "2 for a usage error.\n", usage);
+}
+
+int rt_cli_cmd_params(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "rank", required_argument, NULL, 'r' },
+		{ "param", required_argument, NULL, 'p' },
+		{ "at", required_argument, NULL, 'a' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *glob = NULL;
+	int c, only = -1, at = AT_LAST, rc;
+	bool json = false;
+	struct rt_vw_trace *t;
+	struct names nm = { 0 };
+
+	while ((c = getopt_long(argc, argv, "r:p:a:jh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'r':
+			only = rt_cli_parse_rank(optarg);
+			if (only < 0) {
+				fprintf(stderr, "ranktrace params: --rank %s: expected a rank number "
+					"(0 to %d)\n", optarg, RT_CLI_MAX_RANK);
+				return EXIT_USAGE;
+			}
+			break;
+		case 'p': glob = optarg; break;
+		case 'a':
+			at = parse_at(optarg);
+			if (at < 0) {
+				fprintf(stderr, "ranktrace params: --at %s: expected wrap, first-forward or "
+					"last\n", optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case 'j': json = true; break;
+		case 'h': help(); return 0;
+		default: fputs(usage, stderr); return EXIT_USAGE;
+		}
+	}
+	if (optind != argc - 1) {
+		fprintf(stderr, "ranktrace params: expected one trace directory\n%s", usage);
+		return EXIT_USAGE;
+	}
+	rc = rt_cli_check_dir("params", argv[optind]);
+	if (rc)
+		return rc;
+	t = rt_cli_load("params", argv[optind]);
+	if (!t)
+		return RT_VW_ERR_CORRUPT;
+	if (only >= 0 && rt_vw_rank_index(t, only) < 0) {
+		fprintf(stderr, "ranktrace params: no rank %d in %s\n", only, argv[optind]);
+		rt_vw_free(t);
+		return EXIT_USAGE;
+	}
+	if (collect_names(t, glob, &nm) != 0) {
+		fprintf(stderr, "ranktrace params: out of memory\n");
+		rt_vw_free(t);
+		return 1;
+	}
+	if (json)
+		print_json(t, &nm, at, only);
+	else
+		print_text(t, &nm, at, only);
+	rc = t->damaged ? RT_VW_ERR_CORRUPT : 0;
+	free(nm.v);
+	rt_vw_free(t);
+	return rc;
+}

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# test_params.sh - `ranktrace params` on the demo's runs (fsdp_mini, 4 simulated
+# GPUs): transformers 4.52.4 has every parameter on cuda:N on rank N after its
+# root forwards; 4.53.0 has every parameter's storage freed on every rank and no
+# root forward; as loaded (--at wrap) rank 0 holds them on cpu, the others on
+# meta. --json is checked against docs/params.schema.json.
+source "$(dirname "$0")/lib.sh"
+RT="$B/bin/ranktrace"
+SRC=$(cd "$(dirname "$0")/../.." && pwd)
+SCHEMA="$SRC/docs/params.schema.json"
+for v in 4.52.4 4.53.0; do
+  sim timeout -k 5 120 "$RT" run -o "$T/$v" -- "$B/bin/rt-launch" -n 4 "$B/bin/fsdp_mini" --trainer-version $v --steps 3 > "$T/$v.log" 2>&1
+done
+for v in 4.52.4 4.53.0; do
+  for at in last wrap first-forward; do
+    "$RT" params --json --at $at "$T/$v" > "$T/$v.$at.json"
+    check "$v --at $at: --json valid against the schema" python3 "$(dirname "$0")/schema_check.py" "$SCHEMA" "$T/$v.$at.json"
+  done
+done
+
+check "4.52.4: every parameter on cuda:N on rank N (latest report), none wrong" python3 -c "
+import json
+d = json.load(open('$T/4.52.4.last.json'))
+assert [r['rank'] for r in d['ranks']] == [0, 1, 2, 3] and not any(r['wrong'] for r in d['ranks']), d['ranks']
+assert len(d['params']) == 5, [p['name'] for p in d['params']]
+for p in d['params']:
+    assert [r['rank'] for r in p['ranks']] == [0, 1, 2, 3], p
+    for r in p['ranks']:
+        pl = r['placement']
+        assert (pl['where'], pl['device'], pl['label']) == ('cuda', r['rank'], 'cuda:%d' % r['rank']), (p['name'], r)
+        assert pl['numel'] > 0 and pl['bytes'] == 4 * pl['numel'] and pl['dtype'] == 'float32', pl
+"
+check "4.53.0: every parameter's storage freed on every rank, every rank wrong" python3 -c "
+import json
+d = json.load(open('$T/4.53.0.last.json'))
+assert all(r['wrong'] and 'no FSDP root forward ran' in r['summary'] for r in d['ranks']), d['ranks']
+assert len(d['params']) == 5
+for p in d['params']:
+    assert [(r['rank'], r['placement']['where'], r['placement']['bytes']) for r in p['ranks']] == \
+        [(k, 'storage-freed', 0) for k in range(4)], p
+"
+check "--at wrap: as loaded, rank 0 on cpu (in its cudaMallocHost buffer), ranks 1-3 on meta" python3 -c "
+import json
+for v in ('4.52.4', '4.53.0'):
+    d = json.load(open('$T/%s.wrap.json' % v))
+    assert d['at'] == 'wrap'
+    for p in d['params']:
+        got = [(r['rank'], r['placement']['where']) for r in p['ranks']]
+        assert got == [(0, 'cpu'), (1, 'meta'), (2, 'meta'), (3, 'meta')], (v, p['name'], got)
+        a = p['ranks'][0]['placement']['allocation']
+        assert a and a['call'] == 'cudaMallocHost' and a['device'] == -1, a
+"
+check "changes: 4.52.4 names storage freed -> cuda:N at first-forward" python3 -c "
+import json
+d = json.load(open('$T/4.52.4.last.json'))
+for p in d['params']:
+    for r in p['ranks']:
+        assert r['changed'] == {'from': 'storage freed', 'to': 'cuda:%d' % r['rank'], 'at': 'first-forward'}, r['changed']
+"
+
+"$RT" params "$T/4.53.0" > "$T/bad.txt"
+check "text: the four ranks collapsed in one summary line naming a parameter" \
+  grep -q '^ranks 0-3: 5 of 5 parameters point at freed storage and no FSDP root forward ran, e.g. model\.' "$T/bad.txt"
+"$RT" params "$T/4.52.4" > "$T/good.txt"
+check "text: healthy ranks collapse to 'all 5 parameters on cuda:N'" grep -qx 'ranks 0-3: all 5 parameters on cuda:N' "$T/good.txt"
+check "text: one row per parameter when the ranks agree (cuda:N on ranks 0-3)" \
+  bash -c "[ \$(grep -c '^model\..* 0-3  *cuda:N ' '$T/good.txt') -eq 5 ]"
+"$RT" params --rank 2 "$T/4.52.4" > "$T/r2.txt"
+check "--rank 2: devices shown as they are (cuda:2)" bash -c "grep -qx 'rank 2: all 5 parameters on cuda:2' '$T/r2.txt' && [ \$(grep -c ' 2  *cuda:2 ' '$T/r2.txt') -eq 5 ]"
+"$RT" params --json --param 'model.layers.*.bias' "$T/4.52.4" > "$T/glob.json"
+check "--param GLOB keeps only matching parameters" python3 -c "
+import json
+assert [p['name'] for p in json.load(open('$T/glob.json'))['params']] == ['model.layers.0.mlp.bias', 'model.layers.1.mlp.bias']
+"
+"$RT" params --at bogus "$T/4.52.4" 2> "$T/err"; rc=$?
+check "--at bogus: exit 2, 'ranktrace params: --at bogus'" bash -c "[ $rc -eq 2 ] && grep -q '^ranktrace params: --at bogus' '$T/err'"
+"$RT" params --rank 9 "$T/4.52.4" 2> "$T/err"; rc=$?
+check "--rank 9 of 4 ranks: exit 2" bash -c "[ $rc -eq 2 ] && grep -q '^ranktrace params: no rank 9' '$T/err'"
+finish

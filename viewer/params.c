@@ -1,0 +1,122 @@
+/* SPDX-License-Identifier: MIT */
+/* params.c - where each parameter lives, per rank and per report point: the
+ * model's record of rt_param reports (wrap, first forward, root forwards,
+ * announced by rt_marker "rt.params"), their names for outputs, and the
+ * one-line placement summary of a rank that view, params and diff print.
+ *
+ * Called from the model's single pass (model.c) for every rt_param and
+ * rt_marker event; allocates nothing (the parameter slots are the model's). */
+#include "model_int.h"
+
+const char *const rt_vw_place_names[RT_P_COUNT] = { "cuda", "cpu", "meta", "storage-freed",
+						    "wrong-device" };
+const char *const rt_vw_param_point_names[RT_PP_COUNT] = { "wrap", "first-forward",
+							   "root-forward" };
+
+/* The probe's dtype codes (python/ranktrace_probe: _dtype_code). */
+static const char *const dtypes[] = { "float32", "float16", "bfloat16", "float64", "int64",
+				      "int32", "int8", "uint8", "bool" };
+
+const char *rt_vw_dtype_name(unsigned code)
+{
+	return code < sizeof(dtypes) / sizeof(dtypes[0]) ? dtypes[code] : "?";
+}
+
+void rt_vw_param_marker(struct rt_vw_rank *r, const struct rt_vw_event *e)
+{
+	char name[65];
+	int64_t v = rt_vw_fld(e, RT_FN_value);
+
+	rt_field_text(e->id, e->fields, RT_FN_name, name);
+	if (!strcmp(name, RT_VW_PARAMS_MARKER) && v >= 1 && v <= RT_PP_COUNT)
+		r->param_point = (uint8_t)(v - 1);
+}
+
+static bool same_place(const struct rt_vw_placement *a, const struct rt_vw_placement *b)
+{
+	return a->place == b->place && (a->place != RT_P_CUDA || a->device == b->device);
+}
+
+void rt_vw_param_record(struct rt_vw_rank *r, struct rt_vw_param *p,
+			const struct rt_vw_placement *pl)
+{
+	struct rt_vw_placement *at = &p->at[r->param_point < RT_PP_COUNT ? r->param_point : 0];
+
+	if (p->last.seen && !same_place(&p->last, pl)) {
+		p->before = p->last;
+		p->changed_at = r->param_point;
+	}
+	p->last = *pl;
+	p->last.seen = true;
+	if (!at->seen) {
+		*at = *pl;
+		at->seen = true;
+	}
+}
+
+int rt_vw_placement_str(const struct rt_vw_placement *pl, char *out, size_t n)
+{
+	if (!pl->seen)
+		return snprintf(out, n, "-");
+	switch (pl->place) {
+	case RT_P_CUDA: return snprintf(out, n, "cuda:%d", pl->device);
+	case RT_P_CPU: return snprintf(out, n, "cpu");
+	case RT_P_META: return snprintf(out, n, "meta");
+	case RT_P_FREED: return snprintf(out, n, "storage freed");
+	default:
+		return snprintf(out, n, "cuda:%d, data on cuda:%d", pl->device, pl->alloc_dev);
+	}
+}
+
+/* "5 of 5 parameters point at freed storage, e.g. NAME" (true: something is
+ * wrong) or "all 5 parameters on cuda:1" (false). */
+bool rt_vw_placement_summary(const struct rt_vw_rank *r, char *out, size_t n)
+{
+	static const char *const what[RT_P_COUNT] = {
+		"", "", "are still on meta", "point at freed storage",
+		"point into another device's memory",
+	};
+	uint32_t count[RT_P_COUNT] = { 0 }, worst = RT_P_COUNT;
+	const char *example = NULL;
+	int dev = -2;
+
+	for (uint32_t i = 0; i < r->nparams; i++) {
+		uint8_t pl = r->params[i].place;
+
+		count[pl < RT_P_COUNT ? pl : RT_P_CUDA]++;
+		if (pl == RT_P_CUDA)
+			dev = dev == -2 || dev == r->params[i].device ? r->params[i].device : -1;
+	}
+	/* what stops the rank from computing, the worst first */
+	static const uint8_t order[] = { RT_P_FREED, RT_P_WRONG_DEVICE, RT_P_META };
+
+	for (size_t k = 0; k < sizeof(order) && worst == RT_P_COUNT; k++)
+		if (count[order[k]])
+			worst = order[k];
+	if (!r->nparams) {
+		snprintf(out, n, "no parameter reported");
+		return false;
+	}
+	if (worst == RT_P_COUNT) {
+		if (count[RT_P_CUDA] == r->nparams && dev >= 0)
+			snprintf(out, n, "all %u parameters on cuda:%d", r->nparams, dev);
+		else
+			snprintf(out, n, "%u parameters: %u on cuda, %u on cpu", r->nparams,
+				 count[RT_P_CUDA], count[RT_P_CPU]);
+		return false;
+	}
+	if (worst == RT_P_FREED && count[RT_P_FREED] == r->nparams && r->fsdp_root_forwards) {
+		/* FSDP v1 reshards after each forward: the original parameters are
+		 * views of freed storage between forwards, and the root forward ran */
+		snprintf(out, n, "all %u parameters sharded by FSDP (storage freed between its "
+			 "%llu root forwards)", r->nparams, (unsigned long long)r->fsdp_root_forwards);
+		return false;
+	}
+	for (uint32_t i = 0; i < r->nparams && !example; i++)
+		if (r->params[i].place == worst)
+			example = r->params[i].name;
+	snprintf(out, n, "%u of %u parameters %s%s, e.g. %s", count[worst], r->nparams, what[worst],
+		 worst == RT_P_FREED && !r->fsdp_root_forwards ? " and no FSDP root forward ran" : "",
+		 example);
+	return true;
+}
