@@ -164,61 +164,9 @@ static void cell(const struct rt_vw_rank *r, const struct rt_vw_param *p, int at
 	snprintf(out, n, "%s\t%s\t%s\t%s", where, bytes, alloc, change);
 }
 
-/* "0-3,5" from a sorted list of ranks. */
-static void rank_list(const int *v, int n, char *out, size_t len)
-{
-	size_t k = 0;
-
-	out[0] = '\0';
-	for (int i = 0; i < n && k < len; i++) {
-		int j = i;
-
-		while (j + 1 < n && v[j + 1] == v[j] + 1)
-			j++;
-		k += (size_t)snprintf(out + k, len - k, j > i ? "%s%d-%d" : "%s%d", k ? "," : "",
-				      v[i], v[j]);
-		i = j;
-	}
-}
-
 static bool want_rank(const struct rt_vw_rank *r, int only)
 {
 	return only < 0 || r->meta.rank == only;
-}
-
-/* Each rank's placement summary; identical lines collapsed ("ranks 0-3: ..."). */
-static void print_summaries(const struct rt_vw_trace *t, int only)
-{
-	char (*text)[200] = calloc((size_t)t->nranks, sizeof(*text));
-	int *ranks = calloc((size_t)t->nranks, sizeof(int));
-	bool *done = calloc((size_t)t->nranks, sizeof(bool));
-
-	for (int i = 0; text && ranks && done && i < t->nranks; i++) {
-		char own[16], *at;
-
-		rt_vw_placement_summary(&t->ranks[i], text[i], sizeof(text[i]));
-		snprintf(own, sizeof(own), "cuda:%d", expected_device(&t->ranks[i]));
-		at = strstr(text[i], own);
-		if (only < 0 && at && !isdigit((unsigned char)at[strlen(own)]))
-			memmove(at + 6, at + strlen(own), strlen(at + strlen(own)) + 1), at[5] = 'N';
-	}
-	for (int i = 0; text && ranks && done && i < t->nranks; i++) {
-		char list[256];
-		int n = 0;
-
-		if (done[i] || !want_rank(&t->ranks[i], only))
-			continue;
-		for (int j = i; j < t->nranks; j++)
-			if (!done[j] && want_rank(&t->ranks[j], only) && !strcmp(text[i], text[j])) {
-				done[j] = true;
-				ranks[n++] = t->ranks[j].meta.rank;
-			}
-		rank_list(ranks, n, list, sizeof(list));
-		printf("%s %s: %s\n", n > 1 ? "ranks" : "rank", list, text[i]);
-	}
-	free(text);
-	free(ranks);
-	free(done);
 }
 
 static void print_row(const char *name, const char *dtype, uint64_t numel, const char *list,
@@ -264,7 +212,7 @@ static void print_param_text(const struct rt_vw_trace *t, const char *name, int 
 				done[j] = true;
 				ranks[n++] = t->ranks[j].meta.rank;
 			}
-		rank_list(ranks, n, list, sizeof(list));
+		rt_cli_rank_list(ranks, n, list, sizeof(list));
 		print_row(first ? name : "", first ? dtype : "", first ? numel : 0, list, cells[i]);
 		first = false;
 	}
@@ -278,7 +226,7 @@ static void print_text(const struct rt_vw_trace *t, const struct names *nm, int 
 	printf("trace %s: %d rank%s, %zu parameter%s; placement at %s\n\n", t->dir, t->nranks,
 	       t->nranks == 1 ? "" : "s", nm->n, nm->n == 1 ? "" : "s",
 	       at == AT_LAST ? "the last report" : rt_vw_param_point_names[at]);
-	print_summaries(t, only);
+	rt_cli_print_placement(t, only, "");
 	if (!nm->n) {
 		printf("\nno parameter reported (the PyTorch probe reports them under `ranktrace run`;\n"
 		       "C programs call rt_param() from ranktrace.h)\n");

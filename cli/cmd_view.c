@@ -49,6 +49,12 @@ static void print_view_text(const struct rt_vw_trace *t, int only_rank)
 		if (only_rank < 0 || t->missing[k] == only_rank)
 			printf("%-6d %-10s %-8s %-4s %10s %7s %-28s %5s %-9s %-16s\n", t->missing[k], "-",
 			       "-", "-", "-", "-", "-", "-", "missing", "no directory");
+	for (int i = 0; i < t->nranks; i++)
+		if (t->ranks[i].nparams) { /* the probe reported parameters: where they live */
+			printf("\nparameters (`ranktrace params` for each one):\n");
+			rt_cli_print_placement(t, only_rank, "  ");
+			break;
+		}
 	printf("\nfindings:\n");
 	for (int i = 0, n = 0; i < t->nfindings; i++)
 		if (only_rank < 0 || t->findings[i].rank < 0 || t->findings[i].rank == only_rank)

@@ -197,3 +197,65 @@ int rt_cli_write_output(const char *cmd, const struct rt_vw_trace *t, const char
 	}
 	return 0;
 }
+
+/* ---- params, view: parameter placement ---- */
+
+static bool want(const struct rt_vw_rank *r, int only)
+{
+	return only < 0 || r->meta.rank == only;
+}
+
+/* "0-3,5" from a sorted list of ranks. */
+void rt_cli_rank_list(const int *v, int n, char *out, size_t len)
+{
+	size_t k = 0;
+
+	out[0] = '\0';
+	for (int i = 0; i < n && k < len; i++) {
+		int j = i;
+
+		while (j + 1 < n && v[j + 1] == v[j] + 1)
+			j++;
+		k += (size_t)snprintf(out + k, len - k, j > i ? "%s%d-%d" : "%s%d", k ? "," : "",
+				      v[i], v[j]);
+		i = j;
+	}
+}
+
+void rt_cli_print_placement(const struct rt_vw_trace *t, int only, const char *indent)
+{
+	char (*text)[200] = calloc((size_t)t->nranks, sizeof(*text));
+	int *ranks = calloc((size_t)t->nranks, sizeof(int));
+	bool *done = calloc((size_t)t->nranks, sizeof(bool));
+
+	for (int i = 0; text && ranks && done && i < t->nranks; i++) {
+		char own[16], *at;
+
+		rt_vw_placement_summary(&t->ranks[i], text[i], sizeof(text[i]));
+		snprintf(own, sizeof(own), "cuda:%d", t->ranks[i].meta.local_rank >= 0 ?
+			 t->ranks[i].meta.local_rank : t->ranks[i].meta.rank);
+		at = strstr(text[i], own);
+		if (only < 0 && at && !isdigit((unsigned char)at[strlen(own)])) {
+			/* each rank on its own device: one line for all of them */
+			memmove(at + 6, at + strlen(own), strlen(at + strlen(own)) + 1);
+			at[5] = 'N';
+		}
+	}
+	for (int i = 0; text && ranks && done && i < t->nranks; i++) {
+		char list[256];
+		int n = 0;
+
+		if (done[i] || !want(&t->ranks[i], only))
+			continue;
+		for (int j = i; j < t->nranks; j++)
+			if (!done[j] && want(&t->ranks[j], only) && !strcmp(text[i], text[j])) {
+				done[j] = true;
+				ranks[n++] = t->ranks[j].meta.rank;
+			}
+		rt_cli_rank_list(ranks, n, list, sizeof(list));
+		printf("%s%s %s: %s\n", indent, n > 1 ? "ranks" : "rank", list, text[i]);
+	}
+	free(text);
+	free(ranks);
+	free(done);
+}
