@@ -142,6 +142,10 @@ Test(memory, parameter_inside_a_mapping_on_another_device_is_misplaced)
 	feed(RT_ID_rt_param, 0, "devtype", U(0), "device", U(3), "numel", U(16), "bytes", U(64),
 	     "ptr", U(0x80000000 + 512));
 	cr_assert_eq(r->params_misplaced, 0);
+	cr_assert_eq(r->params[0].last.alloc_base, 0x80000000, "the parameter's allocation is the mapping");
+	cr_assert_eq(r->params[0].last.alloc_size, 2 * MiB);
+	cr_assert_eq(r->params[0].last.alloc_dev, 3);
+	cr_assert_eq(r->params[0].last.alloc_call, RT_ID_cuMemMap);
 	feed(RT_ID_rt_param, 0, "devtype", U(0), "device", U(0), "numel", U(16), "bytes", U(64),
 	     "ptr", U(0x80000000 + 512));
 	cr_assert_eq(r->params_misplaced, 1, "cuda:0 tensor whose data is in device 3's mapping");

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# test_gpu_rehearse.sh - tests/gpu/run.sh --rehearse: every stage of the real-GPU
+# check on CPU (simulated cluster with one GPU shared by two ranks through
+# NCCL_HOSTID, torch CPU FSDP v1, the simulated driver), every row as expected,
+# at most 8 files in OUT, the table printed last.
+source "$(dirname "$0")/lib.sh"
+OUT="$T/out" BUILD="$B" timeout -k 10 580 bash "$(dirname "$0")/../gpu/run.sh" --rehearse > "$T/run.out" 2> "$T/run.err"
+rc=$?
+check "run.sh --rehearse exits 0 (every row as expected)" [ $rc -eq 0 ] || { cat "$T/run.out"; tail -20 "$T/run.err"; }
+check "at most 8 files in OUT ($(ls "$T/out" | wc -l))" [ "$(ls "$T/out" | wc -l)" -le 8 ]
+check "table.txt, logs and traces tarballs, env.txt are there" \
+  bash -c "cd '$T/out' && [ -s table.txt ] && tar tzf logs.tar.gz > /dev/null && tar tzf traces.tar.gz > /dev/null && [ -s env.txt ]"
+check "the table is the last thing printed" bash -c "tail -1 '$T/run.out' | grep -qE '^([0-9]+)/\\1 rows as expected$'"
+n=$(awk -F'  +' 'NR > 2 && /as expected/' "$T/out/table.txt" | wc -l)
+check "every stage has its rows (build, 3 fsdp_mini, 4 trainer, cupti: >= 9, got $n)" [ "$n" -ge 9 ]
+check "two ranks shared the one simulated GPU (NCCL_HOSTID recorded per rank)" \
+  bash -c "tar xzf '$T/out/traces.tar.gz' -C '$T' && grep -h nccl_host '$T'/traces/m-healthy/rank-*/metadata | sort -u | wc -l | grep -qx 2"
+check "bad argument: usage, exit 2" bash -c "bash '$(dirname "$0")/../gpu/run.sh' --bogus 2> /dev/null; [ \$? -eq 2 ]"
+finish
