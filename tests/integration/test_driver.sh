@@ -37,6 +37,11 @@ check "driver path: 5 allocations, 19 MiB, 2 handles, 2 mappings" \
 check "devices 0-3 used; verdict healthy (parameter on cuda:3 lives in device 3's mapping)" \
   [ "$(jq_py "$T/keep.json" 'd["ranks"][0]["devices"], d["verdict"]')" = "[0, 1, 2, 3] healthy" ]
 
+"$RT" params "$T/keep" --json > "$T/params.json"
+check "params: the parameter's data pointer lies in the cuMemMap mapping (2 MiB on cuda:3, base = pointer - 4 KiB)" \
+  [ "$(jq_py "$T/params.json" '(lambda p: (p["allocation"]["call"], p["allocation"]["device"], p["allocation"]["size"], int(p["ptr"], 16) - int(p["allocation"]["base"], 16)))(d["params"][0]["ranks"][0]["placement"])')" = \
+    "('cuMemMap', 3, $((2 * MiB)), 4096)" ]
+
 # 3. a cuda:0 parameter whose data lies inside the mapping on device 3 is found out
 sim "$RT" run -o "$T/mis" -- "$B/bin/driver_probe" keep 0 > /dev/null 2>&1
 "$RT" view --json "$T/mis" > "$T/mis.json"
