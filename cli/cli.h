@@ -42,7 +42,6 @@ int rt_cli_print_summary(const char *dir);
 /* common.c */
 void rt_cli_human_bytes(char *out, size_t n, uint64_t b);
 void rt_cli_json_str(FILE *f, const char *s);
-void rt_cli_rank_end(const struct rt_vw_rank *r, char *out, size_t n);
 void rt_cli_devices_str(uint64_t mask, char *out, size_t n);
 uint64_t rt_cli_rank_peak(const struct rt_vw_rank *r);
 /* "0-3,5" from n sorted rank numbers */

@@ -58,8 +58,8 @@ int rt_cli_cmd_diff(int argc, char **argv)
 		while (k < ra->ncalls && k < rb->ncalls && ra->calls[k].kind == rb->calls[k].kind &&
 		       ra->calls[k].count == rb->calls[k].count && ra->calls[k].root == rb->calls[k].root)
 			k++;
-		rt_cli_rank_end(ra, ea, sizeof(ea));
-		rt_cli_rank_end(rb, eb, sizeof(eb));
+		rt_vw_rank_end(ra, ea, sizeof(ea));
+		rt_vw_rank_end(rb, eb, sizeof(eb));
 		if (k == ra->ncalls && k == rb->ncalls) {
 			printf("rank %d: same %u collectives", ra->meta.rank, k);
 		} else {

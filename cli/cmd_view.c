@@ -30,7 +30,7 @@ static void print_view_text(const struct rt_vw_trace *t, int only_rank)
 			continue;
 		rt_cli_devices_str(r->devices_used, devs, sizeof(devs));
 		rt_cli_human_bytes(peak, sizeof(peak), rt_cli_rank_peak(r));
-		rt_cli_rank_end(r, end, sizeof(end));
+		rt_vw_rank_end(r, end, sizeof(end));
 		snprintf(colls, sizeof(colls), "%llu/%llu/%llu/%llu",
 			 (unsigned long long)r->colls[RT_CK_AllGather],
 			 (unsigned long long)r->colls[RT_CK_ReduceScatter],
@@ -123,7 +123,7 @@ static void print_view_json(const struct rt_vw_trace *t, int only_rank)
 
 		if (only_rank >= 0 && r->meta.rank != only_rank)
 			continue;
-		rt_cli_rank_end(r, end, sizeof(end));
+		rt_vw_rank_end(r, end, sizeof(end));
 		printf("%s\n  {\"rank\": %d, \"dir\": ", first ? "" : ",", r->meta.rank);
 		first = 0;
 		rt_cli_json_str(stdout, r->name);

@@ -38,31 +38,6 @@ void rt_cli_json_str(FILE *f, const char *s)
 	fputc('"', f);
 }
 
-void rt_cli_rank_end(const struct rt_vw_rank *r, char *out, size_t n)
-{
-	if (!r->readable)
-		snprintf(out, n, "unreadable");
-	else if (r->state == RT_S_RUNNING && r->nopen)
-		snprintf(out, n, "running, in %s %.0fs", rt_events[r->open[0].id].name, r->open[0].age_s);
-	else if (r->state == RT_S_RUNNING)
-		snprintf(out, n, "running");
-	else if (r->signo)
-		snprintf(out, n, "signal %d%s%s", r->signo, r->died_in[0] ? " in " : "", r->died_in);
-	else if (r->exit_seen && r->exit_status >= 0)
-		snprintf(out, n, "exit %d", r->exit_status);
-	else if (r->exit_seen)
-		snprintf(out, n, "returned");
-	else if (r->died_in[0])
-		snprintf(out, n, "%s in %s", r->completeness == RT_C_COMPLETE ? "died" : "trace ends",
-			 r->died_in);
-	else if (r->completeness == RT_C_CAPPED)
-		snprintf(out, n, "trace capped");
-	else if (r->completeness == RT_C_DAMAGED)
-		snprintf(out, n, "trace damaged");
-	else
-		snprintf(out, n, "vanished (no end)");
-}
-
 void rt_cli_devices_str(uint64_t mask, char *out, size_t n)
 {
 	size_t len = 0;
@@ -153,8 +128,9 @@ struct rt_vw_trace *rt_cli_load(const char *cmd, const char *dir)
 struct rt_vw_trace *rt_cli_load_stall(const char *cmd, const char *dir, uint64_t stall_ns)
 {
 	char err[1024];
-	struct rt_vw_trace *t = rt_vw_load_stall(dir, strcmp(cmd, "diff") ? 0 : RT_VW_KEEP_CALLS,
-						 stall_ns, err, sizeof(err));
+	unsigned flags = !strcmp(cmd, "diff") ? RT_VW_KEEP_CALLS
+			 : !strcmp(cmd, "export") || !strcmp(cmd, "report") ? RT_VW_KEEP_MEMORY : 0;
+	struct rt_vw_trace *t = rt_vw_load_stall(dir, flags, stall_ns, err, sizeof(err));
 
 	if (!t)
 		fprintf(stderr, "ranktrace %s: %s\n", cmd, err);

@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* summary.c - the lines `ranktrace run` prints when the command is done:
- * per rank its events, devices and how it ended. */
-#include <errno.h>
-#include <getopt.h>
-#include <limits.h>
+ * per rank its events, devices used, how it ended, allocations and peak
+ * device memory.
+ *
+ * A view of the model (rt_vw_load), as `view` is: the same devices, peaks,
+ * allocation counts and endings (rt_vw_rank_end), never counted twice in
+ * two ways. */
+#include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,116 +14,70 @@
 
 #include "cli.h"
 
-struct rank_summary {
-	uint64_t events, discarded;
-	unsigned long long devices; /* bit d: device d touched */
-	int exit_status, signo;
-	bool exit_seen, main_seen;
-	int main_pid;
-	char died_in[64];
-	uint64_t last_ts;
-};
-
-static int summarize_event(const struct rt_vw_event *e, void *arg)
+/* "0:4224 B,1:512 B", or "-": the peak of every device the rank used. */
+static void peaks_str(const struct rt_vw_rank *r, char *out, size_t n)
 {
-	struct rank_summary *s = arg;
-	bool is_main = (int)e->pid == s->main_pid;
+	size_t len = 0;
 
-	if (e->id < RT_ID_FIRST_TRACER && e->id != RT_ID_cudaSetDevice &&
-	    e->id != RT_ID_cudaGetDevice && e->dev >= 0 && e->dev < 64)
-		s->devices |= 1ull << e->dev;
-	if (e->id == RT_ID_cudaSetDevice && e->ret == 0) {
-		int64_t d = rt_field_get(e->id, e->fields, 0);
-
-		if (d >= 0 && d < 64)
-			s->devices |= 1ull << d;
-	}
-	if (!is_main)
-		return 0;
-	if (e->pending && e->ts >= s->last_ts)
-		snprintf(s->died_in, sizeof(s->died_in), "%s", rt_events[e->id].name);
-	if (e->ts >= s->last_ts)
-		s->last_ts = e->ts;
-	if (e->id == RT_ID_rt_exit) {
-		s->exit_seen = true;
-		s->exit_status = (int)rt_field_get(e->id, e->fields, 0);
-	} else if (e->id == RT_ID_rt_signal) {
-		s->exit_seen = true;
-		s->signo = (int)rt_field_get(e->id, e->fields, 0);
-	}
-	return 0;
+	out[0] = '\0';
+	for (int d = 0; d < RT_VW_MAX_DEV && len + 32 < n; d++)
+		if (r->dev_peak[d])
+			len += (size_t)snprintf(out + len, n - len, "%s%d:%" PRIu64 " B", len ? "," : "", d,
+						r->dev_peak[d]);
+	if (!len)
+		snprintf(out, n, "-");
 }
 
-/* One line per rank: events, devices, how it ended. Returns the number of
- * unreadable ranks. */
+static void print_rank(const struct rt_vw_rank *r)
+{
+	char who[80], devs[256], how[128], peaks[512];
+
+	if (r->meta.rank >= 0 && r->meta.rank < 100000)
+		snprintf(who, sizeof(who), "rank %d", r->meta.rank);
+	else
+		snprintf(who, sizeof(who), "%s", r->name);
+	rt_cli_devices_str(r->devices_used, devs, sizeof(devs));
+	rt_vw_rank_end(r, how, sizeof(how));
+	peaks_str(r, peaks, sizeof(peaks));
+	printf("  %-12s %-10s %8" PRIu64 " events  device%s %-8s %-16s %" PRIu64 " allocation%s, peak %s",
+	       who, r->meta.hostname, r->events, strchr(devs, ',') ? "s" : " ", devs, how, r->allocs,
+	       r->allocs == 1 ? "" : "s", peaks);
+	if (r->discarded)
+		printf("  (%" PRIu64 " events discarded: size cap)", r->discarded);
+	if (r->damaged[0])
+		printf("\n    damaged: %s", r->damaged);
+	printf("\n");
+}
+
+/* One line per rank. Returns the number of unreadable or damaged ranks. */
 int rt_cli_print_summary(const char *dir)
 {
-	char **ranks;
-	int n = rt_vw_list_ranks(dir, &ranks), bad = 0;
+	char **names, err[1024];
+	int n = rt_vw_list_ranks(dir, &names), bad = 0;
+	struct rt_vw_trace *t;
 
+	rt_vw_free_names(names, n > 0 ? n : 0);
 	if (n <= 0) {
 		printf("ranktrace: no rank traces in %s (the command made no CUDA or NCCL call)\n", dir);
-		rt_vw_free_names(ranks, 0);
 		return 0;
 	}
 	printf("ranktrace: %d rank trace%s in %s/\n", n, n == 1 ? "" : "s", dir);
-	for (int r = 0; r < n; r++) {
-		char rd[PATH_MAX], err[512] = "", devs[256] = "", how[128];
-		struct rt_vw_rank_meta meta;
-		struct rank_summary s = { 0 };
-		char **streams;
-		int ns, len = 0;
+	t = rt_vw_load(dir, 0, err, sizeof(err));
+	if (!t) {
+		printf("  unreadable: %s\n", err);
+		return n;
+	}
+	for (int i = 0; i < t->nranks; i++) {
+		const struct rt_vw_rank *r = &t->ranks[i];
 
-		snprintf(rd, sizeof(rd), "%s/%s", dir, ranks[r]);
-		if (rt_vw_read_metadata(rd, &meta, err, sizeof(err)) != 0) {
-			printf("  %-12s unreadable: %s\n", ranks[r], err);
+		if (!r->readable) {
+			printf("  %-12s unreadable: %s\n", r->name, r->damaged);
 			bad++;
 			continue;
 		}
-		s.main_pid = meta.pid;
-		ns = rt_vw_list_streams(rd, &streams);
-		for (int i = 0; i < ns; i++) {
-			char sp[PATH_MAX + 64];
-			struct rt_vw_stream_info info;
-
-			snprintf(sp, sizeof(sp), "%s/%s", rd, streams[i]);
-			if (rt_vw_read_stream(sp, summarize_event, &s, &info, err, sizeof(err)) != 0)
-				bad++;
-			s.events += info.events;
-			s.discarded += info.discarded;
-		}
-		rt_vw_free_names(streams, ns > 0 ? ns : 0);
-		for (int d = 0; d < 64; d++)
-			if (s.devices & (1ull << d))
-				len += snprintf(devs + len, sizeof(devs) - (size_t)len, "%s%d", len ? "," : "", d);
-		if (s.signo)
-			snprintf(how, sizeof(how), "killed by signal %d%s%s", s.signo,
-				 s.died_in[0] ? " in " : "", s.died_in);
-		else if (s.exit_seen && s.exit_status >= 0)
-			snprintf(how, sizeof(how), "exit %d", s.exit_status);
-		else if (s.exit_seen)
-			snprintf(how, sizeof(how), "returned from main");
-		else if (s.died_in[0])
-			snprintf(how, sizeof(how), "no exit recorded, last call %s never returned", s.died_in);
-		else if (s.discarded)
-			snprintf(how, sizeof(how), "no exit recorded (trace capped)");
-		else
-			snprintf(how, sizeof(how), "no exit recorded (killed?)");
-		char who[32];
-
-		if (meta.rank >= 0)
-			snprintf(who, sizeof(who), "rank %d", meta.rank);
-		else
-			snprintf(who, sizeof(who), "%s", ranks[r]);
-		printf("  %-12s %-10s %8llu events  device%s %-8s %s", who, meta.hostname,
-		       (unsigned long long)s.events, strchr(devs, ',') ? "s" : " ", devs[0] ? devs : "-",
-		       how);
-		if (s.discarded)
-			printf("  (%llu events discarded: size cap)", (unsigned long long)s.discarded);
-		if (err[0])
-			printf("\n    damaged: %s", err);
-		printf("\n");
+		print_rank(r);
+		bad += r->damaged[0] != '\0';
 	}
-	rt_vw_free_names(ranks, n);
+	rt_vw_free(t);
 	return bad;
 }

@@ -92,9 +92,10 @@ static void find_missing(struct rt_vw_trace *t, const struct matcher *m)
 	for (int i = 0; i < t->nranks; i++)
 		if (t->ranks[i].readable && t->ranks[i].meta.world_size > world)
 			world = t->ranks[i].meta.world_size;
-	for (int c = 0; m && c < m->ncomms; c++)
-		if (m->comms[c].nranks > world)
-			world = m->comms[c].nranks;
+	(void)m;
+	for (int c = 0; c < t->ncomms; c++)
+		if (t->comms[c].nranks > world)
+			world = t->comms[c].nranks;
 	if (world > 100000)
 		world = 100000;
 	t->world_size = world;

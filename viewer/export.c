@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* export.c - what the exports share: escaping for JSON and HTML, the
- * per-rank memory accounting they replay, where the trace starts.
+/* export.c - what the exports share: escaping for JSON and HTML, which
+ * calls are collectives, where the trace starts.
  *
  * Both exports stream the events again (rt_vw_foreach) and write as they go;
- * state grows with live allocations (memory counters) and open collectives
- * (flow arrows), plus, for the report, a bounded sample of spans to draw.
+ * what they draw besides the events comes from the model (device memory
+ * over time, communicator sizes): they keep no tables of their own beyond
+ * open flow arrows and, for the report, a bounded sample of spans.
  * Every string from a trace is escaped for its output (JSON, HTML). */
 #include <inttypes.h>
 #include <stdio.h>
@@ -77,73 +78,6 @@ bool rt_vw_is_coll(unsigned id)
 	int k = rt_vw_coll_kind(id);
 
 	return k >= 0 && k != RT_CK_Send && k != RT_CK_Recv;
-}
-
-/* Per-rank memory accounting, as in the model: ptr -> (size, device). */
-struct mem_entry {
-	uint64_t ptr, size;
-	int dev;
-	struct mem_entry *next;
-};
-
-static struct mem_entry **mem_slot(struct mem *m, uint64_t ptr)
-{
-	struct mem_entry **l = &m->b[(ptr >> 8) % MEM_BUCKETS];
-
-	while (*l && (*l)->ptr != ptr)
-		l = &(*l)->next;
-	return l;
-}
-
-/* Update memory for alloc/free events; returns the device changed, or -1. */
-int rt_vw_mem_update(struct mem *m, const struct rt_vw_event *e)
-{
-	struct mem_entry **l, *x;
-
-	if (e->pending || e->ret != 0)
-		return -1;
-	switch (e->id) {
-	case RT_ID_cudaMalloc: case RT_ID_cudaMallocAsync: case RT_ID_cudaMallocFromPoolAsync:
-	case RT_ID_cudaMallocManaged:
-		if (e->dev < 0 || e->dev >= RT_VW_MAX_DEV)
-			return -1;
-		x = malloc(sizeof(*x));
-		if (!x)
-			return -1;
-		x->ptr = (uint64_t)rt_vw_fld(e, RT_FN_ptr);
-		x->size = (uint64_t)rt_vw_fld(e, RT_FN_size);
-		x->dev = e->dev;
-		l = mem_slot(m, x->ptr);
-		x->next = *l;
-		*l = x;
-		m->bytes[x->dev] += x->size;
-		return x->dev;
-	case RT_ID_cudaFree: case RT_ID_cudaFreeAsync:
-		l = mem_slot(m, (uint64_t)rt_vw_fld(e, RT_FN_ptr));
-		if (!(x = *l))
-			return -1;
-		*l = x->next;
-		m->bytes[x->dev] -= x->size;
-		{
-			int dev = x->dev;
-
-			free(x);
-			return dev;
-		}
-	default:
-		return -1;
-	}
-}
-
-void rt_vw_mem_free(struct mem *m)
-{
-	for (int i = 0; i < MEM_BUCKETS; i++)
-		while (m->b[i]) {
-			struct mem_entry *x = m->b[i];
-
-			m->b[i] = x->next;
-			free(x);
-		}
 }
 
 uint64_t rt_vw_trace_start(const struct rt_vw_trace *t)

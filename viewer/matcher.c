@@ -5,7 +5,9 @@
  * Each collective joins its (communicator, sequence) entry; an entry is
  * checked (same kind, count, datatype, op, root on every rank) and freed
  * once every rank of the communicator has reported it. The communicator's
- * size is learned from its init events. What stays open at the end is a
+ * size is learned from its init events, a split's by counting the ranks
+ * whose ncclCommSplit returned it (all of them precede its first collective:
+ * the split is itself collective). What stays open at the end is a
  * collective some ranks never reached (matcher_finish). Memory: open
  * collectives only. */
 #include <inttypes.h>
@@ -26,23 +28,60 @@ struct centry {
 	struct centry *next;
 };
 
+static struct rt_vw_comm *comm_find(const struct rt_vw_trace *t, uint64_t id)
+{
+	for (int i = 0; i < t->ncomms; i++)
+		if (t->comms[i].id == id)
+			return &t->comms[i];
+	return NULL;
+}
+
+static struct rt_vw_comm *comm_add(struct rt_vw_trace *t, uint64_t id)
+{
+	if (t->ncomms == t->comms_cap) {
+		int cap = t->comms_cap ? t->comms_cap * 2 : 16;
+		void *p = realloc(t->comms, sizeof(*t->comms) * (size_t)cap);
+
+		if (!p)
+			return NULL;
+		t->comms = p;
+		t->comms_cap = cap;
+	}
+	t->comms[t->ncomms] = (struct rt_vw_comm){ id, 0, false };
+	return &t->comms[t->ncomms++];
+}
+
+int rt_vw_comm_size(const struct rt_vw_trace *t, uint64_t id)
+{
+	const struct rt_vw_comm *c = comm_find(t, id);
+
+	return c && c->nranks > 0 ? c->nranks : t->nranks;
+}
+
 static int comm_nranks(struct matcher *m, uint64_t id)
 {
-	for (int i = 0; i < m->ncomms; i++)
-		if (m->comms[i].id == id)
-			return m->comms[i].nranks;
-	return m->t->nranks;
+	return rt_vw_comm_size(m->t, id);
 }
 
 void rt_vw_comm_learn(struct matcher *m, uint64_t id, int nranks)
 {
-	for (int i = 0; i < m->ncomms; i++)
-		if (m->comms[i].id == id)
-			return;
-	if (m->ncomms < (int)(sizeof(m->comms) / sizeof(m->comms[0])) && nranks > 0) {
-		m->comms[m->ncomms].id = id;
-		m->comms[m->ncomms++].nranks = nranks;
-	}
+	struct rt_vw_comm *c;
+
+	if (nranks <= 0 || comm_find(m->t, id))
+		return;
+	c = comm_add(m->t, id);
+	if (c)
+		c->nranks = nranks;
+}
+
+void rt_vw_comm_join(struct matcher *m, uint64_t id)
+{
+	struct rt_vw_comm *c = comm_find(m->t, id);
+
+	if (!c && (c = comm_add(m->t, id)) != NULL)
+		c->split = true;
+	if (c && c->split)
+		c->nranks++;
 }
 
 static void describe(char *out, size_t n, const struct sig *s)

@@ -55,6 +55,7 @@ static void count(struct rt_vw_rank *r, uint64_t size, int dev)
 		if (r->dev_bytes[dev] > r->dev_peak[dev])
 			r->dev_peak[dev] = r->dev_bytes[dev];
 		use_device(r, dev);
+		rt_vw_mem_note(r, dev);
 	}
 }
 
@@ -62,8 +63,10 @@ static void uncount(struct rt_vw_rank *r, uint64_t size, int dev)
 {
 	if (dev < 0)
 		r->host_bytes -= size;
-	else if (dev < RT_VW_MAX_DEV)
+	else if (dev < RT_VW_MAX_DEV) {
 		r->dev_bytes[dev] -= size;
+		rt_vw_mem_note(r, dev);
+	}
 }
 
 void rt_vw_memory_alloc(struct rt_vw_rank *r, const struct rt_vw_event *e, uint64_t size, bool host)

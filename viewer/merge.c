@@ -331,9 +331,11 @@ void rt_vw_free(struct rt_vw_trace *t)
 		rt_vw_memory_free_rank(&t->ranks[i]);
 		free(t->ranks[i].calls);
 		free(t->ranks[i].params);
+		free(t->ranks[i].mem);
 	}
 	free(t->ranks);
 	free(t->findings);
 	free(t->missing);
+	free(t->comms);
 	free(t);
 }

@@ -65,6 +65,10 @@ struct rt_vw_rank {
 	/* memory */
 	struct rt_vw_alloc_map *live;
 	uint64_t dev_bytes[RT_VW_MAX_DEV], dev_peak[RT_VW_MAX_DEV];
+	struct rt_vw_mem_change *mem; /* device memory over time (RT_VW_KEEP_MEMORY) */
+	uint32_t nmem, mem_cap;
+	uint64_t cur_ts;             /* time of the event being modelled */
+	bool keep_mem;
 	uint64_t host_bytes, host_peak;
 	uint64_t allocs, frees, unknown_frees, failed_allocs;
 	/* driver path (memory.c): allocations and bytes through the driver (cuMemAlloc*,
@@ -165,6 +169,22 @@ enum rt_vw_verdict { RT_V_HEALTHY, RT_V_SKIPPED_FSDP_ROOT, RT_V_DEVICE_MISPLACEM
 		     RT_V_COLLECTIVE_MISMATCH, RT_V_CRASHED, RT_V_HUNG, RT_V_INCONCLUSIVE, RT_V_COUNT };
 extern const char *const rt_vw_verdict_names[RT_V_COUNT];
 
+/* One change of a rank's device memory, kept with RT_VW_KEEP_MEMORY: after
+ * the rank's ev-th event (1-based, in the rank's own merged order, the order
+ * rt_vw_foreach replays), device dev holds bytes. What the exports draw. */
+struct rt_vw_mem_change {
+	uint64_t ev, ts, bytes;
+	int dev;
+};
+
+/* A communicator: its size from its init events, or for a split, the
+ * number of ranks that joined it. */
+struct rt_vw_comm {
+	uint64_t id;
+	int nranks;
+	bool split;
+};
+
 struct rt_vw_finding {
 	int severity;        /* lower is more important; sort key */
 	enum rt_vw_verdict signature;
@@ -186,6 +206,8 @@ struct rt_vw_trace {
 	uint64_t div_comm;
 	uint32_t div_seq;
 	unsigned flags;
+	struct rt_vw_comm *comms;    /* every communicator seen */
+	int ncomms, comms_cap;
 	/* completeness (completeness.c): the worst of the ranks', ranks the
 	 * metadata or a communicator expects but no directory holds, and why a
 	 * verdict would be a guess (empty when the evidence is complete) */
@@ -206,12 +228,22 @@ struct rt_vw_trace {
  * holds no readable rank at all. RT_VW_KEEP_CALLS keeps each rank's list of
  * collectives (for diff; memory then grows with them). */
 #define RT_VW_KEEP_CALLS 1u
+/* RT_VW_KEEP_MEMORY keeps each rank's device memory over time (exports). */
+#define RT_VW_KEEP_MEMORY 4u
 struct rt_vw_trace *rt_vw_load(const char *dir, unsigned flags, char *err, size_t errlen);
 /* The same with --stall: a live job none of whose calls returned for
  * stall_ns is hung (0: RT_VW_STALL_DEFAULT_NS). */
 struct rt_vw_trace *rt_vw_load_stall(const char *dir, unsigned flags, uint64_t stall_ns, char *err,
 				     size_t errlen);
 void rt_vw_free(struct rt_vw_trace *t);
+
+/* The size of communicator id (its init's nranks, or the ranks that joined a
+ * split), or the trace's rank count when it is unknown. */
+int rt_vw_comm_size(const struct rt_vw_trace *t, uint64_t id);
+
+/* How rank r ended, in one short phrase every output uses ("exit 0",
+ * "signal 9 in ncclAllReduce", "died in ncclAllReduce", "returned", ...). */
+void rt_vw_rank_end(const struct rt_vw_rank *r, char *out, size_t n);
 
 /* Every event of t's readable ranks again, merged by time (for exports). */
 int rt_vw_foreach(const struct rt_vw_trace *t,

@@ -51,9 +51,6 @@ struct centry;
 struct matcher {
 	struct centry *buckets[CBUCKETS];
 	struct rt_vw_trace *t;
-	/* comm_id -> nranks, learned from init events */
-	struct { uint64_t id; int nranks; } comms[512];
-	int ncomms;
 	size_t open, open_peak;
 	bool mismatch_reported;
 };
@@ -68,7 +65,12 @@ void rt_vw_memory_alloc(struct rt_vw_rank *r, const struct rt_vw_event *e, uint6
 void rt_vw_memory_free(struct rt_vw_rank *r, const struct rt_vw_event *e);
 bool rt_vw_memory_driver_event(struct rt_vw_rank *r, const struct rt_vw_event *e);
 void rt_vw_memory_free_rank(struct rt_vw_rank *r);
+/* Communicator id has nranks ranks (from an init event; the first wins). */
 void rt_vw_comm_learn(struct matcher *m, uint64_t id, int nranks);
+/* One more rank joined split communicator id. */
+void rt_vw_comm_join(struct matcher *m, uint64_t id);
+/* Rank r's device dev changed (memory.c): note it when keeping memory. */
+void rt_vw_mem_note(struct rt_vw_rank *r, int dev);
 void rt_vw_add_finding(struct rt_vw_trace *t, int severity, enum rt_vw_verdict sigv,
 			const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 /* A finding about one rank (view --rank N shows it only for N). */

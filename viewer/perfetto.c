@@ -27,9 +27,9 @@ struct pf {
 	FILE *f;
 	const struct rt_vw_trace *t;
 	uint64_t t0;
-	struct mem *mem;
+	uint32_t *mem_at;    /* per rank: next memory change of the model's */
+	uint64_t *ev;        /* per rank: events replayed */
 	struct flow *flows[FLOW_BUCKETS];
-	int *comm_n; /* unused: nranks from the trace */
 	bool first;
 };
 
@@ -51,7 +51,6 @@ static void pf_event(void *arg, int ri, const struct rt_vw_event *e)
 	const struct rt_event_desc *d = &rt_events[e->id];
 	uint64_t stream = (uint64_t)rt_vw_fld(e, RT_FN_stream);
 	uint64_t tid = e->tid;
-	int dev;
 
 	if (e->ts < p->t0)
 		return;
@@ -98,21 +97,25 @@ static void pf_event(void *arg, int ri, const struct rt_vw_event *e)
 			l = &p->flows[b];
 		}
 		fl->seen++;
-		ph = fl->seen == 1 ? "s" : fl->seen >= p->t->nranks ? "f" : "t";
+		/* the communicator's size, not the trace's: a split's flows close */
+		ph = fl->seen == 1 ? "s" : fl->seen >= rt_vw_comm_size(p->t, comm) ? "f" : "t";
 		pf_sep(p);
 		fprintf(p->f, "{\"ph\":\"%s\",\"id\":\"%016" PRIx64 "-%u\",\"name\":\"%s #%u\",\"cat\":\"collective\","
 			"\"pid\":%d,\"tid\":%" PRIu64 ",\"ts\":%.3f%s}", ph, comm, seq, d->name, seq,
 			r->meta.rank, tid, us(p, e->ts), ph[0] == 'f' ? ",\"bp\":\"e\"" : "");
-		if (fl->seen >= p->t->nranks) {
+		if (ph[0] == 'f') {
 			*l = fl->next;
 			free(fl);
 		}
 	}
-	dev = rt_vw_mem_update(&p->mem[ri], e);
-	if (dev >= 0) {
+	/* device memory as the model counted it, changed by this event */
+	p->ev[ri]++;
+	for (; p->mem_at[ri] < r->nmem && r->mem[p->mem_at[ri]].ev <= p->ev[ri]; p->mem_at[ri]++) {
+		const struct rt_vw_mem_change *c = &r->mem[p->mem_at[ri]];
+
 		pf_sep(p);
 		fprintf(p->f, "{\"ph\":\"C\",\"pid\":%d,\"ts\":%.3f,\"name\":\"device %d memory\",\"args\":{\"bytes\":%"
-			PRIu64 "}}", r->meta.rank, us(p, e->ts), dev, p->mem[ri].bytes[dev]);
+			PRIu64 "}}", r->meta.rank, us(p, e->ts), c->dev, c->bytes);
 	}
 }
 
@@ -122,9 +125,13 @@ int rt_vw_export_perfetto(const struct rt_vw_trace *t, FILE *f)
 	int rc;
 
 	p.t0 = rt_vw_trace_start(t);
-	p.mem = calloc((size_t)t->nranks, sizeof(*p.mem));
-	if (!p.mem)
+	p.mem_at = calloc((size_t)t->nranks, sizeof(*p.mem_at));
+	p.ev = calloc((size_t)t->nranks, sizeof(*p.ev));
+	if (!p.mem_at || !p.ev) {
+		free(p.mem_at);
+		free(p.ev);
 		return -1;
+	}
 	fputs("{\"displayTimeUnit\":\"ns\",\"otherData\":{\"generator\":\"ranktrace\",\"verdict\":\"", f);
 	fputs(rt_vw_verdict_names[t->verdict], f);
 	fputs("\"},\"traceEvents\":[", f);
@@ -144,9 +151,8 @@ int rt_vw_export_perfetto(const struct rt_vw_trace *t, FILE *f)
 	}
 	rc = rt_vw_foreach(t, pf_event, &p);
 	fputs("\n]}\n", f);
-	for (int i = 0; i < t->nranks; i++)
-		rt_vw_mem_free(&p.mem[i]);
-	free(p.mem);
+	free(p.mem_at);
+	free(p.ev);
 	for (int b = 0; b < FLOW_BUCKETS; b++)
 		while (p.flows[b]) {
 			struct flow *x = p.flows[b];

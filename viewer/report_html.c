@@ -29,7 +29,8 @@ struct point {
 
 struct rp {
 	const struct rt_vw_trace *t;
-	struct mem *mem;
+	uint32_t *mem_at;    /* per rank: next memory change of the model's */
+	uint64_t *ev;        /* per rank: events replayed */
 	struct span **spans;
 	int *nspans;
 	struct point **points;
@@ -40,7 +41,7 @@ struct rp {
 static void rp_event(void *arg, int ri, const struct rt_vw_event *e)
 {
 	struct rp *p = arg;
-	int dev;
+	const struct rt_vw_rank *r = &p->t->ranks[ri];
 
 	if (e->ts > p->t1)
 		p->t1 = e->ts;
@@ -48,9 +49,14 @@ static void rp_event(void *arg, int ri, const struct rt_vw_event *e)
 	    p->nspans[ri] < MAX_SPANS)
 		p->spans[ri][p->nspans[ri]++] = (struct span){ e->ts, e->pending ? 0 : e->dur,
 							       (uint16_t)e->id, e->pending };
-	dev = rt_vw_mem_update(&p->mem[ri], e);
-	if (dev >= 0 && p->npoints[ri] < MAX_POINTS)
-		p->points[ri][p->npoints[ri]++] = (struct point){ e->ts, p->mem[ri].bytes[dev], dev };
+	/* device memory as the model counted it, changed by this event */
+	p->ev[ri]++;
+	for (; p->mem_at[ri] < r->nmem && r->mem[p->mem_at[ri]].ev <= p->ev[ri]; p->mem_at[ri]++) {
+		const struct rt_vw_mem_change *c = &r->mem[p->mem_at[ri]];
+
+		if (p->npoints[ri] < MAX_POINTS)
+			p->points[ri][p->npoints[ri]++] = (struct point){ e->ts, c->bytes, c->dev };
+	}
 }
 
 #define END_COLOUR "#e15759"    /* exit, signal, a call that never returned */
@@ -88,12 +94,13 @@ int rt_vw_report_html(const struct rt_vw_trace *t, FILE *f)
 	double span_ns;
 	int rc = -1, n = t->nranks;
 
-	p.mem = calloc((size_t)n, sizeof(*p.mem));
+	p.mem_at = calloc((size_t)n, sizeof(*p.mem_at));
+	p.ev = calloc((size_t)n, sizeof(*p.ev));
 	p.spans = calloc((size_t)n, sizeof(*p.spans));
 	p.nspans = calloc((size_t)n, sizeof(int));
 	p.points = calloc((size_t)n, sizeof(*p.points));
 	p.npoints = calloc((size_t)n, sizeof(int));
-	if (!p.mem || !p.spans || !p.nspans || !p.points || !p.npoints)
+	if (!p.mem_at || !p.ev || !p.spans || !p.nspans || !p.points || !p.npoints)
 		goto out;
 	for (int i = 0; i < n; i++) {
 		p.spans[i] = calloc(MAX_SPANS, sizeof(struct span));
@@ -136,6 +143,7 @@ int rt_vw_report_html(const struct rt_vw_trace *t, FILE *f)
 	for (int i = 0; i < n; i++) {
 		const struct rt_vw_rank *r = &t->ranks[i];
 		uint64_t peak = 0, colls = 0;
+		char end[96];
 
 		for (int d = 0; d < RT_VW_MAX_DEV; d++)
 			peak = r->dev_peak[d] > peak ? r->dev_peak[d] : peak;
@@ -150,14 +158,8 @@ int rt_vw_report_html(const struct rt_vw_trace *t, FILE *f)
 		fprintf(f, "</td><td>%d</td><td>%" PRIu64 "</td><td>%" PRIu64 " B</td><td>%" PRIu64
 			"</td><td>%" PRIu64 "</td><td>", r->meta.local_rank, r->allocs, peak, colls,
 			r->fsdp_root_forwards);
-		if (r->signo)
-			fprintf(f, "signal %d", r->signo);
-		else if (r->exit_seen && r->exit_status >= 0)
-			fprintf(f, "exit %d", r->exit_status);
-		else if (r->died_in[0])
-			fprintf(f, "died in %s", r->died_in);
-		else
-			fputs(r->exit_seen ? "returned" : "no end recorded", f);
+		rt_vw_rank_end(r, end, sizeof(end));
+		rt_vw_html_esc(f, end);
 		fputs("</td></tr>\n", f);
 	}
 	fputs("</table>\n", f);
@@ -267,14 +269,13 @@ int rt_vw_report_html(const struct rt_vw_trace *t, FILE *f)
 	rc = ferror(f) ? -1 : 0;
 out:
 	for (int i = 0; i < n; i++) {
-		if (p.mem)
-			rt_vw_mem_free(&p.mem[i]);
 		if (p.spans)
 			free(p.spans[i]);
 		if (p.points)
 			free(p.points[i]);
 	}
-	free(p.mem);
+	free(p.mem_at);
+	free(p.ev);
 	free(p.spans);
 	free(p.nspans);
 	free(p.points);
