@@ -103,7 +103,7 @@ int rt_cli_cmd_verdict(int argc, char **argv)
 		for (int i = 0; i < t->nranks; i++) {
 			char end[96];
 
-			rt_cli_rank_end(&t->ranks[i], end, sizeof(end));
+			rt_vw_rank_end(&t->ranks[i], end, sizeof(end));
 			fprintf(stderr, "ranktrace verdict: rank %d %s: %s\n", t->ranks[i].meta.rank,
 				rt_vw_state_names[t->ranks[i].state], end);
 		}
