@@ -332,6 +332,7 @@ void rt_vw_free(struct rt_vw_trace *t)
 		free(t->ranks[i].calls);
 		free(t->ranks[i].params);
 		free(t->ranks[i].mem);
+		free(t->ranks[i].changes);
 	}
 	free(t->ranks);
 	free(t->findings);

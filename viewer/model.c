@@ -183,6 +183,42 @@ static void on_param(struct rt_vw_rank *r, const struct rt_vw_event *e)
 	}
 }
 
+/* The actions as traces record them (rt_fault.action), from actions.def. */
+enum { ACT_NONE,
+#define RT_ACTION(E, nm, v, calls, points, usage, doc) ACT_##E,
+#include "actions.def"
+#undef RT_ACTION
+};
+
+int rt_vw_fault_spec(const struct rt_vw_event *e, char *out, size_t n)
+{
+	static const char *const acts[] = {
+		"",
+#define RT_ACTION(E, nm, v, calls, points, usage, doc) #nm,
+#include "actions.def"
+#undef RT_ACTION
+	};
+	char target[65];
+	int a = (int)rt_vw_fld(e, RT_FN_action);
+	int64_t arg = rt_vw_fld(e, RT_FN_arg);
+	const char *code = NULL;
+
+	rt_field_text(e->id, e->fields, RT_FN_target, target);
+	if (a == ACT_ERROR && !strchr(target, '.')) /* a function: NVIDIA's name */
+		for (unsigned id = 0; id < RT_ID_FIRST_TRACER && !code; id++)
+			if (!strcmp(rt_events[id].name, target))
+				code = rt_result_name(rt_events[id].lib, arg);
+	if (a <= 0 || a >= (int)(sizeof(acts) / sizeof(acts[0])))
+		return snprintf(out, n, "%s:?", target);
+	if (code)
+		return snprintf(out, n, "%s:%s=%s", target, acts[a], code);
+	if (a == ACT_ERROR || a == ACT_DEVICE || a == ACT_KILL)
+		return snprintf(out, n, "%s:%s=%lld", target, acts[a], (long long)arg);
+	if (a == ACT_DELAY)
+		return snprintf(out, n, "%s:%s=%lldns", target, acts[a], (long long)arg);
+	return snprintf(out, n, "%s:%s", target, acts[a]);
+}
+
 void rt_vw_on_event(struct matcher *m, int ri, const struct rt_vw_event *e)
 {
 	struct rt_vw_rank *r = &m->t->ranks[ri];
@@ -270,18 +306,10 @@ void rt_vw_on_event(struct matcher *m, int ri, const struct rt_vw_event *e)
 	case RT_ID_rt_fault:
 		r->faults++;
 		if (!r->first_fault[0]) {
-			char target[65];
-			int a = (int)rt_vw_fld(e, RT_FN_action);
-			static const char *const acts[] = {
-				"",
-#define RT_ACTION(E, n, v, calls, points, usage, doc) #n,
-#include "actions.def"
-#undef RT_ACTION
-			};
+			char spec[128];
 
-			snprintf(r->first_fault, sizeof(r->first_fault), "%s:%s at call %lld",
-				 rt_field_text(e->id, e->fields, RT_FN_target, target),
-				 a >= 0 && a < (int)(sizeof(acts) / sizeof(acts[0])) ? acts[a] : "?",
+			rt_vw_fault_spec(e, spec, sizeof(spec));
+			snprintf(r->first_fault, sizeof(r->first_fault), "%s at call %lld", spec,
 				 (long long)rt_vw_fld(e, RT_FN_call));
 		}
 		return;

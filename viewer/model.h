@@ -121,6 +121,8 @@ struct rt_vw_rank {
 	struct { uint64_t comm_id; uint32_t seq; } entered[RT_VW_MAX_COMMS]; /* highest seq */
 	int nentered;
 	uint8_t param_point;         /* report point now (params.c: rt_marker "rt.params") */
+	struct rt_vw_param_change *changes; /* placement changes in time order (params.c) */
+	uint32_t nchanges, changes_cap;
 };
 
 enum rt_vw_place { RT_P_CUDA, RT_P_CPU, RT_P_META, RT_P_FREED, RT_P_WRONG_DEVICE, RT_P_COUNT };
@@ -145,6 +147,15 @@ struct rt_vw_placement {
 	uint64_t numel, bytes, ptr, alloc_base, alloc_size, ts;
 };
 
+/* A parameter's placement changed (Perfetto shows these as instants). */
+struct rt_vw_param_change {
+	uint64_t ts;
+	uint32_t param;   /* index in the rank's params */
+	uint8_t point;    /* enum rt_vw_param_point */
+	uint8_t from, to; /* enum rt_vw_place */
+	int8_t from_dev, to_dev;
+};
+
 struct rt_vw_param {
 	char name[65];
 	uint8_t place;    /* enum rt_vw_place, latest */
@@ -155,6 +166,10 @@ struct rt_vw_param {
 	struct rt_vw_placement last, before;    /* latest; the one before its last change */
 	uint8_t changed_at;                     /* point of the last change (before.seen) */
 };
+
+/* An rt_fault event as the plan spec that fired: "cudaMalloc:error=cudaErrorMemoryAllocation",
+ * "fsdp.root_forward:bypass" (NVIDIA's names for error codes). snprintf's result. */
+int rt_vw_fault_spec(const struct rt_vw_event *e, char *out, size_t n);
 
 /* params.c */
 const char *rt_vw_dtype_name(unsigned code);

@@ -37,6 +37,25 @@ static bool same_place(const struct rt_vw_placement *a, const struct rt_vw_place
 	return a->place == b->place && (a->place != RT_P_CUDA || a->device == b->device);
 }
 
+/* Append to the rank's list of changes (dropped, not fatal, when out of memory). */
+static void record_change(struct rt_vw_rank *r, const struct rt_vw_param *p,
+			  const struct rt_vw_placement *pl)
+{
+	if (r->nchanges == r->changes_cap) {
+		uint32_t cap = r->changes_cap ? r->changes_cap * 2 : 64;
+		void *q = cap > (1u << 22) ? NULL : realloc(r->changes, sizeof(*r->changes) * cap);
+
+		if (!q)
+			return;
+		r->changes = q;
+		r->changes_cap = cap;
+	}
+	r->changes[r->nchanges++] = (struct rt_vw_param_change){
+		.ts = pl->ts, .param = (uint32_t)(p - r->params), .point = r->param_point,
+		.from = p->last.place, .to = pl->place, .from_dev = p->last.device, .to_dev = pl->device,
+	};
+}
+
 void rt_vw_param_record(struct rt_vw_rank *r, struct rt_vw_param *p,
 			const struct rt_vw_placement *pl)
 {
@@ -45,6 +64,7 @@ void rt_vw_param_record(struct rt_vw_rank *r, struct rt_vw_param *p,
 	if (p->last.seen && !same_place(&p->last, pl)) {
 		p->before = p->last;
 		p->changed_at = r->param_point;
+		record_change(r, p, pl);
 	}
 	p->last = *pl;
 	p->last.seen = true;

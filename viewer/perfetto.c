@@ -68,12 +68,27 @@ static void pf_event(void *arg, int ri, const struct rt_vw_event *e)
 		e->dev, e->pending ? ",\"never_returned\":true" : "");
 	for (int i = 0; i < d->nfields; i++) {
 		int64_t v = rt_field_get(e->id, e->fields, i);
+		char s[65];
 
-		if (d->fields[i].kind == RT_K_PTR || d->fields[i].kind == RT_K_U64)
-			fprintf(p->f, ",\"%s\":\"%s%" PRIx64 "\"", d->fields[i].name,
-				d->fields[i].kind == RT_K_PTR ? "0x" : "", (uint64_t)v);
-		else
+		if (d->fields[i].kind == RT_K_STR) { /* parameter and marker names, fault targets */
+			fprintf(p->f, ",\"%s\":\"", d->fields[i].name);
+			rt_vw_json_esc(p->f, rt_field_str(e->id, e->fields, i, s));
+			fputc('"', p->f);
+		} else if (d->fields[i].kind == RT_K_PTR) {
+			fprintf(p->f, ",\"%s\":\"0x%" PRIx64 "\"", d->fields[i].name, (uint64_t)v);
+		} else if (d->fields[i].kind == RT_K_U64) { /* a string: exact beyond 2^53 */
+			fprintf(p->f, ",\"%s\":\"%" PRIu64 "\"", d->fields[i].name, (uint64_t)v);
+		} else {
 			fprintf(p->f, ",\"%s\":%" PRId64, d->fields[i].name, v);
+		}
+	}
+	if (e->id == RT_ID_rt_fault) {
+		char spec[160];
+
+		rt_vw_fault_spec(e, spec, sizeof(spec));
+		fputs(",\"spec\":\"", p->f);
+		rt_vw_json_esc(p->f, spec);
+		fputc('"', p->f);
 	}
 	fputs("}}", p->f);
 	if (rt_vw_is_coll(e->id)) {
@@ -119,6 +134,30 @@ static void pf_event(void *arg, int ri, const struct rt_vw_event *e)
 	}
 }
 
+/* The model's parameter placement changes, as instants on the rank's track. */
+static void pf_placement_changes(struct pf *p, const struct rt_vw_rank *r)
+{
+	for (uint32_t c = 0; c < r->nchanges; c++) {
+		const struct rt_vw_param_change *ch = &r->changes[c];
+		struct rt_vw_placement from = { .seen = true, .place = ch->from, .device = ch->from_dev },
+				       to = { .seen = true, .place = ch->to, .device = ch->to_dev };
+		char a[64], b[64];
+
+		if (ch->ts < p->t0 || ch->param >= r->nparams)
+			continue;
+		rt_vw_placement_str(&from, a, sizeof(a));
+		rt_vw_placement_str(&to, b, sizeof(b));
+		pf_sep(p);
+		fprintf(p->f, "{\"ph\":\"i\",\"s\":\"p\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,"
+			"\"cat\":\"placement\",\"name\":\"", r->meta.rank, r->meta.pid, us(p, ch->ts));
+		rt_vw_json_esc(p->f, r->params[ch->param].name);
+		fprintf(p->f, ": %s -> %s\",\"args\":{\"param\":\"", a, b);
+		rt_vw_json_esc(p->f, r->params[ch->param].name);
+		fprintf(p->f, "\",\"from\":\"%s\",\"to\":\"%s\",\"at\":\"%s\"}}", a, b,
+			rt_vw_param_point_names[ch->point < RT_PP_COUNT ? ch->point : 0]);
+	}
+}
+
 int rt_vw_export_perfetto(const struct rt_vw_trace *t, FILE *f)
 {
 	struct pf p = { .f = f, .t = t, .first = true };
@@ -150,6 +189,8 @@ int rt_vw_export_perfetto(const struct rt_vw_trace *t, FILE *f)
 			r->meta.rank, r->meta.rank);
 	}
 	rc = rt_vw_foreach(t, pf_event, &p);
+	for (int i = 0; i < t->nranks; i++)
+		pf_placement_changes(&p, &t->ranks[i]);
 	fputs("\n]}\n", f);
 	free(p.mem_at);
 	free(p.ev);

@@ -73,6 +73,40 @@ check "--param GLOB keeps only matching parameters" python3 -c "
 import json
 assert [p['name'] for p in json.load(open('$T/glob.json'))['params']] == ['model.layers.0.mlp.bias', 'model.layers.1.mlp.bias']
 "
+# Perfetto: parameter and marker names, fault specs as strings; placement changes as instants
+sim timeout -k 5 120 "$RT" run -o "$T/inj" --inject skip-fsdp-root -- \
+  "$B/bin/rt-launch" -n 2 "$B/bin/fsdp_mini" --trainer-version 4.52.4 --steps 2 > "$T/inj.log" 2>&1
+sim env RANK=0 LOCAL_RANK=0 WORLD_SIZE=1 timeout -k 5 60 "$RT" run -o "$T/oom" --inject 'oom-at=1' -- \
+  "$B/bin/fsdp_mini" --steps 1 > "$T/oom.log" 2>&1
+for v in 4.52.4 inj oom; do "$RT" export "$T/$v" --perfetto "$T/$v.pf.json" 2> /dev/null; done
+check "Perfetto: rt_param args carry the parameter names as strings, the same as params --json" python3 -c "
+import json
+ev = json.load(open('$T/4.52.4.pf.json'))['traceEvents']
+names = {p['name'] for p in json.load(open('$T/4.52.4.last.json'))['params']}
+got = {e['args']['name'] for e in ev if e.get('name') == 'rt_param'}
+assert got == names, (got, names)
+marks = {e['args']['name'] for e in ev if e.get('name') == 'rt_marker'}
+assert {'step', 'rt.params'} <= marks, marks
+"
+check "Perfetto: placement changes are instants on each rank's track (storage freed -> cuda:N)" python3 -c "
+import json
+ev = json.load(open('$T/4.52.4.pf.json'))['traceEvents']
+inst = [e for e in ev if e.get('ph') == 'i' and e.get('cat') == 'placement']
+for r in range(4):
+    mine = [e for e in inst if e['pid'] == r and e['args']['to'] == 'cuda:%d' % r]
+    assert len(mine) == 5 and all(e['args']['from'] == 'storage freed' and e['s'] == 'p' for e in mine), (r, mine)
+"
+check "Perfetto: a fired fault's spec is a string with NVIDIA's error name" python3 -c "
+import json
+ev = json.load(open('$T/inj.pf.json'))['traceEvents']
+specs = [e['args'] for e in ev if e.get('name') == 'rt_fault']
+assert specs and all(a['spec'] == 'fsdp.root_forward:bypass' and a['target'] == 'fsdp.root_forward' for a in specs), specs
+ev = json.load(open('$T/oom.pf.json'))['traceEvents']
+specs = [e['args']['spec'] for e in ev if e.get('name') == 'rt_fault']
+assert specs == ['cudaMalloc:error=cudaErrorMemoryAllocation'], specs
+"
+check "Perfetto: the exports pass the structural check" bash -c "python3 '$(dirname "$0")/check_perfetto.py' '$T/4.52.4.pf.json' 4 >/dev/null && python3 '$(dirname "$0")/check_perfetto.py' '$T/inj.pf.json' 2 > /dev/null"
+
 "$RT" params --at bogus "$T/4.52.4" 2> "$T/err"; rc=$?
 check "--at bogus: exit 2, 'ranktrace params: --at bogus'" bash -c "[ $rc -eq 2 ] && grep -q '^ranktrace params: --at bogus' '$T/err'"
 "$RT" params --rank 9 "$T/4.52.4" 2> "$T/err"; rc=$?
