@@ -16,23 +16,34 @@ int rt_cli_export_cmd(int argc, char **argv, bool report)
 	static const struct option opts[] = {
 		{ "perfetto", required_argument, NULL, 'p' },
 		{ "output", required_argument, NULL, 'o' },
+		{ "stall", required_argument, NULL, 's' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *cmd = report ? "report" : "export", *out = NULL;
 	struct rt_vw_trace *t;
+	uint64_t stall_ns = 0;
 	int c, rc;
 
 	while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
 		case 'o': out = optarg; break;
+		case 's':
+			if (rt_cli_parse_duration(optarg, &stall_ns) != 0) {
+				fprintf(stderr, "ranktrace %s: --stall %s: expected a duration such as 30s, "
+					"500ms or 2m\n", cmd, optarg);
+				return EXIT_USAGE;
+			}
+			break;
 		case 'h':
 			if (report)
 				printf("usage: ranktrace report DIR -o REPORT.html\n\nOne self-contained HTML "
 				       "file (no network): verdict, findings, a row per rank, a timeline of\n"
 				       "collectives per rank, device memory over time, parameter placement.\n\n"
-				       "  -o, --output REPORT.html   where to write it (replaced atomically)\n");
+				       "  -o, --output REPORT.html   where to write it (replaced atomically)\n"
+				       "  --stall DURATION           a live job none of whose calls returned for\n"
+				       "                             this long is hung (default 30s)\n");
 			else
 				printf("usage: ranktrace export DIR --perfetto OUT.json\n\nChrome trace-event "
 				       "JSON for ui.perfetto.dev or chrome://tracing: a process per rank,\n"
@@ -54,7 +65,7 @@ int rt_cli_export_cmd(int argc, char **argv, bool report)
 	rc = rt_cli_check_dir(cmd, argv[optind]);
 	if (rc)
 		return rc;
-	t = rt_cli_load(cmd, argv[optind]);
+	t = rt_cli_load_stall(cmd, argv[optind], stall_ns);
 	if (!t)
 		return RT_VW_ERR_CORRUPT;
 	rc = rt_cli_write_output(cmd, t, out, report ? rt_vw_report_html : rt_vw_export_perfetto);

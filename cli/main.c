@@ -39,7 +39,7 @@ void rt_cli_usage(FILE *f)
 		"                                           (evidence incomplete: says why)\n"
 		"  diff A B                                 where two traces first diverge, per rank\n"
 		"  export DIR --perfetto OUT.json           Chrome trace JSON for ui.perfetto.dev\n"
-		"  report DIR -o REPORT.html                one self-contained HTML report\n"
+		"  report DIR -o REPORT.html [--stall D]    one self-contained HTML report\n"
 		"  bisect --pip PKG | --git REPO | --versions A,B,... [--good X --bad Y] -- CMD...\n"
 		"      [--find-links DIR] [--index-url URL] [--pre] [--with REQ] [--isolated]\n"
 		"      [--python PY] [--setup CMD] [--first-parent] [--pythonpath SUB]\n"

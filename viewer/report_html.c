@@ -129,7 +129,14 @@ int rt_vw_report_html(const struct rt_vw_trace *t, FILE *f)
 	fprintf(f, "</h1>\n<p>%d rank%s, %" PRIu64 " events. Verdict: <span class=\"verdict %s\">%s</span></p>\n",
 		n, n == 1 ? "" : "s", t->events, t->verdict == RT_V_HEALTHY ? "good" : "bad",
 		rt_vw_verdict_names[t->verdict]);
-	fputs("<h2>Findings</h2>\n<ol>", f);
+	fprintf(f, "<p>Trace completeness: <span class=\"completeness\">%s</span>",
+		rt_vw_completeness_names[t->completeness]);
+	if (t->inconclusive[0]) {
+		fputs(" (", f);
+		rt_vw_html_esc(f, t->inconclusive);
+		fputs(")", f);
+	}
+	fputs("</p>\n<h2>Findings</h2>\n<ol>", f);
 	if (!t->nfindings)
 		fputs("<li>none: every rank ended cleanly and collectives matched</li>", f);
 	for (int i = 0; i < t->nfindings; i++) {
@@ -139,7 +146,7 @@ int rt_vw_report_html(const struct rt_vw_trace *t, FILE *f)
 	}
 	fputs("</ol>\n<h2>Ranks</h2>\n<table><tr><th>rank</th><th>host</th><th>devices used</th>"
 	      "<th>expected</th><th>allocations</th><th>peak device memory</th><th>collectives</th>"
-	      "<th>FSDP root forwards</th><th>end</th></tr>\n", f);
+	      "<th>FSDP root forwards</th><th>trace</th><th>end</th></tr>\n", f);
 	for (int i = 0; i < n; i++) {
 		const struct rt_vw_rank *r = &t->ranks[i];
 		uint64_t peak = 0, colls = 0;
@@ -156,8 +163,10 @@ int rt_vw_report_html(const struct rt_vw_trace *t, FILE *f)
 			if (r->devices_used & (1ull << d))
 				fprintf(f, "%s%d", c++ ? "," : "", d);
 		fprintf(f, "</td><td>%d</td><td>%" PRIu64 "</td><td>%" PRIu64 " B</td><td>%" PRIu64
-			"</td><td>%" PRIu64 "</td><td>", r->meta.local_rank, r->allocs, peak, colls,
+			"</td><td>%" PRIu64 "</td><td title=\"", r->meta.local_rank, r->allocs, peak, colls,
 			r->fsdp_root_forwards);
+		rt_vw_html_esc(f, r->incomplete);
+		fprintf(f, "\">%s</td><td>", rt_vw_completeness_names[r->completeness]);
 		rt_vw_rank_end(r, end, sizeof(end));
 		rt_vw_html_esc(f, end);
 		fputs("</td></tr>\n", f);
