@@ -62,7 +62,7 @@ W=$!
 stop "$LAST"
 check "the launcher stopped the hung job" [ $? -eq 0 ]
 wait "$W"; rc=$?
-check "view --watch ends by itself once every rank has ended (rc $rc)" bash -c "[ $rc -ne 124 ] && [ $rc -ne 137 ] && tail -n 20 '$T/watch2.out' | grep -q 'completeness: complete'"
+check "view --watch ends by itself once every rank has ended (rc $rc)" bash -c "[ $rc -ne 124 ] && [ $rc -ne 137 ] && awk '/^trace /{s=\"\"} {s=s \$0 \"\\n\"} END{printf \"%s\", s}' '$T/watch2.out' | grep -q '^completeness: complete'"
 timeout -k 2 30 "$RT" view "$T/hang" --json > "$T/hang2.json"
 check "after the kill: every rank killed (signal 15) inside its AllGather" js "$T/hang2.json" \
   "all(r['state'] == 'killed' and r['end'] == 'signal 15 in ncclAllGather' for r in d['ranks']) and d['running'] == 0"
