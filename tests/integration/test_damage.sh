@@ -25,4 +25,22 @@ while read -r v; do
   timeout -k 5 60 "$RT" report "$d" -o "$T/r.html" > /dev/null 2>&1 < /dev/null; rc=$?
   check "$v: report ends without crash or hang ($rc)" [ $rc -lt 124 ]
 done < "$T/variants"
+
+# damage elsewhere does not hide a failure that complete evidence shows
+sim timeout -k 5 120 "$RT" run -o "$T/dev0" --inject wrong-device -- "$B/bin/rt-launch" -n 4 "$B/bin/fsdp_mini" --steps 1 > /dev/null 2>&1
+python3 - "$T/dev0/rank-00003" <<'PY'
+import os, sys
+d = sys.argv[1]; p = os.path.join(d, sorted(f for f in os.listdir(d) if f.startswith("stream-"))[0])
+os.truncate(p, int(os.path.getsize(p) * 0.4) + 13)
+PY
+out=$(timeout -k 5 60 "$RT" verdict "$T/dev0" --bad device-misplacement 2> /dev/null); rc=$?
+check "wrong-device with rank 3 damaged: still device-misplacement, exit 1 ($out, $rc)" bash -c "[ $rc -eq 1 ] && [ '$out' = device-misplacement ]"
+timeout -k 5 60 "$RT" view "$T/dev0" --json > "$T/dev0.json" 2> /dev/null; rc=$?
+check "... while view exits 3 and says rank 3 is damaged" python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert $rc == 3 and d['ranks'][3]['completeness'] == 'damaged' and d['completeness'] == 'damaged'" "$T/dev0.json"
+sim timeout -k 5 120 "$RT" run -o "$T/abort" --inject 'ncclAllGather:abort:when=1:rank=3' -- "$B/bin/rt-launch" -n 4 "$B/bin/fsdp_mini" --steps 1 > /dev/null 2>&1
+rm -rf "$T/abort/rank-00001"
+out=$(timeout -k 5 60 "$RT" verdict "$T/abort" 2> "$T/abort.err"); rc=$?
+check "rank 3 killed by SIGABRT (recorded), rank 1 missing: still crashed, exit 1 ($out, $rc)" bash -c "[ $rc -eq 1 ] && [ '$out' = crashed ] && grep -q 'rank 3 was killed by signal 6' '$T/abort.err'"
+timeout -k 5 60 "$RT" view "$T/abort" --json > "$T/abort.json" 2> /dev/null
+check "... and view --json lists rank 1 as missing" python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['missing_ranks'] == [1] and d['completeness'] == 'missing' and d['world_size'] == 4" "$T/abort.json"
 finish

@@ -214,3 +214,53 @@ Test(schema, payload_sizes_are_the_sum_of_their_fields)
 		cr_assert_leq(rt_events[id].size, RT_SIZE_MAX_PAYLOAD);
 	}
 }
+
+/* The live-rank contract: a writer holds an OFD write lock on its stream
+ * file while it lives; the kernel drops it when the process ends, killed or
+ * not. The reader tests it without signals. */
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+static pid_t lock_in_child(const char *path, int ready[2])
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+		int fd = open(path, O_RDWR);
+
+		close(ready[0]);
+		if (fd < 0 || fcntl(fd, F_OFD_SETLK, &fl) != 0)
+			_exit(1);
+		if (write(ready[1], "x", 1) != 1)
+			_exit(1);
+		for (;;)
+			pause();
+	}
+	return pid;
+}
+
+Test(reader, a_live_writer_lock_tells_running_and_its_end_tells_dead)
+{
+	char path[] = "/tmp/rt-lock-XXXXXX", c;
+	int fd = mkstemp(path), ready[2];
+	pid_t pid;
+	int status;
+
+	cr_assert_geq(fd, 0);
+	close(fd);
+	cr_assert_eq(rt_vw_stream_locked(path), 0, "nobody writes it yet");
+	cr_assert_eq(pipe(ready), 0);
+	pid = lock_in_child(path, ready);
+	cr_assert_gt(pid, 0);
+	close(ready[1]);
+	cr_assert_eq(read(ready[0], &c, 1), 1, "the child took the lock");
+	cr_assert_eq(rt_vw_stream_locked(path), 1, "a live writer holds it: running");
+	kill(pid, SIGKILL);
+	waitpid(pid, &status, 0);
+	cr_assert_eq(rt_vw_stream_locked(path), 0, "killed: the kernel released it");
+	cr_assert_lt(rt_vw_stream_locked("/nonexistent/stream-1-1"), 0, "cannot test: -errno");
+	close(ready[0]);
+	unlink(path);
+}
