@@ -240,6 +240,16 @@ int rt_vw_foreach(const struct rt_vw_trace *t, void (*fn)(void *arg, int rank, c
 	return rc;
 }
 
+void rt_vw_model_finish(struct matcher *m)
+{
+	if (!m->t->stall_ns)
+		m->t->stall_ns = RT_VW_STALL_DEFAULT_NS;
+	rt_vw_completeness(m->t, m);
+	rt_vw_matcher_finish(m);
+	rt_vw_liveness(m->t);
+	rt_vw_analyse(m->t);
+}
+
 struct rt_vw_trace *rt_vw_load(const char *dir, unsigned flags, char *err, size_t errlen)
 {
 	return rt_vw_load_stall(dir, flags, 0, err, errlen);
@@ -298,10 +308,7 @@ struct rt_vw_trace *rt_vw_load_stall(const char *dir, unsigned flags, uint64_t s
 		rt_vw_cursor_close(srcs[k].c);
 	nsrc = 0;
 	t->stall_ns = stall_ns ? stall_ns : RT_VW_STALL_DEFAULT_NS;
-	rt_vw_completeness(t, m);
-	rt_vw_matcher_finish(m);
-	rt_vw_liveness(t);
-	rt_vw_analyse(t);
+	rt_vw_model_finish(m);
 	free(srcs);
 	free(m);
 	rt_vw_free_names(names, n);

@@ -79,6 +79,9 @@ void rt_vw_add_rank_finding(struct rt_vw_trace *t, int rank, int severity, enum 
 void rt_vw_match(struct matcher *m, int ri, uint64_t comm_id, uint32_t seq, struct sig s);
 void rt_vw_matcher_finish(struct matcher *m);
 void rt_vw_on_event(struct matcher *m, int ri, const struct rt_vw_event *e);
+/* After the last event: completeness, open collectives, liveness, the
+ * detectors and the verdict (merge.c; the unit tests call it too). */
+void rt_vw_model_finish(struct matcher *m);
 void rt_vw_analyse(struct rt_vw_trace *t);
 bool rt_vw_crashed(const struct rt_vw_rank *r);
 /* params.c: a parameter report at the rank's current report point */

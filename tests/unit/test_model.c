@@ -1,0 +1,448 @@
+/* SPDX-License-Identifier: MIT */
+/* test_model.c - the model, the matcher, every detector and every verdict,
+ * on events built in memory with the format's encoder (format/encode.h): no
+ * process, no file.
+ *
+ * A scenario is a function that feeds events to a fresh model of N ranks
+ * (each rank i: LOCAL_RANK i, device i, communicator 0xC0 of N ranks, by
+ * default) and one row of `cases`: the verdict expected, the detector whose
+ * finding must appear (its text, a substring) and the one that must not.
+ * Each row is its own ctest entry (model.<name>), so a failure names the
+ * check that broke. */
+#include <criterion/criterion.h>
+#include <stdarg.h>
+#include <string.h>
+
+#include "encode.h"
+#include "model_int.h"
+
+#define COMM 0xC0ull
+
+static struct matcher *m;
+static struct rt_vw_trace *t;
+static uint64_t now = 1000;
+
+/* A fresh model of n ranks. */
+static void rig(int n)
+{
+	m = calloc(1, sizeof(*m));
+	t = m->t = calloc(1, sizeof(*t));
+	snprintf(t->dir, sizeof(t->dir), "/nonexistent/ranktrace-test");
+	t->nranks = n;
+	t->ranks = calloc((size_t)n, sizeof(*t->ranks));
+	for (int i = 0; i < n; i++) {
+		struct rt_vw_rank *r = &t->ranks[i];
+
+		snprintf(r->name, sizeof(r->name), "rank-%05d", i);
+		r->readable = true;
+		r->meta.rank = i;
+		r->meta.local_rank = i;
+		r->meta.world_size = n;
+		r->meta.pid = 100 + i;
+		snprintf(r->meta.hostname, sizeof(r->meta.hostname), "node");
+		r->live = calloc(1, sizeof(*r->live));
+		r->comm_device = r->init_device = -1;
+		r->dup_of = -1;
+	}
+}
+
+/* One event of rank ri: id on device dev with result ret (pending: it
+ * never returned); then (enum rt_fname, value) pairs ending with -1; a
+ * string field's value is a const char *. */
+static void ev(int ri, unsigned id, int dev, int ret, bool pending, ...)
+{
+	uint8_t buf[RT_EVENT_MAX_BYTES] = { 0 }, *fields;
+	struct rt_vw_event e = { 0 };
+	struct rt_fmt_header h;
+	uint64_t dur;
+	int16_t r16;
+	int8_t d8;
+	va_list ap;
+	int f;
+
+	fields = rt_fmt_event_common(rt_fmt_event_header(buf, id, now, now), pending ? RT_DUR_PENDING : 10,
+				     (int16_t)ret, dev);
+	va_start(ap, pending);
+	while ((f = va_arg(ap, int)) >= 0) {
+		int i = rt_field_at[id][f];
+		const struct rt_field *fd;
+
+		cr_assert_geq(i, 0, "%s has no field #%d", rt_events[id].name, f);
+		fd = &rt_events[id].fields[i];
+		if (fd->kind == RT_K_STR)
+			rt_fmt_put_field(fields + fd->offset, RT_K_STR, 0, va_arg(ap, const char *));
+		else
+			rt_fmt_put_field(fields + fd->offset, (enum rt_kind)fd->kind, va_arg(ap, uint64_t), NULL);
+	}
+	va_end(ap);
+	/* decode what was encoded, as the reader does */
+	cr_assert_eq(rt_fmt_event_header_get(buf, sizeof(buf), &h), 0);
+	rt_fmt_event_common_get(buf + h.bytes, &dur, &r16, &d8);
+	e = (struct rt_vw_event){ .id = h.id, .ts = now, .dur = dur, .pending = dur == RT_DUR_PENDING,
+				  .ret = r16, .dev = d8, .fields = buf + h.bytes + RT_COMMON_BYTES,
+				  .pid = (uint32_t)t->ranks[ri].meta.pid, .tid = (uint32_t)t->ranks[ri].meta.pid };
+	now += 1000;
+	rt_vw_on_event(m, ri, &e);
+}
+
+#define U(x) ((uint64_t)(x))
+#define OK(ri, id, dev, ...) ev(ri, RT_ID_##id, dev, 0, false, __VA_ARGS__, -1)
+#define NOARGS -1
+
+/* ---- building blocks ---- */
+
+static void init_all(void)
+{
+	for (int i = 0; i < t->nranks; i++) {
+		OK(i, cudaSetDevice, i, RT_FN_device, U(i));
+		OK(i, ncclCommInitRank, i, RT_FN_comm_id, COMM, RT_FN_nranks, U(t->nranks), RT_FN_rank, U(i));
+	}
+}
+
+static void coll_all(unsigned id, uint32_t seq, uint64_t count)
+{
+	for (int i = 0; i < t->nranks; i++)
+		ev(i, id, i, 0, false, RT_FN_comm_id, COMM, RT_FN_seq, U(seq), RT_FN_count, count, -1);
+}
+
+static void alloc(int ri, int dev, uint64_t ptr, uint64_t size)
+{
+	OK(ri, cudaMalloc, dev, RT_FN_ptr, ptr, RT_FN_size, size);
+}
+
+static void exit_all(int status)
+{
+	for (int i = 0; i < t->nranks; i++)
+		OK(i, rt_exit, i, RT_FN_status, U(status));
+}
+
+static void param(int ri, const char *name, int devtype, int dev, uint64_t bytes, uint64_t ptr)
+{
+	OK(ri, rt_param, dev, RT_FN_name, name, RT_FN_devtype, U(devtype), RT_FN_device, U(dev),
+	   RT_FN_numel, U(64), RT_FN_bytes, bytes, RT_FN_ptr, ptr);
+}
+
+/* ---- scenarios ---- */
+
+static void s_healthy(void)
+{
+	init_all();
+	for (int i = 0; i < t->nranks; i++)
+		alloc(i, i, 0x1000 + U(i) * 0x100000, 4096);
+	coll_all(RT_ID_ncclBroadcast, 1, 16);
+	coll_all(RT_ID_ncclAllGather, 2, 128);
+	coll_all(RT_ID_ncclAllReduce, 3, 128);
+	exit_all(0);
+}
+
+/* transformers 4.53.0: init broadcasts, no all-gather, every rank fails */
+static void s_root_nccl(void)
+{
+	init_all();
+	coll_all(RT_ID_ncclBroadcast, 1, 16);
+	coll_all(RT_ID_ncclBroadcast, 2, 16);
+	exit_all(1);
+}
+
+/* the same, with the probe: no root forward, parameters at freed storage */
+static void s_root_probe(void)
+{
+	init_all();
+	coll_all(RT_ID_ncclBroadcast, 1, 16);
+	for (int i = 0; i < t->nranks; i++)
+		param(i, "embed.weight", 0, i, 0, 0);
+	exit_all(1);
+}
+
+static void s_faults(void)
+{
+	init_all();
+	for (int i = 0; i < t->nranks; i++)
+		OK(i, rt_fault, i, RT_FN_target, "cudaMalloc", RT_FN_action, U(1) /* error: the first of format/actions.def */,
+		   RT_FN_arg, U(2), RT_FN_call, U(3), RT_FN_rule, U(0));
+	exit_all(0);
+}
+
+static void s_params_other_device(void)
+{
+	init_all();
+	alloc(0, 1, 0x5000000, 1 << 20); /* rank 0 allocates on device 1 ... */
+	param(0, "w", 0, 0, 4096, 0x5000100); /* ... and says the tensor is on cuda:0 */
+	exit_all(0);
+}
+
+static void s_params_meta_later(void)
+{
+	init_all();
+	for (int i = 0; i < t->nranks; i++) {
+		param(i, "w", 2, i, 0, 0);
+		alloc(i, i, 0x7000000 + U(i) * 0x100000, 4096);
+		param(i, "w", 0, i, 4096, 0x7000000 + U(i) * 0x100000);
+	}
+	exit_all(0);
+}
+
+static void s_params_still_meta(void)
+{
+	init_all();
+	param(1, "w", 2, 1, 0, 0);
+	exit_all(1);
+}
+
+/* every rank binds device 0: NCCL refuses the duplicates */
+static void s_shared_device(void)
+{
+	for (int i = 0; i < t->nranks; i++) {
+		OK(i, cudaSetDevice, 0, RT_FN_device, U(0));
+		ev(i, RT_ID_ncclCommInitRank, 0, 5, false, RT_FN_comm_id, COMM, RT_FN_nranks,
+		   U(t->nranks), RT_FN_rank, U(i), -1);
+	}
+	exit_all(1);
+}
+
+/* rank 1 allocates on device 0, then copies into it from its own device */
+static void s_other_device(void)
+{
+	init_all();
+	alloc(1, 0, 0x9000000, 8192);
+	OK(1, cudaMemcpy, 1, RT_FN_dst, U(0x9000000), RT_FN_src, U(0x100), RT_FN_count, U(64));
+	exit_all(0);
+}
+
+static void s_killed(void)
+{
+	init_all();
+	ev(1, RT_ID_cudaMalloc, 1, 0, true, RT_FN_size, U(64), -1);
+	OK(1, rt_signal, 1, RT_FN_signo, U(9));
+	OK(0, rt_exit, 0, RT_FN_status, U(0));
+}
+
+static void s_died_inside(void)
+{
+	init_all();
+	ev(1, RT_ID_cudaMalloc, 1, 0, true, RT_FN_size, U(64), -1);
+	OK(0, rt_exit, 0, RT_FN_status, U(0));
+}
+
+static void s_exit_status(void)
+{
+	init_all();
+	ev(1, RT_ID_cudaMalloc, 1, 2, false, RT_FN_size, U(1ull << 40), -1);
+	OK(0, rt_exit, 0, RT_FN_status, U(0));
+	OK(1, rt_exit, 1, RT_FN_status, U(3));
+}
+
+static void s_no_end(void)
+{
+	init_all();
+	OK(0, rt_exit, 0, RT_FN_status, U(0));
+}
+
+static void s_unknown_frees(void)
+{
+	init_all();
+	OK(0, cudaFree, 0, RT_FN_ptr, U(0xdead000));
+	exit_all(0);
+}
+
+static void s_discarded(void)
+{
+	init_all();
+	t->ranks[1].discarded = 12;
+	exit_all(0);
+}
+
+/* rank 1 calls a different collective at sequence 2 */
+static void s_mismatch(void)
+{
+	init_all();
+	coll_all(RT_ID_ncclAllReduce, 1, 128);
+	for (int i = 0; i < t->nranks; i++)
+		ev(i, i == 1 ? RT_ID_ncclBroadcast : RT_ID_ncclAllGather, i, 0, false, RT_FN_comm_id,
+		   COMM, RT_FN_seq, U(2), RT_FN_count, U(128), -1);
+	exit_all(0);
+}
+
+/* rank 1 never reaches sequence 2 */
+static void s_never_reached(void)
+{
+	init_all();
+	coll_all(RT_ID_ncclAllReduce, 1, 128);
+	for (int i = 0; i < t->nranks; i++)
+		if (i != 1)
+			ev(i, RT_ID_ncclAllReduce, i, 0, false, RT_FN_comm_id, COMM, RT_FN_seq, U(2),
+			   RT_FN_count, U(128), -1);
+	exit_all(0);
+}
+
+/* a split into two communicators of 2: their collectives match at size 2 */
+static void s_split(void)
+{
+	init_all();
+	for (int i = 0; i < t->nranks; i++)
+		OK(i, ncclCommSplit, i, RT_FN_parent_id, COMM, RT_FN_color, U(i % 2), RT_FN_key, U(i),
+		   RT_FN_comm_id, U(0x5100 + i % 2));
+	for (int i = 0; i < t->nranks; i++)
+		ev(i, RT_ID_ncclAllReduce, i, 0, false, RT_FN_comm_id, U(0x5100 + i % 2), RT_FN_seq, U(1),
+		   RT_FN_count, U(64), -1);
+	exit_all(0);
+}
+
+/* the metadata says 6 ranks, 4 have a trace */
+static void s_missing(void)
+{
+	for (int i = 0; i < t->nranks; i++)
+		t->ranks[i].meta.world_size = 6;
+	s_healthy();
+}
+
+struct scase {
+	const char *name;
+	void (*build)(void);
+	enum rt_vw_verdict verdict;
+	const char *finding;  /* a finding's text contains it (NULL: no finding at all) */
+	const char *absent;   /* no finding contains it */
+};
+
+static const struct scase cases[] = {
+	{ "healthy", s_healthy, RT_V_HEALTHY, NULL, NULL },
+	{ "root_forward_nccl", s_root_nccl, RT_V_SKIPPED_FSDP_ROOT, "no all-gather followed", "(probe)" },
+	{ "root_forward_probe", s_root_probe, RT_V_SKIPPED_FSDP_ROOT, "never ran (probe)", "no all-gather" },
+	{ "injected_faults", s_faults, RT_V_HEALTHY, "1 injected fault fired (first: cudaMalloc:error at call 3)", NULL },
+	{ "params_other_device", s_params_other_device, RT_V_DEVICE_MISPLACEMENT,
+	  "point into memory of another device", NULL },
+	{ "params_meta_later", s_params_meta_later, RT_V_HEALTHY, "materialised later", "still on meta" },
+	{ "params_still_meta", s_params_still_meta, RT_V_CRASHED, "still on meta when it ended", NULL },
+	{ "shared_device", s_shared_device, RT_V_DEVICE_MISPLACEMENT, "all use device 0 on host node", NULL },
+	{ "other_device", s_other_device, RT_V_DEVICE_MISPLACEMENT, "rank 1 used device 0, expected device 1", NULL },
+	{ "killed", s_killed, RT_V_CRASHED, "rank 1 was killed by signal 9 inside cudaMalloc", NULL },
+	{ "died_inside", s_died_inside, RT_V_CRASHED, "rank 1 died inside cudaMalloc", NULL },
+	{ "exit_status", s_exit_status, RT_V_CRASHED, "rank 1 exited with status 3; first error: cudaMalloc returned 2", NULL },
+	{ "no_end", s_no_end, RT_V_CRASHED, "has no recorded end", NULL },
+	{ "unknown_frees", s_unknown_frees, RT_V_HEALTHY, "freed 1 pointer(s) it never allocated", NULL },
+	{ "discarded", s_discarded, RT_V_INCONCLUSIVE, "rank 1: 12 events discarded", NULL },
+	{ "collective_mismatch", s_mismatch, RT_V_COLLECTIVE_MISMATCH, "Broadcast", NULL },
+	{ "never_reached", s_never_reached, RT_V_COLLECTIVE_MISMATCH, "1", NULL },
+	{ "split_communicators_close", s_split, RT_V_HEALTHY, NULL, NULL },
+	{ "missing_ranks", s_missing, RT_V_INCONCLUSIVE, "missing", NULL },
+};
+
+static const struct scase *find_case(const char *name)
+{
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		if (!strcmp(cases[i].name, name))
+			return &cases[i];
+	return NULL;
+}
+
+static void run_case(const char *name)
+{
+	const struct scase *c = find_case(name);
+	bool found = c->finding == NULL, absent = true;
+
+	rig(4);
+	c->build();
+	rt_vw_model_finish(m);
+	for (int i = 0; i < t->nfindings; i++) {
+		found = found || strstr(t->findings[i].text, c->finding);
+		absent = absent && !(c->absent && strstr(t->findings[i].text, c->absent));
+	}
+	if (!c->finding && !c->absent)
+		cr_expect_eq(t->nfindings, 0, "%s: unexpected finding: %s", name,
+			     t->nfindings ? t->findings[0].text : "");
+	cr_expect(found, "%s: no finding contains \"%s\" (first: %s)", name, c->finding,
+		  t->nfindings ? t->findings[0].text : "none");
+	cr_expect(absent, "%s: a finding contains \"%s\"", name, c->absent);
+	cr_expect_eq(t->verdict, c->verdict, "%s: verdict %s, expected %s", name,
+		     rt_vw_verdict_names[t->verdict], rt_vw_verdict_names[c->verdict]);
+	rt_vw_free(t);
+	free(m);
+}
+
+/* one ctest entry per row */
+Test(model, healthy) { run_case("healthy"); }
+Test(model, root_forward_nccl) { run_case("root_forward_nccl"); }
+Test(model, root_forward_probe) { run_case("root_forward_probe"); }
+Test(model, injected_faults) { run_case("injected_faults"); }
+Test(model, params_other_device) { run_case("params_other_device"); }
+Test(model, params_meta_later) { run_case("params_meta_later"); }
+Test(model, params_still_meta) { run_case("params_still_meta"); }
+Test(model, shared_device) { run_case("shared_device"); }
+Test(model, other_device) { run_case("other_device"); }
+Test(model, killed) { run_case("killed"); }
+Test(model, died_inside) { run_case("died_inside"); }
+Test(model, exit_status) { run_case("exit_status"); }
+Test(model, no_end) { run_case("no_end"); }
+Test(model, unknown_frees) { run_case("unknown_frees"); }
+Test(model, discarded) { run_case("discarded"); }
+Test(model, collective_mismatch) { run_case("collective_mismatch"); }
+Test(model, never_reached) { run_case("never_reached"); }
+Test(model, split_communicators_close) { run_case("split_communicators_close"); }
+Test(model, missing_ranks) { run_case("missing_ranks"); }
+
+/* ---- the model's numbers, beside the findings ---- */
+
+Test(model, memory_devices_and_pitch_allocations)
+{
+	rig(2);
+	t->flags = RT_VW_KEEP_MEMORY;
+	init_all();
+	alloc(0, 0, 0x1000, 1000);
+	OK(0, cudaMallocPitch, 0, RT_FN_ptr, U(0x9000), RT_FN_pitch, U(512), RT_FN_width, U(100),
+	   RT_FN_height, U(10));
+	OK(0, cudaFree, 0, RT_FN_ptr, U(0x1000));
+	OK(0, cudaMallocHost, 0, RT_FN_ptr, U(0x20000), RT_FN_size, U(777));
+	ev(0, RT_ID_cudaMalloc, 0, 2, false, RT_FN_size, U(1ull << 40), -1);
+	exit_all(0);
+	rt_vw_model_finish(m);
+	cr_expect_eq(t->ranks[0].dev_peak[0], 1000 + 5120, "the pitched allocation is pitch * height");
+	cr_expect_eq(t->ranks[0].dev_bytes[0], 5120);
+	cr_expect_eq(t->ranks[0].allocs, 3);
+	cr_expect_eq(t->ranks[0].failed_allocs, 1);
+	cr_expect_eq(t->ranks[0].host_peak, 777);
+	cr_expect_eq(t->ranks[0].devices_used, 1);
+	cr_expect_eq(t->ranks[0].nmem, 3, "three device memory changes (host ones are not)");
+	cr_expect_eq(t->ranks[0].mem[1].bytes, 6120);
+	cr_expect_eq(t->ranks[0].mem[2].bytes, 5120);
+	rt_vw_free(t);
+	free(m);
+}
+
+Test(model, communicator_sizes_init_and_split)
+{
+	rig(4);
+	s_split();
+	rt_vw_model_finish(m);
+	cr_expect_eq(rt_vw_comm_size(t, COMM), 4);
+	cr_expect_eq(rt_vw_comm_size(t, 0x5100), 2, "a split's size is the ranks that joined it");
+	cr_expect_eq(rt_vw_comm_size(t, 0x5101), 2);
+	cr_expect_eq(rt_vw_comm_size(t, 0x999), 4, "unknown: the trace's rank count");
+	cr_expect_eq(t->ranks[3].colls[RT_CK_AllReduce], 1);
+	rt_vw_free(t);
+	free(m);
+}
+
+Test(model, endings_are_worded_once)
+{
+	static const struct {
+		void (*build)(void);
+		int rank;
+		const char *end;
+	} ends[] = {
+		{ s_healthy, 0, "exit 0" },
+		{ s_killed, 1, "signal 9 in cudaMalloc" },
+		{ s_died_inside, 1, "died in cudaMalloc" },
+		{ s_no_end, 1, "vanished (no end)" },
+	};
+	char out[96];
+
+	for (size_t i = 0; i < sizeof(ends) / sizeof(ends[0]); i++) {
+		rig(4);
+		ends[i].build();
+		rt_vw_model_finish(m);
+		rt_vw_rank_end(&t->ranks[ends[i].rank], out, sizeof(out));
+		cr_expect_str_eq(out, ends[i].end);
+		rt_vw_free(t);
+		free(m);
+	}
+}
