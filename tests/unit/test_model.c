@@ -308,7 +308,7 @@ static const struct scase cases[] = {
 	{ "healthy", s_healthy, RT_V_HEALTHY, NULL, NULL },
 	{ "root_forward_nccl", s_root_nccl, RT_V_SKIPPED_FSDP_ROOT, "no all-gather followed", "(probe)" },
 	{ "root_forward_probe", s_root_probe, RT_V_SKIPPED_FSDP_ROOT, "never ran (probe)", "no all-gather" },
-	{ "injected_faults", s_faults, RT_V_HEALTHY, "1 injected fault fired (first: cudaMalloc:error at call 3)", NULL },
+	{ "injected_faults", s_faults, RT_V_HEALTHY, "1 injected fault fired (first: cudaMalloc:error=cudaErrorMemoryAllocation at call 3)", NULL },
 	{ "params_other_device", s_params_other_device, RT_V_DEVICE_MISPLACEMENT,
 	  "point into memory of another device", NULL },
 	{ "params_meta_later", s_params_meta_later, RT_V_HEALTHY, "materialised later", "still on meta" },
