@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "lttng_session.h"
 
 static pid_t child;
 
@@ -54,6 +55,13 @@ static void usage_run(FILE *f)
 		"                     CUPTI's memory activity records. CUPTI allows one client:\n"
 		"                     under torch.profiler or Nsight the trace records\n"
 		"                     cupti-unavailable and tracing goes on without it\n"
+		"  --backend B        ctf (default): ranktrace's own writer, one trace per rank;\n"
+		"                     lttng: the same events as LTTng-UST tracepoints\n"
+		"                     (ranktrace:*) in an LTTng session writing to DIR (a\n"
+		"                     session daemon is started for you if none runs); every\n"
+		"                     command reads both\n"
+		"  --lttng-kernel     with --backend lttng: also record the kernel's scheduler\n"
+		"                     and process events, where this user may\n"
 		"\n"
 		"Exit status: CMD's (128+N if it was killed by signal N); 2 for a usage error.\n"
 		"\n"
@@ -186,6 +194,8 @@ int rt_cli_cmd_run(int argc, char **argv)
 		{ "append", no_argument, NULL, 'a' },
 		{ "allow-untraced", no_argument, NULL, 'U' },
 		{ "cupti", no_argument, NULL, 'C' },
+		{ "backend", required_argument, NULL, 'b' },
+		{ "lttng-kernel", no_argument, NULL, 'k' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -193,7 +203,9 @@ int rt_cli_cmd_run(int argc, char **argv)
 	char dir[PATH_MAX] = "", abs[PATH_MAX], lib[PATH_MAX];
 	char run_id[33];
 	unsigned char rnd[16];
-	const char *max_size = NULL;
+	const char *max_size = NULL, *backend = "ctf";
+	struct rt_cli_lttng lttng = { .created = false };
+	bool lttng_kernel = false, use_lttng = false;
 	bool traced = true, append = getenv("SLURM_NTASKS") && atoi(getenv("SLURM_NTASKS")) > 1;
 	bool allow_untraced = false, cupti = false;
 	char err[PATH_MAX + 400];
@@ -206,6 +218,8 @@ int rt_cli_cmd_run(int argc, char **argv)
 		case 'a': append = true; break;
 		case 'U': allow_untraced = true; break;
 		case 'C': cupti = true; break;
+		case 'b': backend = optarg; break;
+		case 'k': lttng_kernel = true; break;
 		case 'i':
 			free(inject);
 			inject = strdup(optarg);
@@ -223,6 +237,20 @@ int rt_cli_cmd_run(int argc, char **argv)
 	if (optind >= argc) {
 		fprintf(stderr, "ranktrace run: no command given\n\n");
 		usage_run(stderr);
+		return EXIT_USAGE;
+	}
+	if (strcmp(backend, "ctf") != 0 && strcmp(backend, "lttng") != 0) {
+		fprintf(stderr, "ranktrace run: --backend %s: expected ctf or lttng\n", backend);
+		return EXIT_USAGE;
+	}
+	use_lttng = strcmp(backend, "lttng") == 0;
+	if (!use_lttng && lttng_kernel) {
+		fprintf(stderr, "ranktrace run: --lttng-kernel needs --backend lttng\n");
+		return EXIT_USAGE;
+	}
+	if (use_lttng && (max_size || append)) {
+		fprintf(stderr, "ranktrace run: --%s applies to the ctf backend (with lttng, size the "
+			"session's channels instead)\n", max_size ? "max-size" : "append");
 		return EXIT_USAGE;
 	}
 	if (max_size) {
@@ -250,6 +278,12 @@ int rt_cli_cmd_run(int argc, char **argv)
 			"(set RANKTRACE_LIB)\n");
 		return EXIT_USAGE;
 	}
+	if (use_lttng && rt_cli_lttng_provider(lib) != 0) {
+		fprintf(stderr, "ranktrace run: --backend lttng: this build has no LTTng provider "
+			"(libranktrace-lttng.so next to libranktrace.so; LTTng-UST was not found "
+			"when it was built)\n");
+		return EXIT_USAGE;
+	}
 	if (!dir[0])
 		default_dir(dir, sizeof(dir));
 	if (rt_cli_prepare_dir(dir, append, abs, err, sizeof(err)) != 0) {
@@ -272,6 +306,7 @@ int rt_cli_cmd_run(int argc, char **argv)
 			snprintf(run_id + 2 * i, 3, "%02x", rnd[i]);
 		setenv("RANKTRACE_DIR", abs, 1);
 		setenv("RANKTRACE_RUN_ID", run_id, 1);
+		setenv("RANKTRACE_BACKEND", backend, 1);
 		if (max_size)
 			setenv("RANKTRACE_MAX_SIZE", max_size, 1);
 		else
@@ -289,6 +324,20 @@ int rt_cli_cmd_run(int argc, char **argv)
 	} else {
 		unsetenv("RANKTRACE_INJECT");
 	}
+	if (traced && use_lttng &&
+	    rt_cli_lttng_begin(&lttng, abs, lttng_kernel, err, sizeof(err)) != 0) {
+		/* as for DIR: never run untraced unless asked */
+		if (!allow_untraced) {
+			fprintf(stderr, "ranktrace run: no LTTng session: %s\n(--allow-untraced runs "
+				"the command anyway, untraced)\n", err);
+			free(inject);
+			return EXIT_USAGE;
+		}
+		fprintf(stderr, "ranktrace: warning: no LTTng session (%s): running the command "
+			"untraced (--allow-untraced)\n", err);
+		traced = false;
+		unsetenv("RANKTRACE_DIR");
+	}
 	fflush(stdout);
 	child = fork();
 	if (child < 0) {
@@ -305,6 +354,13 @@ int rt_cli_cmd_run(int argc, char **argv)
 	signal(SIGHUP, forward);
 	while (waitpid(child, &status, 0) < 0 && errno == EINTR)
 		;
+	if (traced && use_lttng) {
+		uint64_t discarded, lost;
+
+		if (rt_cli_lttng_end(&lttng, &discarded, &lost) == 0)
+			printf("lttng session %s: %llu events discarded, %llu packets lost\n", lttng.name,
+			       (unsigned long long)discarded, (unsigned long long)lost);
+	}
 	if (traced) {
 		fflush(stdout);
 		rt_cli_print_summary(abs);

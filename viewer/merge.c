@@ -13,6 +13,7 @@
 
 #include "model.h"
 #include "model_int.h"
+#include "read_bt2.h"
 
 /* ---- the merge ---- */
 
@@ -183,11 +184,66 @@ static void model_event(void *arg, int rank, const struct rt_vw_event *e)
 	m->t->events++;
 }
 
+/* An LTTng trace: each rank's events were read at load (read_bt2.c). */
+static int lttng_sources(struct rt_vw_trace *t, struct src **out, int *nout)
+{
+	struct src *srcs = calloc((size_t)t->nranks + 1, sizeof(*srcs));
+	int nsrc = 0;
+
+	if (!srcs)
+		return -1;
+	for (int i = 0; i < t->nranks; i++) {
+		const struct rt_vw_bt2_rank *br = &t->lttng->ranks[i];
+
+		srcs[nsrc].c = rt_vw_cursor_mem(br->ev, br->n, br->discarded);
+		srcs[nsrc].rank = i;
+		if (!srcs[nsrc].c) {
+			while (nsrc > 0)
+				rt_vw_cursor_close(srcs[--nsrc].c);
+			free(srcs);
+			return -1;
+		}
+		nsrc++;
+	}
+	*out = srcs;
+	*nout = nsrc;
+	return 0;
+}
+
+/* The ranks of an LTTng trace, as read_bt2.c grouped its processes. */
+static int lttng_ranks(struct rt_vw_trace *t, char *err, size_t errlen)
+{
+	t->lttng = rt_vw_bt2_load(t->dir, err, errlen);
+	if (!t->lttng)
+		return -1;
+	t->ranks = calloc((size_t)t->lttng->nranks + 1, sizeof(*t->ranks));
+	if (!t->ranks) {
+		snprintf(err, errlen, "%s: out of memory", t->dir);
+		return -1;
+	}
+	t->nranks = t->lttng->nranks;
+	for (int i = 0; i < t->nranks; i++) {
+		struct rt_vw_rank *r = &t->ranks[i];
+
+		snprintf(r->name, sizeof(r->name), "%s", t->lttng->ranks[i].name);
+		r->meta = t->lttng->ranks[i].meta;
+		r->comm_device = r->init_device = -1;
+		r->live = calloc(1, sizeof(*r->live));
+		if (r->meta.rank < 0)
+			r->meta.rank = 100000 + i; /* pid-named: keep them apart */
+		r->readable = true;
+	}
+	return 0;
+}
+
 /* Open a cursor on every stream of every readable rank of t. */
 static int open_sources(struct rt_vw_trace *t, struct src **out, int *nout)
 {
 	struct src *srcs = NULL;
 	int nsrc = 0, cap = 0;
+
+	if (t->lttng)
+		return lttng_sources(t, out, nout);
 
 	for (int i = 0; i < t->nranks; i++) {
 		char rd[4400], e2[512], **streams;
@@ -262,12 +318,18 @@ struct rt_vw_trace *rt_vw_load_stall(const char *dir, unsigned flags, uint64_t s
 	struct matcher *m = calloc(1, sizeof(*m));
 	struct src *srcs = NULL;
 	char **names = NULL;
-	int n, nsrc = 0, readable = 0;
+	int n = 0, nsrc = 0, readable = 0;
 
 	if (!t || !m)
 		goto out_oom;
 	snprintf(t->dir, sizeof(t->dir), "%s", dir);
 	t->flags = flags;
+	if (rt_vw_is_lttng(dir)) {
+		if (lttng_ranks(t, err, errlen) != 0)
+			goto out_fail;
+		m->t = t;
+		goto read_events;
+	}
 	n = rt_vw_list_ranks(dir, &names);
 	if (n <= 0) {
 		snprintf(err, errlen, "%s: no rank traces (rank-*/ directories) here", dir);
@@ -300,6 +362,7 @@ struct rt_vw_trace *rt_vw_load_stall(const char *dir, unsigned flags, uint64_t s
 		snprintf(err, errlen, "%s: no readable rank trace (%s)", dir, t->ranks[0].damaged);
 		goto out_fail;
 	}
+read_events:
 	if (open_sources(t, &srcs, &nsrc) != 0)
 		goto out_oom;
 	if (merge_windowed(t, srcs, nsrc, model_event, m) != 0)
@@ -345,5 +408,6 @@ void rt_vw_free(struct rt_vw_trace *t)
 	free(t->findings);
 	free(t->missing);
 	free(t->comms);
+	rt_vw_bt2_free(t->lttng);
 	free(t);
 }

@@ -26,6 +26,7 @@ struct rt_vw_call_sig {
 	uint32_t seq;
 };
 
+struct rt_vw_bt2;       /* read_bt2.h */
 struct rt_vw_alloc_map; /* alloc_map.c */
 struct rt_vw_vmm;       /* memory.c */
 
@@ -237,6 +238,7 @@ struct rt_vw_trace {
 	int running;                 /* ranks whose process is alive */
 	bool hung;
 	char laggard[600];           /* the laggard analysis of a hang */
+	struct rt_vw_bt2 *lttng; /* an LTTng trace, read at load (read_bt2.c); else NULL */
 };
 
 /* Read and analyse a trace directory. Returns NULL with err set when it

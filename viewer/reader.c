@@ -32,7 +32,22 @@ struct rt_vw_cursor {
 	struct rt_vw_stream_info info;
 	char err[512];
 	bool failed;
+	const struct rt_vw_event *mem; /* rt_vw_cursor_mem: events already decoded */
+	size_t mem_n, mem_i;
 };
+
+struct rt_vw_cursor *rt_vw_cursor_mem(const struct rt_vw_event *ev, size_t n, uint64_t discarded)
+{
+	struct rt_vw_cursor *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->mem = ev;
+	c->mem_n = n;
+	c->info.discarded = discarded;
+	snprintf(c->path, sizeof(c->path), "(lttng)");
+	return c;
+}
 
 struct rt_vw_cursor *rt_vw_cursor_open(const char *path, char *err, size_t errlen)
 {
@@ -139,6 +154,14 @@ int rt_vw_cursor_next(struct rt_vw_cursor *c, struct rt_vw_event *e)
 	unsigned hdr;
 	int16_t r;
 	int8_t dev;
+
+	if (c->mem) {
+		if (c->mem_i >= c->mem_n)
+			return 0;
+		*e = c->mem[c->mem_i++];
+		c->info.events++;
+		return 1;
+	}
 
 	if (c->failed)
 		return -1;

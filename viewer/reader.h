@@ -54,6 +54,9 @@ int rt_vw_cursor_next(struct rt_vw_cursor *c, struct rt_vw_event *e);
 const char *rt_vw_cursor_error(const struct rt_vw_cursor *c);
 const struct rt_vw_stream_info *rt_vw_cursor_info(const struct rt_vw_cursor *c);
 void rt_vw_cursor_close(struct rt_vw_cursor *c);
+/* A cursor over events already decoded (an LTTng trace, read_bt2.c); ev
+ * must outlive it. discarded is reported by rt_vw_cursor_info(). */
+struct rt_vw_cursor *rt_vw_cursor_mem(const struct rt_vw_event *ev, size_t n, uint64_t discarded);
 
 /* Facts from a rank directory's metadata env block. */
 struct rt_vw_rank_meta {

@@ -1,0 +1,336 @@
+/* SPDX-License-Identifier: MIT */
+/* lttng_session.c - `ranktrace run --backend lttng`: the LTTng session around
+ * the traced command.
+ *
+ * Drives LTTng through its own command-line client (`lttng`, machine
+ * interface where output is read) and, when none is running for this user,
+ * starts a session daemon as our child (`lttng-sessiond --sig-parent`, which
+ * signals readiness; no root needed: a user's daemon lives in $LTTNG_HOME or
+ * $HOME/.lttng). The session writes to DIR, records the `ranktrace:*` events
+ * in one per-UID channel with the vpid and vtid contexts (the viewer tells
+ * processes apart by them), and, with --lttng-kernel, scheduler and process
+ * events of the kernel when this user may record them.
+ *
+ * Every process started here is bounded: each `lttng` command by a timeout
+ * (killed after it), the daemon by PR_SET_PDEATHSIG and an explicit stop
+ * (SIGTERM, then SIGKILL) when `run` ends; a daemon that was already running
+ * is left alone. Only the CLI runs this: it may print and allocate. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lttng_session.h"
+
+#define CMD_TIMEOUT_S 60   /* `lttng stop` waits for the consumer to drain */
+#define SESSIOND_READY_S 20
+#define SESSIOND_STOP_S 10
+#define MAX_ARGS 24
+
+static const char *lttng_bin(void)
+{
+	const char *p = getenv("RANKTRACE_LTTNG");
+
+	return p && *p ? p : "lttng";
+}
+
+/* Wait for pid until deadline (CLOCK_MONOTONIC seconds); 0 and *status when
+ * it ended, -1 when it is still running at the deadline. */
+static int wait_until(pid_t pid, int *status, double deadline)
+{
+	for (;;) {
+		struct timespec ts, nap = { 0, 20 * 1000 * 1000 };
+		pid_t r = waitpid(pid, status, WNOHANG);
+
+		if (r == pid)
+			return 0;
+		if (r < 0 && errno != EINTR)
+			return 0; /* not our child any more */
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		if ((double)ts.tv_sec + ts.tv_nsec / 1e9 > deadline)
+			return -1;
+		nanosleep(&nap, NULL);
+	}
+}
+
+static double mono_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Run `lttng ARGS...` (NULL-terminated), its stdout and stderr into out
+ * (NUL-terminated, truncated). Returns its exit status, 124 on timeout,
+ * 127 when it cannot be started. */
+static int run_lttng(char *out, size_t n, const char *arg, ...)
+{
+	const char *argv[MAX_ARGS];
+	int fds[2], argc = 0, status = 127;
+	size_t len = 0;
+	double deadline = mono_now() + CMD_TIMEOUT_S;
+	va_list ap;
+	pid_t pid;
+
+	argv[argc++] = lttng_bin();
+	va_start(ap, arg);
+	for (const char *a = arg; a && argc < MAX_ARGS - 1; a = va_arg(ap, const char *))
+		argv[argc++] = a;
+	va_end(ap);
+	argv[argc] = NULL;
+	out[0] = '\0';
+	if (pipe2(fds, O_CLOEXEC) != 0)
+		return 127;
+	pid = fork();
+	if (pid < 0) {
+		close(fds[0]);
+		close(fds[1]);
+		return 127;
+	}
+	if (pid == 0) {
+		dup2(fds[1], STDOUT_FILENO);
+		dup2(fds[1], STDERR_FILENO);
+		unsetenv("LD_PRELOAD"); /* the client is not traced */
+		execvp(argv[0], (char *const *)argv);
+		dprintf(STDERR_FILENO, "cannot run %s: %s", argv[0], strerror(errno));
+		_exit(127);
+	}
+	close(fds[1]);
+	fcntl(fds[0], F_SETFL, O_NONBLOCK);
+	for (;;) {
+		char buf[4096];
+		ssize_t k = read(fds[0], buf, sizeof(buf));
+
+		if (k > 0) {
+			size_t take = len + (size_t)k < n ? (size_t)k : n - 1 - len;
+
+			memcpy(out + len, buf, take);
+			len += take;
+			out[len] = '\0';
+			continue;
+		}
+		if (k == 0)
+			break;
+		if (errno != EAGAIN && errno != EINTR)
+			break;
+		if (mono_now() > deadline)
+			break;
+		usleep(10000);
+	}
+	close(fds[0]);
+	if (wait_until(pid, &status, deadline) != 0) {
+		kill(pid, SIGKILL);
+		waitpid(pid, &status, 0);
+		return 124;
+	}
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* The first line of a command's output, for messages. */
+static const char *first_line(char *s)
+{
+	char *nl;
+
+	while (*s == '\n')
+		s++;
+	nl = strchr(s, '\n');
+	if (nl)
+		*nl = '\0';
+	return *s ? s : "no message";
+}
+
+/* Start a session daemon as our child; wait for its readiness signal. */
+static int start_sessiond(struct rt_cli_lttng *l, bool kernel, char *err, size_t n)
+{
+	sigset_t set, old;
+	siginfo_t si;
+	struct timespec wait = { SESSIOND_READY_S, 0 };
+	int status;
+	pid_t pid;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGUSR1);
+	sigaddset(&set, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &set, &old);
+	pid = fork();
+	if (pid == 0) {
+		sigprocmask(SIG_SETMASK, &old, NULL);
+		prctl(PR_SET_PDEATHSIG, SIGTERM); /* never outlive ranktrace */
+		int null = open("/dev/null", O_RDWR);
+		dup2(null, STDIN_FILENO);
+		dup2(null, STDOUT_FILENO);
+		dup2(null, STDERR_FILENO);
+		unsetenv("LD_PRELOAD");
+		if (kernel)
+			execlp("lttng-sessiond", "lttng-sessiond", "--sig-parent", (char *)NULL);
+		else
+			execlp("lttng-sessiond", "lttng-sessiond", "--sig-parent", "--no-kernel",
+			       (char *)NULL);
+		_exit(127);
+	}
+	if (pid < 0) {
+		sigprocmask(SIG_SETMASK, &old, NULL);
+		snprintf(err, n, "cannot start lttng-sessiond: %s", strerror(errno));
+		return -1;
+	}
+	for (;;) {
+		int sig = sigtimedwait(&set, &si, &wait);
+
+		if (sig == SIGUSR1)
+			break;
+		if (sig == SIGCHLD && waitpid(pid, &status, WNOHANG) == pid) {
+			sigprocmask(SIG_SETMASK, &old, NULL);
+			snprintf(err, n, "lttng-sessiond exited at start (%s %d)%s",
+				 WIFEXITED(status) ? "status" : "signal",
+				 WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status),
+				 WIFEXITED(status) && WEXITSTATUS(status) == 127
+					 ? ": not installed (apt-get install lttng-tools)" : "");
+			return -1;
+		}
+		if (sig < 0 && errno != EINTR) {
+			sigprocmask(SIG_SETMASK, &old, NULL);
+			kill(pid, SIGKILL);
+			waitpid(pid, &status, 0);
+			snprintf(err, n, "lttng-sessiond did not become ready in %d s", SESSIOND_READY_S);
+			return -1;
+		}
+	}
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	l->sessiond = pid;
+	return 0;
+}
+
+static void stop_sessiond(struct rt_cli_lttng *l)
+{
+	int status;
+
+	if (l->sessiond <= 0)
+		return;
+	kill(l->sessiond, SIGTERM);
+	if (wait_until(l->sessiond, &status, mono_now() + SESSIOND_STOP_S) != 0) {
+		kill(l->sessiond, SIGKILL);
+		waitpid(l->sessiond, &status, 0);
+	}
+	l->sessiond = 0;
+}
+
+/* Is a session daemon reachable for this user? (`lttng list` fails without.) */
+static bool sessiond_running(void)
+{
+	char out[4096];
+
+	return run_lttng(out, sizeof(out), "list", NULL) == 0;
+}
+
+/* Channel, contexts, events. */
+static int configure(struct rt_cli_lttng *l, bool kernel, char *err, size_t n)
+{
+	char out[4096];
+	const char *s = l->name;
+
+	if (run_lttng(out, sizeof(out), "enable-channel", "--userspace", "--session", s,
+		      "--subbuf-size", "1M", "--num-subbuf", "8", RT_LTTNG_CHANNEL, NULL) != 0 ||
+	    run_lttng(out, sizeof(out), "add-context", "--userspace", "--session", s, "--channel",
+		      RT_LTTNG_CHANNEL, "--type", "vpid", "--type", "vtid", NULL) != 0 ||
+	    run_lttng(out, sizeof(out), "enable-event", "--userspace", "--session", s,
+		      "--channel", RT_LTTNG_CHANNEL, "ranktrace:*", NULL) != 0) {
+		snprintf(err, n, "lttng: %s", first_line(out));
+		return -1;
+	}
+	if (kernel &&
+	    run_lttng(out, sizeof(out), "enable-event", "--kernel", "--session", s,
+		      "sched_switch,sched_wakeup,sched_process_fork,sched_process_exec,"
+		      "sched_process_exit", NULL) != 0)
+		fprintf(stderr, "ranktrace: warning: no kernel events (%s): recording ranktrace "
+			"events only\n", first_line(out));
+	return 0;
+}
+
+int rt_cli_lttng_begin(struct rt_cli_lttng *l, const char *dir, bool kernel, char *err, size_t n)
+{
+	char out[4096], opt[4200];
+
+	memset(l, 0, sizeof(*l));
+	snprintf(l->name, sizeof(l->name), "ranktrace-%d", (int)getpid());
+	if (!sessiond_running() && start_sessiond(l, kernel, err, n) != 0)
+		return -1;
+	snprintf(opt, sizeof(opt), "--output=%s", dir);
+	if (run_lttng(out, sizeof(out), "create", l->name, opt, NULL) != 0) {
+		snprintf(err, n, "lttng create: %s", first_line(out));
+		goto out_stop;
+	}
+	l->created = true;
+	if (configure(l, kernel, err, n) != 0)
+		goto out_destroy;
+	if (run_lttng(out, sizeof(out), "start", l->name, NULL) != 0) {
+		snprintf(err, n, "lttng start: %s", first_line(out));
+		goto out_destroy;
+	}
+	return 0;
+
+out_destroy:
+	run_lttng(out, sizeof(out), "destroy", l->name, NULL);
+	l->created = false;
+out_stop:
+	stop_sessiond(l);
+	return -1;
+}
+
+/* Sum of every <tag>N</tag> in an MI document. */
+static uint64_t mi_sum(const char *xml, const char *tag)
+{
+	char open[64];
+	uint64_t sum = 0;
+	size_t k;
+
+	k = (size_t)snprintf(open, sizeof(open), "<%s>", tag);
+	for (const char *p = strstr(xml, open); p; p = strstr(p + k, open))
+		sum += strtoull(p + k, NULL, 10);
+	return sum;
+}
+
+int rt_cli_lttng_end(struct rt_cli_lttng *l, uint64_t *discarded, uint64_t *lost_packets)
+{
+	static char xml[1 << 16];
+	int rc = 0;
+	char out[4096];
+
+	*discarded = *lost_packets = 0;
+	if (l->created) {
+		if (run_lttng(out, sizeof(out), "stop", l->name, NULL) != 0) {
+			fprintf(stderr, "ranktrace: warning: lttng stop: %s\n", first_line(out));
+			rc = -1;
+		}
+		if (run_lttng(xml, sizeof(xml), "--mi", "xml", "list", l->name, NULL) == 0) {
+			*discarded = mi_sum(xml, "discarded_events");
+			*lost_packets = mi_sum(xml, "lost_packets");
+		} else {
+			rc = -1;
+		}
+		if (run_lttng(out, sizeof(out), "destroy", l->name, NULL) != 0) {
+			fprintf(stderr, "ranktrace: warning: lttng destroy: %s\n", first_line(out));
+			rc = -1;
+		}
+		l->created = false;
+	}
+	stop_sessiond(l);
+	return rc;
+}
+
+int rt_cli_lttng_provider(const char *lib)
+{
+	const char *slash = strrchr(lib, '/');
+	char path[4200];
+
+	snprintf(path, sizeof(path), "%.*s/libranktrace-lttng.so", slash ? (int)(slash - lib) : 1,
+		 slash ? lib : ".");
+	return access(path, R_OK) == 0 ? 0 : -1;
+}

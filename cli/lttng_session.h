@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: MIT */
+/* lttng_session.h - the LTTng session of `ranktrace run --backend lttng`. */
+#ifndef RT_CLI_LTTNG_SESSION_H
+#define RT_CLI_LTTNG_SESSION_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define RT_LTTNG_CHANNEL "ranktrace"
+
+struct rt_cli_lttng {
+	char name[64];   /* session name: ranktrace-PID */
+	pid_t sessiond;  /* the daemon we started, or 0 (one was running) */
+	bool created;
+};
+
+/* Start a session daemon if none runs for this user, create a session
+ * writing to dir (absolute), enable the ranktrace events (and kernel events
+ * when asked and allowed), start it. 0, or -1 with err set (nothing left
+ * behind: session destroyed, our daemon stopped). */
+int rt_cli_lttng_begin(struct rt_cli_lttng *l, const char *dir, bool kernel, char *err, size_t n);
+
+/* Stop the session (waits until its data is written), read the events
+ * discarded and packets lost, destroy it, stop the daemon if we started it.
+ * 0, or -1 when a step failed (warned). */
+int rt_cli_lttng_end(struct rt_cli_lttng *l, uint64_t *discarded, uint64_t *lost_packets);
+
+/* 0 when the LTTng provider was built next to lib (libranktrace.so). */
+int rt_cli_lttng_provider(const char *lib);
+
+#endif

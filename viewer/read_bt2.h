@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: MIT */
+/* read_bt2.h - LTTng traces (`run --backend lttng`) read with libbabeltrace2
+ * into per-rank lists of the same events the native reader gives. */
+#ifndef RT_VW_READ_BT2_H
+#define RT_VW_READ_BT2_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "reader.h"
+
+struct rt_vw_bt2_rank {
+	char name[64];                /* rank-00003, or rank-pPID */
+	struct rt_vw_rank_meta meta;
+	struct rt_vw_event *ev;       /* in begin order; fields in the native layout */
+	size_t n;
+	uint64_t discarded;           /* by the ring buffers this rank wrote into */
+};
+
+struct rt_vw_bt2 {
+	int nranks;
+	struct rt_vw_bt2_rank *ranks;
+	uint64_t events, foreign;     /* ranktrace events; others (kernel...) skipped */
+	void *priv;
+};
+
+/* Does dir look like an LTTng trace (session output or one CTF trace)? */
+bool rt_vw_is_lttng(const char *dir);
+
+/* Read every ranktrace:* event under dir. NULL with err set when it cannot
+ * be read (not CTF, damaged, no ranktrace events, built without
+ * libbabeltrace2). */
+struct rt_vw_bt2 *rt_vw_bt2_load(const char *dir, char *err, size_t errlen);
+void rt_vw_bt2_free(struct rt_vw_bt2 *b);
+
+#endif
