@@ -29,7 +29,7 @@ static void usage_run(FILE *f)
 {
 	fprintf(f,
 		"usage: ranktrace run [-o DIR] [--max-size SIZE] [--inject PLAN | --inject-file F]\n"
-		"                     [--] CMD [ARG...]\n"
+		"                     [--backend ctf|lttng [--lttng-kernel]] [--] CMD [ARG...]\n"
 		"\n"
 		"Runs CMD with libranktrace.so preloaded in it and in every process it starts\n"
 		"(launchers such as torchrun, accelerate launch, srun or rt-launch fork the\n"
