@@ -12,9 +12,11 @@
  * events of the kernel when this user may record them.
  *
  * Every process started here is bounded: each `lttng` command by a timeout
- * (killed after it), the daemon by PR_SET_PDEATHSIG and an explicit stop
- * (SIGTERM, then SIGKILL) when `run` ends; a daemon that was already running
- * is left alone. Only the CLI runs this: it may print and allocate. */
+ * (killed after it), the daemon we started by an explicit stop (SIGTERM,
+ * then SIGKILL) when `run` ends -- unless another session (another run of
+ * this user, started meanwhile) still uses it: then it is left running and
+ * `run` says so. A daemon that was already running is never touched. Only
+ * the CLI runs this: it may print and allocate. */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -22,7 +24,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -162,9 +163,10 @@ static int start_sessiond(struct rt_cli_lttng *l, bool kernel, char *err, size_t
 	sigprocmask(SIG_BLOCK, &set, &old);
 	pid = fork();
 	if (pid == 0) {
-		sigprocmask(SIG_SETMASK, &old, NULL);
-		prctl(PR_SET_PDEATHSIG, SIGTERM); /* never outlive ranktrace */
 		int null = open("/dev/null", O_RDWR);
+
+		sigprocmask(SIG_SETMASK, &old, NULL);
+		setsid(); /* not in the job's process group: ^C reaches the job, not it */
 		dup2(null, STDIN_FILENO);
 		dup2(null, STDOUT_FILENO);
 		dup2(null, STDERR_FILENO);
@@ -214,6 +216,7 @@ static void stop_sessiond(struct rt_cli_lttng *l)
 
 	if (l->sessiond <= 0)
 		return;
+	l->stopped = l->sessiond;
 	kill(l->sessiond, SIGTERM);
 	if (wait_until(l->sessiond, &status, mono_now() + SESSIOND_STOP_S) != 0) {
 		kill(l->sessiond, SIGKILL);
@@ -245,12 +248,19 @@ static int configure(struct rt_cli_lttng *l, bool kernel, char *err, size_t n)
 		snprintf(err, n, "lttng: %s", first_line(out));
 		return -1;
 	}
-	if (kernel &&
-	    run_lttng(out, sizeof(out), "enable-event", "--kernel", "--session", s,
-		      "sched_switch,sched_wakeup,sched_process_fork,sched_process_exec,"
-		      "sched_process_exit", NULL) != 0)
-		fprintf(stderr, "ranktrace: warning: no kernel events (%s): recording ranktrace "
-			"events only\n", first_line(out));
+	if (kernel) {
+		int rc = run_lttng(out, sizeof(out), "enable-event", "--kernel", "--session", s,
+				   "sched_switch,sched_wakeup,sched_process_fork,"
+				   "sched_process_exec,sched_process_exit", NULL);
+
+		/* the client dies of SIGPIPE when the daemon has no kernel tracer */
+		if (rc != 0)
+			fprintf(stderr, "ranktrace: warning: no kernel events (lttng enable-event "
+				"--kernel: %s): recording ranktrace events only\n",
+				rc == 128 + SIGPIPE ? "the session daemon has no kernel tracer: "
+						      "lttng-modules not loaded, or not root nor in "
+						      "the tracing group" : first_line(out));
+	}
 	return 0;
 }
 
@@ -320,6 +330,11 @@ int rt_cli_lttng_end(struct rt_cli_lttng *l, uint64_t *discarded, uint64_t *lost
 			rc = -1;
 		}
 		l->created = false;
+	}
+	if (l->sessiond > 0 && run_lttng(xml, sizeof(xml), "--mi", "xml", "list", NULL) == 0 &&
+	    strstr(xml, "<session>")) {
+		l->left_running = true; /* another session uses it now */
+		return rc;
 	}
 	stop_sessiond(l);
 	return rc;

@@ -13,7 +13,9 @@
 struct rt_cli_lttng {
 	char name[64];   /* session name: ranktrace-PID */
 	pid_t sessiond;  /* the daemon we started, or 0 (one was running) */
+	pid_t stopped;   /* the daemon we started and stopped */
 	bool created;
+	bool left_running; /* ours, left for another session using it */
 };
 
 /* Start a session daemon if none runs for this user, create a session
@@ -23,7 +25,8 @@ struct rt_cli_lttng {
 int rt_cli_lttng_begin(struct rt_cli_lttng *l, const char *dir, bool kernel, char *err, size_t n);
 
 /* Stop the session (waits until its data is written), read the events
- * discarded and packets lost, destroy it, stop the daemon if we started it.
+ * discarded and packets lost, destroy it, stop the daemon if we started it
+ * and no other session uses it.
  * 0, or -1 when a step failed (warned). */
 int rt_cli_lttng_end(struct rt_cli_lttng *l, uint64_t *discarded, uint64_t *lost_packets);
 

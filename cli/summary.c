@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "read_bt2.h"
 
 /* "0:4224 B,1:512 B", or "-": the peak of every device the rank used. */
 static void peaks_str(const struct rt_vw_rank *r, char *out, size_t n)
@@ -28,7 +29,7 @@ static void peaks_str(const struct rt_vw_rank *r, char *out, size_t n)
 		snprintf(out, n, "-");
 }
 
-static void print_rank(const struct rt_vw_rank *r)
+static void print_rank(const struct rt_vw_rank *r, const char *discard_why)
 {
 	char who[80], devs[256], how[128], peaks[512];
 
@@ -43,7 +44,7 @@ static void print_rank(const struct rt_vw_rank *r)
 	       who, r->meta.hostname, r->events, strchr(devs, ',') ? "s" : " ", devs, how, r->allocs,
 	       r->allocs == 1 ? "" : "s", peaks);
 	if (r->discarded)
-		printf("  (%" PRIu64 " events discarded: size cap)", r->discarded);
+		printf("  (%" PRIu64 " events discarded: %s)", r->discarded, discard_why);
 	if (r->damaged[0])
 		printf("\n    damaged: %s", r->damaged);
 	printf("\n");
@@ -53,20 +54,27 @@ static void print_rank(const struct rt_vw_rank *r)
 int rt_cli_print_summary(const char *dir)
 {
 	char **names, err[1024];
-	int n = rt_vw_list_ranks(dir, &names), bad = 0;
+	int n = -1, bad = 0; /* -1: an LTTng trace, its ranks counted by the model */
 	struct rt_vw_trace *t;
 
-	rt_vw_free_names(names, n > 0 ? n : 0);
-	if (n <= 0) {
-		printf("ranktrace: no rank traces in %s (the command made no CUDA or NCCL call)\n", dir);
-		return 0;
+	if (!rt_vw_is_lttng(dir)) {
+		n = rt_vw_list_ranks(dir, &names);
+		rt_vw_free_names(names, n > 0 ? n : 0);
+		if (n <= 0) {
+			printf("ranktrace: no rank traces in %s (the command made no CUDA or NCCL "
+			       "call)\n", dir);
+			return 0;
+		}
+		printf("ranktrace: %d rank trace%s in %s/\n", n, n == 1 ? "" : "s", dir);
 	}
-	printf("ranktrace: %d rank trace%s in %s/\n", n, n == 1 ? "" : "s", dir);
 	t = rt_vw_load(dir, 0, err, sizeof(err));
 	if (!t) {
 		printf("  unreadable: %s\n", err);
-		return n;
+		return n > 0 ? n : 1;
 	}
+	if (n < 0)
+		printf("ranktrace: %d rank%s in the LTTng trace %s/\n", t->nranks,
+		       t->nranks == 1 ? "" : "s", dir);
 	for (int i = 0; i < t->nranks; i++) {
 		const struct rt_vw_rank *r = &t->ranks[i];
 
@@ -75,7 +83,7 @@ int rt_cli_print_summary(const char *dir)
 			bad++;
 			continue;
 		}
-		print_rank(r);
+		print_rank(r, t->lttng ? "LTTng ring buffers, an upper bound" : "size cap");
 		bad += r->damaged[0] != '\0';
 	}
 	rt_vw_free(t);

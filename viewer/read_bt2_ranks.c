@@ -1,0 +1,202 @@
+/* SPDX-License-Identifier: MIT */
+/* read_bt2_ranks.c - an LTTng trace's processes (read by read_bt2.c) grouped
+ * into ranks, the way a native trace has one directory per rank.
+ *
+ * A process is identified by ranktrace:rt_identity (launcher environment) or,
+ * when that gave no rank, by the rank NCCL gave it later (rt_rank); processes
+ * of one rank (forked children) are one rank, a process with no rank is its
+ * own (rank-pPID). A rank's events are put in begin order, the order of the
+ * native merge. Allocates; not thread-safe. */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "read_bt2_int.h"
+
+/* The rank a process belongs to, as its identity (or NCCL, later) says. */
+static void settle_identity(struct proc *p)
+{
+	if (p->meta.rank < 0 && p->nccl_rank >= 0) {
+		p->meta.rank = p->nccl_rank;
+		p->meta.world_size = p->nccl_world;
+		snprintf(p->meta.rank_source, sizeof(p->meta.rank_source), "nccl");
+	}
+	if (!p->identified)
+		snprintf(p->meta.rank_source, sizeof(p->meta.rank_source), "unknown");
+}
+
+static int cmp_proc(const void *a, const void *b)
+{
+	const struct proc *x = a, *y = b;
+	int64_t kx = x->meta.rank >= 0 ? x->meta.rank : ((int64_t)1 << 40) + x->vpid;
+	int64_t ky = y->meta.rank >= 0 ? y->meta.rank : ((int64_t)1 << 40) + y->vpid;
+
+	if (kx != ky)
+		return kx < ky ? -1 : 1;
+	return x->vpid < y->vpid ? -1 : x->vpid > y->vpid;
+}
+
+struct item {
+	uint64_t ts, seq;
+	struct rt_vw_event e;
+};
+
+static int cmp_item(const void *a, const void *b)
+{
+	const struct item *x = a, *y = b;
+
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* Procs [a, b) are one rank: its events in begin order (the native order). */
+static int build_rank(struct reader *r, int a, int b, struct rt_vw_bt2_rank *out)
+{
+	size_t n = 0, k = 0;
+	uint64_t mask = 0;
+	struct item *items;
+
+	for (int i = a; i < b; i++) {
+		n += r->procs[i].n;
+		mask |= r->procs[i].streams;
+	}
+	out->meta = r->procs[a].meta;
+	if (out->meta.rank >= 0)
+		snprintf(out->name, sizeof(out->name), "rank-%05d", out->meta.rank);
+	else
+		snprintf(out->name, sizeof(out->name), "rank-p%d", out->meta.pid);
+	for (int s = 0; s < r->nstreams; s++)
+		if (mask & (1ull << s))
+			out->discarded += r->stream_discarded[s];
+	items = malloc(sizeof(*items) * (n ? n : 1));
+	out->ev = malloc(sizeof(*out->ev) * (n ? n : 1));
+	if (!items || !out->ev) {
+		free(items);
+		return -1;
+	}
+	for (int i = a; i < b; i++) {
+		const struct proc *p = &r->procs[i];
+
+		for (size_t j = 0; j < p->n; j++, k++) {
+			const struct rec *rc = &p->recs[j];
+
+			items[k].ts = rc->ts;
+			items[k].seq = (uint64_t)(i - a) << 40 | j;
+			items[k].e = (struct rt_vw_event){ .id = rc->id, .ts = rc->ts, .dur = rc->dur,
+							   .ret = rc->ret, .dev = rc->dev,
+							   .fields = p->bytes + rc->off,
+							   .pid = (uint32_t)p->vpid, .tid = rc->tid };
+		}
+	}
+	qsort(items, n, sizeof(*items), cmp_item);
+	for (k = 0; k < n; k++)
+		out->ev[k] = items[k].e;
+	out->n = n;
+	free(items);
+	return 0;
+}
+
+static int build_ranks(struct reader *r, struct rt_vw_bt2 *b)
+{
+	for (int i = 0; i < r->nprocs; i++)
+		settle_identity(&r->procs[i]);
+	qsort(r->procs, (size_t)r->nprocs, sizeof(*r->procs), cmp_proc);
+	b->ranks = calloc((size_t)r->nprocs + 1, sizeof(*b->ranks));
+	if (!b->ranks)
+		return -1;
+	for (int a = 0; a < r->nprocs;) {
+		int e = a + 1;
+
+		while (e < r->nprocs && r->procs[a].meta.rank >= 0 &&
+		       r->procs[e].meta.rank == r->procs[a].meta.rank)
+			e++;
+		if (build_rank(r, a, e, &b->ranks[b->nranks++]) != 0)
+			return -1;
+		a = e;
+	}
+	return 0;
+}
+
+static void reader_free(struct reader *r)
+{
+	if (!r)
+		return;
+	for (int i = 0; i < r->nprocs; i++) {
+		free(r->procs[i].recs);
+		free(r->procs[i].bytes);
+	}
+	free(r->procs);
+	free(r);
+}
+
+struct rt_vw_bt2 *rt_vw_bt2_load(const char *dir, char *err, size_t n)
+{
+	struct rt_vw_bt2 *b = calloc(1, sizeof(*b));
+	struct reader *r = calloc(1, sizeof(*r));
+
+	if (!b || !r) {
+		snprintf(err, n, "%s: out of memory", dir);
+		goto out_fail;
+	}
+	if (rt_vw_bt2_read(r, dir, err, n) != 0)
+		goto out_fail;
+	if (r->events == 0 && r->nprocs == 0) {
+		snprintf(err, n, "%s: an LTTng trace without ranktrace events (%llu other events)",
+			 dir, (unsigned long long)r->foreign);
+		goto out_fail;
+	}
+	b->priv = r;
+	b->events = r->events;
+	b->foreign = r->foreign;
+	if (build_ranks(r, b) != 0) {
+		snprintf(err, n, "%s: out of memory", dir);
+		rt_vw_bt2_free(b);
+		return NULL;
+	}
+	return b;
+
+out_fail:
+	reader_free(r);
+	free(b);
+	return NULL;
+}
+
+void rt_vw_bt2_free(struct rt_vw_bt2 *b)
+{
+	if (!b)
+		return;
+	for (int i = 0; b->ranks && i < b->nranks; i++)
+		free(b->ranks[i].ev);
+	free(b->ranks);
+	reader_free(b->priv);
+	free(b);
+}
+
+/* LTTng's session output (DIR/ust, DIR/kernel) or one LTTng CTF trace (its
+ * metadata in packets, which our writer never uses). */
+bool rt_vw_is_lttng(const char *dir)
+{
+	char path[4200];
+	struct stat st;
+	uint32_t magic = 0;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/ust", dir);
+	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+		return true;
+	snprintf(path, sizeof(path), "%s/kernel", dir);
+	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+		return true;
+	snprintf(path, sizeof(path), "%s/metadata", dir);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	if (read(fd, &magic, 4) != 4)
+		magic = 0;
+	close(fd);
+	return magic == 0x75d11d57u;
+}
