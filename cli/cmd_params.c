@@ -22,72 +22,6 @@ static const char *const usage =
 	"usage: ranktrace params DIR [--rank N] [--param GLOB] [--at wrap|first-forward|last]\n"
 	"                        [--json]\n";
 
-/* Every parameter name of the trace, in the order ranks first reported them. */
-struct names {
-	const char **v;
-	size_t n;
-};
-
-struct ref {
-	const char *name;
-	size_t key; /* rank index << 32 | parameter index: first appearance */
-};
-
-static int by_name_then_key(const void *a, const void *b)
-{
-	const struct ref *x = a, *y = b;
-	int c = strcmp(x->name, y->name);
-
-	return c ? c : (x->key > y->key) - (x->key < y->key);
-}
-
-static int by_key(const void *a, const void *b)
-{
-	const struct ref *x = a, *y = b;
-
-	return (x->key > y->key) - (x->key < y->key);
-}
-
-static int collect_names(const struct rt_vw_trace *t, const char *glob, struct names *out)
-{
-	size_t n = 0, k = 0;
-	struct ref *refs;
-
-	for (int i = 0; i < t->nranks; i++)
-		n += t->ranks[i].nparams;
-	refs = calloc(n ? n : 1, sizeof(*refs));
-	out->v = calloc(n ? n : 1, sizeof(*out->v));
-	if (!refs || !out->v) {
-		free(refs);
-		return -1;
-	}
-	for (int i = 0; i < t->nranks; i++)
-		for (uint32_t q = 0; q < t->ranks[i].nparams; q++)
-			if (!glob || !fnmatch(glob, t->ranks[i].params[q].name, 0))
-				refs[k++] = (struct ref){ t->ranks[i].params[q].name, (size_t)i << 32 | q };
-	qsort(refs, k, sizeof(*refs), by_name_then_key);
-	n = 0;
-	for (size_t i = 0; i < k; i++)
-		if (!i || strcmp(refs[i].name, refs[i - 1].name))
-			refs[n++] = refs[i];
-	qsort(refs, n, sizeof(*refs), by_key);
-	for (size_t i = 0; i < n; i++)
-		out->v[i] = refs[i].name;
-	out->n = n;
-	free(refs);
-	return 0;
-}
-
-/* Rank r's record of parameter name, or NULL (linear: params are few per rank
- * compared with events; the model keeps them in report order). */
-static const struct rt_vw_param *find_param(const struct rt_vw_rank *r, const char *name)
-{
-	for (uint32_t q = 0; q < r->nparams; q++)
-		if (!strcmp(r->params[q].name, name))
-			return &r->params[q];
-	return NULL;
-}
-
 /* The placement shown for --at, and the change that led to it (from, at). */
 static const struct rt_vw_placement *shown(const struct rt_vw_param *p, int at,
 					   const struct rt_vw_placement **from, int *from_at)
@@ -193,7 +127,7 @@ static void print_param_text(const struct rt_vw_trace *t, const char *name, int 
 	uint64_t numel = 0;
 
 	for (int i = 0; cells && ranks && done && i < t->nranks; i++) {
-		const struct rt_vw_param *p = find_param(&t->ranks[i], name);
+		const struct rt_vw_param *p = rt_vw_find_param(&t->ranks[i], name);
 
 		cell(&t->ranks[i], p, at, only < 0, cells[i], sizeof(cells[i]));
 		if (p && p->last.seen && !numel) {
@@ -221,7 +155,7 @@ static void print_param_text(const struct rt_vw_trace *t, const char *name, int 
 	free(done);
 }
 
-static void print_text(const struct rt_vw_trace *t, const struct names *nm, int at, int only)
+static void print_text(const struct rt_vw_trace *t, const struct rt_vw_names *nm, int at, int only)
 {
 	printf("trace %s: %d rank%s, %zu parameter%s; placement at %s\n\n", t->dir, t->nranks,
 	       t->nranks == 1 ? "" : "s", nm->n, nm->n == 1 ? "" : "s",
@@ -298,7 +232,7 @@ static void json_rank(const struct rt_vw_rank *r, const struct rt_vw_param *p, i
 }
 
 /* Schema ranktrace.params/1 (docs/json.md). */
-static void print_json(const struct rt_vw_trace *t, const struct names *nm, int at, int only)
+static void print_json(const struct rt_vw_trace *t, const struct rt_vw_names *nm, int at, int only)
 {
 	printf("{\"schema\": \"ranktrace.params/1\", \"dir\": ");
 	rt_cli_json_str(stdout, t->dir);
@@ -323,7 +257,7 @@ static void print_json(const struct rt_vw_trace *t, const struct names *nm, int 
 		rt_cli_json_str(stdout, nm->v[q]);
 		printf(", \"ranks\": [");
 		for (int i = 0, c = 0; i < t->nranks; i++) {
-			const struct rt_vw_param *p = find_param(&t->ranks[i], nm->v[q]);
+			const struct rt_vw_param *p = rt_vw_find_param(&t->ranks[i], nm->v[q]);
 
 			if (!want_rank(&t->ranks[i], only))
 				continue;
@@ -382,7 +316,7 @@ int rt_cli_cmd_params(int argc, char **argv)
 	int c, only = -1, at = AT_LAST, rc;
 	bool json = false;
 	struct rt_vw_trace *t;
-	struct names nm = { 0 };
+	struct rt_vw_names nm = { 0 };
 
 	while ((c = getopt_long(argc, argv, "r:p:a:jh", opts, NULL)) != -1) {
 		switch (c) {
@@ -423,7 +357,7 @@ int rt_cli_cmd_params(int argc, char **argv)
 		rt_vw_free(t);
 		return EXIT_USAGE;
 	}
-	if (collect_names(t, glob, &nm) != 0) {
+	if (rt_vw_param_names(t, glob, &nm) != 0) {
 		fprintf(stderr, "ranktrace params: out of memory\n");
 		rt_vw_free(t);
 		return 1;

@@ -20,15 +20,7 @@
 
 void rt_cli_human_bytes(char *out, size_t n, uint64_t b)
 {
-	const char *u[] = { "B", "KiB", "MiB", "GiB", "TiB" };
-	double v = (double)b;
-	int i = 0;
-
-	while (v >= 1024 && i < 4) {
-		v /= 1024;
-		i++;
-	}
-	snprintf(out, n, i ? "%.1f %s" : "%.0f %s", v, u[i]);
+	rt_vw_human_bytes(out, n, b); /* the same format in the report */
 }
 
 void rt_cli_json_str(FILE *f, const char *s)

@@ -89,3 +89,16 @@ uint64_t rt_vw_trace_start(const struct rt_vw_trace *t)
 			t0 = t->ranks[i].first_ts;
 	return t0 == UINT64_MAX ? 0 : t0;
 }
+
+void rt_vw_human_bytes(char *out, size_t n, uint64_t b)
+{
+	static const char *const u[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+	double v = (double)b;
+	int i = 0;
+
+	while (v >= 1024 && i < 4) {
+		v /= 1024;
+		i++;
+	}
+	snprintf(out, n, i ? "%.1f %s" : "%.0f %s", v, u[i]);
+}

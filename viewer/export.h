@@ -19,6 +19,9 @@ int rt_vw_report_html(const struct rt_vw_trace *t, FILE *f);
 /* Write s escaped for the inside of a JSON string (no quotes added). */
 void rt_vw_json_esc(FILE *f, const char *s);
 
+/* Bytes the one way every output writes them: "512 B", "3.1 KiB", "2.0 GiB". */
+void rt_vw_human_bytes(char *out, size_t n, uint64_t b);
+
 /* Write s with HTML's special characters escaped. */
 void rt_vw_html_esc(FILE *f, const char *s);
 

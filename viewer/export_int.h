@@ -13,5 +13,7 @@
 
 bool rt_vw_is_coll(unsigned id);
 uint64_t rt_vw_trace_start(const struct rt_vw_trace *t);
+/* report_params.c: the placement grid, grouped by module, collapsible */
+void rt_vw_report_params(const struct rt_vw_trace *t, FILE *f);
 
 #endif

@@ -236,10 +236,16 @@ void rt_vw_on_event(struct matcher *m, int ri, const struct rt_vw_event *e)
 	if (e->pending && (int)e->pid == r->meta.pid)
 		snprintf(r->died_in, sizeof(r->died_in), "%s", rt_events[e->id].name);
 	if (!e->pending && e->ret != 0 && e->id < RT_ID_FIRST_TRACER) {
+		const char *code = rt_result_name(rt_events[e->id].lib, e->ret);
+		char num[16];
+
+		snprintf(num, sizeof(num), "%d", e->ret);
 		r->errors++;
+		/* NVIDIA's name for the code (ncclSystemError), the number if unknown */
+		snprintf(r->last_error, sizeof(r->last_error), "%s returned %s", rt_events[e->id].name,
+			 code ? code : num);
 		if (!r->first_error[0])
-			snprintf(r->first_error, sizeof(r->first_error), "%s returned %d",
-				 rt_events[e->id].name, e->ret);
+			snprintf(r->first_error, sizeof(r->first_error), "%s", r->last_error);
 	}
 	switch (rt_events[e->id].role) {
 	case RT_R_ALLOC:

@@ -95,7 +95,7 @@ struct rt_vw_rank {
 	uint32_t ncalls, calls_cap;
 	/* errors and end */
 	uint64_t errors;
-	char first_error[200];
+	char first_error[200], last_error[200]; /* "ncclAllGather returned ncclSystemError" */
 	bool exit_seen;
 	int exit_status, signo;
 	char died_in[48];            /* a call that never returned, last in time */
@@ -176,6 +176,17 @@ int rt_vw_fault_spec(const struct rt_vw_event *e, char *out, size_t n);
 const char *rt_vw_dtype_name(unsigned code);
 /* "cuda:1", "cpu", "meta", "storage freed", "-" (never reported); snprintf's result. */
 int rt_vw_placement_str(const struct rt_vw_placement *pl, char *out, size_t n);
+/* Every parameter name of t (matching glob, if not NULL), in the order the
+ * ranks first reported them; out->v points into the model (free(out->v) only).
+ * 0, or -1 out of memory. */
+struct rt_vw_trace;
+struct rt_vw_names {
+	const char **v;
+	size_t n;
+};
+int rt_vw_param_names(const struct rt_vw_trace *t, const char *glob, struct rt_vw_names *out);
+/* Rank r's record of parameter name, or NULL. */
+const struct rt_vw_param *rt_vw_find_param(const struct rt_vw_rank *r, const char *name);
 /* One line about a rank's parameters; true when something is wrong with them. */
 bool rt_vw_placement_summary(const struct rt_vw_rank *r, char *out, size_t n);
 

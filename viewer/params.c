@@ -6,6 +6,8 @@
  *
  * Called from the model's single pass (model.c) for every rt_param and
  * rt_marker event; allocates nothing (the parameter slots are the model's). */
+#include <fnmatch.h>
+
 #include "model_int.h"
 
 const char *const rt_vw_place_names[RT_P_COUNT] = { "cuda", "cpu", "meta", "storage-freed",
@@ -139,4 +141,65 @@ bool rt_vw_placement_summary(const struct rt_vw_rank *r, char *out, size_t n)
 		 worst == RT_P_FREED && !r->fsdp_root_forwards ? " and no FSDP root forward ran" : "",
 		 example);
 	return true;
+}
+
+/* ---- names across ranks (params, report) ---- */
+
+
+struct ref {
+	const char *name;
+	size_t key; /* rank index << 32 | parameter index: first appearance */
+};
+
+static int by_name_then_key(const void *a, const void *b)
+{
+	const struct ref *x = a, *y = b;
+	int c = strcmp(x->name, y->name);
+
+	return c ? c : (x->key > y->key) - (x->key < y->key);
+}
+
+static int by_key(const void *a, const void *b)
+{
+	const struct ref *x = a, *y = b;
+
+	return (x->key > y->key) - (x->key < y->key);
+}
+
+int rt_vw_param_names(const struct rt_vw_trace *t, const char *glob, struct rt_vw_names *out)
+{
+	size_t n = 0, k = 0;
+	struct ref *refs;
+
+	for (int i = 0; i < t->nranks; i++)
+		n += t->ranks[i].nparams;
+	refs = calloc(n ? n : 1, sizeof(*refs));
+	out->v = calloc(n ? n : 1, sizeof(*out->v));
+	if (!refs || !out->v) {
+		free(refs);
+		return -1;
+	}
+	for (int i = 0; i < t->nranks; i++)
+		for (uint32_t q = 0; q < t->ranks[i].nparams; q++)
+			if (!glob || !fnmatch(glob, t->ranks[i].params[q].name, 0))
+				refs[k++] = (struct ref){ t->ranks[i].params[q].name, (size_t)i << 32 | q };
+	qsort(refs, k, sizeof(*refs), by_name_then_key);
+	n = 0;
+	for (size_t i = 0; i < k; i++)
+		if (!i || strcmp(refs[i].name, refs[i - 1].name))
+			refs[n++] = refs[i];
+	qsort(refs, n, sizeof(*refs), by_key);
+	for (size_t i = 0; i < n; i++)
+		out->v[i] = refs[i].name;
+	out->n = n;
+	free(refs);
+	return 0;
+}
+
+const struct rt_vw_param *rt_vw_find_param(const struct rt_vw_rank *r, const char *name)
+{
+	for (uint32_t q = 0; q < r->nparams; q++)
+		if (!strcmp(r->params[q].name, name))
+			return &r->params[q];
+	return NULL;
 }

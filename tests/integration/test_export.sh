@@ -41,7 +41,18 @@ if command -v chromium > /dev/null; then
   timeout 120 chromium --headless --no-sandbox --disable-gpu --dump-dom "file://$T/bad.html" > "$T/dom.html" 2> /dev/null
   check "rendered page shows the verdict" grep -q 'skipped-fsdp-root</span>' "$T/dom.html"
   check "rendered page shows the finding" grep -q 'FSDP root forward never ran' "$T/dom.html"
-  check "rendered page has a lane per rank" [ "$(grep -o '>rank [0-3]</text>' "$T/dom.html" | wc -l)" -eq 4 ]
+  check "rendered page has a lane per rank" [ "$(grep -o '<div class="lane">rank [0-3]</div>' "$T/dom.html" | wc -l)" -eq 4 ]
+  check "rendered report (4.53.0): timeline active >= 60 % of its width, a legend per device plotted, text in every placement cell" \
+    python3 "$HERE/check_report.py" "$T/dom.html"
+  "$RT" report "$T/good" -o "$T/good.html" 2> /dev/null
+  timeout 120 chromium --headless --no-sandbox --disable-gpu --window-size=1200,1400 \
+    --screenshot="$T/good.png" "file://$T/good.html" > /dev/null 2>&1
+  check "healthy report: a non-blank screenshot" [ "$(stat -c %s "$T/good.png" 2>/dev/null || echo 0)" -gt 20000 ]
+  timeout 120 chromium --headless --no-sandbox --disable-gpu --dump-dom "file://$T/good.html" > "$T/gdom.html" 2> /dev/null
+  check "rendered report (healthy): timeline active >= 60 %, a legend per device plotted, text in every placement cell" \
+    python3 "$HERE/check_report.py" "$T/gdom.html"
+  check "rendered report: the zoom is CSS only (radio buttons), the charts stretch in their viewBox" \
+    bash -c "grep -q 'id=\"z4\"' '$T/gdom.html' && grep -q 'preserveAspectRatio=\"none\"' '$T/gdom.html'"
   check "the hostile name stayed text in the DOM" grep -qF '&lt;script&gt;alert(1)&lt;/script&gt;' "$T/dom.html"
   timeout 120 chromium --headless --no-sandbox --disable-gpu --dump-dom "file://$T/param.html" > "$T/pdom.html" 2> /dev/null
   check "rendered heatmap: the <script> parameter is a text cell, no script element" bash -c "grep -qF '&lt;script&gt;alert(1)&lt;/script&gt;</td>' '$T/pdom.html' && ! grep -qi '<script' '$T/pdom.html'"
