@@ -47,6 +47,7 @@ static struct {
 					  CUpti_BuffersCallbackCompleteFunc);
 	CUptiResult (*flush)(uint32_t);
 	CUptiResult (*next_record)(uint8_t *, size_t, CUpti_Activity **);
+	CUptiResult (*device_id)(CUcontext, uint32_t *);
 } rt_tr_cupti;
 static CUpti_SubscriberHandle subscriber;
 static int active, flushing;
@@ -138,15 +139,21 @@ static void rt_tr_cupti_callback(void *userdata, CUpti_CallbackDomain domain, CU
 			  const void *cbdata)
 {
 	const CUpti_CallbackData *cd = cbdata;
-	int depth = rt_tr_depth, e = errno;
+	int depth = rt_tr_depth, e = errno, dev = rt_tr_cur_dev;
 	unsigned id = rt_tr_cur_id;
+	uint32_t did;
 
 	if (rt_tr_off || domain != CUPTI_CB_DOMAIN_DRIVER_API || !cd ||
 	    cd->callbackSite != CUPTI_API_EXIT || depth == 1 || interposer_has_it())
 		return;
 	cb_ret = cd->functionReturnValue ? *(const int *)cd->functionReturnValue : 0;
 	rt_tr_depth = 0; /* a call inside an NCCL call: record it at top level */
+	/* the context's device: NCCL's threads set theirs through its static runtime */
+	if (cd->context && rt_tr_cupti.device_id &&
+	    rt_tr_cupti.device_id(cd->context, &did) == CUPTI_SUCCESS)
+		rt_tr_cur_dev = (int)did;
 	record_driver(cbid, cd->functionParams);
+	rt_tr_cur_dev = dev;
 	rt_tr_depth = depth;
 	rt_tr_cur_id = id;
 	errno = e;
@@ -245,6 +252,7 @@ static const char *load_cupti(void)
 	SYM(register_callbacks, "cuptiActivityRegisterCallbacks");
 	SYM(flush, "cuptiActivityFlushAll");
 	SYM(next_record, "cuptiActivityGetNextRecord");
+	SYM(device_id, "cuptiGetDeviceId");
 	return rt_tr_cupti.subscribe && rt_tr_cupti.enable_callback && rt_tr_cupti.flush ?
 		       (env ? env : "libcupti") : NULL;
 }

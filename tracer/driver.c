@@ -87,8 +87,14 @@ int rt_tr_drv_pool_device(const void *pool)
 	return lookup(pools, pool, rt_tr_cur_dev);
 }
 
+CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
+			     CUdriverProcAddressQueryResult *symbolStatus);
+CUresult rt_tr_gpa_v1(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags)
+	__asm__("cuGetProcAddress");
+
 /* The wrapper to hand out for `symbol` at `version`, its real function
- * stored; NULL to hand out fn itself. */
+ * stored; NULL to hand out fn itself. cuGetProcAddress itself, fetched
+ * through the runtime (cuda-python, Triton do), leads to our lookup. */
 static void *redirect(const char *symbol, int version, bool ptsz, void *fn)
 {
 	const struct rt_tr_proc *p = NULL;
@@ -96,6 +102,8 @@ static void *redirect(const char *symbol, int version, bool ptsz, void *fn)
 
 	if (!symbol || !fn || rt_tr_off)
 		return NULL;
+	if (!strcmp(symbol, "cuGetProcAddress"))
+		return version >= 12000 ? (void *)cuGetProcAddress_v2 : (void *)rt_tr_gpa_v1;
 	for (unsigned i = 0; i < rt_tr_nprocs && !p; i++)
 		if (!strcmp(rt_tr_procs[i].gpa, symbol) && version >= rt_tr_procs[i].since)
 			p = &rt_tr_procs[i];
@@ -155,8 +163,6 @@ RT_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaV
 }
 
 /* The CUDA 11.3 ABI, still exported by the driver as "cuGetProcAddress". */
-RT_EXPORT CUresult rt_tr_gpa_v1(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags)
-	__asm__("cuGetProcAddress");
 RT_EXPORT CUresult rt_tr_gpa_v1(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags)
 {
 	static gpa1_fn real;

@@ -80,11 +80,23 @@ EXPORT CUptiResult cuptiActivityGetNextRecord(uint8_t *buffer, size_t valid, CUp
 
 /* ---- test side ---- */
 
-/* Fire a driver callback (enter, then exit) with these parameters and result. */
-EXPORT void fake_cupti_fire(CUpti_CallbackId cbid, const char *name, const void *params, CUresult ret)
+/* A fake context is its device + 1. */
+EXPORT CUptiResult cuptiGetDeviceId(CUcontext ctx, uint32_t *id)
+{
+	if (!ctx || !id)
+		return CUPTI_ERROR_INVALID_CONTEXT;
+	*id = (uint32_t)((uintptr_t)ctx - 1);
+	return CUPTI_SUCCESS;
+}
+
+/* Fire a driver callback (enter, then exit) with these parameters and
+ * result, in the context of device `dev` (-1: no context). */
+EXPORT void fake_cupti_fire(CUpti_CallbackId cbid, const char *name, const void *params, CUresult ret,
+			    int dev)
 {
 	CUpti_CallbackData d = { .callbackSite = CUPTI_API_ENTER, .functionName = name,
-				 .functionParams = params, .functionReturnValue = &ret };
+				 .functionParams = params, .functionReturnValue = &ret,
+				 .context = dev >= 0 ? (CUcontext)(uintptr_t)(dev + 1) : NULL };
 
 	if (!callback)
 		return;

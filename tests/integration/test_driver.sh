@@ -8,7 +8,7 @@
 # device; the traced program's output and status are unchanged.
 source "$(dirname "$0")/lib.sh"
 RT="$B/bin/ranktrace"
-LIB="$B/lib/libranktrace.so"
+LIB="${RANKTRACE_LIB:-$B/lib/libranktrace.so}"
 MiB=1048576
 jq_py() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1"; }
 
@@ -56,7 +56,8 @@ check "freed: no device bytes left, 6 allocations, 6 frees (4 frees + 2 releases
 check "freed: peaks stay" [ "$(jq_py "$T/free.json" 'd["ranks"][0]["peak_device_bytes"]["3"]')" = $((4 * MiB)) ]
 check "freed: no finding (no unknown free)" [ "$(jq_py "$T/free.json" 'len(d["findings"])')" = 0 ]
 
-# 5. runtime-only program (entry points from the runtime) on the sim: same figures
+# 5. runtime-only program on the sim: cuGetProcAddress itself fetched through the
+#    runtime leads to our lookup, so its cuMemAlloc is traced too: same figures
 sim "$RT" run -o "$T/rt" -- "$B/bin/driver_probe_rt" keep > "$T/rt.out" 2>&1
 check "sim runtime-only: runs" grep -q "driver_probe: ok" "$T/rt.out"
 "$RT" view --json "$T/rt" > "$T/rt.json"
@@ -68,9 +69,10 @@ check "sim runtime-only: the same per-device bytes" \
 RANKTRACE_DIR="$T/nv" LD_PRELOAD="$LIB" "$B/bin/driver_probe_rt" keep > "$T/nv.traced" 2>&1; nv1=$?
 check "real libcudart: same output traced and untraced" cmp -s "$T/nv.plain" "$T/nv.traced"
 check "real libcudart: same status ($nv0/$nv1), cudaErrorInsufficientDriver (35)" [ $nv0 -eq $nv1 -a $nv0 -eq 35 ]
+check "real libcudart: the first call's result printed" grep -qx 'driver_probe: rt_entry("cuGetProcAddress", (void \*\*)&gpa) -> 35' "$T/nv.traced"
 babeltrace2 "$T/nv" > "$T/nv.bt" 2>/dev/null
 check "real libcudart: the failed lookup is recorded, not wrapped" \
-  grep -q 'rt_drv_entry: .*symbol = "cuMemAlloc", version = 12000, flags = 0, wrapped = 0, result = 35' "$T/nv.bt"
+  grep -q 'rt_drv_entry: .*symbol = "cuGetProcAddress", version = 12000, flags = 0, wrapped = 0, result = 35' "$T/nv.bt"
 
 # 7. two ranks on one GPU follow NCCL's rule: one rank per device per NCCL host
 #    (NCCL_HOSTID), which the tracer records as the trace's nccl_host

@@ -2,8 +2,8 @@
 /* cupti_probe.c - drives libranktrace.so's CUPTI path with synthesized data:
  * loads a fake libcupti (argv[1], tests/fakes/fake_cupti.c), calls
  * InitializeInjection() as the CUDA driver does at cuInit, fires synthesized
- * driver callbacks (cuMemAlloc_v2 1 MiB on device 0 through the current
- * device, cuMemCreate 2 MiB on device 1, cuMemMap of it), queues activity
+ * driver callbacks (cuMemAlloc_v2 1 MiB in device 2's context, as NCCL's
+ * threads make them, cuMemCreate 2 MiB on device 1, cuMemMap of it), queues activity
  * records (MEMORY2 allocation + release of 1 MiB, one pool creation), and
  * exits: the tracer flushes CUPTI at exit. Prints "enabled N kinds K".
  * Run under `ranktrace run` with RANKTRACE_CUPTI_LIB=argv[1]. */
@@ -15,7 +15,7 @@ int main(int argc, char **argv)
 {
 	void *h = argc > 1 ? dlopen(argv[1], RTLD_NOW | RTLD_GLOBAL) : NULL;
 	int (*init)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "InitializeInjection");
-	void (*fire)(CUpti_CallbackId, const char *, const void *, CUresult);
+	void (*fire)(CUpti_CallbackId, const char *, const void *, CUresult, int);
 	void (*mem)(int, int, uint64_t, uint64_t), (*pool)(int, int, uint64_t, uint64_t);
 	int (*enabled)(int *);
 	CUdeviceptr p = 0x7e0000000000ull, va = 0x7f0000000000ull;
@@ -29,7 +29,7 @@ int main(int argc, char **argv)
 		       dlerror());
 		return 2;
 	}
-	fire = (void (*)(CUpti_CallbackId, const char *, const void *, CUresult))dlsym(h, "fake_cupti_fire");
+	fire = (void (*)(CUpti_CallbackId, const char *, const void *, CUresult, int))dlsym(h, "fake_cupti_fire");
 	mem = (void (*)(int, int, uint64_t, uint64_t))dlsym(h, "fake_cupti_queue_memory");
 	pool = (void (*)(int, int, uint64_t, uint64_t))dlsym(h, "fake_cupti_queue_pool");
 	enabled = (int (*)(int *))dlsym(h, "fake_cupti_enabled");
@@ -43,12 +43,12 @@ int main(int argc, char **argv)
 		cuMemMap_params m = { .ptr = va, .size = 2 << 20, .offset = 0, .handle = hd, .flags = 0 };
 		cuMemAlloc_v2_params failed = { .dptr = &p, .bytesize = 1ull << 40 };
 
-		fire(CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, "cuMemAlloc_v2", &a, CUDA_SUCCESS);
-		fire(CUPTI_DRIVER_TRACE_CBID_cuMemCreate, "cuMemCreate", &c, CUDA_SUCCESS);
-		fire(CUPTI_DRIVER_TRACE_CBID_cuMemMap, "cuMemMap", &m, CUDA_SUCCESS);
+		fire(CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, "cuMemAlloc_v2", &a, CUDA_SUCCESS, 2);
+		fire(CUPTI_DRIVER_TRACE_CBID_cuMemCreate, "cuMemCreate", &c, CUDA_SUCCESS, -1);
+		fire(CUPTI_DRIVER_TRACE_CBID_cuMemMap, "cuMemMap", &m, CUDA_SUCCESS, -1);
 		fire(CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, "cuMemAlloc_v2", &failed,
-		     CUDA_ERROR_OUT_OF_MEMORY);
-		fire(CUPTI_DRIVER_TRACE_CBID_cuCtxGetDevice, "cuCtxGetDevice", &a, CUDA_SUCCESS);
+		     CUDA_ERROR_OUT_OF_MEMORY, -1);
+		fire(CUPTI_DRIVER_TRACE_CBID_cuCtxGetDevice, "cuCtxGetDevice", &a, CUDA_SUCCESS, -1);
 	}
 	mem(CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION, 0, p, 1 << 20);
 	mem(CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE, 0, p, 1 << 20);

@@ -100,8 +100,13 @@ int main(int argc, char **argv)
 	char buf[256] = { 1 };
 
 #ifdef RT_RUNTIME_ONLY
-	CHECK(rt_entry("cuMemAlloc", (void **)&alloc1));
-	CHECK(rt_entry("cuMemFree", (void **)&dfree));
+	{ /* the driver's lookup itself, through the runtime (as cuda-python does) */
+		CUresult (*gpa)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *);
+
+		CHECK(rt_entry("cuGetProcAddress", (void **)&gpa));
+		CHECK(gpa("cuMemAlloc", (void **)&alloc1, 12000, 0, &st));
+		CHECK(gpa("cuMemFree", (void **)&dfree, 12000, 0, &st));
+	}
 	CHECK(vmm_fns(&v));
 	(void)st;
 #endif
