@@ -10,7 +10,9 @@
 # the untraced calls (the real functions) with the traced ones and reports
 # both, so every figure is a difference and a ratio against a baseline taken
 # in the same process. Prints medians over the rounds and each kind's events
-# discarded (native: size cap; LTTng: the session's ring buffers).
+# discarded (native: size cap; LTTng: the session's ring buffers). Then the
+# viewer's reading speed on the last round's traces (the same calls): native
+# reader against libbabeltrace2 on the LTTng trace, `ranktrace view --json`.
 # Usage: bench/backends.sh [BUILD] [ROUNDS=9] [PAIRS=100000]
 set -euo pipefail
 B=$(cd "${1:-build}" && pwd)
@@ -39,7 +41,7 @@ run_kind() { # kind round -> "untraced traced discarded" on stdout
   else
     disc=$(sed -nE 's/^lttng session [^:]+: ([0-9]+) events discarded.*/\1/p' "$out")
   fi
-  rm -rf "$T/trace.$k.$r"
+  [ "$r" -eq $((ROUNDS - 1)) ] || rm -rf "$T/trace.$k.$r"
   echo "$fig ${disc:-?}"
 }
 
@@ -60,11 +62,30 @@ rows = [l.split() for l in open(path)]
 base = [float(r[0]) for r in rows]; tr = [float(r[1]) for r in rows]
 added = [t - b for b, t in zip(base, tr)]
 disc = [int(r[2]) for r in rows if r[2].isdigit()]
-events = 2 * pairs * 6  # per process: 5 traced loops + warm-up, 2 events a pair
 print(f"{k:<8} {statistics.median(base):12.1f} {statistics.median(tr):12.1f} "
       f"{statistics.median(added):10.1f} {statistics.median(t / b for b, t in zip(base, tr)):8.2f} "
       f"{sum(disc):12d}   " + " ".join(f"{a:.0f}" for a in added))
 EOF
 done
-echo "(discarded: summed over the rounds, each process writing ~$((12 * PAIRS / 1000))k events; ratio: traced / untraced,"
+echo "(discarded: summed over the rounds, each traced process writing ~$((10 * PAIRS / 1000))k events; ratio: traced / untraced,"
 echo " medians over rounds; the baseline is measured in the same process as the traced loop)"
+
+echo
+echo "== reading the last round's traces: ranktrace view --json (model pass included), best of 3"
+python3 - "$B/bin/ranktrace" "$T/trace.native.$((ROUNDS - 1))" "$T/trace.lttng.$((ROUNDS - 1))" <<'EOF'
+import json, os, subprocess, sys, time
+exe, dirs = sys.argv[1], {"native": sys.argv[2], "lttng": sys.argv[3]}
+rate = {}
+for k, d in dirs.items():
+    best, ev = 1e9, 0
+    for _ in range(3):
+        t0 = time.monotonic()
+        out = subprocess.run([exe, "view", "--json", d], capture_output=True, check=True).stdout
+        best = min(best, time.monotonic() - t0)
+        ev = json.loads(out)["events"]
+    size = sum(os.path.getsize(os.path.join(r, f)) for r, _, fs in os.walk(d) for f in fs)
+    rate[k] = ev / best
+    print(f"{k:<8} {ev:9d} events {size / 2**20:8.1f} MiB on disk {best:7.3f} s "
+          f"{ev / best / 1e6:7.2f} M events/s")
+print(f"native reader / libbabeltrace2 reader: {rate['native'] / rate['lttng']:.1f}x faster")
+EOF

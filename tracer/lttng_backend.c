@@ -13,7 +13,11 @@
  * The wrappers are the native ones: they build their record in the thread's
  * stream buffer (never mapped to a file here), and rt_tr_end() (tracer.h)
  * passes it to rt_lttng_emit() and rewinds the buffer to where the record
- * began (records nest LIFO: a tracer event inside a call). Rank identity,
+ * began (records nest LIFO: a tracer event inside a call). LTTng cannot
+ * complete a record in place as the native writer does, so a call that may
+ * never return (NCCL's, by default; RANKTRACE_LTTNG_ENTRY=all|nccl|none) is
+ * also emitted when it starts, with dur_ns = RT_DUR_PENDING: a rank that
+ * dies inside it still shows the call (the viewer pairs the two). Rank identity,
  * which the native writer puts in the CTF metadata, is the event
  * ranktrace:rt_identity, emitted once per process (and per forked child).
  *
@@ -30,6 +34,7 @@
 #include "tracer.h"
 
 bool rt_tr_lttng_wanted;
+uint8_t rt_tr_lttng_entry[RT_ID_COUNT];
 void (*rt_tr_lttng_emit)(unsigned id, const uint8_t *fields, uint64_t dur, int ret, int dev);
 
 static rt_lttng_identity_fn identity_fn;
@@ -41,7 +46,12 @@ void rt_tr_lttng_configure(void)
 {
 	const char *b = getenv("RANKTRACE_BACKEND");
 
+	const char *e = getenv("RANKTRACE_LTTNG_ENTRY");
+	bool all = e && strcmp(e, "all") == 0, none = e && strcmp(e, "none") == 0;
+
 	rt_tr_lttng_wanted = b && strcmp(b, "lttng") == 0;
+	for (unsigned id = 0; id < RT_ID_FIRST_TRACER && !none; id++)
+		rt_tr_lttng_entry[id] = all || rt_events[id].lib == RT_LIB_NCCL;
 	if (b && *b && !rt_tr_lttng_wanted && strcmp(b, "ctf") != 0)
 		rt_tr_warn_once(&warned, "RANKTRACE_BACKEND=%s not understood (ctf or lttng): "
 				"using ctf", b);

@@ -111,6 +111,9 @@ extern RT_TLS struct rt_tr_stream *rt_tr_stream_tls;
  * the LTTng-UST provider is loaded: then every finished record goes to it. */
 extern bool rt_tr_lttng_wanted;
 extern void (*rt_tr_lttng_emit)(unsigned id, const uint8_t *fields, uint64_t dur, int ret, int dev);
+/* 1: also emit the call when it starts, dur_ns = RT_DUR_PENDING (as the
+ * native record is before the call returns): NCCL calls by default */
+extern uint8_t rt_tr_lttng_entry[RT_ID_COUNT];
 void rt_tr_lttng_configure(void);
 int rt_tr_lttng_setup(void);
 void rt_tr_lttng_stream_init(struct rt_tr_stream *s);
@@ -317,6 +320,8 @@ static inline void rt_tr_call_real(struct rt_tr_call *c)
 {
 	rt_tr_commit(c->s, c->t0);
 	c->s->events++;
+	if (rt_unlikely(rt_tr_lttng_emit != NULL) && rt_tr_lttng_entry[c->id])
+		rt_tr_lttng_emit(c->id, c->fields, RT_DUR_PENDING, 0, (int8_t)c->common[7]);
 	rt_tr_depth = 2;
 	errno = c->errno_in;
 }

@@ -271,7 +271,10 @@ static void on_event(struct reader *r, const bt_message *msg)
 	rc = &p->recs[p->n++];
 	rc->dur = (uint64_t)int_member(pay, x->common[0]);
 	rc->ts = event_ns(msg);
-	rc->ts = rc->dur <= rc->ts ? rc->ts - rc->dur : 0; /* recorded at return */
+	rc->pending = rc->dur == RT_DUR_PENDING;
+	rc->drop = 0;
+	if (!rc->pending) /* recorded at return: its start is dur_ns earlier */
+		rc->ts = rc->dur <= rc->ts ? rc->ts - rc->dur : 0;
 	rc->ret = (int16_t)int_member(pay, x->common[1]);
 	rc->dev = (int8_t)int_member(pay, x->common[2]);
 	rc->id = (uint16_t)x->id;

@@ -35,6 +35,8 @@ struct rec {
 	uint16_t id;
 	int16_t ret;
 	int8_t dev;
+	uint8_t pending; /* dur_ns = RT_DUR_PENDING: emitted when the call started */
+	uint8_t drop;    /* a start whose return was recorded too */
 };
 
 struct proc {

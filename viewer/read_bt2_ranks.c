@@ -6,7 +6,14 @@
  * when that gave no rank, by the rank NCCL gave it later (rt_rank); processes
  * of one rank (forked children) are one rank, a process with no rank is its
  * own (rank-pPID). A rank's events are put in begin order, the order of the
- * native merge. Allocates; not thread-safe. */
+ * native merge.
+ *
+ * A call emitted when it started (dur_ns pending: NCCL's, see
+ * tracer/lttng_backend.c) and again when it returned is one call: the start
+ * is dropped. Per thread, in emission order, starts nest like calls do, so a
+ * return closes the innermost open start of its event; a start never closed
+ * is a call the process died in, kept as pending, as the native reader shows
+ * it. Allocates; not thread-safe. */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +22,54 @@
 #include <unistd.h>
 
 #include "read_bt2_int.h"
+
+struct emit {
+	uint64_t at;   /* when LTTng recorded it: start, or start + duration */
+	uint32_t tid;
+	uint32_t i;
+};
+
+static int cmp_emit(const void *a, const void *b)
+{
+	const struct emit *x = a, *y = b;
+
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	if (x->at != y->at)
+		return x->at < y->at ? -1 : 1;
+	return x->i < y->i ? -1 : x->i > y->i;
+}
+
+/* Pair each start with its return; mark the starts that returned. */
+static int pair_starts(struct proc *p)
+{
+	struct emit *order = malloc(sizeof(*order) * (p->n ? p->n : 1));
+	uint32_t *open = malloc(sizeof(*open) * (p->n ? p->n : 1));
+	size_t nopen = 0;
+
+	if (!order || !open) {
+		free(order);
+		free(open);
+		return -1;
+	}
+	for (size_t i = 0; i < p->n; i++)
+		order[i] = (struct emit){ p->recs[i].ts + (p->recs[i].pending ? 0 : p->recs[i].dur),
+					  p->recs[i].tid, (uint32_t)i };
+	qsort(order, p->n, sizeof(*order), cmp_emit);
+	for (size_t k = 0; k < p->n; k++) {
+		struct rec *rc = &p->recs[order[k].i];
+
+		if (k && order[k].tid != order[k - 1].tid)
+			nopen = 0; /* another thread: its own nesting */
+		if (rc->pending)
+			open[nopen++] = order[k].i;
+		else if (nopen && p->recs[open[nopen - 1]].id == rc->id)
+			p->recs[open[--nopen]].drop = 1;
+	}
+	free(order);
+	free(open);
+	return 0;
+}
 
 /* The rank a process belongs to, as its identity (or NCCL, later) says. */
 static void settle_identity(struct proc *p)
@@ -81,17 +136,22 @@ static int build_rank(struct reader *r, int a, int b, struct rt_vw_bt2_rank *out
 	for (int i = a; i < b; i++) {
 		const struct proc *p = &r->procs[i];
 
-		for (size_t j = 0; j < p->n; j++, k++) {
+		for (size_t j = 0; j < p->n; j++) {
 			const struct rec *rc = &p->recs[j];
 
+			if (rc->drop)
+				continue;
 			items[k].ts = rc->ts;
 			items[k].seq = (uint64_t)(i - a) << 40 | j;
 			items[k].e = (struct rt_vw_event){ .id = rc->id, .ts = rc->ts, .dur = rc->dur,
 							   .ret = rc->ret, .dev = rc->dev,
+							   .pending = rc->pending,
 							   .fields = p->bytes + rc->off,
 							   .pid = (uint32_t)p->vpid, .tid = rc->tid };
+			k++;
 		}
 	}
+	n = k; /* starts paired with their return are gone */
 	qsort(items, n, sizeof(*items), cmp_item);
 	for (k = 0; k < n; k++)
 		out->ev[k] = items[k].e;
@@ -102,8 +162,11 @@ static int build_rank(struct reader *r, int a, int b, struct rt_vw_bt2_rank *out
 
 static int build_ranks(struct reader *r, struct rt_vw_bt2 *b)
 {
-	for (int i = 0; i < r->nprocs; i++)
+	for (int i = 0; i < r->nprocs; i++) {
 		settle_identity(&r->procs[i]);
+		if (pair_starts(&r->procs[i]) != 0)
+			return -1;
+	}
 	qsort(r->procs, (size_t)r->nprocs, sizeof(*r->procs), cmp_proc);
 	b->ranks = calloc((size_t)r->nprocs + 1, sizeof(*b->ranks));
 	if (!b->ranks)

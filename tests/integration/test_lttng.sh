@@ -16,13 +16,16 @@ daemon_gone() {
   [ -z "$pid" ] && ! grep -q 'started for this run' "$1" && return 0
   [ -n "$pid" ] && ! kill -0 "$pid" 2>/dev/null
 }
-# view --json without what differs by nature: the directory, seconds since the last event
+# view --json without what differs by nature: the directory, seconds since the
+# last event, and the run's own ids (thread ids, NCCL's random unique id)
 norm_view() { python3 -c '
 import json, sys
 j = json.load(open(sys.argv[1]))
 j.pop("dir", None)
 for r in j.get("ranks", []):
     r.pop("idle_s", None)
+    for c in r.get("open_calls", []):
+        c.pop("tid", None); c.pop("comm", None)
 print(json.dumps(j, sort_keys=True, indent=1))' "$1"; }
 
 # ---- what CI installs (scripts/setup.sh): missing pieces fail, never skip ----
@@ -104,6 +107,18 @@ if rt params --help > /dev/null 2>&1; then
   check "params: the same for both backends" diff <(sed "s|$T/n-|DIR-|g" "$T/params.n") \
     <(sed "s|$T/l-|DIR-|g" "$T/params.l")
 fi
+
+# ---- a rank killed inside a collective: LTTng shows the call it died in, as native does ----
+plan='ncclBroadcast:kill=9:when=2:rank=1'
+sim rt run -o "$T/kn" --inject "$plan" -- $(job 4.52.4) > /dev/null 2>&1; en=$?
+sim rt run --backend lttng -o "$T/kl" --inject "$plan" -- $(job 4.52.4) > /dev/null 2>&1; el=$?
+check "killed rank: both runs end the same way ($en / $el)" [ $en -eq $el ]
+check "killed rank: verdict crashed through LTTng" [ "$(rt verdict "$T/kl" 2>/dev/null)" = crashed ]
+rt view --json "$T/kn" > "$T/kn.json"; rt view --json "$T/kl" > "$T/kl.json"
+check "killed rank: rank 1 died in ncclBroadcast (LTTng)" python3 -c '
+import json, sys; r = json.load(open(sys.argv[1]))["ranks"][1]
+assert r["end"] == "died in ncclBroadcast" and r["open_calls"][0]["call"] == "ncclBroadcast", r' "$T/kl.json"
+check "killed rank: view --json equal for both backends" diff <(norm_view "$T/kn.json") <(norm_view "$T/kl.json")
 
 # ---- kernel events: recorded where permitted, else one warning and UST only ----
 sim rt run --backend lttng --lttng-kernel -o "$T/k" -- $(job 4.52.4) > "$T/k.out" 2> "$T/k.err"
