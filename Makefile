@@ -61,6 +61,8 @@ bench: build
 	@bench/run.sh $(BUILD)
 	@bench/viewer.sh $(BUILD) 64 100000
 	@bench/probe.sh $(BUILD)
+	@if [ -e $(BUILD)/lib/libranktrace-lttng.so ]; then bench/backends.sh $(BUILD); \
+	else echo "bench: this build has no LTTng backend (LTTng-UST not found): bench/backends.sh skipped"; fi
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD) $(COV_BUILD)
