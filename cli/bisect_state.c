@@ -275,6 +275,10 @@ static void report_json(struct bs_ctx *x, int lo, int hi, bool found, const char
 	printf(", \"source\": \"%s\", \"candidates_total\": %d, \"rounds\": %d, \"runs\": %d",
 	       x->o.source == BS_PIP ? "pip" : x->o.source == BS_GIT ? "git" : "versions", x->n,
 	       x->rounds, runs);
+	printf(",\n \"order\": [");
+	for (int i = 0; i < x->n; i++)
+		json_s(stdout, x->c[i].id), printf(i < x->n - 1 ? ", " : "");
+	printf("]");
 	printf(",\n \"first_bad\": ");
 	if (found)
 		json_cand(x, hi, stdout);

@@ -108,8 +108,8 @@ static void log_step(int fd, char *const *argv)
 }
 
 /* Run one set-up step; 0 when it exited 0. */
-static int step(const struct bs_ctx *x, int fd, char *const *argv, const char *cwd,
-		const struct bs_env *env, char *why, size_t n)
+static int step(const struct bs_ctx *x, int fd, const char *what, char *const *argv,
+		const char *cwd, const struct bs_env *env, char *why, size_t n)
 {
 	bool timed_out;
 	int st;
@@ -119,25 +119,30 @@ static int step(const struct bs_ctx *x, int fd, char *const *argv, const char *c
 	if (st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0)
 		return 0;
 	if (timed_out)
-		snprintf(why, n, "%s timed out after %gs", argv[0], x->o.timeout);
+		snprintf(why, n, "%s timed out after %gs", what, x->o.timeout);
 	else if (st >= 0 && WIFSIGNALED(st))
-		snprintf(why, n, "%s killed by signal %d", argv[0], WTERMSIG(st));
+		snprintf(why, n, "%s killed by signal %d", what, WTERMSIG(st));
 	else
-		snprintf(why, n, "%s exited %d", argv[0], st >= 0 ? WEXITSTATUS(st) : -1);
+		snprintf(why, n, "%s exited %d", what, st >= 0 ? WEXITSTATUS(st) : -1);
 	return -1;
 }
 
-/* pip install PKG==V [--with pins] into target (overlay) or a venv python. */
-static int pip_install(const struct bs_ctx *x, int i, int fd, const char *python,
+/* pip install PKG==V [--with pins] into target (an overlay, --no-deps) or,
+ * with dependencies, into the venv of interpreter venv_py (pip --python). */
+static int pip_install(const struct bs_ctx *x, int i, int fd, const char *venv_py,
 		       const char *target, char *why, size_t n)
 {
 	char spec[256], *argv[24 + BS_MAX_WITH];
 	int k = 0;
 
 	snprintf(spec, sizeof(spec), "%s==%s", x->o.pkg, x->c[i].id);
-	argv[k++] = (char *)python;
+	argv[k++] = (char *)x->o.python;
 	argv[k++] = "-m";
 	argv[k++] = "pip";
+	if (venv_py) {
+		argv[k++] = "--python";
+		argv[k++] = (char *)venv_py;
+	}
 	argv[k++] = "install";
 	argv[k++] = "--disable-pip-version-check";
 	argv[k++] = "--pre";
@@ -158,7 +163,7 @@ static int pip_install(const struct bs_ctx *x, int i, int fd, const char *python
 	for (int w = 0; w < x->o.nwith; w++)
 		argv[k++] = (char *)x->o.with[w];
 	argv[k] = NULL;
-	return step(x, fd, argv, NULL, NULL, why, n);
+	return step(x, fd, "pip install", argv, NULL, NULL, why, n);
 }
 
 static int prepare_overlay(const struct bs_ctx *x, int i, int fd, char *why, size_t n)
@@ -177,7 +182,7 @@ static int prepare_overlay(const struct bs_ctx *x, int i, int fd, char *why, siz
 	}
 	snprintf(tmp, sizeof(tmp), "%s/.tmp-%s-%d", parent, x->c[i].name, (int)getpid());
 	bs_rm_rf(tmp);
-	if (pip_install(x, i, fd, x->o.python, tmp, why, n) != 0) {
+	if (pip_install(x, i, fd, NULL, tmp, why, n) != 0) {
 		bs_rm_rf(tmp);
 		return -1;
 	}
@@ -195,12 +200,12 @@ static int prepare_overlay(const struct bs_ctx *x, int i, int fd, char *why, siz
 static int prepare_venv(const struct bs_ctx *x, int i, int fd, const char *wd, char *why, size_t n)
 {
 	char venv[PATH_MAX + 8], py[PATH_MAX + 24];
-	char *mk[] = { (char *)x->o.python, "-m", "venv", venv, NULL };
+	char *mk[] = { (char *)x->o.python, "-m", "venv", "--without-pip", venv, NULL };
 
 	snprintf(venv, sizeof(venv), "%s/venv", wd);
 	snprintf(py, sizeof(py), "%s/bin/python", venv);
 	bs_rm_rf(venv);
-	if (step(x, fd, mk, NULL, NULL, why, n) != 0)
+	if (step(x, fd, "python -m venv", mk, NULL, NULL, why, n) != 0)
 		return -1;
 	return pip_install(x, i, fd, py, NULL, why, n);
 }
@@ -218,8 +223,8 @@ static int prepare_worktree(const struct bs_ctx *x, int i, int fd, const char *w
 		return 0;
 	/* concurrent `worktree add` on one repository can meet its lock: retry */
 	for (int attempt = 0; attempt < 5; attempt++) {
-		step(x, fd, prune, NULL, NULL, why, n);
-		if (step(x, fd, add, NULL, NULL, why, n) == 0)
+		step(x, fd, "git worktree prune", prune, NULL, NULL, why, n);
+		if (step(x, fd, "git worktree add", add, NULL, NULL, why, n) == 0)
 			return 0;
 		bs_rm_rf(src);
 		usleep(200000u * (unsigned)(attempt + 1) + (unsigned)(getpid() % 97) * 1000u);
@@ -249,9 +254,7 @@ static int prepare(const struct bs_ctx *x, int i, int fd, char *why, size_t n)
 	{
 		char *argv[] = { "/bin/sh", "-c", setup, NULL };
 
-		rc = step(x, fd, argv, cd, &env, why, n);
-		if (rc && !strncmp(why, "/bin/sh", 7))
-			memcpy(why, "--setup", 7); /* "--setup exited 1" */
+		rc = step(x, fd, "--setup", argv, cd, &env, why, n);
 	}
 	free(setup);
 	return rc;
