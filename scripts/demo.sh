@@ -40,4 +40,12 @@ echo "4.52.4: exit status $good (expected 0); 4.53.0: exit status $bad (expected
 echo "4.52.4 + skip-fsdp-root: exit status $inj (expected non-zero, as 4.53.0)"
 echo "traces: $OUT/good $OUT/bad (babeltrace2 reads them); report: $OUT/bad.html;"
 echo "Perfetto: open $OUT/good.perfetto.json in ui.perfetto.dev"
-[ "$good" -eq 0 ] && [ "$bad" -ne 0 ] && [ "$inj" -ne 0 ]
+
+say "ranktrace bisect: which trainer version first fails like the injected run?"
+rm -rf "$OUT/bisect"
+"$B/bin/ranktrace" bisect -o "$OUT/bisect" --versions 4.52.4,4.53.0,4.53.1,4.53.2 \
+  --good 4.52.4 --bad 4.53.1 --like "$OUT/injected" \
+  -- "$B/bin/rt-launch" -n 4 "$B/bin/fsdp_mini" --trainer-version {version} --steps 3
+bis=$?
+echo "bisect: exit status $bis (expected 0: first bad 4.53.0; 4.53.2 is the fix)"
+[ "$good" -eq 0 ] && [ "$bad" -ne 0 ] && [ "$inj" -ne 0 ] && [ "$bis" -eq 0 ]
