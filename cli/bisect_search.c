@@ -255,11 +255,9 @@ static int endpoint_error(const struct bs_ctx *x)
 		return BS_EXIT_NOT_FOUND;
 	}
 	if (b->judged != BS_BAD) {
-		fprintf(stderr, "ranktrace bisect: the \"bad\" endpoint %s could not be judged: %s%s%s\n",
-			b->id, b->reason, x->signature[0] ? " (hunting " : "", x->signature[0] ?
-			x->signature : "");
-		if (x->signature[0])
-			fprintf(stderr, ")\n");
+		fprintf(stderr, "ranktrace bisect: the \"bad\" endpoint %s could not be judged: %s%s%s%s\n",
+			b->id, b->reason, x->signature[0] ? " (hunting " : "", x->signature,
+			x->signature[0] ? ")" : "");
 		return BS_EXIT_NOT_FOUND;
 	}
 	if (g->judged == BS_BAD) {
