@@ -105,6 +105,19 @@ EXPORT void fake_cupti_fire(CUpti_CallbackId cbid, const char *name, const void 
 	callback(userdata, CUPTI_CB_DOMAIN_DRIVER_API, cbid, &d);
 }
 
+/* A driver function with CUPTI attached, as the real driver behaves: the
+ * tracer's cuMemAlloc_v2 wrapper finds this one as the next definition (the
+ * test loads this library RTLD_GLOBAL) and its callback fires inside the
+ * interposed call, which must not be recorded twice. */
+EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
+{
+	cuMemAlloc_v2_params p = { .dptr = dptr, .bytesize = bytesize };
+
+	*dptr = 0x7c0000000000ull;
+	fake_cupti_fire(CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, "cuMemAlloc_v2", &p, CUDA_SUCCESS, 3);
+	return CUDA_SUCCESS;
+}
+
 EXPORT void fake_cupti_queue_memory(int op, int device, uint64_t address, uint64_t bytes)
 {
 	CUpti_ActivityMemory4 m = { .kind = CUPTI_ACTIVITY_KIND_MEMORY2,

@@ -201,8 +201,9 @@ if [ -x "$RT" ]; then
     [ $REHEARSE = 1 ] && TRAIN+=(--cpu)
   fi
   LAUNCH=("$PY" -m torch.distributed.run --standalone --nproc-per-node "$NR" --no-python "$SHIM")
-  # torch brings its own CUDA and NCCL; on CPU it must not meet the simulated ones
-  [ $REHEARSE = 1 ] && export LD_LIBRARY_PATH="$LD0"
+  # torch brings its own CUDA libraries and NCCL (RUNPATH): the toolkit's must
+  # not shadow them on the GPU, nor the simulated ones on CPU
+  export LD_LIBRARY_PATH="$LD0"
   log "$TNAME untraced"
   trainer_run t-plain "" "${LAUNCH[@]}" "${TRAIN[@]}"
   rc=$?

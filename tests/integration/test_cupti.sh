@@ -22,11 +22,13 @@ check "active: one callback per table row and _ptsz twin ($rows + $ptsz), MEMORY
 "$RT" view --json "$T/on" > "$T/on.json"
 check "active: state, 3 activity records, 1 MiB allocated by MEMORY2 records" \
   [ "$(jq_py "$T/on.json" 'd["ranks"][0]["cupti"]["state"], d["ranks"][0]["cupti"]["memory_records"], d["ranks"][0]["cupti"]["allocated_bytes"]')" = "active 3 $MiB" ]
-check "active: callback allocations in the model: 1 MiB on device 2 (the callback's context), cuMemCreate 2 MiB on device 1" \
-  [ "$(jq_py "$T/on.json" 'd["ranks"][0]["device_bytes"]')" = "{'1': $((2 * MiB)), '2': $MiB}" ]
+check "active: in the model: callback 1 MiB on device 2 (its context), cuMemCreate 2 MiB on device 1, the interposed 4 MiB on device 0" \
+  [ "$(jq_py "$T/on.json" 'd["ranks"][0]["device_bytes"]')" = "{'0': $((4 * MiB)), '1': $((2 * MiB)), '2': $MiB}" ]
 check "active: the failed cuMemAlloc_v2 callback counted as failed, one handle mapped" \
   [ "$(jq_py "$T/on.json" 'd["ranks"][0]["failed_allocations"], d["ranks"][0]["driver"]["vmm_maps"]')" = "1 1" ]
 babeltrace2 "$T/on" > "$T/on.bt" 2>/dev/null
+check "active: the callback fired inside the interposed cuMemAlloc_v2 is not recorded again (3 events: 2 callbacks + 1 interposed)" \
+  [ "$(grep -c ' cuMemAlloc_v2: ' "$T/on.bt")" -eq 3 -a "$(grep -c ' cuMemAlloc_v2: .*size = 4194304' "$T/on.bt")" -eq 1 ]
 check "active: activity records precede the exit record (flushed at exit)" \
   bash -c "grep -n 'rt_cupti_mem\|rt_exit' '$T/on.bt' | tail -1 | grep -q rt_exit && [ \$(grep -c rt_cupti_mem '$T/on.bt') -eq 3 ]"
 
@@ -38,8 +40,8 @@ check "taken: the program runs unchanged (exit 0)" [ $? -eq 0 ]
 check "taken: cupti unavailable, held by Nsight Systems" \
   [ "$(jq_py "$T/taken.json" 'd["ranks"][0]["cupti"]["state"], d["ranks"][0]["cupti"]["detail"]')" = \
     "unavailable subscription held by Nsight Systems" ]
-check "taken: no callback was delivered to us (nothing recorded from CUPTI)" \
-  [ "$(jq_py "$T/taken.json" 'd["ranks"][0]["driver"]["allocations"], d["ranks"][0]["cupti"]["memory_records"]')" = "0 0" ]
+check "taken: interposition goes on (the 4 MiB cuMemAlloc_v2), nothing comes from CUPTI" \
+  [ "$(jq_py "$T/taken.json" 'd["ranks"][0]["driver"]["allocations"], d["ranks"][0]["driver"]["bytes"], d["ranks"][0]["cupti"]["memory_records"]')" = "1 $((4 * MiB)) 0" ]
 FAKE_CUPTI_TAKEN=1 RANKTRACE_CUPTI_LIB="$FAKE" "$RT" run --cupti -o "$T/taken2" -- "$B/bin/cupti_probe" "$FAKE" > /dev/null 2>&1
 check "taken, no hint: an unknown client" \
   [ "$("$RT" view --json "$T/taken2" | python3 -c 'import json,sys; print(json.load(sys.stdin)["ranks"][0]["cupti"]["detail"])')" = \

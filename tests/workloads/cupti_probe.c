@@ -4,7 +4,9 @@
  * InitializeInjection() as the CUDA driver does at cuInit, fires synthesized
  * driver callbacks (cuMemAlloc_v2 1 MiB in device 2's context, as NCCL's
  * threads make them, cuMemCreate 2 MiB on device 1, cuMemMap of it), queues activity
- * records (MEMORY2 allocation + release of 1 MiB, one pool creation), and
+ * records (MEMORY2 allocation + release of 1 MiB, one pool creation), calls
+ * cuMemAlloc_v2 (4 MiB) by symbol: the tracer's wrapper, whose real function
+ * (the fake's) fires the callback again inside the recorded call, and
  * exits: the tracer flushes CUPTI at exit. Prints "enabled N kinds K".
  * Run under `ranktrace run` with RANKTRACE_CUPTI_LIB=argv[1]. */
 #include <cupti.h>
@@ -49,6 +51,14 @@ int main(int argc, char **argv)
 		fire(CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, "cuMemAlloc_v2", &failed,
 		     CUDA_ERROR_OUT_OF_MEMORY, -1);
 		fire(CUPTI_DRIVER_TRACE_CBID_cuCtxGetDevice, "cuCtxGetDevice", &a, CUDA_SUCCESS, -1);
+	}
+	{
+		CUresult (*alloc)(CUdeviceptr *, size_t) =
+			(CUresult (*)(CUdeviceptr *, size_t))dlsym(RTLD_DEFAULT, "cuMemAlloc_v2");
+		CUdeviceptr q;
+
+		if (!alloc || alloc(&q, 4 << 20) != CUDA_SUCCESS)
+			return 4;
 	}
 	mem(CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION, 0, p, 1 << 20);
 	mem(CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE, 0, p, 1 << 20);
