@@ -34,7 +34,7 @@ test-asan: build
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j$(JOBS) -L unit
 	@if [ -e $(BUILD)/venv-torch ]; then ln -sfn $(abspath $(BUILD))/venv-torch $(ASAN_BUILD)/venv-torch; fi
 	cd $(ASAN_BUILD) && RT_PLAIN_BUILD=$(abspath $(BUILD)) \
-	  ASAN_OPTIONS=detect_leaks=0:verify_asan_link_order=0:abort_on_error=0 \
+	  ASAN_OPTIONS=detect_leaks=0:verify_asan_link_order=0:abort_on_error=0:handle_segv=0:handle_sigbus=0 \
 	  UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 	  ctest --output-on-failure -j$(JOBS) -L integration
 
