@@ -13,7 +13,46 @@
 
 #include "cli.h"
 
-static void print_view_text(const struct rt_vw_trace *t, int only_rank)
+/* "next: ..." with this trace's directory in place of DIR. */
+static void print_advice(const char *advice, const char *dir)
+{
+	printf("     next: ");
+	for (const char *p = advice; *p; p++) {
+		if (!strncmp(p, "DIR", 3) && (p == advice || p[-1] == ' ')) {
+			fputs(dir, stdout);
+			p += 2;
+		} else {
+			putchar(*p);
+		}
+	}
+	putchar('\n');
+}
+
+/* The findings as a diagnosis (viewer/diagnosis.c): levels, ranks collapsed,
+ * notes hidden unless all, what to do next under the first. */
+static void print_findings(const struct rt_vw_trace *t, int only_rank, bool all)
+{
+	struct rt_vw_diag *g;
+	int hidden, n = rt_vw_diagnose(t, only_rank, all, &g, &hidden);
+	const char *next = n > 0 ? rt_vw_diag_advice(t, g, n) : NULL;
+
+	printf("\nfindings:\n");
+	for (int k = 0; k < n; k++) {
+		printf("  %d. %s: %s\n", k + 1, rt_vw_level_names[g[k].level], g[k].text);
+		if (next && t->findings[g[k].first].advice == next) {
+			print_advice(next, t->dir);
+			next = NULL;
+		}
+	}
+	if (n <= 0)
+		printf("  none%s\n", t->verdict == RT_V_HEALTHY ? ": every rank ended cleanly, "
+		       "collectives matched across ranks" : "");
+	if (hidden)
+		printf("  (%d note%s not shown: --all)\n", hidden, hidden == 1 ? "" : "s");
+	free(g);
+}
+
+static void print_view_text(const struct rt_vw_trace *t, int only_rank, bool all)
 {
 	printf("trace %s: %d rank%s, %llu events, verdict: %s\n", t->dir, t->nranks,
 	       t->nranks == 1 ? "" : "s", (unsigned long long)t->events,
@@ -55,12 +94,7 @@ static void print_view_text(const struct rt_vw_trace *t, int only_rank)
 			rt_cli_print_placement(t, only_rank, "  ");
 			break;
 		}
-	printf("\nfindings:\n");
-	for (int i = 0, n = 0; i < t->nfindings; i++)
-		if (only_rank < 0 || t->findings[i].rank < 0 || t->findings[i].rank == only_rank)
-			printf("  %d. %s\n", ++n, t->findings[i].text);
-	if (!t->nfindings)
-		printf("  none: every rank ended cleanly, collectives matched across ranks\n");
+	print_findings(t, only_rank, all);
 }
 
 /* A rank's completeness, state, open calls and idle time. */
@@ -92,6 +126,26 @@ static void print_rank_live_json(const struct rt_vw_rank *r)
 			printf("\"age_s\": null}");
 	}
 	printf("]");
+}
+
+/* "diagnosis": the findings as text view shows them with --all (collapsed). */
+static void print_diagnosis_json(const struct rt_vw_trace *t, int only_rank)
+{
+	struct rt_vw_diag *g;
+	int hidden, n = rt_vw_diagnose(t, only_rank, true, &g, &hidden);
+
+	printf("\n], \"diagnosis\": [");
+	for (int k = 0; k < n; k++) {
+		printf("%s\n  {\"level\": \"%s\", \"text\": ", k ? "," : "",
+		       rt_vw_level_names[g[k].level]);
+		rt_cli_json_str(stdout, g[k].text);
+		printf(", \"ranks\": [");
+		for (int i = 0; i < g[k].nranks; i++)
+			printf("%s%d", i ? ", " : "", g[k].ranks[i]);
+		printf("], \"finding\": %d}", g[k].first);
+	}
+	printf("\n]");
+	free(g);
 }
 
 /* JSON schema "ranktrace.view/1": documented in docs/json.md. */
@@ -180,17 +234,25 @@ static void print_view_json(const struct rt_vw_trace *t, int only_rank)
 	for (int i = 0, n = 0; i < t->nfindings; i++) {
 		if (only_rank >= 0 && t->findings[i].rank >= 0 && t->findings[i].rank != only_rank)
 			continue;
-		printf("%s\n  {\"signature\": \"%s\", \"rank\": %d, \"text\": ", n++ ? "," : "",
-		       rt_vw_verdict_names[t->findings[i].signature], t->findings[i].rank);
+		printf("%s\n  {\"signature\": \"%s\", \"rank\": %d, \"level\": \"%s\", \"id\": \"%s\", "
+		       "\"text\": ", n++ ? "," : "", rt_vw_verdict_names[t->findings[i].signature],
+		       t->findings[i].rank, rt_vw_level_names[t->findings[i].level],
+		       t->findings[i].id ? t->findings[i].id : "");
 		rt_cli_json_str(stdout, t->findings[i].text);
+		printf(", \"advice\": ");
+		if (t->findings[i].advice)
+			rt_cli_json_str(stdout, t->findings[i].advice);
+		else
+			printf("null");
 		printf("}");
 	}
-	printf("\n]}\n");
+	print_diagnosis_json(t, only_rank);
+	printf("}\n");
 }
 
 /* One load and one screen; *running gets the ranks still alive. */
 static int view_once(const char *dir, uint64_t stall_ns, int only, bool json, bool watch,
-		     int *running)
+		     bool all, int *running)
 {
 	struct rt_vw_trace *t = rt_cli_load_stall("view", dir, stall_ns);
 	int rc;
@@ -214,7 +276,7 @@ static int view_once(const char *dir, uint64_t stall_ns, int only, bool json, bo
 	if (json)
 		print_view_json(t, only);
 	else
-		print_view_text(t, only);
+		print_view_text(t, only, all);
 	*running = t->running;
 	rc = rt_cli_trace_status(t);
 	rt_vw_free(t);
@@ -231,14 +293,18 @@ static void sleep_ns(uint64_t ns)
 
 static void usage_view(FILE *f)
 {
-	fprintf(f, "usage: ranktrace view DIR [--rank N] [--json] [--stall DURATION]\n"
+	fprintf(f, "usage: ranktrace view DIR [--rank N] [--all] [--json] [--stall DURATION]\n"
 		   "                      [--watch [--interval SECONDS]]\n\n"
 		   "One screen per trace: a row per rank (host, devices used, expected device\n"
 		   "(LOCAL_RANK), peak device memory, allocations, collectives, FSDP root\n"
 		   "forwards, how complete its trace is, how it ended or what it is doing) and\n"
-		   "the findings, most important first.\n\n"
+		   "the findings as a diagnosis: most important first, each an error, a warning\n"
+		   "or a note, the same finding on several ranks said once, and what to do next.\n\n"
 		   "  --rank N          only rank N's row and findings (and those about several ranks)\n"
-		   "  --json            schema ranktrace.view/1 (docs/json.md)\n"
+		   "  --all             also the notes (context that is not a problem: parameters\n"
+		   "                    that arrived on meta and were materialised, ...)\n"
+		   "  --json            schema ranktrace.view/1 (docs/json.md): every finding with\n"
+		   "                    its level, and the collapsed \"diagnosis\"\n"
 		   "  --stall DURATION  a live job none of whose calls returned for this long is\n"
 		   "                    hung (default 30s; 500ms, 2m, 1h)\n"
 		   "  --watch           refresh every --interval seconds (default 2) until every\n"
@@ -256,6 +322,7 @@ int rt_cli_cmd_view(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "rank", required_argument, NULL, 'r' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "all", no_argument, NULL, 'a' },
 		{ "stall", required_argument, NULL, 's' },
 		{ "watch", no_argument, NULL, 'w' },
 		{ "interval", required_argument, NULL, 'i' },
@@ -263,7 +330,7 @@ int rt_cli_cmd_view(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	int c, only = -1, rc, running;
-	bool json = false, watch = false;
+	bool json = false, watch = false, all = false;
 	uint64_t stall_ns = 0, interval_ns = 2000000000ull;
 
 	while ((c = getopt_long(argc, argv, "r:jh", opts, NULL)) != -1) {
@@ -277,6 +344,7 @@ int rt_cli_cmd_view(int argc, char **argv)
 			}
 			break;
 		case 'j': json = true; break;
+		case 'a': all = true; break;
 		case 'w': watch = true; break;
 		case 's':
 		case 'i':
@@ -299,7 +367,7 @@ int rt_cli_cmd_view(int argc, char **argv)
 	if (rc)
 		return rc;
 	for (;;) {
-		rc = view_once(argv[optind], stall_ns, only, json, watch, &running);
+		rc = view_once(argv[optind], stall_ns, only, json, watch, all, &running);
 		if (!watch || rc == EXIT_USAGE || !running)
 			break;
 		printf("\n(every %.1f s until every rank has ended; Ctrl-C stops)\n",

@@ -30,7 +30,7 @@ void rt_cli_usage(FILE *f)
 		"      [--backend ctf|lttng [--lttng-kernel]] [--allow-untraced] [--cupti]\n"
 		"      [--] CMD...                          trace CMD and all its child processes\n"
 		"  inject --list | --check PLAN             fault plan targets, actions, presets\n"
-		"  view DIR [--rank N] [--json] [--stall D] [--watch [--interval S]]\n"
+		"  view DIR [--rank N] [--all] [--json] [--stall D] [--watch [--interval S]]\n"
 		"                                           per-rank summary, completeness, findings\n"
 		"  params DIR [--rank N] [--param GLOB] [--at wrap|first-forward|last] [--json]\n"
 		"                                           where each parameter lives, per rank\n"

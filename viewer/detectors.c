@@ -29,6 +29,11 @@ static void vadd(struct rt_vw_trace *t, int rank, int severity, enum rt_vw_verdi
 	f = &t->findings[t->nfindings++];
 	f->severity = severity;
 	f->signature = sigv;
+	/* the matcher's and liveness pass's findings: level from what they mean */
+	f->level = sigv == RT_V_HEALTHY ? RT_VW_NOTE : sigv == RT_V_INCONCLUSIVE ? RT_VW_WARNING
+									   : RT_VW_ERROR;
+	f->id = sigv == RT_V_COLLECTIVE_MISMATCH ? "matcher" : sigv == RT_V_HUNG ? "hang" : "model";
+	f->advice = NULL;
 	f->rank = rank;
 	vsnprintf(f->text, sizeof(f->text), fmt, ap);
 }
@@ -103,7 +108,11 @@ struct detector {
 	enum rt_vw_verdict signature;
 	detect_fn fn;
 	const char *text; /* what it looks for */
+	enum rt_vw_level level;
+	const char *advice; /* what to do next, shown with the first finding; or NULL */
 };
+
+const char *const rt_vw_level_names[RT_VW_NLEVELS] = { "error", "warning", "note" };
 
 /* A finding of detector d about rank (-1: about several). */
 static void emit(struct rt_vw_trace *t, const struct detector *d, int rank, const char *fmt, ...)
@@ -112,10 +121,17 @@ static void emit(struct rt_vw_trace *t, const struct detector *d, int rank, cons
 static void emit(struct rt_vw_trace *t, const struct detector *d, int rank, const char *fmt, ...)
 {
 	va_list ap;
+	int n;
 
 	va_start(ap, fmt);
+	n = t->nfindings;
 	vadd(t, rank, d->severity, d->signature, fmt, ap);
 	va_end(ap);
+	if (t->nfindings > n) {
+		t->findings[n].level = d->level;
+		t->findings[n].id = d->id;
+		t->findings[n].advice = d->advice;
+	}
 }
 
 static const char *plural(uint64_t n)
@@ -365,30 +381,57 @@ static void d_missing(struct rt_vw_trace *t, const struct detector *d)
 		emit(t, d, -1, "%s", t->inconclusive);
 }
 
+/* what to do next, for the detectors that share it */
+#define ADV_ROOT "the trainer called the unwrapped module, so FSDP never gathered the " \
+	"parameters (what transformers 4.53.0 did; fixed by PR 39177): train the FSDP-wrapped " \
+	"model; `ranktrace params DIR` lists each parameter, `ranktrace diff GOOD DIR` compares " \
+	"with a good run"
+#define ADV_DEVICE "bind each rank to its own GPU before building the model: " \
+	"torch.cuda.set_device(int(os.environ[\"LOCAL_RANK\"])); `ranktrace params DIR` shows " \
+	"where each parameter lives"
+#define ADV_CRASH "read the rank's last lines of output; `ranktrace report DIR -o " \
+	"report.html` shows its timeline up to the end"
+
 static const struct detector detectors[] = {
 	{ "root-forward-probe", 9, RT_V_SKIPPED_FSDP_ROOT, d_root_probe,
-	  "every rank crashed, the probe saw no FSDP root forward and parameters at freed storage" },
+	  "every rank crashed, the probe saw no FSDP root forward and parameters at freed storage",
+	  RT_VW_ERROR, ADV_ROOT },
 	{ "root-forward-nccl", 10, RT_V_SKIPPED_FSDP_ROOT, d_root_nccl,
-	  "every rank crashed after its init broadcasts without an all-gather (no probe needed)" },
-	{ "injected-faults", 30, RT_V_HEALTHY, d_faults, "faults a plan injected fired" },
+	  "every rank crashed after its init broadcasts without an all-gather (no probe needed)",
+	  RT_VW_ERROR, ADV_ROOT },
+	{ "injected-faults", 30, RT_V_HEALTHY, d_faults, "faults a plan injected fired",
+	  RT_VW_WARNING, NULL },
 	{ "params-other-device", 7, RT_V_DEVICE_MISPLACEMENT, d_params_misplaced,
-	  "a parameter on cuda:N whose data lies in another device's allocation" },
+	  "a parameter on cuda:N whose data lies in another device's allocation",
+	  RT_VW_ERROR, ADV_DEVICE },
 	{ "params-meta-later", 58, RT_V_HEALTHY, d_params_meta_later,
-	  "parameters arrived on meta and were materialised later" },
+	  "parameters arrived on meta and were materialised later",
+	  RT_VW_NOTE, NULL },
 	{ "params-still-meta", 35, RT_V_HEALTHY, d_params_still_meta,
-	  "a crashed rank still had parameters on meta" },
+	  "a crashed rank still had parameters on meta",
+	  RT_VW_WARNING, "rank 0 must broadcast the weights: FSDP(sync_module_states=True)" },
 	{ "shared-device", 5, RT_V_DEVICE_MISPLACEMENT, d_shared_device,
-	  "several ranks on one device of one NCCL host" },
+	  "several ranks on one device of one NCCL host",
+	  RT_VW_ERROR, ADV_DEVICE },
 	{ "other-device", 6, RT_V_DEVICE_MISPLACEMENT, d_other_device,
-	  "a rank used a device other than LOCAL_RANK's (or its communicator's)" },
-	{ "killed", 40, RT_V_CRASHED, d_killed, "a rank was killed by a signal" },
-	{ "died-inside", 40, RT_V_CRASHED, d_died_inside, "a rank died inside a call" },
-	{ "exit-status", 45, RT_V_CRASHED, d_exit_status, "a rank exited with a non-zero status" },
-	{ "no-end", 42, RT_V_CRASHED, d_no_end, "a rank's complete trace has no end record" },
-	{ "unknown-frees", 60, RT_V_HEALTHY, d_unknown_frees, "frees of pointers never allocated" },
-	{ "discarded", 55, RT_V_HEALTHY, d_discarded, "events discarded at the size cap" },
-	{ "incomplete", 50, RT_V_INCONCLUSIVE, d_incomplete, "a rank's trace is incomplete" },
-	{ "missing-ranks", 49, RT_V_INCONCLUSIVE, d_missing, "ranks of the job have no trace" },
+	  "a rank used a device other than LOCAL_RANK's (or its communicator's)",
+	  RT_VW_ERROR, ADV_DEVICE },
+	{ "killed", 40, RT_V_CRASHED, d_killed, "a rank was killed by a signal",
+	  RT_VW_ERROR, ADV_CRASH },
+	{ "died-inside", 40, RT_V_CRASHED, d_died_inside, "a rank died inside a call",
+	  RT_VW_ERROR, ADV_CRASH },
+	{ "exit-status", 45, RT_V_CRASHED, d_exit_status, "a rank exited with a non-zero status",
+	  RT_VW_ERROR, ADV_CRASH },
+	{ "no-end", 42, RT_V_CRASHED, d_no_end, "a rank's complete trace has no end record",
+	  RT_VW_ERROR, ADV_CRASH },
+	{ "unknown-frees", 60, RT_V_HEALTHY, d_unknown_frees, "frees of pointers never allocated",
+	  RT_VW_NOTE, NULL },
+	{ "discarded", 55, RT_V_HEALTHY, d_discarded, "events discarded at the size cap",
+	  RT_VW_WARNING, "rerun with a larger `ranktrace run --max-size`" },
+	{ "incomplete", 50, RT_V_INCONCLUSIVE, d_incomplete, "a rank's trace is incomplete",
+	  RT_VW_WARNING, NULL },
+	{ "missing-ranks", 49, RT_V_INCONCLUSIVE, d_missing, "ranks of the job have no trace",
+	  RT_VW_WARNING, NULL },
 };
 
 /* Per rank, from the latest placement of each parameter: how many are on

@@ -10,6 +10,11 @@
 
 #include "reader.h"
 
+/* How a finding reads: error (the run failed because of it), warning (a
+ * reader should know), note (context; view hides notes unless --all). */
+enum rt_vw_level { RT_VW_ERROR, RT_VW_WARNING, RT_VW_NOTE, RT_VW_NLEVELS };
+extern const char *const rt_vw_level_names[RT_VW_NLEVELS];
+
 #define RT_VW_MAX_DEV 64
 
 /* Collective kinds: enum rt_coll_kind and rt_coll_names (format/schema.h). */
@@ -187,6 +192,23 @@ struct rt_vw_names {
 int rt_vw_param_names(const struct rt_vw_trace *t, const char *glob, struct rt_vw_names *out);
 /* Rank r's record of parameter name, or NULL. */
 const struct rt_vw_param *rt_vw_find_param(const struct rt_vw_rank *r, const char *name);
+/* diagnosis.c: findings as view and report show them. Identical findings
+ * about single ranks become one ("ranks 0-3 exited with status 1"); notes are
+ * counted in *hidden and left out unless all; only_rank >= 0 keeps that
+ * rank's and the trace-wide ones. Returns the number of groups in *out
+ * (free() it), -1 out of memory. */
+#define RT_VW_DIAG_RANKS 1024
+struct rt_vw_diag {
+	int first;               /* index in t->findings of the first of the group */
+	enum rt_vw_level level;
+	int nranks, ranks[RT_VW_DIAG_RANKS];
+	char text[480];
+};
+int rt_vw_diagnose(const struct rt_vw_trace *t, int only_rank, bool all, struct rt_vw_diag **out,
+		   int *hidden);
+/* What to do next: the advice of the most important group that has one, or NULL. */
+const char *rt_vw_diag_advice(const struct rt_vw_trace *t, const struct rt_vw_diag *g, int n);
+
 /* One line about a rank's parameters; true when something is wrong with them. */
 bool rt_vw_placement_summary(const struct rt_vw_rank *r, char *out, size_t n);
 
@@ -214,6 +236,9 @@ struct rt_vw_comm {
 
 struct rt_vw_finding {
 	int severity;        /* lower is more important; sort key */
+	enum rt_vw_level level;
+	const char *id;      /* the detector's id (detectors.c), or the pass that found it */
+	const char *advice;  /* what to do next, or NULL */
 	enum rt_vw_verdict signature;
 	int rank;            /* the rank it is about, or -1: about several (view --rank) */
 	char text[400];

@@ -234,7 +234,34 @@ static const char *const style =
 	".zoom{display:block;margin-top:18px}.zoom input{margin-left:10px}"
 	"#z2:checked~.chart .zoomable{width:200%}#z4:checked~.chart .zoomable{width:400%}"
 	"#z16:checked~.chart .zoomable{width:1600%}"
-	"td.p{font-size:12px;white-space:nowrap}summary{cursor:pointer;margin:4px 0}";
+	"td.p{font-size:12px;white-space:nowrap}summary{cursor:pointer;margin:4px 0}"
+	".lv{font-size:12px;padding:0 6px;border-radius:3px}.lv.error{background:#fdd}"
+	".lv.warning{background:#ffe6b3}.lv.note{background:#eee}";
+
+/* The diagnosis: every level, ranks collapsed, what to do next under the first. */
+static void findings(FILE *f, const struct rt_vw_trace *t)
+{
+	struct rt_vw_diag *g;
+	int hidden, n = rt_vw_diagnose(t, -1, true, &g, &hidden);
+	const char *next = n > 0 ? rt_vw_diag_advice(t, g, n) : NULL;
+
+	fputs("<ol id=\"findings\">", f);
+	if (n <= 0)
+		fputs("<li>none: every rank ended cleanly and collectives matched</li>", f);
+	for (int k = 0; k < n; k++) {
+		fprintf(f, "<li><span class=\"lv %s\">%s</span> ", rt_vw_level_names[g[k].level],
+			rt_vw_level_names[g[k].level]);
+		rt_vw_html_esc(f, g[k].text);
+		if (next && t->findings[g[k].first].advice == next) {
+			fputs("<br><b>next:</b> ", f);
+			rt_vw_html_esc(f, next);
+			next = NULL;
+		}
+		fputs("</li>", f);
+	}
+	fputs("</ol>\n", f);
+	free(g);
+}
 
 static void header(FILE *f, const struct rt_vw_trace *t)
 {
@@ -252,15 +279,8 @@ static void header(FILE *f, const struct rt_vw_trace *t)
 		rt_vw_html_esc(f, t->inconclusive);
 		fputs(")", f);
 	}
-	fputs("</p>\n<h2>Findings</h2>\n<ol>", f);
-	if (!t->nfindings)
-		fputs("<li>none: every rank ended cleanly and collectives matched</li>", f);
-	for (int i = 0; i < t->nfindings; i++) {
-		fputs("<li>", f);
-		rt_vw_html_esc(f, t->findings[i].text);
-		fputs("</li>", f);
-	}
-	fputs("</ol>\n", f);
+	fputs("</p>\n<h2>Findings</h2>\n", f);
+	findings(f, t);
 }
 
 static void ranks_table(FILE *f, const struct rt_vw_trace *t)

@@ -80,7 +80,7 @@ d = json.load(open('$T/meta.params.json'))
 assert len(d['params']) == 10
 assert all([(r['rank'], r['placement']['where']) for r in p['ranks']] == [(0, 'cpu'), (1, 'meta')] for p in d['params']), d['params'][0]
 "
-check "meta: the finding says so" bash -c "'$RT' view '$T/meta' | grep -q 'rank 1: 10 parameters arrived on meta'"
+check "meta: the finding (a note, shown with --all) says so" bash -c "'$RT' view --all '$T/meta' | grep -q 'note: rank 1: 10 parameters arrived on meta'"
 
 run2 fsdp2 -- "$B/bin/rt-launch" -n 2 "$PY" "$(dirname "$W")/fsdp2_cpu.py" 3
 "$RT" view --json "$T/fsdp2" > "$T/fsdp2.json"

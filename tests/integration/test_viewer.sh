@@ -41,10 +41,35 @@ check "view exits 0 on a clean trace" [ $rc -eq 0 ]
 check "view: one row per rank with its device" bash -c "grep -cE '^[0-3] +vm' '$T/view.good' | grep -qx 4 || grep -cE '^[0-3] ' '$T/view.good' | grep -qx 4"
 check "view: rank 3 used device 3" grep -qE '^3 +[^ ]+ +3 +3 ' "$T/view.good"
 check "view: healthy verdict, no failure among the findings" bash -c "grep -q 'verdict: healthy' '$T/view.good' && ! grep -qE 'exited with status|killed|mismatch|never ran|device [0-9]+, expected' '$T/view.good'"
-check "view: notes that ranks 1-3 loaded on meta (cpu_ram_efficient_loading)" grep -q 'rank 3: 5 parameters arrived on meta' "$T/view.good"
+check "view: a healthy run shows no finding by default, says notes are hidden" bash -c "grep -A1 '^findings:' '$T/view.good' | grep -q '^  none' && grep -q '(3 notes not shown: --all)' '$T/view.good'"
+"$RT" view --all "$T/good" > "$T/view.good.all"
+check "view --all: the note that ranks 1-3 loaded on meta (cpu_ram_efficient_loading), once" \
+  grep -q '^  1. note: ranks 1-3: 5 parameters arrived on meta' "$T/view.good.all"
 "$RT" view --rank 1 "$T/good" > "$T/view.r1"
 check "view --rank 1 shows only rank 1" bash -c "grep -cE '^[0-9]+ ' '$T/view.r1' | grep -qx 1 && grep -qE '^1 ' '$T/view.r1'"
 "$RT" view --json "$T/bad" > "$T/bad.json"
+"$RT" view --json "$T/good" > "$T/good.json"
+check "diagnosis (4.53.0): at most 3 findings shown, the first an error saying the root forward never ran and what to do next, the exits collapsed" python3 -c "
+import json
+d = json.load(open('$T/bad.json'))
+shown = [g for g in d['diagnosis'] if g['level'] != 'note']
+assert 1 <= len(shown) <= 3, shown
+first = d['findings'][shown[0]['finding']]
+assert shown[0]['level'] == 'error' and 'FSDP root forward never ran' in shown[0]['text'], shown[0]
+assert first['advice'] and 'unwrapped module' in first['advice'], first
+exits = [g for g in shown if 'exited with status 1' in g['text']]
+assert len(exits) == 1 and exits[0]['ranks'] == [0, 1, 2, 3] and exits[0]['text'].startswith('ranks 0-3 '), exits
+assert all(f['level'] in ('error', 'warning', 'note') for f in d['findings'])
+"
+check "diagnosis (4.52.4): nothing but notes, so the default view shows no finding" python3 -c "
+import json
+d = json.load(open('$T/good.json'))
+assert d['diagnosis'] and all(g['level'] == 'note' for g in d['diagnosis']), d['diagnosis']
+"
+"$RT" view "$T/bad" > "$T/view.bad"
+check "view (4.53.0): numbered findings 1 and 2 only, the first followed by next:" bash -c "
+  grep -q '^  1. error: FSDP root forward never ran' '$T/view.bad' && grep -q '^     next: ' '$T/view.bad' &&
+  grep -q '^  2. error: ranks 0-3 exited with status 1' '$T/view.bad' && ! grep -q '^  4\.' '$T/view.bad'"
 check "view --json is valid JSON with schema ranktrace.view/1" python3 -c "
 import json, sys
 d = json.load(open('$T/bad.json'))
