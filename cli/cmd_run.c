@@ -299,6 +299,8 @@ int rt_cli_cmd_run(int argc, char **argv)
 		traced = false;
 	}
 	if (traced) {
+		if (use_lttng) /* LTTng's fork() helper: children that do not exec */
+			rt_cli_lttng_fork_helper(prepend_preload);
 		prepend_preload(lib);
 		if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd))
 			memset(rnd, (int)getpid(), sizeof(rnd));

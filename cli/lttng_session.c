@@ -349,3 +349,21 @@ int rt_cli_lttng_provider(const char *lib)
 		 slash ? lib : ".");
 	return access(path, R_OK) == 0 ? 0 : -1;
 }
+
+void rt_cli_lttng_fork_helper(void (*preload)(const char *path))
+{
+	static const char *const dirs[] = { "/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu",
+					    "/usr/lib64", "/usr/lib", "/usr/local/lib64",
+					    "/usr/local/lib", "/lib/x86_64-linux-gnu", "/lib64" };
+	char path[512];
+
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		snprintf(path, sizeof(path), "%s/liblttng-ust-fork.so.1", dirs[i]);
+		if (access(path, R_OK) == 0) {
+			preload(path);
+			return;
+		}
+	}
+	fprintf(stderr, "ranktrace: warning: liblttng-ust-fork.so.1 not found: a process that "
+		"forks without exec is recorded as its parent\n");
+}

@@ -30,6 +30,12 @@ int rt_cli_lttng_begin(struct rt_cli_lttng *l, const char *dir, bool kernel, cha
  * 0, or -1 when a step failed (warned). */
 int rt_cli_lttng_end(struct rt_cli_lttng *l, uint64_t *discarded, uint64_t *lost_packets);
 
+/* LTTng-UST's fork() helper (liblttng-ust-fork.so.1, from the same package
+ * as liblttng-ust): a process that forks and does not exec keeps tracing in
+ * the child, with the child's vpid. Passes its path to preload(), or warns
+ * once when it is not installed. */
+void rt_cli_lttng_fork_helper(void (*preload)(const char *path));
+
 /* 0 when the LTTng provider was built next to lib (libranktrace.so). */
 int rt_cli_lttng_provider(const char *lib);
 

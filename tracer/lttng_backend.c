@@ -38,6 +38,7 @@ uint8_t rt_tr_lttng_entry[RT_ID_COUNT];
 void (*rt_tr_lttng_emit)(unsigned id, const uint8_t *fields, uint64_t dur, int ret, int dev);
 
 static rt_lttng_identity_fn identity_fn;
+static int rank_pid; /* the first traced process of this rank; inherited by fork */
 static void *provider;
 static int warned;
 
@@ -117,8 +118,10 @@ int rt_tr_lttng_setup(void)
 	if (err)
 		return err;
 	gethostname(host, sizeof(host) - 1);
+	if (!rank_pid)
+		rank_pid = (int)getpid();
 	identity_fn(rt_tr_rank.rank, rt_tr_rank.local_rank, rt_tr_rank.world_size, (int)getpid(),
-		    rt_tr_rank.source ? rt_tr_rank.source : "unknown", host, rt_tr_config.run_id);
+		    rank_pid, rt_tr_rank.source ? rt_tr_rank.source : "unknown", host, rt_tr_config.run_id);
 	return 0;
 }
 

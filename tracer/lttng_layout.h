@@ -62,6 +62,7 @@ static inline uint32_t rt_lt_u32(const uint8_t *p)
 typedef void (*rt_lttng_emit_fn)(unsigned id, const uint8_t *fields, uint64_t dur, int ret,
 				 int dev);
 typedef void (*rt_lttng_identity_fn)(int rank, int local_rank, int world_size, int pid,
-				     const char *source, const char *host, const char *run_id);
+				     int rank_pid, const char *source, const char *host,
+				     const char *run_id);
 
 #endif

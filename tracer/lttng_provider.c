@@ -42,9 +42,9 @@ RT_EXPORT void rt_lttng_emit(unsigned id, const uint8_t *fields, uint64_t dur, i
 	}
 }
 
-RT_EXPORT void rt_lttng_identity(int rank, int local_rank, int world_size, int pid,
+RT_EXPORT void rt_lttng_identity(int rank, int local_rank, int world_size, int pid, int rank_pid,
 				 const char *source, const char *host, const char *run_id)
 {
-	lttng_ust_tracepoint(ranktrace, rt_identity, rank, local_rank, world_size, pid,
+	lttng_ust_tracepoint(ranktrace, rt_identity, rank, local_rank, world_size, pid, rank_pid,
 			     source ? source : "", host ? host : "", run_id ? run_id : "");
 }

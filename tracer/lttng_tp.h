@@ -11,7 +11,9 @@
  *
  * One event exists only here: rt_identity, which carries what the native
  * writer puts in a rank's CTF metadata env block (rank, local rank, world
- * size, pid, rank source, hostname, run id).
+ * size, pid, rank source, hostname, run id), and rank_pid: the process whose
+ * rank this is (a forked child is its parent's rank, as natively it writes
+ * into its parent's rank directory).
  *
  * LTTng-UST reads this header several times (MULTI_READ); the layouts are
  * defined once in lttng_layout.h. Included only by lttng_provider.c, which
@@ -66,11 +68,13 @@
 
 LTTNG_UST_TRACEPOINT_EVENT(ranktrace, rt_identity,
 	LTTNG_UST_TP_ARGS(int, rank, int, local_rank, int, world_size, int, pid,
-			  const char *, source, const char *, host, const char *, run_id),
+			  int, rank_pid, const char *, source, const char *, host,
+			  const char *, run_id),
 	LTTNG_UST_TP_FIELDS(lttng_ust_field_integer(int32_t, rank, rank)
 			    lttng_ust_field_integer(int32_t, local_rank, local_rank)
 			    lttng_ust_field_integer(int32_t, world_size, world_size)
 			    lttng_ust_field_integer(int32_t, pid, pid)
+			    lttng_ust_field_integer(int32_t, rank_pid, rank_pid)
 			    lttng_ust_field_string(rank_source, source)
 			    lttng_ust_field_string(hostname, host)
 			    lttng_ust_field_string(run_id, run_id)))

@@ -71,7 +71,7 @@ static int schema_id(const char *name)
 static void describe_class(struct ec_info *x, const bt_event_class *ec)
 {
 	static const char *const ident[I_COUNT] = { "rank", "local_rank", "world_size", "pid",
-						    "rank_source", "hostname" };
+						    "rank_pid", "rank_source", "hostname" };
 	static const char *const common[3] = { "dur_ns", "ret", "cur_dev" };
 	const bt_field_class *pay = bt_event_class_borrow_payload_field_class_const(ec);
 	const bt_field_class *ctx = bt_stream_class_borrow_event_common_context_field_class_const(
@@ -166,6 +166,7 @@ static struct proc *proc_of(struct reader *r, int64_t vpid)
 	p->vpid = vpid;
 	p->meta.rank = p->meta.local_rank = p->meta.world_size = -1;
 	p->meta.pid = (int)vpid;
+	p->rank_pid = vpid;
 	p->nccl_rank = -1;
 	return p;
 }
@@ -188,6 +189,7 @@ static void on_identity(struct proc *p, const struct ec_info *x, const bt_field 
 	p->meta.local_rank = (int)int_member(pay, x->ident[I_LOCAL]);
 	p->meta.world_size = (int)int_member(pay, x->ident[I_WORLD]);
 	p->meta.pid = (int)int_member(pay, x->ident[I_PID]);
+	p->rank_pid = x->ident[I_RANK_PID] >= 0 ? int_member(pay, x->ident[I_RANK_PID]) : p->vpid;
 	snprintf(p->meta.rank_source, sizeof(p->meta.rank_source), "%s",
 		 str_member(pay, x->ident[I_SOURCE]));
 	snprintf(p->meta.hostname, sizeof(p->meta.hostname), "%s", str_member(pay, x->ident[I_HOST]));

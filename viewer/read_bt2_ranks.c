@@ -86,8 +86,8 @@ static void settle_identity(struct proc *p)
 static int cmp_proc(const void *a, const void *b)
 {
 	const struct proc *x = a, *y = b;
-	int64_t kx = x->meta.rank >= 0 ? x->meta.rank : ((int64_t)1 << 40) + x->vpid;
-	int64_t ky = y->meta.rank >= 0 ? y->meta.rank : ((int64_t)1 << 40) + y->vpid;
+	int64_t kx = x->meta.rank >= 0 ? x->meta.rank : ((int64_t)1 << 40) + x->rank_pid;
+	int64_t ky = y->meta.rank >= 0 ? y->meta.rank : ((int64_t)1 << 40) + y->rank_pid;
 
 	if (kx != ky)
 		return kx < ky ? -1 : 1;
@@ -120,6 +120,9 @@ static int build_rank(struct reader *r, int a, int b, struct rt_vw_bt2_rank *out
 		mask |= r->procs[i].streams;
 	}
 	out->meta = r->procs[a].meta;
+	for (int i = a; i < b; i++) /* the rank's own process, not a forked child */
+		if (r->procs[i].vpid == r->procs[i].rank_pid)
+			out->meta = r->procs[i].meta;
 	if (out->meta.rank >= 0)
 		snprintf(out->name, sizeof(out->name), "rank-%05d", out->meta.rank);
 	else
@@ -174,8 +177,8 @@ static int build_ranks(struct reader *r, struct rt_vw_bt2 *b)
 	for (int a = 0; a < r->nprocs;) {
 		int e = a + 1;
 
-		while (e < r->nprocs && r->procs[a].meta.rank >= 0 &&
-		       r->procs[e].meta.rank == r->procs[a].meta.rank)
+		while (e < r->nprocs && r->procs[e].meta.rank == r->procs[a].meta.rank &&
+		       (r->procs[a].meta.rank >= 0 || r->procs[e].rank_pid == r->procs[a].rank_pid))
 			e++;
 		if (build_rank(r, a, e, &b->ranks[b->nranks++]) != 0)
 			return -1;

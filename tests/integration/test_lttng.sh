@@ -120,6 +120,15 @@ import json, sys; r = json.load(open(sys.argv[1]))["ranks"][1]
 assert r["end"] == "died in ncclBroadcast" and r["open_calls"][0]["call"] == "ncclBroadcast", r' "$T/kl.json"
 check "killed rank: view --json equal for both backends" diff <(norm_view "$T/kn.json") <(norm_view "$T/kl.json")
 
+# ---- fork() without exec: the child is traced (LTTng's fork helper) and is its parent's rank ----
+sim rt run -o "$T/fn" -- "$B/bin/callstorm" --calls 1000 --fork > /dev/null 2>&1
+sim rt run --backend lttng -o "$T/fl" -- "$B/bin/callstorm" --calls 1000 --fork > /dev/null 2>&1
+check "fork: the child has its own vpid in the LTTng trace" \
+  [ "$(babeltrace2 "$T/fl" | grep -o 'vpid = [0-9]*' | sort -u | wc -l)" -eq 2 ]
+rt view --json "$T/fn" > "$T/fn.json"; rt view --json "$T/fl" > "$T/fl.json"
+check "fork: view --json equal for both backends (but the pid in the rank's name)" \
+  diff <(norm_view "$T/fn.json" | grep -v '"dir": "rank-p') <(norm_view "$T/fl.json" | grep -v '"dir": "rank-p')
+
 # ---- kernel events: recorded where permitted, else one warning and UST only ----
 sim rt run --backend lttng --lttng-kernel -o "$T/k" -- $(job 4.52.4) > "$T/k.out" 2> "$T/k.err"
 check "--lttng-kernel: the run still succeeds" [ $? -eq 0 ]
