@@ -81,6 +81,10 @@ assert d['findings'][0]['signature'] == 'skipped-fsdp-root'
 "
 
 "$RT" diff "$T/good" "$T/bad" > "$T/diff"
+check "diff compares placement: B's parameters storage freed on every rank, A's cuda:N (all 5)" \
+  grep -qE '^  B: model\.[a-z_.0-9]+ storage freed on every rank, A: cuda:N; 5 of 5 parameters alike$' "$T/diff"
+"$RT" diff "$T/good" "$T/good" > "$T/diff.same"
+check "diff of a trace with itself: placement the same" grep -q '^parameter placement (latest report): the same in A and B' "$T/diff.same"
 for r in 0 1 2 3; do
   check "diff: rank $r diverges after the init broadcasts (no all-gather)" grep -q "^rank $r: first divergence after 3 identical collectives (the init broadcasts): A AllGather #4" "$T/diff"
 done
