@@ -11,6 +11,13 @@
 
 #include "schema.h"
 
+/* lower case: "alloc", "comm_init" (Perfetto categories) */
+const char *const rt_role_names[RT_R_COUNT] = {
+#define RT_ROLE_NAME(n, doc) [RT_R_##n] = #n,
+	RT_ROLES(RT_ROLE_NAME)
+#undef RT_ROLE_NAME
+};
+
 const char *const rt_coll_colours[RT_CK_COUNT] = {
 #define RT_API(...)
 #define RT_COLL_KIND(k, colour) colour,

@@ -79,31 +79,37 @@ enum rt_fname {
 	RT_FN_COUNT
 };
 
-/* What a call means: the role column of the call tables, ROLE(what, arg). */
+/* What a call means: the role column of the call tables, ROLE(what, arg).
+ * X(name, what the role promises); enum rt_role RT_R_name, rt_role_names. */
+#define RT_ROLES(X)                                                                      \
+	X(NONE, "tracer events")                                                          \
+	X(SET_DEVICE, "binds the thread's device (field device)")                         \
+	X(GET_DEVICE, "reads the thread's device")                                        \
+	X(ALLOC, "arg DEVICE or HOST; fields ptr, size (or pitch * height)")              \
+	X(FREE, "arg DEVICE or HOST; field ptr")                                          \
+	X(COPY, "fields dst, src, count: devices resolved from allocations")              \
+	X(COPY_PEER, "fields dst_device, src_device")                                     \
+	X(MEMSET, "sets device memory")                                                   \
+	X(STREAM_CREATE, "a CUDA stream is made")                                         \
+	X(STREAM_DESTROY, "a CUDA stream ends")                                           \
+	X(DEVICE_RESET, "the device is reset")                                            \
+	X(MEM_INFO, "reads free and total device memory")                                 \
+	X(QUERY, "reads state, changes nothing")                                          \
+	X(UNIQUE_ID, "makes an NCCL unique id")                                           \
+	X(COMM_INIT, "one rank joins: fields comm_id, nranks, rank")                      \
+	X(COMM_INIT_ALL, "one process makes all ranks: comm_id, nranks")                  \
+	X(COMM_SPLIT, "fields parent_id, color, key, comm_id")                            \
+	X(COMM_END, "a communicator ends")                                                \
+	X(COLL, "arg the kind; fields comm_id, seq, count, datatype...")                  \
+	X(P2P, "arg Send or Recv; fields comm_id, seq, peer...")                          \
+	X(GROUP, "NCCL group start or end")
 enum rt_role {
-	RT_R_NONE,          /* tracer events */
-	RT_R_SET_DEVICE,    /* binds the thread's device (field device) */
-	RT_R_GET_DEVICE,
-	RT_R_ALLOC,         /* arg DEVICE or HOST; fields ptr, size (or pitch * height) */
-	RT_R_FREE,          /* arg DEVICE or HOST; field ptr */
-	RT_R_COPY,          /* fields dst, src, count: devices resolved from allocations */
-	RT_R_COPY_PEER,     /* fields dst_device, src_device */
-	RT_R_MEMSET,
-	RT_R_STREAM_CREATE,
-	RT_R_STREAM_DESTROY,
-	RT_R_DEVICE_RESET,
-	RT_R_MEM_INFO,
-	RT_R_QUERY,         /* reads state, changes nothing */
-	RT_R_UNIQUE_ID,
-	RT_R_COMM_INIT,     /* one rank joins: fields comm_id, nranks, rank */
-	RT_R_COMM_INIT_ALL, /* one process makes all ranks: comm_id, nranks */
-	RT_R_COMM_SPLIT,    /* fields parent_id, color, key, comm_id */
-	RT_R_COMM_END,
-	RT_R_COLL,          /* arg the kind; fields comm_id, seq, count, datatype... */
-	RT_R_P2P,           /* arg Send or Recv; fields comm_id, seq, peer... */
-	RT_R_GROUP,
+#define RT_ROLE_ENUM(n, doc) RT_R_##n,
+	RT_ROLES(RT_ROLE_ENUM)
+#undef RT_ROLE_ENUM
 	RT_R_COUNT
 };
+extern const char *const rt_role_names[RT_R_COUNT]; /* "ALLOC", "COMM_INIT"... */
 
 /* Collective kinds (RT_COLL_KIND in nccl_api.def), in output order. */
 enum rt_coll_kind {

@@ -146,6 +146,20 @@ uint64_t rt_tr_comm_id(const void *comm)
 	return s ? s->id : 0;
 }
 
+/* The number of ranks in comm, from NCCL's own ncclCommCount (not
+ * interposed), or 0. Once per split: the viewer needs a split's size. */
+int rt_tr_comm_count(const void *comm)
+{
+	static int (*count)(const void *, int *);
+	int n = 0;
+
+	if (!comm)
+		return 0;
+	if (!count)
+		count = (int (*)(const void *, int *))rt_tr_resolve("ncclCommCount", RT_LIB_NCCL);
+	return count && count(comm, &n) == 0 ? n : 0;
+}
+
 uint32_t rt_tr_coll_seq(const void *comm)
 {
 	struct comm_slot *s = lookup(comm);

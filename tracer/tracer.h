@@ -154,6 +154,7 @@ void rt_tr_comm_init_all(const void *comms, int ndev, const int *devlist);
 void rt_tr_comm_split(const void *parent, int color, const void *newcomm);
 void rt_tr_comm_forget(const void *comm);
 uint64_t rt_tr_comm_id(const void *comm);
+int rt_tr_comm_count(const void *comm);
 uint32_t rt_tr_coll_seq(const void *comm);
 uint32_t rt_tr_p2p_seq(const void *comm);
 int rt_tr_comm_device(const void *comm);

@@ -5,9 +5,9 @@
  * Each collective joins its (communicator, sequence) entry; an entry is
  * checked (same kind, count, datatype, op, root on every rank) and freed
  * once every rank of the communicator has reported it. The communicator's
- * size is learned from its init events, a split's by counting the ranks
- * whose ncclCommSplit returned it (all of them precede its first collective:
- * the split is itself collective). What stays open at the end is a
+ * size is learned from its init events (a split records its size, from
+ * ncclCommCount; without it the ranks that joined are counted). Each rank's
+ * own init precedes its collectives, whatever the merge's window does. What stays open at the end is a
  * collective some ranks never reached (matcher_finish). Memory: open
  * collectives only. */
 #include <inttypes.h>

@@ -286,8 +286,12 @@ void rt_vw_on_event(struct matcher *m, int ri, const struct rt_vw_event *e)
 			use_device(r, e->dev);
 		}
 		return;
-	case RT_R_COMM_SPLIT:
-		if (e->ret == 0 && !e->pending && rt_vw_fld(e, RT_FN_comm_id))
+	case RT_R_COMM_SPLIT: /* its size as NCCL counts it; else count who joins */
+		if (e->ret != 0 || e->pending || !rt_vw_fld(e, RT_FN_comm_id))
+			return;
+		if (rt_vw_fld(e, RT_FN_nranks) > 0)
+			rt_vw_comm_learn(m, (uint64_t)rt_vw_fld(e, RT_FN_comm_id), (int)rt_vw_fld(e, RT_FN_nranks));
+		else
 			rt_vw_comm_join(m, (uint64_t)rt_vw_fld(e, RT_FN_comm_id));
 		return;
 	case RT_R_COMM_INIT_ALL:

@@ -44,6 +44,23 @@ static double us(const struct pf *p, uint64_t ns)
 	return (double)(ns - p->t0) / 1000.0;
 }
 
+/* The event's categories: its library, then its role in the call table
+ * ("cuda,alloc", "nccl,coll"); the tracer's own events are "ranktrace". */
+static const char *category(const struct rt_event_desc *d, char *out, size_t n)
+{
+	const char *lib = d->lib == RT_LIB_NCCL ? "nccl" : d->lib == RT_LIB_CUDA ? "cuda"
+			  : d->lib == RT_LIB_DRIVER ? "cuda_driver" : "ranktrace";
+	size_t len;
+
+	if (d->role == RT_R_NONE)
+		return lib;
+	len = (size_t)snprintf(out, n, "%s,", lib);
+	for (const char *p = rt_role_names[d->role]; *p && len + 1 < n; p++)
+		out[len++] = (char)(*p >= 'A' && *p <= 'Z' ? *p - 'A' + 'a' : *p);
+	out[len] = '\0';
+	return out;
+}
+
 static void pf_event(void *arg, int ri, const struct rt_vw_event *e)
 {
 	struct pf *p = arg;
@@ -51,6 +68,7 @@ static void pf_event(void *arg, int ri, const struct rt_vw_event *e)
 	const struct rt_event_desc *d = &rt_events[e->id];
 	uint64_t stream = (uint64_t)rt_vw_fld(e, RT_FN_stream);
 	uint64_t tid = e->tid;
+	char cat[48];
 
 	if (e->ts < p->t0)
 		return;
@@ -64,7 +82,7 @@ static void pf_event(void *arg, int ri, const struct rt_vw_event *e)
 	fprintf(p->f, "{\"ph\":\"X\",\"pid\":%d,\"tid\":%" PRIu64 ",\"ts\":%.3f,\"dur\":%.3f,\"name\":\"%s\","
 		"\"cat\":\"%s\",\"args\":{\"ret\":%d,\"device\":%d%s", r->meta.rank, tid, us(p, e->ts),
 		e->pending ? us(p, r->last_ts) - us(p, e->ts) : (double)e->dur / 1000.0, d->name,
-		d->lib == RT_LIB_NCCL ? "nccl" : d->lib == RT_LIB_CUDA ? "cuda" : "ranktrace", e->ret,
+		category(d, cat, sizeof(cat)), e->ret,
 		e->dev, e->pending ? ",\"never_returned\":true" : "");
 	for (int i = 0; i < d->nfields; i++) {
 		int64_t v = rt_field_get(e->id, e->fields, i);
@@ -176,6 +194,7 @@ int rt_vw_export_perfetto(const struct rt_vw_trace *t, FILE *f)
 	fputs("\"},\"traceEvents\":[", f);
 	for (int i = 0; i < t->nranks; i++) {
 		const struct rt_vw_rank *r = &t->ranks[i];
+		char end[96];
 
 		if (!r->readable)
 			continue;
@@ -187,6 +206,13 @@ int rt_vw_export_perfetto(const struct rt_vw_trace *t, FILE *f)
 		pf_sep(&p);
 		fprintf(f, "{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":%d,\"args\":{\"sort_index\":%d}}",
 			r->meta.rank, r->meta.rank);
+		/* how the rank ended, as every output words it */
+		rt_vw_rank_end(r, end, sizeof(end));
+		pf_sep(&p);
+		fprintf(f, "{\"ph\":\"M\",\"name\":\"process_labels\",\"pid\":%d,\"args\":{\"labels\":\"",
+			r->meta.rank);
+		rt_vw_json_esc(f, end);
+		fputs("\"}}", f);
 	}
 	rc = rt_vw_foreach(t, pf_event, &p);
 	for (int i = 0; i < t->nranks; i++)

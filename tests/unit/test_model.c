@@ -288,6 +288,20 @@ static void s_split(void)
 	exit_all(0);
 }
 
+/* the same as the windowed merge may deliver it, rank by rank: each split
+ * records its size, so rank 0's all-reduce opens an entry of 2 */
+static void s_split_rank_major(void)
+{
+	init_all();
+	for (int i = 0; i < t->nranks; i++) {
+		OK(i, ncclCommSplit, i, RT_FN_parent_id, COMM, RT_FN_color, U(i % 2), RT_FN_key, U(i),
+		   RT_FN_comm_id, U(0x5100 + i % 2), RT_FN_nranks, U(2));
+		ev(i, RT_ID_ncclAllReduce, i, 0, false, RT_FN_comm_id, U(0x5100 + i % 2), RT_FN_seq, U(1),
+		   RT_FN_count, U(64), -1);
+	}
+	exit_all(0);
+}
+
 /* the metadata says 6 ranks, 4 have a trace */
 static void s_missing(void)
 {
@@ -317,13 +331,14 @@ static const struct scase cases[] = {
 	{ "other_device", s_other_device, RT_V_DEVICE_MISPLACEMENT, "rank 1 used device 0, expected device 1", NULL },
 	{ "killed", s_killed, RT_V_CRASHED, "rank 1 was killed by signal 9 inside cudaMalloc", NULL },
 	{ "died_inside", s_died_inside, RT_V_CRASHED, "rank 1 died inside cudaMalloc", NULL },
-	{ "exit_status", s_exit_status, RT_V_CRASHED, "rank 1 exited with status 3; first error: cudaMalloc returned 2", NULL },
+	{ "exit_status", s_exit_status, RT_V_CRASHED, "rank 1 exited with status 3; first error: cudaMalloc returned cudaErrorMemoryAllocation", NULL },
 	{ "no_end", s_no_end, RT_V_CRASHED, "has no recorded end", NULL },
 	{ "unknown_frees", s_unknown_frees, RT_V_HEALTHY, "freed 1 pointer(s) it never allocated", NULL },
 	{ "discarded", s_discarded, RT_V_INCONCLUSIVE, "rank 1: 12 events discarded", NULL },
 	{ "collective_mismatch", s_mismatch, RT_V_COLLECTIVE_MISMATCH, "Broadcast", NULL },
 	{ "never_reached", s_never_reached, RT_V_COLLECTIVE_MISMATCH, "1", NULL },
 	{ "split_communicators_close", s_split, RT_V_HEALTHY, NULL, NULL },
+	{ "split_sized_rank_by_rank", s_split_rank_major, RT_V_HEALTHY, NULL, NULL },
 	{ "missing_ranks", s_missing, RT_V_INCONCLUSIVE, "missing", NULL },
 };
 
@@ -378,6 +393,7 @@ Test(model, discarded) { run_case("discarded"); }
 Test(model, collective_mismatch) { run_case("collective_mismatch"); }
 Test(model, never_reached) { run_case("never_reached"); }
 Test(model, split_communicators_close) { run_case("split_communicators_close"); }
+Test(model, split_sized_rank_by_rank) { run_case("split_sized_rank_by_rank"); }
 Test(model, missing_ranks) { run_case("missing_ranks"); }
 
 /* ---- the model's numbers, beside the findings ---- */
