@@ -19,7 +19,7 @@ def check(path, nranks):
         assert isinstance(e.get("pid"), int), where
         ph = e["ph"]
         if ph == "M":
-            assert e["name"] in ("process_name", "process_sort_index", "thread_name"), where
+            assert e["name"] in ("process_name", "process_sort_index", "process_labels", "thread_name"), where
             if e["name"] == "process_name":
                 procs[e["pid"]] = e["args"]["name"]
             continue
