@@ -1,11 +1,41 @@
 /* SPDX-License-Identifier: MIT */
-/* fuzz_plan.c - libFuzzer target: arbitrary text as a fault plan. The parser
- * must accept or refuse with a message quoting the plan, never crash. */
+/* fuzz_plan.c - libFuzzer target: arbitrary text as a fault plan, and the
+ * same bytes as a plan file (--inject-file). The parser must accept or
+ * refuse with a message quoting the plan, never crash; the file reader must
+ * join its lines or refuse it with one message. */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "plan.h"
+
+static void plan_file(const uint8_t *data, size_t size)
+{
+	static char path[64];
+	char err[4200], *plan = NULL;
+	struct rt_inj_plan p;
+	FILE *f;
+
+	if (!path[0])
+		snprintf(path, sizeof(path), "/tmp/rt-fuzz-plan-%d", (int)getpid());
+	f = fopen(path, "wb");
+	if (!f)
+		abort();
+	fwrite(data, 1, size, f);
+	fclose(f);
+	if (rt_inj_read_plan_file(path, &plan, err, sizeof(err)) != 0) {
+		if (!strstr(err, path) || strchr(err, '\n'))
+			abort(); /* one line naming the file */
+		return;
+	}
+	if (!plan[0] || strchr(plan, '\n') || strchr(plan, '#'))
+		abort(); /* specs joined, comments and newlines gone */
+	if (rt_inj_parse(plan, &p, err, sizeof(err)) == 0)
+		rt_inj_plan_free(&p);
+	free(plan);
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -26,5 +56,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	}
 	free(text);
+	plan_file(data, size);
 	return 0;
 }
