@@ -60,14 +60,30 @@ const char *const rt_coll_names[RT_CK_COUNT] = {
 	static const char *const errors_##name[] = { errors NULL };
 #define RT_EVENT(name, params, fields) static const char *const errors_##name[] = { NULL };
 #define RT_ERRORS_COMMON(lib, errors) static const char *const common_##lib[] = { errors NULL };
+#define RT_DRV(...)
 #include "cuda_api.def"
 #include "nccl_api.def"
+#include "driver_api.def"
 #include "events.def"
 #undef RT_API
 #undef RT_EVENT
+#undef RT_DRV
 #undef RT_ERRORS_COMMON
 #undef E
-const char *const *const rt_errors_common[RT_LIB_TRACER] = { common_CUDA, common_NCCL };
+const char *const *const rt_errors_common[RT_LIB_DRIVER + 1] = {
+	[RT_LIB_CUDA] = common_CUDA, [RT_LIB_NCCL] = common_NCCL, [RT_LIB_DRIVER] = common_DRIVER,
+};
+
+static const struct {
+	int code;
+	const char *name;
+} driver_results[] = {
+#define RT_DRV(...)
+#define RT_DRV_RESULT(v, n) { v, #n },
+#include "driver_api.def"
+#undef RT_DRV_RESULT
+#undef RT_DRV
+};
 
 static const struct {
 	int code;
@@ -90,6 +106,12 @@ static const char *const nccl_results[] = {
 
 const char *rt_result_name(unsigned lib, int64_t code)
 {
+	if (lib == RT_LIB_DRIVER) {
+		for (size_t i = 0; i < sizeof(driver_results) / sizeof(driver_results[0]); i++)
+			if (driver_results[i].code == code)
+				return driver_results[i].name;
+		return NULL;
+	}
 	if (lib == RT_LIB_NCCL)
 		return code >= 0 && code < (int64_t)(sizeof(nccl_results) / sizeof(nccl_results[0]))
 			       ? nccl_results[code] : NULL;
@@ -101,6 +123,12 @@ const char *rt_result_name(unsigned lib, int64_t code)
 
 int64_t rt_result_value(unsigned lib, const char *name)
 {
+	if (lib == RT_LIB_DRIVER) {
+		for (size_t i = 0; i < sizeof(driver_results) / sizeof(driver_results[0]); i++)
+			if (!strcmp(name, driver_results[i].name))
+				return driver_results[i].code;
+		return -1;
+	}
 	if (lib == RT_LIB_NCCL) {
 		for (size_t i = 0; i < sizeof(nccl_results) / sizeof(nccl_results[0]); i++)
 			if (nccl_results[i] && !strcmp(name, nccl_results[i]))

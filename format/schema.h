@@ -212,7 +212,7 @@ extern int8_t rt_field_at[RT_ID_COUNT][RT_FN_COUNT];
 
 /* The errors every function of library lib may return (NULL-terminated),
  * and NVIDIA's name of a result code (NULL when unknown). */
-extern const char *const *const rt_errors_common[RT_LIB_TRACER];
+extern const char *const *const rt_errors_common[RT_LIB_DRIVER + 1]; /* [RT_LIB_TRACER]: NULL */
 const char *rt_result_name(unsigned lib, int64_t code);
 /* The value of NVIDIA's error name for library lib, or -1. */
 int64_t rt_result_value(unsigned lib, const char *name);

@@ -61,7 +61,7 @@ static bool valid_code_for(unsigned api, const char *code)
 {
 	const char *const *own = rt_events[api].errors, *const *common;
 
-	if (rt_events[api].lib >= RT_LIB_TRACER)
+	if (rt_events[api].lib == RT_LIB_TRACER)
 		return false;
 	common = rt_errors_common[rt_events[api].lib];
 	for (int i = 0; common[i]; i++)
@@ -97,7 +97,7 @@ static void valid_codes_str(unsigned api, char *out, size_t n)
 
 #define ADD(code) (len += (size_t)snprintf(out + len, len < n ? n - len : 0, "%s%s", len ? ", " : "", code))
 	out[0] = '\0';
-	if (rt_events[api].lib >= RT_LIB_TRACER)
+	if (rt_events[api].lib == RT_LIB_TRACER)
 		return;
 	common = rt_errors_common[rt_events[api].lib];
 	for (int i = 0; own && own[i]; i++)
@@ -578,10 +578,13 @@ static void print_preset(FILE *f, size_t i)
 /* error= codes: each library's common ones, then each function's own. */
 static void print_errors(FILE *f)
 {
-	static const char *const libs[] = { "CUDA", "NCCL" };
+	static const char *const libs[] = { [RT_LIB_CUDA] = "CUDA", [RT_LIB_NCCL] = "NCCL",
+					     [RT_LIB_DRIVER] = "CUDA driver" };
 
 	fprintf(f, "\nerror= codes (NVIDIA's names), any function of its library:\n");
-	for (int l = 0; l < RT_LIB_TRACER; l++) {
+	for (int l = 0; l <= RT_LIB_DRIVER; l++) {
+		if (l == RT_LIB_TRACER)
+			continue;
 		fprintf(f, "  %s:", libs[l]);
 		for (int i = 0; rt_errors_common[l][i]; i++)
 			fprintf(f, "%s%s", i % 3 ? ", " : "\n    ", rt_errors_common[l][i]);

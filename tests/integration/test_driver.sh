@@ -74,6 +74,16 @@ babeltrace2 "$T/nv" > "$T/nv.bt" 2>/dev/null
 check "real libcudart: the failed lookup is recorded, not wrapped" \
   grep -q 'rt_drv_entry: .*symbol = "cuGetProcAddress", version = 12000, flags = 0, wrapped = 0, result = 35' "$T/nv.bt"
 
+# 8. faults reach driver calls made through entry-point pointers, with CUresult names
+sim "$RT" run -o "$T/inj" --inject 'cuMemCreate:error=CUDA_ERROR_OUT_OF_MEMORY:when=2' -- "$B/bin/driver_probe" keep > "$T/inj.out" 2>&1
+check "injected: the 2nd cuMemCreate (a cudaGetDriverEntryPointByVersion pointer) returns CUDA_ERROR_OUT_OF_MEMORY (2)" \
+  grep -qx 'driver_probe: v.create(&h\[1\], 2 \* MiB, &prop, 0) -> 2' "$T/inj.out"
+"$RT" view --json "$T/inj" > "$T/inj.json"
+check "injected: one fault, one failed allocation, the first error named as the driver names it" \
+  [ "$(jq_py "$T/inj.json" 'd["ranks"][0]["faults"], d["ranks"][0]["failed_allocations"], any("cuMemCreate returned CUDA_ERROR_OUT_OF_MEMORY" in f["text"] for f in d["findings"])')" = "1 1 True" ]
+check "a runtime error name is refused for a driver function (exit 2)" \
+  bash -c "'$RT' inject --check 'cuMemAlloc_v2:error=cudaErrorMemoryAllocation' > /dev/null 2>&1; [ \$? -eq 2 ]"
+
 # 7. two ranks on one GPU follow NCCL's rule: one rank per device per NCCL host
 #    (NCCL_HOSTID), which the tracer records as the trace's nccl_host
 cat > "$T/shim.sh" <<'EOS'
