@@ -327,7 +327,7 @@ int rt_cli_cmd_run(int argc, char **argv)
 		unsetenv("RANKTRACE_INJECT");
 	}
 	if (traced && use_lttng &&
-	    rt_cli_lttng_begin(&lttng, abs, lttng_kernel, err, sizeof(err)) != 0) {
+	    rt_cli_lttng_begin(&lttng, abs, run_id, lttng_kernel, err, sizeof(err)) != 0) {
 		/* as for DIR: never run untraced unless asked */
 		if (!allow_untraced) {
 			fprintf(stderr, "ranktrace run: no LTTng session: %s\n(--allow-untraced runs "

@@ -24,11 +24,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "lttng_session.h"
+#include "read_bt2.h"
 
 #define CMD_TIMEOUT_S 60   /* `lttng stop` waits for the consumer to drain */
 #define SESSIOND_READY_S 20
@@ -225,12 +228,61 @@ static void stop_sessiond(struct rt_cli_lttng *l)
 	l->sessiond = 0;
 }
 
+/* Runs of this user hold a shared lock on one file while they use a
+ * session daemon; the run that started the daemon stops it only if it can
+ * take the lock exclusively (no other run is between its first `lttng` call
+ * and its end) and no session is left (someone's own, by hand). -1: none. */
+static int runs_lock(void)
+{
+	char path[128];
+	struct stat st;
+	int fd;
+
+	snprintf(path, sizeof(path), "/tmp/ranktrace-lttng-%u.lock", (unsigned)getuid());
+	fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd >= 0 && (fstat(fd, &st) != 0 || st.st_uid != getuid() || flock(fd, LOCK_SH) != 0)) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+static void stop_sessiond_unless_used(struct rt_cli_lttng *l)
+{
+	static char xml[1 << 16];
+	bool alone = l->lock < 0 || flock(l->lock, LOCK_EX | LOCK_NB) == 0;
+
+	if (l->sessiond > 0 &&
+	    (!alone || (run_lttng(xml, sizeof(xml), "--mi", "xml", "list", NULL) == 0 &&
+			strstr(xml, "<session>"))))
+		l->left_running = true; /* another run or session uses it now */
+	else
+		stop_sessiond(l);
+	if (l->lock >= 0)
+		close(l->lock); /* releases the lock */
+	l->lock = -1;
+}
+
 /* Is a session daemon reachable for this user? (`lttng list` fails without.) */
 static bool sessiond_running(void)
 {
 	char out[4096];
 
 	return run_lttng(out, sizeof(out), "list", NULL) == 0;
+}
+
+/* Ours could not start: did another run's daemon, starting at the same
+ * time, win the race? It answers once ready (within SESSIOND_READY_S). */
+static bool other_sessiond(void)
+{
+	for (int i = 0; i < SESSIOND_READY_S * 4; i++) {
+		struct timespec nap = { 0, 250 * 1000 * 1000 };
+
+		if (sessiond_running())
+			return true;
+		nanosleep(&nap, NULL);
+	}
+	return false;
 }
 
 /* Channel, contexts, events. */
@@ -264,14 +316,28 @@ static int configure(struct rt_cli_lttng *l, bool kernel, char *err, size_t n)
 	return 0;
 }
 
-int rt_cli_lttng_begin(struct rt_cli_lttng *l, const char *dir, bool kernel, char *err, size_t n)
+int rt_cli_lttng_begin(struct rt_cli_lttng *l, const char *dir, const char *run_id, bool kernel,
+		       char *err, size_t n)
 {
 	char out[4096], opt[4200];
+	FILE *f;
+
+	snprintf(opt, sizeof(opt), "%s/" RT_VW_LTTNG_RUN_FILE, dir);
+	f = fopen(opt, "wxe");
+	if (f && fprintf(f, "%s\n", run_id) < 0) {
+		fclose(f);
+		f = NULL;
+	}
+	if (!f || fclose(f) != 0) {
+		snprintf(err, n, "%s: %s", opt, strerror(errno));
+		return -1;
+	}
 
 	memset(l, 0, sizeof(*l));
 	snprintf(l->name, sizeof(l->name), "ranktrace-%d", (int)getpid());
-	if (!sessiond_running() && start_sessiond(l, kernel, err, n) != 0)
-		return -1;
+	l->lock = runs_lock();
+	if (!sessiond_running() && start_sessiond(l, kernel, err, n) != 0 && !other_sessiond())
+		goto out_stop;
 	snprintf(opt, sizeof(opt), "--output=%s", dir);
 	if (run_lttng(out, sizeof(out), "create", l->name, opt, NULL) != 0) {
 		snprintf(err, n, "lttng create: %s", first_line(out));
@@ -290,7 +356,7 @@ out_destroy:
 	run_lttng(out, sizeof(out), "destroy", l->name, NULL);
 	l->created = false;
 out_stop:
-	stop_sessiond(l);
+	stop_sessiond_unless_used(l);
 	return -1;
 }
 
@@ -331,12 +397,7 @@ int rt_cli_lttng_end(struct rt_cli_lttng *l, uint64_t *discarded, uint64_t *lost
 		}
 		l->created = false;
 	}
-	if (l->sessiond > 0 && run_lttng(xml, sizeof(xml), "--mi", "xml", "list", NULL) == 0 &&
-	    strstr(xml, "<session>")) {
-		l->left_running = true; /* another session uses it now */
-		return rc;
-	}
-	stop_sessiond(l);
+	stop_sessiond_unless_used(l);
 	return rc;
 }
 

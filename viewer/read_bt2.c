@@ -71,7 +71,7 @@ static int schema_id(const char *name)
 static void describe_class(struct ec_info *x, const bt_event_class *ec)
 {
 	static const char *const ident[I_COUNT] = { "rank", "local_rank", "world_size", "pid",
-						    "rank_pid", "rank_source", "hostname" };
+						    "rank_pid", "rank_source", "hostname", "run_id" };
 	static const char *const common[3] = { "dur_ns", "ret", "cur_dev" };
 	const bt_field_class *pay = bt_event_class_borrow_payload_field_class_const(ec);
 	const bt_field_class *ctx = bt_stream_class_borrow_event_common_context_field_class_const(
@@ -193,6 +193,7 @@ static void on_identity(struct proc *p, const struct ec_info *x, const bt_field 
 	snprintf(p->meta.rank_source, sizeof(p->meta.rank_source), "%s",
 		 str_member(pay, x->ident[I_SOURCE]));
 	snprintf(p->meta.hostname, sizeof(p->meta.hostname), "%s", str_member(pay, x->ident[I_HOST]));
+	snprintf(p->run_id, sizeof(p->run_id), "%s", str_member(pay, x->ident[I_RUN]));
 	p->meta.schema = RT_SCHEMA_VERSION;
 }
 
@@ -413,7 +414,7 @@ int rt_vw_bt2_read(struct reader *r, const char *dir, char *err, size_t n)
 		goto out;
 	}
 	if (bt_graph_add_source_component(g, cls, "src", params, BT_LOGGING_LEVEL_NONE, &src)) {
-		take_error(dir, "not a CTF trace libbabeltrace2 can read", err, n);
+		take_error(dir, "libbabeltrace2 cannot open this trace", err, n);
 		goto out;
 	}
 	for (uint64_t i = 0; i < bt_component_source_get_output_port_count(src); i++) {

@@ -25,6 +25,11 @@ struct rt_vw_bt2 {
 	void *priv;
 };
 
+/* In an LTTng trace directory written by `ranktrace run --backend lttng`:
+ * the run id, so that processes of other runs recorded by the same session
+ * (another job of the same user at the same time) are left out. */
+#define RT_VW_LTTNG_RUN_FILE "ranktrace-run"
+
 /* Does dir look like an LTTng trace (session output or one CTF trace)? */
 bool rt_vw_is_lttng(const char *dir);
 

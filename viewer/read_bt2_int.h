@@ -16,7 +16,7 @@
 
 enum { T_UNSIGNED, T_SIGNED, T_STRING, T_OTHER };
 enum { ID_IDENTITY = -2, ID_NOT_OURS = -1 };
-enum { I_RANK, I_LOCAL, I_WORLD, I_PID, I_RANK_PID, I_SOURCE, I_HOST, I_COUNT };
+enum { I_RANK, I_LOCAL, I_WORLD, I_PID, I_RANK_PID, I_SOURCE, I_HOST, I_RUN, I_COUNT };
 
 /* What an event class is to us, decided at its first event. */
 struct ec_info {
@@ -45,6 +45,7 @@ struct proc {
 	bool identified;
 	int nccl_rank, nccl_world;
 	int64_t rank_pid;                  /* whose rank this is (fork: the parent) */
+	char run_id[40];                   /* the `ranktrace run` it belongs to */
 	uint64_t streams;                  /* bit i: wrote into stream i */
 	struct rec *recs;
 	size_t n, cap;

@@ -13,7 +13,13 @@
  * is dropped. Per thread, in emission order, starts nest like calls do, so a
  * return closes the innermost open start of its event; a start never closed
  * is a call the process died in, kept as pending, as the native reader shows
- * it. Allocates; not thread-safe. */
+ * it.
+ *
+ * A session records every process of the user that emits ranktrace:*
+ * events, including those of another `ranktrace run` at the same time:
+ * `run` writes its run id to DIR/ranktrace-run, and only the processes
+ * whose rt_identity carries it are kept (all, without that file).
+ * Allocates; not thread-safe. */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -187,6 +193,38 @@ static int build_ranks(struct reader *r, struct rt_vw_bt2 *b)
 	return 0;
 }
 
+/* Keep the processes of this run only (DIR/ranktrace-run), if it says. */
+static void keep_run(struct reader *r, const char *dir)
+{
+	char path[4200], run[40] = "";
+	FILE *f;
+	int k = 0;
+
+	snprintf(path, sizeof(path), "%s/" RT_VW_LTTNG_RUN_FILE, dir);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	if (!fgets(run, sizeof(run), f))
+		run[0] = '\0';
+	fclose(f);
+	run[strcspn(run, "\n")] = '\0';
+	if (!run[0])
+		return;
+	for (int i = 0; i < r->nprocs; i++) {
+		struct proc *p = &r->procs[i];
+
+		if (p->identified && strcmp(p->run_id, run) == 0) {
+			r->procs[k++] = *p;
+			continue;
+		}
+		r->foreign += p->n; /* another run's, or no identity: not this trace's */
+		r->events -= p->n;
+		free(p->recs);
+		free(p->bytes);
+	}
+	r->nprocs = k;
+}
+
 static void reader_free(struct reader *r)
 {
 	if (!r)
@@ -210,6 +248,7 @@ struct rt_vw_bt2 *rt_vw_bt2_load(const char *dir, char *err, size_t n)
 	}
 	if (rt_vw_bt2_read(r, dir, err, n) != 0)
 		goto out_fail;
+	keep_run(r, dir);
 	if (r->events == 0 && r->nprocs == 0) {
 		snprintf(err, n, "%s: an LTTng trace without ranktrace events (%llu other events)",
 			 dir, (unsigned long long)r->foreign);

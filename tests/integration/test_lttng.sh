@@ -14,6 +14,7 @@ job() { echo "$B/bin/rt-launch -n 4 $B/bin/fsdp_mini --steps 3 --trainer-version
 daemon_gone() {
   local pid; pid=$(sed -nE 's/^lttng-sessiond ([0-9]+): started for this run, stopped$/\1/p' "$1")
   [ -z "$pid" ] && ! grep -q 'started for this run' "$1" && return 0
+  grep -q 'left running (another session uses it)' "$1" && return 0 # a concurrent run's
   [ -n "$pid" ] && ! kill -0 "$pid" 2>/dev/null
 }
 # view --json without what differs by nature: the directory, seconds since the
@@ -128,6 +129,22 @@ check "fork: the child has its own vpid in the LTTng trace" \
 rt view --json "$T/fn" > "$T/fn.json"; rt view --json "$T/fl" > "$T/fl.json"
 check "fork: view --json equal for both backends (but the pid in the rank's name)" \
   diff <(norm_view "$T/fn.json" | grep -v '"dir": "rank-p') <(norm_view "$T/fl.json" | grep -v '"dir": "rank-p')
+
+# ---- two runs at once: one session daemon (a race to start it), each trace only its own job ----
+for i in 1 2; do
+  sim rt run --backend lttng -o "$T/c$i" -- $(job 4.52.4) > "$T/c$i.out" 2>&1 &
+done
+wait
+for i in 1 2; do
+  rt view --json "$T/c$i" > "$T/c$i.json"
+  check "concurrent run $i: view --json equal to the lone run's" diff <(norm_view "$T/l-4.52.4.json") <(norm_view "$T/c$i.json")
+done
+for i in 1 2; do
+  if grep -q 'left running' "$T/c$i.out"; then # the daemon was shared: the other run is done too now
+    pid=$(sed -nE 's/^lttng-sessiond ([0-9]+): started.*/\1/p' "$T/c$i.out")
+    kill "$pid" 2>/dev/null; for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  fi
+done
 
 # ---- kernel events: recorded where permitted, else one warning and UST only ----
 sim rt run --backend lttng --lttng-kernel -o "$T/k" -- $(job 4.52.4) > "$T/k.out" 2> "$T/k.err"
