@@ -18,6 +18,8 @@
 
 #define AT_LAST RT_PP_COUNT /* --at last: the latest report */
 
+static int name_width = 40; /* the longest parameter name shown (text output) */
+
 static const char *const usage =
 	"usage: ranktrace params DIR [--rank N] [--param GLOB] [--at wrap|first-forward|last]\n"
 	"                        [--json]\n";
@@ -113,7 +115,7 @@ static void print_row(const char *name, const char *dtype, uint64_t numel, const
 
 	if (*name)
 		snprintf(el, sizeof(el), "%llu", (unsigned long long)numel);
-	printf("%-40s %9s %-8s %-7s %-22s %10s  %-30s %s\n", name, el, dtype, list,
+	printf("%-*s %8s %-8s %-7s %-14s %8s  %-28s %s\n", name_width, name, el, dtype, list,
 	       where ? where : "", bytes ? bytes : "", alloc ? alloc : "", change ? change : "");
 }
 
@@ -166,7 +168,11 @@ static void print_text(const struct rt_vw_trace *t, const struct rt_vw_names *nm
 		       "C programs call rt_param() from ranktrace.h)\n");
 		return;
 	}
-	printf("\n%-40s %9s %-8s %-7s %-22s %10s  %-30s %s\n", "parameter", "elements", "dtype",
+	name_width = 9;
+	for (size_t i = 0; i < nm->n; i++)
+		if ((int)strlen(nm->v[i]) > name_width)
+			name_width = strlen(nm->v[i]) > 64 ? 64 : (int)strlen(nm->v[i]);
+	printf("\n%-*s %8s %-8s %-7s %-14s %8s  %-28s %s\n", name_width, "parameter", "elements", "dtype",
 	       "ranks", "where", "bytes", "allocation (data pointer in)", "change");
 	for (size_t i = 0; i < nm->n; i++)
 		print_param_text(t, nm->v[i], at, only);
