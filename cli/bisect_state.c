@@ -87,12 +87,17 @@ int bs_state_save(const struct bs_ctx *x)
 	return 0;
 }
 
+static void set_field(char *dst, size_t n, char *src)
+{
+	snprintf(dst, n, "%s", src ? unesc(src) : "");
+}
+
 static int load_cand(struct bs_ctx *x, char *line)
 {
-	struct bs_cand *c = realloc(x->c, sizeof(*c) * (size_t)(x->n + 1));
 	char *f[5], *rest, *tab = strchr(line, '\t');
+	struct bs_cand *c = tab ? realloc(x->c, sizeof(*c) * (size_t)(x->n + 1)) : NULL;
 
-	if (!c || !tab)
+	if (!c)
 		return -1;
 	x->c = c;
 	c = &x->c[x->n];
@@ -100,16 +105,13 @@ static int load_cand(struct bs_ctx *x, char *line)
 	if (sscanf(line, "%d %d %d %lf", &c->judged, &c->runs, &c->round, &c->seconds) != 4)
 		return -1;
 	rest = tab + 1;
-	for (int k = 0; k < 5; k++) {
+	for (int k = 0; k < 5; k++) /* a missing field: NULL, read as "" */
 		f[k] = strsep(&rest, "\t");
-		if (!f[k])
-			f[k] = "";
-	}
-	snprintf(c->name, sizeof(c->name), "%s", unesc(f[0]));
-	snprintf(c->id, sizeof(c->id), "%s", unesc(f[1]));
-	snprintf(c->label, sizeof(c->label), "%s", unesc(f[2]));
-	snprintf(c->verdict, sizeof(c->verdict), "%s", unesc(f[3]));
-	snprintf(c->reason, sizeof(c->reason), "%s", unesc(f[4]));
+	set_field(c->name, sizeof(c->name), f[0]);
+	set_field(c->id, sizeof(c->id), f[1]);
+	set_field(c->label, sizeof(c->label), f[2]);
+	set_field(c->verdict, sizeof(c->verdict), f[3]);
+	set_field(c->reason, sizeof(c->reason), f[4]);
 	x->n++;
 	return 0;
 }

@@ -27,3 +27,12 @@ for p in 'skip-fsdp-root' 'ncclAllReduce:error=ncclSystemError:when=5:rank=2' \
 done
 echo "fuzz_plan: ${SECONDS_EACH}s"
 "$FB/bin/fuzz_plan" -max_total_time="$SECONDS_EACH" -max_len=512 -print_final_stats=1 "$corpus/plans" 2>&1 | tail -4
+# bisect's state file: seeded with the state of a short (failing) bisect
+mkdir -p "$corpus/state"
+if [ -x "$B/bin/ranktrace" ]; then
+  "$B/bin/ranktrace" bisect -o "$corpus/b" --versions 1.0,1.1,2.0 --setup 'echo {version}' -- true > /dev/null 2>&1 || true
+  [ -f "$corpus/b/.bisect/state" ] && cp "$corpus/b/.bisect/state" "$corpus/state/s0"
+  rm -rf "$corpus/b"
+fi
+echo "fuzz_bisect_state: ${SECONDS_EACH}s"
+"$FB/bin/fuzz_bisect_state" -max_total_time="$SECONDS_EACH" -max_len=4096 -print_final_stats=1 "$corpus/state" 2>&1 | grep -v '^ranktrace bisect' | tail -4
