@@ -308,7 +308,8 @@ static void usage_view(FILE *f)
 		   "  --stall DURATION  a live job none of whose calls returned for this long is\n"
 		   "                    hung (default 30s; 500ms, 2m, 1h)\n"
 		   "  --watch           refresh every --interval seconds (default 2) until every\n"
-		   "                    rank has ended: a job's `top`\n\n"
+		   "                    rank has ended: a job's `top` (started before the job,\n"
+		   "                    it waits for the first rank directory)\n\n"
 		   "A rank's trace is complete, capped (tracing stopped early: size cap, disk\n"
 		   "full), damaged, missing (the world size says it exists) or live (its process\n"
 		   "still runs: it holds a lock on its stream files).\n"
@@ -330,7 +331,7 @@ int rt_cli_cmd_view(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	int c, only = -1, rc, running;
-	bool json = false, watch = false, all = false;
+	bool json = false, watch = false, all = false, retried = false;
 	uint64_t stall_ns = 0, interval_ns = 2000000000ull;
 
 	while ((c = getopt_long(argc, argv, "r:jh", opts, NULL)) != -1) {
@@ -367,7 +368,25 @@ int rt_cli_cmd_view(int argc, char **argv)
 	if (rc)
 		return rc;
 	for (;;) {
+		char **names;
+		int nr = rt_vw_list_ranks(argv[optind], &names);
+
+		rt_vw_free_names(names, nr > 0 ? nr : 0);
+		if (watch && nr <= 0) { /* started before the job: wait for its first rank */
+			printf("waiting for rank traces in %s ...\n", argv[optind]);
+			fflush(stdout);
+			sleep_ns(interval_ns);
+			continue;
+		}
 		rc = view_once(argv[optind], stall_ns, only, json, watch, all, &running);
+		if (watch && rc == RT_VW_ERR_CORRUPT && !running && !retried) {
+			/* a rank being born (its metadata half written) reads as damaged:
+			 * look once more before calling the trace damaged */
+			retried = true;
+			sleep_ns(interval_ns);
+			continue;
+		}
+		retried = false;
 		if (!watch || rc == EXIT_USAGE || !running)
 			break;
 		printf("\n(every %.1f s until every rank has ended; Ctrl-C stops)\n",

@@ -93,7 +93,13 @@ SIMGPU_TIMEOUT=5 sim timeout -k 5 120 "$RT" run -o "$T/dies" --inject rank-dies=
 timeout -k 2 30 "$RT" view "$T/dies" --json > "$T/dies.json"
 check "rank-dies: rank 1 vanished (SIGKILL: no end record, no lock), the others ended and are not running" js "$T/dies.json" \
   "d['ranks'][1]['state'] == 'vanished' and all(r['state'] in ('exited', 'killed') for i, r in enumerate(d['ranks']) if i != 1) and d['running'] == 0"
+mkdir "$T/ok"
+timeout -k 2 60 "$RT" view "$T/ok" --watch --interval 0.2 > "$T/early.out" 2>&1 &
+W=$!
+sleep 0.5
 sim timeout -k 5 120 "$RT" run -o "$T/ok" -- "$B/bin/rt-launch" -n 2 "$B/bin/fsdp_mini" --steps 1 > /dev/null 2>&1
+wait "$W"; rc=$?
+check "view --watch started before the job waits for it, then ends with it (rc $rc)" bash -c "[ $rc -eq 0 ] && grep -q '^waiting for rank traces' '$T/early.out' && awk '/^trace /{s=\"\"} {s=s \$0 \"\\n\"} END{printf \"%s\", s}' '$T/early.out' | grep -q '^completeness: complete'"
 timeout -k 2 30 "$RT" view "$T/ok" --json > "$T/ok.json"
 check "a finished healthy job: every rank exited, trace complete" js "$T/ok.json" \
   "all(r['state'] == 'exited' and r['completeness'] == 'complete' for r in d['ranks']) and d['completeness'] == 'complete' and d['verdict'] == 'healthy'"
