@@ -363,10 +363,10 @@ int rt_cli_cmd_run(int argc, char **argv)
 			printf("lttng session %s: %llu events discarded, %llu packets lost\n", lttng.name,
 			       (unsigned long long)discarded, (unsigned long long)lost);
 		if (lttng.stopped)
-			printf("lttng-sessiond %d: started for this run, stopped\n", (int)lttng.stopped);
+			printf("lttng-sessiond %d (started by ranktrace): stopped\n", (int)lttng.stopped);
 		else if (lttng.left_running)
-			printf("lttng-sessiond %d: started for this run, left running (another session "
-			       "uses it)\n", (int)lttng.sessiond);
+			printf("lttng-sessiond %d (started by ranktrace): left running (another session "
+			       "uses it; the last run using it stops it)\n", (int)lttng.sessiond);
 	}
 	if (traced) {
 		fflush(stdout);

@@ -151,6 +151,67 @@ static const char *first_line(char *s)
 	return *s ? s : "no message";
 }
 
+/* The daemon a run started, for the last run using it to stop (a run that
+ * started one may leave it to another run still using it). */
+static void pidfile_path(char *out, size_t n)
+{
+	snprintf(out, n, "/tmp/ranktrace-lttng-%u.pid", (unsigned)getuid());
+}
+
+static void pidfile_write(pid_t pid)
+{
+	char path[128];
+	int fd;
+
+	pidfile_path(path, sizeof(path));
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd >= 0) {
+		dprintf(fd, "%d\n", (int)pid);
+		close(fd);
+	}
+}
+
+/* The daemon the pid file names, if it is still this user's lttng-sessiond. */
+static pid_t pidfile_daemon(void)
+{
+	char path[128], comm[64] = "";
+	struct stat st;
+	int pid = 0;
+	FILE *f;
+
+	pidfile_path(path, sizeof(path));
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	if (fscanf(f, "%d", &pid) != 1 || pid <= 0)
+		pid = 0;
+	fclose(f);
+	snprintf(path, sizeof(path), "/proc/%d/comm", pid);
+	f = pid ? fopen(path, "re") : NULL;
+	if (f) {
+		if (!fgets(comm, sizeof(comm), f))
+			comm[0] = '\0';
+		fclose(f);
+	}
+	snprintf(path, sizeof(path), "/proc/%d", pid);
+	if (strncmp(comm, "lttng-sessiond", 14) != 0 || stat(path, &st) != 0 || st.st_uid != getuid())
+		return 0;
+	return (pid_t)pid;
+}
+
+/* Stop a daemon that is not our child (another run started it). */
+static void stop_other(pid_t pid)
+{
+	struct timespec nap = { 0, 50 * 1000 * 1000 };
+	double deadline = mono_now() + SESSIOND_STOP_S;
+
+	kill(pid, SIGTERM);
+	while (kill(pid, 0) == 0 && mono_now() < deadline)
+		nanosleep(&nap, NULL);
+	if (kill(pid, 0) == 0)
+		kill(pid, SIGKILL);
+}
+
 /* Start a session daemon as our child; wait for its readiness signal. */
 static int start_sessiond(struct rt_cli_lttng *l, bool kernel, char *err, size_t n)
 {
@@ -210,6 +271,7 @@ static int start_sessiond(struct rt_cli_lttng *l, bool kernel, char *err, size_t
 	}
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	l->sessiond = pid;
+	pidfile_write(pid);
 	return 0;
 }
 
@@ -251,13 +313,22 @@ static void stop_sessiond_unless_used(struct rt_cli_lttng *l)
 {
 	static char xml[1 << 16];
 	bool alone = l->lock < 0 || flock(l->lock, LOCK_EX | LOCK_NB) == 0;
+	pid_t other = l->sessiond <= 0 && alone ? pidfile_daemon() : 0;
+	char path[128];
 
-	if (l->sessiond > 0 &&
+	pidfile_path(path, sizeof(path));
+	if ((l->sessiond > 0 || other > 0) &&
 	    (!alone || (run_lttng(xml, sizeof(xml), "--mi", "xml", "list", NULL) == 0 &&
-			strstr(xml, "<session>"))))
-		l->left_running = true; /* another run or session uses it now */
-	else
+			strstr(xml, "<session>")))) {
+		l->left_running = l->sessiond > 0; /* another run or session uses it now */
+	} else if (l->sessiond > 0) {
 		stop_sessiond(l);
+		unlink(path);
+	} else if (other > 0) { /* an earlier run left it to us, the last user */
+		stop_other(other);
+		l->stopped = other;
+		unlink(path);
+	}
 	if (l->lock >= 0)
 		close(l->lock); /* releases the lock */
 	l->lock = -1;

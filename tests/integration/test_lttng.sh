@@ -10,12 +10,12 @@ source "$(dirname "$0")/lib.sh"
 
 rt() { timeout -k 5 120 "$B/bin/ranktrace" "$@"; }
 job() { echo "$B/bin/rt-launch -n 4 $B/bin/fsdp_mini --steps 3 --trainer-version $1"; }
-# the session daemon a run started and stopped is gone (none started: one was running)
+# the session daemon a run stopped is gone; one left running (another run
+# uses it) is stopped by the last run using it
 daemon_gone() {
-  local pid; pid=$(sed -nE 's/^lttng-sessiond ([0-9]+): started for this run, stopped$/\1/p' "$1")
-  [ -z "$pid" ] && ! grep -q 'started for this run' "$1" && return 0
-  grep -q 'left running (another session uses it)' "$1" && return 0 # a concurrent run's
-  [ -n "$pid" ] && ! kill -0 "$pid" 2>/dev/null
+  local pid; pid=$(sed -nE 's/^lttng-sessiond ([0-9]+) \(started by ranktrace\): stopped$/\1/p' "$1")
+  grep -q 'left running (another session uses it' "$1" && return 0
+  [ -z "$pid" ] || ! kill -0 "$pid" 2>/dev/null
 }
 # view --json without what differs by nature: the directory, seconds since the
 # last event, and the run's own ids (thread ids, NCCL's random unique id)
@@ -58,7 +58,7 @@ check "lttng run on 4.52.4 exits 0 ($rc)" [ $rc -eq 0 ]
 check "run reports the session's discarded events" \
   grep -qE '^lttng session ranktrace-[0-9]+: [0-9]+ events discarded, [0-9]+ packets lost$' "$T/l-4.52.4.out"
 check "run's summary: 4 ranks from the LTTng trace" grep -q '4 ranks in the LTTng trace' "$T/l-4.52.4.out"
-check "the session daemon it started is stopped" daemon_gone "$T/l-4.52.4.out"
+check "a session daemon ranktrace started is stopped" daemon_gone "$T/l-4.52.4.out"
 sess=$(sed -nE 's/^lttng session (ranktrace-[0-9]+):.*/\1/p' "$T/l-4.52.4.out")
 check "its session ($sess) is destroyed" bash -c "[ -n '$sess' ] && ! lttng list 2>/dev/null | grep -qw '$sess'"
 
@@ -139,12 +139,10 @@ for i in 1 2; do
   rt view --json "$T/c$i" > "$T/c$i.json"
   check "concurrent run $i: view --json equal to the lone run's" diff <(norm_view "$T/l-4.52.4.json") <(norm_view "$T/c$i.json")
 done
-for i in 1 2; do
-  if grep -q 'left running' "$T/c$i.out"; then # the daemon was shared: the other run is done too now
-    pid=$(sed -nE 's/^lttng-sessiond ([0-9]+): started.*/\1/p' "$T/c$i.out")
-    kill "$pid" 2>/dev/null; for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-  fi
-done
+left=$(sed -nE 's/^lttng-sessiond ([0-9]+) \(started by ranktrace\): left running.*/\1/p' "$T"/c?.out)
+stopped=$(sed -nE 's/^lttng-sessiond ([0-9]+) \(started by ranktrace\): stopped$/\1/p' "$T"/c?.out)
+check "concurrent runs: a daemon one left running was stopped by the other ($left / $stopped)" \
+  [ -z "$left" -o "$left" = "$stopped" ]
 
 # ---- kernel events: recorded where permitted, else one warning and UST only ----
 sim rt run --backend lttng --lttng-kernel -o "$T/k" -- $(job 4.52.4) > "$T/k.out" 2> "$T/k.err"
@@ -165,7 +163,7 @@ if [ "$(id -u)" -eq 0 ] && command -v setpriv > /dev/null; then
   check "non-root: its session daemon ran in LTTNG_HOME" test -d "$U/.lttng"
   check "non-root: the trace is the user's" [ "$(stat -c %u "$U/t")" = 65534 ]
   check "non-root: verdict healthy" [ "$(rt verdict "$U/t")" = healthy ]
-  check "non-root: a session daemon of its own was started" grep -q 'started for this run' "$T/u.out"
+  check "non-root: a session daemon of its own was started and stopped" grep -q 'started by ranktrace' "$T/u.out"
   check "non-root: ... and stopped" daemon_gone "$T/u.out"
 fi
 finish
