@@ -102,6 +102,7 @@ const char *bs_judged_name(int judged);
 int bs_state_save(const struct bs_ctx *x);
 int bs_state_load(struct bs_ctx *x, char ***argv, int *argc);
 void bs_report(struct bs_ctx *x, int lo, int hi, bool found);
+void bs_report_error(struct bs_ctx *x, const char *msg);
 
 /* cmd_bisect.c */
 int bs_parse(struct bs_ctx *x, int argc, char **argv);

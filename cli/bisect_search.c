@@ -245,32 +245,33 @@ static void settle(struct bs_ctx *x, int i)
 	}
 }
 
-static int endpoint_error(const struct bs_ctx *x)
+/* A misjudged endpoint: one message (stderr, and the JSON's "error"); 1. */
+static int endpoint_error(struct bs_ctx *x)
 {
 	const struct bs_cand *g = &x->c[0], *b = &x->c[x->n - 1];
+	char msg[1024];
 
-	if (b->judged == BS_GOOD) {
-		fprintf(stderr, "ranktrace bisect: the \"bad\" endpoint %s is healthy: nothing to bisect "
-			"(trace %s/%s)\n", b->id, x->dir, b->name);
-		return BS_EXIT_NOT_FOUND;
-	}
-	if (b->judged != BS_BAD) {
-		fprintf(stderr, "ranktrace bisect: the \"bad\" endpoint %s could not be judged: %s%s%s%s\n",
-			b->id, b->reason, x->signature[0] ? " (hunting " : "", x->signature,
-			x->signature[0] ? ")" : "");
-		return BS_EXIT_NOT_FOUND;
-	}
-	if (g->judged == BS_BAD) {
-		fprintf(stderr, "ranktrace bisect: the \"good\" endpoint %s already shows %s: the "
-			"change is older (trace %s/%s)\n", g->id, x->signature, x->dir, g->name);
-		return BS_EXIT_NOT_FOUND;
-	}
-	if (g->judged != BS_GOOD) {
-		fprintf(stderr, "ranktrace bisect: the \"good\" endpoint %s is not healthy: %s\n", g->id,
-			g->reason);
-		return BS_EXIT_NOT_FOUND;
-	}
-	return 0;
+	if (b->judged == BS_GOOD)
+		snprintf(msg, sizeof(msg), "the \"bad\" endpoint %s is healthy: nothing to bisect "
+			 "(trace %s/%s)", b->id, x->dir, b->name);
+	else if (b->judged != BS_BAD)
+		snprintf(msg, sizeof(msg), "the \"bad\" endpoint %s could not be judged: %s%s%s%s",
+			 b->id, b->reason, x->signature[0] ? " (hunting " : "", x->signature,
+			 x->signature[0] ? ")" : "");
+	else if (g->judged == BS_BAD)
+		snprintf(msg, sizeof(msg), "the \"good\" endpoint %s already shows %s: the change is "
+			 "older (trace %s/%s)", g->id, x->signature, x->dir, g->name);
+	else if (g->judged != BS_GOOD)
+		snprintf(msg, sizeof(msg), "the \"good\" endpoint %s is not healthy: %s", g->id,
+			 g->reason);
+	else
+		return 0;
+	if (x->tty)
+		fprintf(stderr, "\r\033[K");
+	fprintf(stderr, "ranktrace bisect: %s\n", msg);
+	if (x->o.json)
+		bs_report_error(x, msg);
+	return BS_EXIT_NOT_FOUND;
 }
 
 /* Both endpoints judged: the bad one first when it names the signature. */

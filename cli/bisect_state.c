@@ -249,6 +249,34 @@ static char *repro(const struct bs_ctx *x, int i)
 	return s;
 }
 
+static void json_head(const struct bs_ctx *x, bool found, int runs)
+{
+	printf("{\"schema\": \"ranktrace.bisect/1\", \"found\": %s, \"signature\": ",
+	       found ? "true" : "false");
+	json_s(stdout, x->signature);
+	printf(", \"source\": \"%s\", \"candidates_total\": %d, \"rounds\": %d, \"runs\": %d",
+	       x->o.source == BS_PIP ? "pip" : x->o.source == BS_GIT ? "git" : "versions", x->n,
+	       x->rounds, runs);
+	printf(",\n \"order\": [");
+	for (int i = 0; i < x->n; i++)
+		json_s(stdout, x->c[i].id), printf(i < x->n - 1 ? ", " : "");
+	printf("]");
+}
+
+static void json_tried(const struct bs_ctx *x)
+{
+	int k = 0;
+
+	printf(",\n \"candidates\": [");
+	for (int i = 0; i < x->n; i++) {
+		if (x->c[i].judged == BS_UNTESTED)
+			continue;
+		printf("%s\n  ", k++ ? "," : "");
+		json_cand(x, i, stdout);
+	}
+	printf("\n]");
+}
+
 /* git mode: `git log --oneline` last_good..first_bad, oldest first. */
 static void json_commits(const struct bs_ctx *x, int lo, int hi)
 {
@@ -267,20 +295,11 @@ static void json_commits(const struct bs_ctx *x, int lo, int hi)
 
 static void report_json(struct bs_ctx *x, int lo, int hi, bool found, const char *cmd)
 {
-	int runs = 0, k = 0;
+	int runs = 0;
 
 	for (int i = 0; i < x->n; i++)
 		runs += x->c[i].runs;
-	printf("{\"schema\": \"ranktrace.bisect/1\", \"found\": %s, \"signature\": ",
-	       found ? "true" : "false");
-	json_s(stdout, x->signature);
-	printf(", \"source\": \"%s\", \"candidates_total\": %d, \"rounds\": %d, \"runs\": %d",
-	       x->o.source == BS_PIP ? "pip" : x->o.source == BS_GIT ? "git" : "versions", x->n,
-	       x->rounds, runs);
-	printf(",\n \"order\": [");
-	for (int i = 0; i < x->n; i++)
-		json_s(stdout, x->c[i].id), printf(i < x->n - 1 ? ", " : "");
-	printf("]");
+	json_head(x, found, runs);
 	printf(",\n \"first_bad\": ");
 	if (found)
 		json_cand(x, hi, stdout);
@@ -296,14 +315,23 @@ static void report_json(struct bs_ctx *x, int lo, int hi, bool found, const char
 		json_commits(x, lo, hi);
 	printf("],\n \"repro\": ");
 	json_s(stdout, cmd ? cmd : "");
-	printf(",\n \"candidates\": [");
-	for (int i = 0; i < x->n; i++) {
-		if (x->c[i].judged == BS_UNTESTED)
-			continue;
-		printf("%s\n  ", k++ ? "," : "");
-		json_cand(x, i, stdout);
-	}
-	printf("\n]}\n");
+	json_tried(x);
+	printf("}\n");
+}
+
+/* --json when the bisect stops at its endpoints: what was tried, and why. */
+void bs_report_error(struct bs_ctx *x, const char *msg)
+{
+	int runs = 0;
+
+	for (int i = 0; i < x->n; i++)
+		runs += x->c[i].runs;
+	json_head(x, false, runs);
+	printf(",\n \"first_bad\": null, \"last_good\": null, \"error\": ");
+	json_s(stdout, msg);
+	json_tried(x);
+	printf("}\n");
+	fflush(stdout);
 }
 
 static void report_table(const struct bs_ctx *x)

@@ -271,8 +271,8 @@ static int like_signature(struct bs_ctx *x)
 	if (n <= 0)
 		return bad_usage("--like %s: not a ranktrace trace (no rank-* directories)", x->o.like);
 	bs_capture(argv, NULL, &out, true);
-	out[strcspn(out, " \t\r\n")] = '\0';
-	snprintf(x->signature, sizeof(x->signature), "%s", out);
+	snprintf(x->signature, sizeof(x->signature), "%s", out ? out : "");
+	x->signature[strcspn(x->signature, " \t\r\n")] = '\0';
 	free(out);
 	if (!x->signature[0] || !strcmp(x->signature, "healthy") ||
 	    !strcmp(x->signature, "inconclusive"))
