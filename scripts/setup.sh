@@ -6,7 +6,8 @@ set -euo pipefail
 
 need_pkgs=()
 have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
-for p in build-essential cmake pkg-config libcriterion-dev babeltrace2 libbabeltrace2-dev lttng-tools liblttng-ust-dev python3 python3-venv chromium clang; do
+for p in build-essential cmake pkg-config libcriterion-dev babeltrace2 libbabeltrace2-dev lttng-tools liblttng-ust-dev python3 python3-venv chromium clang \
+         python3-pip python3-packaging; do # pip + packaging: bisect --pip and its tests
   have_pkg "$p" || need_pkgs+=("$p")
 done
 
