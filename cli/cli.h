@@ -34,6 +34,10 @@ int rt_cli_cmd_report(int argc, char **argv);
 int rt_cli_cmd_bisect(int argc, char **argv);
 int rt_cli_cmd_params(int argc, char **argv);
 
+/* --jobs N / RANKTRACE_JOBS: threads reading ranks (common.c); 0, or -1
+ * with a message naming cmd when s is not a number from 1 to 256. */
+int rt_cli_set_jobs(const char *cmd, const char *s);
+
 /* main.c */
 void rt_cli_usage(FILE *f);
 /* summary.c: one line per rank after `run`; returns the unreadable ranks */

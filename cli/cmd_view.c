@@ -294,7 +294,7 @@ static void sleep_ns(uint64_t ns)
 static void usage_view(FILE *f)
 {
 	fprintf(f, "usage: ranktrace view DIR [--rank N] [--all] [--json] [--stall DURATION]\n"
-		   "                      [--watch [--interval SECONDS]]\n\n"
+		   "                      [--watch [--interval SECONDS]] [--jobs N]\n\n"
 		   "One screen per trace: a row per rank (host, devices used, expected device\n"
 		   "(LOCAL_RANK), peak device memory, allocations, collectives, FSDP root\n"
 		   "forwards, how complete its trace is, how it ended or what it is doing) and\n"
@@ -309,7 +309,9 @@ static void usage_view(FILE *f)
 		   "                    hung (default 30s; 500ms, 2m, 1h)\n"
 		   "  --watch           refresh every --interval seconds (default 2) until every\n"
 		   "                    rank has ended: a job's `top` (started before the job,\n"
-		   "                    it waits for the first rank directory)\n\n"
+		   "                    it waits for the first rank directory)\n"
+		   "  --jobs N          read ranks on N threads (default: one per core, or\n"
+		   "                    RANKTRACE_JOBS); the output does not depend on N\n\n"
 		   "A rank's trace is complete, capped (tracing stopped early: size cap, disk\n"
 		   "full), damaged, missing (the world size says it exists) or live (its process\n"
 		   "still runs: it holds a lock on its stream files).\n"
@@ -327,6 +329,7 @@ int rt_cli_cmd_view(int argc, char **argv)
 		{ "stall", required_argument, NULL, 's' },
 		{ "watch", no_argument, NULL, 'w' },
 		{ "interval", required_argument, NULL, 'i' },
+		{ "jobs", required_argument, NULL, 'J' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -354,6 +357,10 @@ int rt_cli_cmd_view(int argc, char **argv)
 					"500ms or 2m\n", c == 's' ? "stall" : "interval", optarg);
 				return EXIT_USAGE;
 			}
+			break;
+		case 'J':
+			if (rt_cli_set_jobs("view", optarg) != 0)
+				return EXIT_USAGE;
 			break;
 		case 'h': usage_view(stdout); return 0;
 		default: usage_view(stderr); return EXIT_USAGE;

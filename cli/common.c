@@ -227,3 +227,17 @@ void rt_cli_print_placement(const struct rt_vw_trace *t, int only, const char *i
 	free(ranks);
 	free(done);
 }
+
+int rt_cli_set_jobs(const char *cmd, const char *s)
+{
+	char *end;
+	long n = strtol(s, &end, 10);
+
+	if (end == s || *end || n < 1 || n > 256) {
+		fprintf(stderr, "ranktrace %s: --jobs %s: expected a number of threads from 1 to 256\n",
+			cmd, s);
+		return -1;
+	}
+	rt_vw_set_jobs((int)n);
+	return 0;
+}

@@ -30,7 +30,7 @@ void rt_cli_usage(FILE *f)
 		"      [--backend ctf|lttng [--lttng-kernel]] [--allow-untraced] [--cupti]\n"
 		"      [--] CMD...                          trace CMD and all its child processes\n"
 		"  inject --list | --check PLAN             fault plan targets, actions, presets\n"
-		"  view DIR [--rank N] [--all] [--json] [--stall D] [--watch [--interval S]]\n"
+		"  view DIR [--rank N] [--all] [--json] [--stall D] [--watch [--interval S]] [--jobs N]\n"
 		"                                           per-rank summary, completeness, findings\n"
 		"  params DIR [--rank N] [--param GLOB] [--at wrap|first-forward|last] [--json]\n"
 		"                                           where each parameter lives, per rank\n"
@@ -82,6 +82,9 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version"))
 		return rt_cli_version(stdout);
+	if (getenv("RANKTRACE_JOBS") && *getenv("RANKTRACE_JOBS") &&
+	    rt_cli_set_jobs(argv[1], getenv("RANKTRACE_JOBS")) != 0)
+		return EXIT_USAGE;
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
 		char prog[64];
 

@@ -67,6 +67,8 @@ void rt_vw_comm_learn(struct matcher *m, uint64_t id, int nranks)
 {
 	struct rt_vw_comm *c;
 
+	if (rt_vw_defer_learn(id, nranks))
+		return;
 	if (nranks <= 0 || comm_find(m->t, id))
 		return;
 	c = comm_add(m->t, id);
@@ -76,8 +78,11 @@ void rt_vw_comm_learn(struct matcher *m, uint64_t id, int nranks)
 
 void rt_vw_comm_join(struct matcher *m, uint64_t id)
 {
-	struct rt_vw_comm *c = comm_find(m->t, id);
+	struct rt_vw_comm *c;
 
+	if (rt_vw_defer_join(id))
+		return;
+	c = comm_find(m->t, id);
 	if (!c && (c = comm_add(m->t, id)) != NULL)
 		c->split = true;
 	if (c && c->split)
@@ -164,6 +169,8 @@ void rt_vw_match(struct matcher *m, int ri, uint64_t comm_id, uint32_t seq, stru
 	size_t b = (size_t)((comm_id ^ (seq * 0x9E3779B97F4A7C15ull)) % CBUCKETS);
 	struct centry **link, *e;
 
+	if (rt_vw_defer_match(comm_id, seq, &s))
+		return;
 	for (link = &m->buckets[b]; (e = *link); link = &e->next)
 		if (e->comm_id == comm_id && e->seq == seq)
 			break;

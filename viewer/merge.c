@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* merge.c - every stream of every rank, merged by time, through the model.
  *
- * rt_vw_load opens each rank's streams (reader.c), merges them with a heap of
- * cursors (a bounded window tolerates streams whose clocks overlap), feeds
- * each event to the model (model.c) and runs the detectors (detectors.c).
+ * rt_vw_load opens each rank's streams (reader.c), runs the model's pass on
+ * them (parallel.c: each rank's streams merged by time, ranks on all cores)
+ * and then the detectors (detectors.c).
  * rt_vw_foreach replays the same merge for the exports. */
 #include <inttypes.h>
 #include <stdarg.h>
@@ -17,17 +17,11 @@
 
 /* ---- the merge ---- */
 
-struct src {
-	struct rt_vw_cursor *c;
-	struct rt_vw_event e;
-	int rank;
-};
-
 /* Heap entries carry the key inline: with a thousand ranks, comparing
  * through pointers to the sources costs a cache miss per level. */
 struct hnode {
 	uint64_t ts;
-	struct src *s;
+	struct rt_vw_src *s;
 };
 
 static void heap_down(struct hnode *h, int n, int i)
@@ -52,7 +46,7 @@ static void note_damage(struct rt_vw_trace *t, int ri, const char *msg)
 {
 	if (!t->ranks[ri].damaged[0]) {
 		snprintf(t->ranks[ri].damaged, sizeof(t->ranks[ri].damaged), "%s", msg);
-		t->damaged++;
+		__atomic_add_fetch(&t->damaged, 1, __ATOMIC_RELAXED); /* ranks run in parallel */
 	}
 }
 
@@ -65,7 +59,7 @@ int rt_vw_rank_index(const struct rt_vw_trace *t, int rank)
 }
 
 /* Deliver every event of srcs in time order; closes nothing. */
-static int merge_streams(struct rt_vw_trace *t, struct src *srcs, int nsrc,
+static int merge_streams(struct rt_vw_trace *t, struct rt_vw_src *srcs, int nsrc,
 			 void (*fn)(void *arg, int rank, const struct rt_vw_event *e), void *arg)
 {
 	struct hnode *heap = calloc((size_t)nsrc + 1, sizeof(*heap));
@@ -84,7 +78,7 @@ static int merge_streams(struct rt_vw_trace *t, struct src *srcs, int nsrc,
 	for (int i = hn / 2 - 1; i >= 0; i--)
 		heap_down(heap, hn, i);
 	while (hn > 0) {
-		struct src *s = heap[0].s;
+		struct rt_vw_src *s = heap[0].s;
 		int rc;
 
 		fn(arg, s->rank, &s->e);
@@ -105,89 +99,29 @@ static int merge_streams(struct rt_vw_trace *t, struct src *srcs, int nsrc,
 	return 0;
 }
 
-/* The model's pass: time windows, rank by rank inside a window, each rank's
- * own streams merged exactly. Matching needs no order across ranks, and
- * touching one rank's state for a run of events keeps it in cache. Open
- * collectives stay bounded by what a window holds. srcs must be grouped by
- * rank (open_sources does). */
-#define WINDOW_NS 20000000ull /* 20 ms of trace time */
-
-static int merge_windowed(struct rt_vw_trace *t, struct src *srcs, int nsrc,
-			  void (*fn)(void *arg, int rank, const struct rt_vw_event *e), void *arg)
+/* A source's first event (false: none). */
+bool rt_vw_src_first(struct rt_vw_trace *t, struct rt_vw_src *s)
 {
-	bool *live = calloc((size_t)nsrc + 1, sizeof(*live));
-	int left = 0;
+	int rc = rt_vw_cursor_next(s->c, &s->e);
 
-	if (!live)
-		return -1;
-	for (int k = 0; k < nsrc; k++) {
-		int rc = rt_vw_cursor_next(srcs[k].c, &srcs[k].e);
-
-		live[k] = rc == 1;
-		left += live[k];
-		if (rc < 0)
-			note_damage(t, srcs[k].rank, rt_vw_cursor_error(srcs[k].c));
-	}
-	while (left > 0) {
-		uint64_t tmin = UINT64_MAX, wend;
-
-		for (int k = 0; k < nsrc; k++)
-			if (live[k] && srcs[k].e.ts < tmin)
-				tmin = srcs[k].e.ts;
-		wend = tmin + WINDOW_NS;
-		for (int a = 0; a < nsrc;) {
-			int b = a;
-
-			while (b < nsrc && srcs[b].rank == srcs[a].rank)
-				b++;
-			/* this rank's streams [a, b): smallest timestamp first */
-			for (;;) {
-				int best = -1;
-
-				for (int k = a; k < b; k++)
-					if (live[k] && srcs[k].e.ts < wend &&
-					    (best < 0 || srcs[k].e.ts < srcs[best].e.ts))
-						best = k;
-				if (best < 0)
-					break;
-				for (;;) { /* a run from one stream while it stays first */
-					int rc;
-
-					fn(arg, srcs[best].rank, &srcs[best].e);
-					rc = rt_vw_cursor_next(srcs[best].c, &srcs[best].e);
-					if (rc != 1) {
-						if (rc < 0)
-							note_damage(t, srcs[best].rank,
-								    rt_vw_cursor_error(srcs[best].c));
-						t->ranks[srcs[best].rank].discarded +=
-							rt_vw_cursor_info(srcs[best].c)->discarded;
-						live[best] = false;
-						left--;
-						break;
-					}
-					if (srcs[best].e.ts >= wend || b - a > 1)
-						break;
-				}
-			}
-			a = b;
-		}
-	}
-	free(live);
-	return 0;
+	if (rc < 0)
+		note_damage(t, s->rank, rt_vw_cursor_error(s->c));
+	if (rc != 1)
+		t->ranks[s->rank].discarded += rt_vw_cursor_info(s->c)->discarded;
+	return rc == 1;
 }
 
-static void model_event(void *arg, int rank, const struct rt_vw_event *e)
+/* The source's next event (false: it ended; its damage and discarded
+ * count are noted on its rank). */
+bool rt_vw_src_next(struct rt_vw_trace *t, struct rt_vw_src *s)
 {
-	struct matcher *m = arg;
-
-	rt_vw_on_event(m, rank, e);
-	m->t->events++;
+	return rt_vw_src_first(t, s);
 }
 
 /* An LTTng trace: each rank's events were read at load (read_bt2.c). */
-static int lttng_sources(struct rt_vw_trace *t, struct src **out, int *nout)
+static int lttng_sources(struct rt_vw_trace *t, struct rt_vw_src **out, int *nout)
 {
-	struct src *srcs = calloc((size_t)t->nranks + 1, sizeof(*srcs));
+	struct rt_vw_src *srcs = calloc((size_t)t->nranks + 1, sizeof(*srcs));
 	int nsrc = 0;
 
 	if (!srcs)
@@ -237,9 +171,9 @@ static int lttng_ranks(struct rt_vw_trace *t, char *err, size_t errlen)
 }
 
 /* Open a cursor on every stream of every readable rank of t. */
-static int open_sources(struct rt_vw_trace *t, struct src **out, int *nout)
+static int open_sources(struct rt_vw_trace *t, struct rt_vw_src **out, int *nout)
 {
-	struct src *srcs = NULL;
+	struct rt_vw_src *srcs = NULL;
 	int nsrc = 0, cap = 0;
 
 	if (t->lttng)
@@ -284,7 +218,7 @@ static int open_sources(struct rt_vw_trace *t, struct src **out, int *nout)
 int rt_vw_foreach(const struct rt_vw_trace *t, void (*fn)(void *arg, int rank, const struct rt_vw_event *e),
 		  void *arg)
 {
-	struct src *srcs;
+	struct rt_vw_src *srcs;
 	int nsrc, rc;
 
 	if (open_sources((struct rt_vw_trace *)t, &srcs, &nsrc) != 0)
@@ -316,7 +250,7 @@ struct rt_vw_trace *rt_vw_load_stall(const char *dir, unsigned flags, uint64_t s
 {
 	struct rt_vw_trace *t = calloc(1, sizeof(*t));
 	struct matcher *m = calloc(1, sizeof(*m));
-	struct src *srcs = NULL;
+	struct rt_vw_src *srcs = NULL;
 	char **names = NULL;
 	int n = 0, nsrc = 0, readable = 0;
 
@@ -365,7 +299,7 @@ struct rt_vw_trace *rt_vw_load_stall(const char *dir, unsigned flags, uint64_t s
 read_events:
 	if (open_sources(t, &srcs, &nsrc) != 0)
 		goto out_oom;
-	if (merge_windowed(t, srcs, nsrc, model_event, m) != 0)
+	if (rt_vw_parallel_pass(t, m, srcs, nsrc) != 0)
 		goto out_oom;
 	for (int k = 0; k < nsrc; k++)
 		rt_vw_cursor_close(srcs[k].c);

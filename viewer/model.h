@@ -298,6 +298,10 @@ int rt_vw_comm_size(const struct rt_vw_trace *t, uint64_t id);
  * "signal 9 in ncclAllReduce", "died in ncclAllReduce", "returned", ...). */
 void rt_vw_rank_end(const struct rt_vw_rank *r, char *out, size_t n);
 
+/* Threads the model's pass reads ranks on (0, the default: one per core).
+ * The result does not depend on it. */
+void rt_vw_set_jobs(int n);
+
 /* Every event of t's readable ranks again, merged by time (for exports). */
 int rt_vw_foreach(const struct rt_vw_trace *t,
 		  void (*fn)(void *arg, int rank, const struct rt_vw_event *e), void *arg);

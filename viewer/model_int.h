@@ -48,6 +48,26 @@ struct sig {
 
 struct centry;
 
+/* One stream being read: its cursor, its current event, its rank (merge.c). */
+struct rt_vw_src {
+	struct rt_vw_cursor *c;
+	struct rt_vw_event e;
+	int rank;
+};
+bool rt_vw_src_first(struct rt_vw_trace *t, struct rt_vw_src *s);
+bool rt_vw_src_next(struct rt_vw_trace *t, struct rt_vw_src *s);
+
+/* parallel.c: the model's pass, ranks on rt_vw_jobs threads (0: one per
+ * core); what crosses ranks is logged by rt_vw_defer_* (true: logged, the
+ * caller stops) and replayed into the matcher in one order. */
+extern int rt_vw_jobs;
+struct sig;
+struct matcher;
+int rt_vw_parallel_pass(struct rt_vw_trace *t, struct matcher *m, struct rt_vw_src *srcs, int nsrc);
+bool rt_vw_defer_learn(uint64_t id, int nranks);
+bool rt_vw_defer_join(uint64_t id);
+bool rt_vw_defer_match(uint64_t comm, uint32_t seq, const struct sig *s);
+
 struct matcher {
 	struct centry *buckets[CBUCKETS];
 	struct rt_vw_trace *t;
