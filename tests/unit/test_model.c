@@ -310,6 +310,42 @@ static void s_missing(void)
 	s_healthy();
 }
 
+/* no world size in the metadata; the communicator says 6 ranks */
+static void s_missing_by_comm(void)
+{
+	for (int i = 0; i < t->nranks; i++) {
+		t->ranks[i].meta.world_size = -1;
+		OK(i, ncclCommInitRank, i, RT_FN_comm_id, COMM, RT_FN_nranks, U(6), RT_FN_rank, U(i));
+	}
+	exit_all(0);
+}
+
+/* rank 3's directory says it is rank 1 */
+static void s_duplicate(void)
+{
+	t->ranks[3].meta.rank = 1;
+	s_healthy();
+}
+
+/* rank 1's tracing stopped (disk full) before sequence 2: that it "never
+ * called" it is not evidence */
+static void s_capped_never_reached(void)
+{
+	s_never_reached();
+	t->ranks[1].stopped = true;
+	t->ranks[1].stop_reason = 2;
+	t->ranks[1].stop_events = 3;
+}
+
+/* rank 2 damaged, rank 1 on another device: the misplacement is shown by
+ * events present and still decides */
+static void s_damaged_elsewhere(void)
+{
+	s_other_device();
+	snprintf(t->ranks[2].damaged, sizeof(t->ranks[2].damaged), "stream-1-1: offset 96: bad packet magic");
+	t->damaged = 1;
+}
+
 struct scase {
 	const char *name;
 	void (*build)(void);
@@ -340,6 +376,10 @@ static const struct scase cases[] = {
 	{ "split_communicators_close", s_split, RT_V_HEALTHY, NULL, NULL },
 	{ "split_sized_rank_by_rank", s_split_rank_major, RT_V_HEALTHY, NULL, NULL },
 	{ "missing_ranks", s_missing, RT_V_INCONCLUSIVE, "missing", NULL },
+	{ "missing_by_communicator", s_missing_by_comm, RT_V_INCONCLUSIVE, "ranks 4,5 missing", NULL },
+	{ "duplicate_rank", s_duplicate, RT_V_INCONCLUSIVE, "rank-00001 and rank-00003 both claim rank 1", NULL },
+	{ "capped_is_not_never_called", s_capped_never_reached, RT_V_INCONCLUSIVE, "rank 1 trace incomplete", "never called" },
+	{ "damaged_elsewhere_still_classifies", s_damaged_elsewhere, RT_V_DEVICE_MISPLACEMENT, "rank 1 used device 0", NULL },
 };
 
 static const struct scase *find_case(const char *name)
@@ -395,6 +435,10 @@ Test(model, never_reached) { run_case("never_reached"); }
 Test(model, split_communicators_close) { run_case("split_communicators_close"); }
 Test(model, split_sized_rank_by_rank) { run_case("split_sized_rank_by_rank"); }
 Test(model, missing_ranks) { run_case("missing_ranks"); }
+Test(model, missing_by_communicator) { run_case("missing_by_communicator"); }
+Test(model, duplicate_rank) { run_case("duplicate_rank"); }
+Test(model, capped_is_not_never_called) { run_case("capped_is_not_never_called"); }
+Test(model, damaged_elsewhere_still_classifies) { run_case("damaged_elsewhere_still_classifies"); }
 
 /* ---- the model's numbers, beside the findings ---- */
 
