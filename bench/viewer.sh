@@ -3,6 +3,7 @@
 # bench/viewer.sh - events/s of `ranktrace view` on synthetic traces, beside
 # `babeltrace2 DIR > /dev/null` on the same trace (a ratio: same machine, same
 # run), and the large case: RANKS x EVENTS summarised, with peak memory.
+# Then the parallel pass on that trace: --jobs 1 against --jobs $(nproc).
 #   bench/viewer.sh BUILD [RANKS EVENTS]   (default 1024 x 100000)
 set -euo pipefail
 B=$(cd "${1:-build}" && pwd); RANKS=${2:-1024}; EVENTS=${3:-100000}
@@ -27,3 +28,14 @@ awk -v n=$n -v a="$tv" -v ma="$mv" -v r="$RANKS" -v e="$EVENTS" 'BEGIN {
   printf "%d ranks x %d events (%d): ranktrace view %.2f s, %.1f M events/s, peak RSS %d MiB\n",
          r, e, n, a, n / a / 1e6, ma / 1024 }'
 du -sh "$T/big" | awk '{print "  (trace size " $1 ")"}'
+
+# The parallel pass: the same RANKS x EVENTS trace read on one thread and on
+# every core (--jobs); the outputs must be identical. CPU seconds too: on a
+# machine shared with other work, wall time is noisy.
+J=$(nproc)
+read -r t1 c1 < <(/usr/bin/time -f '%e %U' "$B/bin/ranktrace" view "$T/big" --jobs 1 --json 2>&1 >"$T/j1" | tail -1)
+read -r tj cj < <(/usr/bin/time -f '%e %U' "$B/bin/ranktrace" view "$T/big" --jobs "$J" --json 2>&1 >"$T/jn" | tail -1)
+same=$(cmp -s "$T/j1" "$T/jn" && echo identical || echo DIFFERENT)
+awk -v n=$n -v a="$t1" -v b="$tj" -v j="$J" -v ca="$c1" -v s="$same" 'BEGIN {
+  printf "parallel pass, %d events: --jobs 1 %.2f s, --jobs %d %.2f s: %.2fx (output %s)\n", n, a, j, b, a / b, s
+  printf "  one thread: %.1f M events/s per core of CPU time (%.2f s user)\n", n / (ca > 0 ? ca : 1e-9) / 1e6, ca }'

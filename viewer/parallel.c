@@ -6,8 +6,8 @@
  * streams by time and runs the rank model (model.c) on every event. What
  * crosses ranks (communicator sizes learned, collectives to match) is not
  * done there but logged per rank, with the event's time (rt_vw_defer_*).
- * Phase 2, on one thread: every rank's log in one order, (time, rank, order
- * logged), fed to the matcher. The result does not depend on `jobs`: one
+ * Phase 2, on one thread: the logs merged in one order, (time, rank, order
+ * logged: each log is in time order), fed to the matcher. The result does not depend on `jobs`: one
  * thread runs the very same two phases. Memory: the logs hold one record per
  * collective and init until phase 2. */
 #include <pthread.h>
@@ -20,13 +20,12 @@
 
 enum { LOG_LEARN, LOG_JOIN, LOG_MATCH };
 
+/* 48 bytes: seq doubles as a learn's size; the rank is its log's. */
 struct rec {
 	uint64_t ts;
-	uint32_t n;      /* order within the rank's log */
-	uint8_t kind;
-	int ri, nranks;
 	uint64_t comm;
 	uint32_t seq;
+	uint8_t kind;
 	struct sig s;
 };
 
@@ -44,7 +43,6 @@ void rt_vw_set_jobs(int n)
 
 /* Which rank and event this thread is modelling (phase 1 only). */
 static _Thread_local struct rt_vw_log *cur_log;
-static _Thread_local int cur_ri;
 static _Thread_local uint64_t cur_ts;
 
 static void log_add(struct rec r)
@@ -61,8 +59,6 @@ static void log_add(struct rec r)
 		l->cap = cap;
 	}
 	r.ts = cur_ts;
-	r.ri = cur_ri;
-	r.n = l->n;
 	l->r[l->n++] = r;
 }
 
@@ -70,7 +66,7 @@ bool rt_vw_defer_learn(uint64_t id, int nranks)
 {
 	if (!cur_log)
 		return false;
-	log_add((struct rec){ .kind = LOG_LEARN, .comm = id, .nranks = nranks });
+	log_add((struct rec){ .kind = LOG_LEARN, .comm = id, .seq = (uint32_t)nranks });
 	return true;
 }
 
@@ -109,7 +105,6 @@ static void model_rank(struct pass *p, int a, int b)
 	if (!live)
 		return;
 	cur_log = &p->logs[ri];
-	cur_ri = ri;
 	for (int k = 0; k < n; k++)
 		live[k] = rt_vw_src_first(p->t, &p->srcs[a + k]);
 	for (;;) {
@@ -138,44 +133,76 @@ static void *worker(void *arg)
 	return NULL;
 }
 
-static int cmp_rec(const void *x, const void *y)
-{
-	const struct rec *a = x, *b = y;
+/* Heap of ranks by their next record: (time, rank); each log is in its
+ * rank's event order, which is time order. */
+struct head {
+	uint64_t ts;
+	int ri;
+};
 
-	if (a->ts != b->ts)
-		return a->ts < b->ts ? -1 : 1;
-	if (a->ri != b->ri)
-		return a->ri < b->ri ? -1 : 1;
-	return a->n < b->n ? -1 : a->n > b->n;
+static bool before(const struct head *a, const struct head *b)
+{
+	return a->ts < b->ts || (a->ts == b->ts && a->ri < b->ri);
 }
 
-/* Phase 2: every log in (time, rank, order) to the matcher. */
+static void sift(struct head *h, int n, int i)
+{
+	struct head x = h[i];
+
+	for (;;) {
+		int l = 2 * i + 1, c;
+
+		if (l >= n)
+			break;
+		c = l + 1 < n && before(&h[l + 1], &h[l]) ? l + 1 : l;
+		if (!before(&h[c], &x))
+			break;
+		h[i] = h[c];
+		i = c;
+	}
+	h[i] = x;
+}
+
+static void apply(struct matcher *m, int ri, const struct rec *r)
+{
+	if (r->kind == LOG_LEARN)
+		rt_vw_comm_learn(m, r->comm, (int)r->seq);
+	else if (r->kind == LOG_JOIN)
+		rt_vw_comm_join(m, r->comm);
+	else
+		rt_vw_match(m, ri, r->comm, r->seq, r->s);
+}
+
+/* Phase 2: every log merged in (time, rank, order) into the matcher. */
 static int replay(struct pass *p)
 {
-	size_t total = 0, k = 0;
-	struct rec *all;
+	int n = 0, nr = p->t->nranks;
+	struct head *h = malloc(sizeof(*h) * ((size_t)nr + 1));
+	uint32_t *at = calloc((size_t)nr + 1, sizeof(*at));
 
-	for (int i = 0; i < p->t->nranks; i++)
-		total += p->logs[i].n;
-	all = malloc(sizeof(*all) * (total + 1));
-	if (!all)
+	if (!h || !at) {
+		free(h);
+		free(at);
 		return -1;
-	for (int i = 0; i < p->t->nranks; i++) {
-		memcpy(all + k, p->logs[i].r, sizeof(*all) * p->logs[i].n);
-		k += p->logs[i].n;
 	}
-	qsort(all, total, sizeof(*all), cmp_rec);
-	for (k = 0; k < total; k++) {
-		const struct rec *r = &all[k];
+	for (int i = 0; i < nr; i++)
+		if (p->logs[i].n)
+			h[n++] = (struct head){ p->logs[i].r[0].ts, i };
+	for (int i = n / 2 - 1; i >= 0; i--)
+		sift(h, n, i);
+	while (n > 0) {
+		int ri = h[0].ri;
+		struct rt_vw_log *l = &p->logs[ri];
 
-		if (r->kind == LOG_LEARN)
-			rt_vw_comm_learn(p->m, r->comm, r->nranks);
-		else if (r->kind == LOG_JOIN)
-			rt_vw_comm_join(p->m, r->comm);
+		apply(p->m, ri, &l->r[at[ri]++]);
+		if (at[ri] < l->n)
+			h[0].ts = l->r[at[ri]].ts;
 		else
-			rt_vw_match(p->m, r->ri, r->comm, r->seq, r->s);
+			h[0] = h[--n];
+		sift(h, n, 0);
 	}
-	free(all);
+	free(h);
+	free(at);
 	return 0;
 }
 
