@@ -128,21 +128,28 @@ static int rank_number(const struct rt_vw_rank *r)
 static void rank_completeness(const struct rt_vw_trace *t, struct rt_vw_rank *r)
 {
 	int n = rank_number(r);
+	char who[80];
+
+	/* "rank 3", or the directory when the rank is not known (rank-p1234) */
+	if (n >= 0 && n < 100000)
+		snprintf(who, sizeof(who), "rank %d", n);
+	else
+		snprintf(who, sizeof(who), "%s", r->name);
 
 	r->completeness = RT_C_COMPLETE;
 	r->incomplete[0] = '\0';
 	if (r->state == RT_S_RUNNING) {
 		r->completeness = RT_C_LIVE;
-		snprintf(r->incomplete, sizeof(r->incomplete), "rank %d is still running: a "
-			 "live process holds its stream file's lock", n);
+		snprintf(r->incomplete, sizeof(r->incomplete), "%s is still running: a "
+			 "live process holds its stream file's lock", who);
 	} else if (!r->readable || r->damaged[0]) {
 		r->completeness = RT_C_DAMAGED;
-		snprintf(r->incomplete, sizeof(r->incomplete), "rank %d trace damaged: %s", n,
+		snprintf(r->incomplete, sizeof(r->incomplete), "%s trace damaged: %s", who,
 			 r->damaged[0] ? r->damaged : "unreadable");
 	} else if (!r->events) {
 		r->completeness = RT_C_DAMAGED;
-		snprintf(r->incomplete, sizeof(r->incomplete), "rank %d trace damaged: %s/ holds no "
-			 "readable event (no stream file, or only empty ones)", n, r->name);
+		snprintf(r->incomplete, sizeof(r->incomplete), "%s trace damaged: %s/ holds no "
+			 "readable event (no stream file, or only empty ones)", who, r->name);
 	} else if (r->dup_of >= 0) {
 		r->completeness = RT_C_DAMAGED;
 		snprintf(r->incomplete, sizeof(r->incomplete), "%s and %s both claim rank %d", r->name,
@@ -151,13 +158,13 @@ static void rank_completeness(const struct rt_vw_trace *t, struct rt_vw_rank *r)
 		const char *why = rt_stop_prose(r->stop_reason);
 
 		r->completeness = RT_C_CAPPED;
-		snprintf(r->incomplete, sizeof(r->incomplete), "rank %d trace incomplete: %s at event "
-			 "%" PRIu64 "%s", n, why ? why : "tracing stopped", r->stop_events,
+		snprintf(r->incomplete, sizeof(r->incomplete), "%s trace incomplete: %s at event "
+			 "%" PRIu64 "%s", who, why ? why : "tracing stopped", r->stop_events,
 			 r->discarded ? " (later events only counted)" : "");
 	} else if (r->discarded) {
 		r->completeness = RT_C_CAPPED;
-		snprintf(r->incomplete, sizeof(r->incomplete), "rank %d trace capped: %" PRIu64
-			 " events discarded (tracing stopped early)", n, r->discarded);
+		snprintf(r->incomplete, sizeof(r->incomplete), "%s trace capped: %" PRIu64
+			 " events discarded (tracing stopped early)", who, r->discarded);
 	}
 }
 

@@ -26,6 +26,13 @@ while read -r v; do
   check "$v: report ends without crash or hang ($rc)" [ $rc -lt 124 ]
 done < "$T/variants"
 
+# a capped trace (tracing stopped at --max-size, the program went on): 125 with the reason
+sim timeout -k 5 120 "$RT" run -o "$T/cap" --max-size 64K -- "$B/bin/callstorm" --calls 100000 > "$T/cap.log" 2>&1
+out=$(timeout -k 5 60 "$RT" verdict "$T/cap" 2> "$T/cap.err"); rc=$?
+check "capped: verdict inconclusive, exit 125, the reason names the cap ($(grep -o 'inconclusive: .*' "$T/cap.err"))" bash -c "[ $rc -eq 125 ] && [ '$out' = inconclusive ] && grep -qE 'inconclusive: rank-p[0-9]+ trace incomplete: size cap reached at event [0-9]+' '$T/cap.err'"
+timeout -k 5 60 "$RT" view "$T/cap" --json > "$T/cap.json" 2> /dev/null
+check "capped: view --json completeness capped (trace and rank), no crash finding" python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['completeness'] == 'capped' and d['ranks'][0]['completeness'] == 'capped' and not any(f['signature'] == 'crashed' for f in d['findings'])" "$T/cap.json"
+
 # damage elsewhere does not hide a failure that complete evidence shows
 sim timeout -k 5 120 "$RT" run -o "$T/dev0" --inject wrong-device -- "$B/bin/rt-launch" -n 4 "$B/bin/fsdp_mini" --steps 1 > /dev/null 2>&1
 python3 - "$T/dev0/rank-00003" <<'PY'
