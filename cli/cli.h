@@ -79,4 +79,7 @@ int rt_cli_export_cmd(int argc, char **argv, bool report);
  * (PATH_MAX). 0, or -errno with a message in err. */
 int rt_cli_prepare_dir(const char *dir, bool append, char *abs, char *err, size_t errlen);
 
+/* A size argument ("64M", "1G", "4096"): 0, or -1 when it is not one. */
+int rt_cli_parse_size(const char *s, uint64_t *out);
+
 #endif

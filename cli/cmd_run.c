@@ -28,7 +28,8 @@ static pid_t child;
 static void usage_run(FILE *f)
 {
 	fprintf(f,
-		"usage: ranktrace run [-o DIR] [--max-size SIZE] [--inject PLAN | --inject-file F]\n"
+		"usage: ranktrace run [-o DIR] [--max-size SIZE] [--min-free SIZE] [--ring SIZE]\n"
+		"                     [--inject PLAN | --inject-file F]\n"
 		"                     [--backend ctf|lttng [--lttng-kernel]] [--] CMD [ARG...]\n"
 		"\n"
 		"Runs CMD with libranktrace.so preloaded in it and in every process it starts\n"
@@ -39,8 +40,15 @@ static void usage_run(FILE *f)
 		"                     and missing parents are created; it must hold no rank\n"
 		"                     traces yet; put it on a shared filesystem when ranks run\n"
 		"                     on several nodes\n"
-		"  --max-size SIZE    cap the trace of each rank process (e.g. 64M, 1G); events\n"
-		"                     past the cap are counted as discarded\n"
+		"  --max-size SIZE    cap the trace of each rank process (e.g. 64M, 1G; default\n"
+		"                     2G, 0: no cap); past it, tracing stops: the trace says\n"
+		"                     why and counts the events it discarded\n"
+		"  --min-free SIZE    stop tracing before the trace filesystem has less than SIZE\n"
+		"                     free (default: 5 %% of it, at least 2G or half of it);\n"
+		"                     the job's own files (checkpoints) never find it full\n"
+		"  --ring SIZE        flight recorder: each thread keeps only its last SIZE of\n"
+		"                     events (e.g. 64M), so a long job can run traced and still\n"
+		"                     show its final minutes; `view` says where it begins\n"
 		"  --inject PLAN      inject faults: 'SPEC[;SPEC...]' or a preset such as\n"
 		"                     skip-fsdp-root (see `ranktrace inject --list`); a bad plan\n"
 		"                     is refused (exit 2) before anything starts\n"
@@ -184,11 +192,44 @@ static void default_dir(char *out, size_t n)
 	strftime(out, n, "ranktrace-%Y%m%d-%H%M%S", &tm);
 }
 
+/* A size option into out (decimal bytes, "" when not given): 0, or -1
+ * after a message. 0 is kept (no limit); a non-zero size below `least` is
+ * rounded up to it, with a message. */
+static int size_option(const char *name, const char *arg, uint64_t least, char out[24])
+{
+	uint64_t v;
+
+	if (!arg)
+		return 0;
+	if (rt_cli_parse_size(arg, &v) != 0) {
+		fprintf(stderr, "ranktrace run: %s %s: expected a size such as 64M or 1G (0: none)\n",
+			name, arg);
+		return -1;
+	}
+	if (v && v < least) {
+		fprintf(stderr, "ranktrace run: %s %s is below the smallest the writer can keep: "
+			"using %lluK\n", name, arg, (unsigned long long)least >> 10);
+		v = least;
+	}
+	snprintf(out, 24, "%llu", (unsigned long long)v);
+	return 0;
+}
+
+static void set_or_unset(const char *name, const char *value)
+{
+	if (value[0])
+		setenv(name, value, 1);
+	else
+		unsetenv(name);
+}
+
 int rt_cli_cmd_run(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "output", required_argument, NULL, 'o' },
 		{ "max-size", required_argument, NULL, 'm' },
+		{ "min-free", required_argument, NULL, 'F' },
+		{ "ring", required_argument, NULL, 'R' },
 		{ "inject", required_argument, NULL, 'i' },
 		{ "inject-file", required_argument, NULL, 'f' },
 		{ "append", no_argument, NULL, 'a' },
@@ -203,7 +244,8 @@ int rt_cli_cmd_run(int argc, char **argv)
 	char dir[PATH_MAX] = "", abs[PATH_MAX], lib[PATH_MAX];
 	char run_id[33];
 	unsigned char rnd[16];
-	const char *max_size = NULL, *backend = "ctf";
+	const char *max_size = NULL, *min_free = NULL, *ring = NULL, *backend = "ctf";
+	char max_env[24] = "", free_env[24] = "", ring_env[24] = "";
 	struct rt_cli_lttng lttng = { .created = false };
 	bool lttng_kernel = false, use_lttng = false;
 	bool traced = true, append = getenv("SLURM_NTASKS") && atoi(getenv("SLURM_NTASKS")) > 1;
@@ -215,6 +257,8 @@ int rt_cli_cmd_run(int argc, char **argv)
 		switch (c) {
 		case 'o': snprintf(dir, sizeof(dir), "%s", optarg); break;
 		case 'm': max_size = optarg; break;
+		case 'F': min_free = optarg; break;
+		case 'R': ring = optarg; break;
 		case 'a': append = true; break;
 		case 'U': allow_untraced = true; break;
 		case 'C': cupti = true; break;
@@ -248,22 +292,16 @@ int rt_cli_cmd_run(int argc, char **argv)
 		fprintf(stderr, "ranktrace run: --lttng-kernel needs --backend lttng\n");
 		return EXIT_USAGE;
 	}
-	if (use_lttng && (max_size || append)) {
+	if (use_lttng && (max_size || min_free || ring || append)) {
 		fprintf(stderr, "ranktrace run: --%s applies to the ctf backend (with lttng, size the "
-			"session's channels instead)\n", max_size ? "max-size" : "append");
+			"session's channels instead)\n", max_size ? "max-size" : min_free ? "min-free" :
+			ring ? "ring" : "append");
 		return EXIT_USAGE;
 	}
-	if (max_size) {
-		char *end;
-		unsigned long long v = strtoull(max_size, &end, 10);
-
-		if (end == max_size || v == 0 || (*end && !strchr("kKmMgG", *end)) ||
-		    (*end && end[1] && strcmp(end + 1, "B") && strcmp(end + 1, "iB"))) {
-			fprintf(stderr, "ranktrace run: --max-size %s: expected a size such as 64M or 1G\n",
-				max_size);
-			return EXIT_USAGE;
-		}
-	}
+	if (size_option("--max-size", max_size, RT_MIN_TRACE_BYTES, max_env) != 0 ||
+	    size_option("--min-free", min_free, 0, free_env) != 0 ||
+	    size_option("--ring", ring, RT_MIN_RING_BYTES, ring_env) != 0)
+		return EXIT_USAGE;
 	if (inject) {
 		struct rt_inj_plan plan;
 
@@ -309,10 +347,9 @@ int rt_cli_cmd_run(int argc, char **argv)
 		setenv("RANKTRACE_DIR", abs, 1);
 		setenv("RANKTRACE_RUN_ID", run_id, 1);
 		setenv("RANKTRACE_BACKEND", backend, 1);
-		if (max_size)
-			setenv("RANKTRACE_MAX_SIZE", max_size, 1);
-		else
-			unsetenv("RANKTRACE_MAX_SIZE");
+		set_or_unset("RANKTRACE_MAX_SIZE", max_env);
+		set_or_unset("RANKTRACE_MIN_FREE", free_env);
+		set_or_unset("RANKTRACE_RING", ring_env);
 		if (cupti)
 			set_injection(lib);
 	}

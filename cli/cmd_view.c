@@ -63,7 +63,7 @@ static void print_view_text(const struct rt_vw_trace *t, int only_rank, bool all
 	       "exp", "peak mem", "allocs", "collectives (AG/RS/AR/BC)", "fwd", "trace", "end");
 	for (int i = 0; i < t->nranks; i++) {
 		const struct rt_vw_rank *r = &t->ranks[i];
-		char devs[64], peak[32], end[80], colls[64], exp[8];
+		char devs[64], peak[32], end[160], colls[64], exp[8];
 
 		if (only_rank >= 0 && r->meta.rank != only_rank)
 			continue;
@@ -94,6 +94,17 @@ static void print_view_text(const struct rt_vw_trace *t, int only_rank, bool all
 			rt_cli_print_placement(t, only_rank, "  ");
 			break;
 		}
+	for (int i = 0; i < t->nranks; i++) {
+		const struct rt_vw_rank *r = &t->ranks[i];
+		char ring[32];
+
+		if (!r->meta.ring_bytes || (only_rank >= 0 && r->meta.rank != only_rank))
+			continue;
+		rt_cli_human_bytes(ring, sizeof(ring), r->meta.ring_bytes);
+		printf("rank %d: flight recorder (each thread kept its last %s): the trace begins "
+		       "%.3f s before its last event; what came before was overwritten\n",
+		       r->meta.rank, ring, (double)(r->last_ts - r->first_ts) / 1e9);
+	}
 	print_findings(t, only_rank, all);
 }
 
@@ -173,7 +184,7 @@ static void print_view_json(const struct rt_vw_trace *t, int only_rank)
 	printf(", \"ranks\": [");
 	for (int i = 0, first = 1; i < t->nranks; i++) {
 		const struct rt_vw_rank *r = &t->ranks[i];
-		char end[80];
+		char end[160];
 
 		if (only_rank >= 0 && r->meta.rank != only_rank)
 			continue;
@@ -222,6 +233,14 @@ static void print_view_json(const struct rt_vw_trace *t, int only_rank)
 		       (unsigned long long)r->params_freed, (unsigned long long)r->params_meta,
 		       (unsigned long long)r->params_ever_meta, r->nparams, (unsigned long long)r->faults);
 		rt_cli_json_str(stdout, end);
+		printf(", \"trace_stop\": ");
+		if (r->stopped)
+			printf("{\"reason\": \"%s\", \"at_event\": %llu}",
+			       rt_stop_word(r->stop_reason) ?: "unknown",
+			       (unsigned long long)r->stop_events);
+		else
+			printf("null");
+		printf(", \"ring_bytes\": %llu", (unsigned long long)r->meta.ring_bytes);
 		printf(", \"damaged\": ");
 		if (r->damaged[0])
 			rt_cli_json_str(stdout, r->damaged);

@@ -44,7 +44,9 @@ static void print_rank(const struct rt_vw_rank *r, const char *discard_why)
 	       who, r->meta.hostname, r->events, strchr(devs, ',') ? "s" : " ", devs, how, r->allocs,
 	       r->allocs == 1 ? "" : "s", peaks);
 	if (r->discarded)
-		printf("  (%" PRIu64 " events discarded: %s)", r->discarded, discard_why);
+		printf("  (%" PRIu64 " events discarded: %s)", r->discarded,
+		       r->stopped && rt_stop_prose(r->stop_reason) ? rt_stop_prose(r->stop_reason)
+								 : discard_why);
 	if (r->damaged[0])
 		printf("\n    damaged: %s", r->damaged);
 	printf("\n");

@@ -293,8 +293,9 @@ long rt_schema_tsdl(char *buf, size_t n, const struct rt_trace_env *env)
 	put(&o, ";\n\tpid = %d;\n\trank = %d;\n\tlocal_rank = %d;\n\tworld_size = %d;\n"
 		"\trank_source = ", env->pid, env->rank, env->local_rank, env->world_size);
 	put_escaped(&o, env->rank_source ? env->rank_source : "unknown");
-	put(&o, ";\n\tpacket_bytes = %" PRIu64 ";\n\tring_bytes = %" PRIu64 ";\n};\n\n",
-	    env->packet_bytes, env->ring_bytes);
+	put(&o, ";\n\tpacket_bytes = %" PRIu64 ";\n\tring_bytes = %" PRIu64 ";\n\tmax_bytes = %"
+		PRIu64 ";\n\tmin_free = %" PRId64 ";\n};\n\n", env->packet_bytes, env->ring_bytes,
+	    env->max_bytes, env->min_free);
 	put(&o, "clock {\n\tname = \"monotonic\";\n\tuuid = \"%s\";\n"
 		"\tdescription = \"CLOCK_MONOTONIC, ns\";\n\tfreq = 1000000000;\n"
 		"\tprecision = 1;\n\toffset_s = %" PRId64 ";\n\toffset = %" PRId64 ";\n"

@@ -41,6 +41,12 @@
  * the packets of a stream's files by timestamp_begin) place it last. */
 #define RT_TS_UNUSED (1ull << 62)
 
+/* The smallest trace the writer makes (a thread's first file), and the
+ * smallest flight recorder (RT_RING_FILES files of 16 KiB per thread). */
+#define RT_MIN_TRACE_BYTES (32u << 10)
+#define RT_RING_FILES 8
+#define RT_MIN_RING_BYTES (RT_RING_FILES * (16u << 10))
+
 /* Why tracing stopped early (rt_trace_stop's reason): X(id, word, prose). */
 #define RT_STOP_REASONS(X)                                                             \
 	X(NONE, "none", "not stopped")                                                 \
@@ -280,6 +286,8 @@ struct rt_trace_env {
 	char clock_uuid[40];     /* the host's boot_id: one clock domain per boot */
 	uint64_t packet_bytes;   /* the largest packet (packets grow from 8 KiB) */
 	uint64_t ring_bytes;     /* flight recorder: per-thread size kept, 0: off */
+	uint64_t max_bytes;      /* size cap per rank process, 0: none */
+	int64_t min_free;        /* free space kept on the trace filesystem, -1: default */
 };
 
 /* Write the CTF 1.8 TSDL metadata for this schema. Returns the length, or

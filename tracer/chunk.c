@@ -89,14 +89,14 @@ void rt_tr_chunk_forget_process(void)
  * packets; a flight recorder splits its size into RT_TR_RING_CHUNKS. */
 static void chunk_plan(uint32_t k, uint64_t *size, uint32_t *pkt)
 {
-	static const uint32_t sizes[] = { 32 << 10, 256 << 10, 1 << 20, 4 << 20 };
+	static const uint32_t sizes[] = { RT_MIN_TRACE_BYTES, 256 << 10, 1 << 20, 4 << 20 };
 	static const uint32_t pkts[] = { 8 << 10, 64 << 10, 256 << 10, 256 << 10 };
 	uint64_t ring = rt_tr_config.ring_bytes;
 
 	if (ring) {
 		*size = ring / RT_TR_RING_CHUNKS & ~(uint64_t)4095;
-		if (*size < 16 * KIB)
-			*size = 16 * KIB;
+		if (*size < RT_MIN_RING_BYTES / RT_TR_RING_CHUNKS)
+			*size = RT_MIN_RING_BYTES / RT_TR_RING_CHUNKS;
 		*pkt = (uint32_t)(*size / 2 > 256 * KIB ? 256 * KIB : *size / 2);
 		*size -= *size % *pkt;
 		return;
@@ -130,9 +130,9 @@ static int space_for(int fd, uint64_t size, bool first)
 		err = -EFBIG;
 	else if (rt_tr_config.fail_alloc_at && n >= rt_tr_config.fail_alloc_at)
 		err = -rt_tr_config.fail_alloc_errno;
-	else if (!first && fstatvfs(fd, &v) == 0 &&
+	else if (!first && rt_tr_config.min_free != 0 && fstatvfs(fd, &v) == 0 &&
 		 (uint64_t)v.f_bavail * v.f_frsize < size + reserve_of(&v))
-		err = -RT_TR_E_RESERVE;
+		err = -RT_TR_E_RESERVE; /* (no reserve: the allocation itself decides) */
 	if (err)
 		__atomic_sub_fetch(&bytes_used, size, __ATOMIC_RELAXED);
 	return err;

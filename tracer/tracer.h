@@ -45,7 +45,7 @@ struct rt_tr_chunk {
 	int fd;             /* open (OFD write lock) while written, else -1 */
 };
 
-#define RT_TR_RING_CHUNKS 8
+#define RT_TR_RING_CHUNKS RT_RING_FILES
 
 /* States of a stream's next chunk (prep.c prepares it ahead). */
 enum { RT_TR_NEXT_IDLE, RT_TR_NEXT_ASKED, RT_TR_NEXT_BUSY, RT_TR_NEXT_READY, RT_TR_NEXT_FAILED };

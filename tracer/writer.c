@@ -323,6 +323,8 @@ int rt_tr_write_metadata(const char *dir, bool replace)
 	read_boot_id(env.clock_uuid, sizeof(env.clock_uuid));
 	env.packet_bytes = 256 << 10;
 	env.ring_bytes = rt_tr_config.ring_bytes;
+	env.max_bytes = rt_tr_config.max_bytes;
+	env.min_free = rt_tr_config.min_free;
 	buf = malloc(1 << 16);
 	if (!buf)
 		return -ENOMEM;

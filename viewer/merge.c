@@ -71,7 +71,7 @@ static int merge_streams(struct rt_vw_trace *t, struct rt_vw_src *srcs, int nsrc
 		int rc = rt_vw_cursor_next(srcs[k].c, &srcs[k].e);
 
 		if (rc == 1)
-			heap[hn++] = (struct hnode){ srcs[k].e.ts, &srcs[k] };
+			heap[hn++] = (struct hnode){ rt_vw_order_ts(&srcs[k].e), &srcs[k] };
 		else if (rc < 0 && t)
 			note_damage(t, srcs[k].rank, rt_vw_cursor_error(srcs[k].c));
 	}
@@ -84,7 +84,7 @@ static int merge_streams(struct rt_vw_trace *t, struct rt_vw_src *srcs, int nsrc
 		fn(arg, s->rank, &s->e);
 		rc = rt_vw_cursor_next(s->c, &s->e);
 		if (rc == 1) {
-			heap[0].ts = s->e.ts;
+			heap[0].ts = rt_vw_order_ts(&s->e);
 		} else {
 			if (rc < 0 && t)
 				note_damage(t, s->rank, rt_vw_cursor_error(s->c));

@@ -44,6 +44,10 @@ void rt_vw_rank_end(const struct rt_vw_rank *r, char *out, size_t n)
 	else if (r->died_in[0])
 		snprintf(out, n, "%s in %s", r->completeness == RT_C_COMPLETE ? "died" : "trace ends",
 			 r->died_in);
+	else if (r->stopped) /* its end came after the writer had to stop */
+		snprintf(out, n, "trace incomplete: %s at event %" PRIu64,
+			 rt_stop_prose(r->stop_reason) ? rt_stop_prose(r->stop_reason) : "stopped",
+			 r->stop_events);
 	else if (r->completeness == RT_C_CAPPED)
 		snprintf(out, n, "trace capped");
 	else if (r->completeness == RT_C_DAMAGED)

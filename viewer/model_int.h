@@ -129,4 +129,18 @@ void rt_vw_track_calls(struct rt_vw_rank *r, const struct rt_vw_event *e);
  * findings. After rt_vw_completeness. */
 void rt_vw_liveness(struct rt_vw_trace *t);
 
+/* The time an event takes effect, for ordering events of different threads:
+ * an allocation's pointer exists from its return (begin + duration), a free
+ * acts from its begin. Ordering by begin alone put another thread's
+ * cudaMalloc that returned an address before the cudaFree that released it
+ * whenever the malloc began first: a false "freed a pointer it never
+ * allocated". Within one thread the key stays in call order. */
+static inline uint64_t rt_vw_order_ts(const struct rt_vw_event *e)
+{
+	bool alloc = rt_events[e->id].role == RT_R_ALLOC || rt_drv_role[e->id] == RT_DRV_ALLOC ||
+		     rt_drv_role[e->id] == RT_DRV_ALLOC_HOST;
+
+	return alloc && !e->pending ? e->ts + e->dur : e->ts;
+}
+
 #endif

@@ -111,7 +111,8 @@ static void model_rank(struct pass *p, int a, int b)
 		int best = -1;
 
 		for (int k = 0; k < n; k++)
-			if (live[k] && (best < 0 || p->srcs[a + k].e.ts < p->srcs[a + best].e.ts))
+			if (live[k] && (best < 0 || rt_vw_order_ts(&p->srcs[a + k].e) <
+						  rt_vw_order_ts(&p->srcs[a + best].e)))
 				best = k;
 		if (best < 0)
 			break;

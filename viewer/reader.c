@@ -321,6 +321,7 @@ int rt_vw_read_metadata(const char *rank_dir, struct rt_vw_rank_meta *m, char *e
 		else if (!strcmp(key, "ranktrace_schema")) m->schema = atoi(val);
 		else if (!strcmp(key, "hostname")) snprintf(m->hostname, sizeof(m->hostname), "%s", val);
 		else if (!strcmp(key, "nccl_host")) snprintf(m->nccl_host, sizeof(m->nccl_host), "%s", val);
+		else if (!strcmp(key, "ring_bytes")) m->ring_bytes = strtoull(val, NULL, 10);
 		else if (!strcmp(key, "rank_source")) snprintf(m->rank_source, sizeof(m->rank_source), "%s", val);
 		else if (!strcmp(key, "uuid")) snprintf(m->clock_uuid, sizeof(m->clock_uuid), "%s", val);
 		else if (!strcmp(key, "offset_s")) m->clock_offset_ns += strtoll(val, NULL, 10) * 1000000000ll;

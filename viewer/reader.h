@@ -69,6 +69,7 @@ struct rt_vw_rank_meta {
 	 * CLOCK_MONOTONIC); offset = CLOCK_REALTIME - CLOCK_MONOTONIC there */
 	char clock_uuid[40];
 	int64_t clock_offset_ns;
+	uint64_t ring_bytes; /* flight recorder: each thread kept its last ring_bytes, 0: off */
 };
 
 int rt_vw_read_metadata(const char *rank_dir, struct rt_vw_rank_meta *m, char *err, size_t errlen);

@@ -117,7 +117,7 @@ check "no launcher: the trace still reads cleanly after the rename" bt_clean "$T
 
 # 9. size cap: a clear record of what was dropped
 sim "$RT" run -o "$T/cap" --max-size 1M -- "$B/bin/callstorm" --calls 200000 --cheap > "$T/cap.out" 2> "$T/cap.err"
-check "cap: the summary reports discarded events" grep -q 'events discarded: size cap' "$T/cap.out"
+check "cap: the summary reports discarded events and why" grep -q 'trace incomplete: size cap reached at event .*events discarded: size cap reached' "$T/cap.out"
 check "cap: babeltrace2 reports the discarded events" bash -c "babeltrace2 '$T/cap' 2>&1 >/dev/null | grep -qi discarded"
 got=$(sed -nE 's/.* ([0-9]+) events .*\(([0-9]+) events discarded.*/\1 \2/p' "$T/cap.out")
 # recorded events include the rt_trace_stop record that says why tracing stopped

@@ -8,7 +8,10 @@
  * is incremented, so a test that SIGKILLs the process knows exactly how many
  * calls completed. --fork makes a child process do the same after the
  * parent's threads are done. --sleep-after N pauses (ms) after N calls of
- * thread 0 so a test can kill it mid-run; --crash dies of SIGSEGV at the end. */
+ * thread 0 so a test can kill it mid-run; --crash dies of SIGSEGV at the end.
+ * --waves W runs the threads W times over (short-lived threads: --threads
+ * 100 --waves 50 --calls 2 is 5000 threads); --exit-in-handler MS calls
+ * exit(3) from a SIGALRM handler MS ms in, while the threads still call. */
 #include <cuda_runtime_api.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -17,7 +20,9 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <sys/mman.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -75,6 +80,12 @@ static int run_threads(int nthreads, int base)
 	return 0;
 }
 
+static void exit_now(int signo)
+{
+	(void)signo;
+	exit(3); /* on purpose: exit() from a signal handler while threads trace */
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -85,9 +96,11 @@ int main(int argc, char **argv)
 		{ "cheap", no_argument, NULL, 'g' },
 		{ "sleep-after", required_argument, NULL, 's' },
 		{ "crash", no_argument, NULL, 'x' },
+		{ "waves", required_argument, NULL, 'w' },
+		{ "exit-in-handler", required_argument, NULL, 'e' },
 		{ NULL, 0, NULL, 0 },
 	};
-	int nthreads = 1, o, status = 0;
+	int nthreads = 1, o, status = 0, waves = 1, exit_ms = 0;
 	bool do_fork = false, crash = false;
 	const char *counter = NULL;
 
@@ -100,13 +113,15 @@ int main(int argc, char **argv)
 		case 'g': cheap = true; break;
 		case 's': sleep_after = atol(optarg); break;
 		case 'x': crash = true; break;
+		case 'w': waves = atoi(optarg); break;
+		case 'e': exit_ms = atoi(optarg); break;
 		default:
 			fprintf(stderr, "usage: callstorm [--threads T] [--calls N] [--cheap] [--fork] "
-				"[--counter FILE] [--sleep-after N]\n");
+				"[--counter FILE] [--sleep-after N] [--waves W] [--exit-in-handler MS]\n");
 			return 2;
 		}
 	}
-	if (nthreads < 1 || nthreads > 128 || calls < 1)
+	if (nthreads < 1 || nthreads > 128 || calls < 1 || waves < 1)
 		return 2;
 	counters = local_counters;
 	if (counter) {
@@ -119,8 +134,15 @@ int main(int argc, char **argv)
 		if (counters == MAP_FAILED)
 			return 1;
 	}
-	if (run_threads(nthreads, 0))
-		return 1;
+	if (exit_ms > 0) {
+		struct itimerval it = { { 0, 0 }, { exit_ms / 1000, (exit_ms % 1000) * 1000 } };
+
+		signal(SIGALRM, exit_now);
+		setitimer(ITIMER_REAL, &it, NULL);
+	}
+	for (int w = 0; w < waves; w++)
+		if (run_threads(nthreads, 0))
+			return 1;
 	if (do_fork) {
 		pid_t pid = fork();
 
