@@ -75,6 +75,7 @@ void rt_vw_memory_alloc(struct rt_vw_rank *r, const struct rt_vw_event *e, uint6
 	unsigned path = path_of(e->id);
 	int dev = host ? -1 : e->dev;
 	struct alloc *a;
+	uint8_t again = 0;
 
 	if (e->pending)
 		return;
@@ -88,8 +89,10 @@ void rt_vw_memory_alloc(struct rt_vw_rank *r, const struct rt_vw_event *e, uint6
 		r->dup_allocs++;
 		return;
 	}
-	if (a) /* allocated again without a free we saw */
+	if (a) { /* allocated again without a free we saw (yet) */
 		uncount(r, a->kind == RT_VW_ALLOC ? a->size : 0, a->dev);
+		again = a->kind == RT_VW_ALLOC && a->again < UINT8_MAX ? a->again + 1 : 0;
+	}
 	r->allocs++;
 	if (path == RT_VW_PATH_DRIVER) {
 		r->drv_allocs++;
@@ -97,6 +100,7 @@ void rt_vw_memory_alloc(struct rt_vw_rank *r, const struct rt_vw_event *e, uint6
 	}
 	a = rt_vw_map_put(r->live, ptr, size, dev);
 	if (a) {
+		a->again = again;
 		a->kind = RT_VW_ALLOC;
 		a->paths = (uint8_t)path;
 		a->api = (uint16_t)e->id;
@@ -122,6 +126,10 @@ void rt_vw_memory_free(struct rt_vw_rank *r, const struct rt_vw_event *e)
 		return;
 	}
 	r->frees++;
+	if (a->again) { /* the free owed by an earlier allocation at this address */
+		a->again--;
+		return;
+	}
 	uncount(r, a->size, a->dev);
 	a->paths &= (uint8_t)~path;
 	rt_vw_map_drop(r->live, a, a->paths != 0);

@@ -24,6 +24,10 @@ struct alloc {
 	uint8_t paths; /* RT_VW_PATH_* that reported it */
 	uint64_t handle; /* a mapping's physical handle */
 	uint16_t api; /* event id of the call that made it (params.c shows it) */
+	/* allocated again before the free we saw: another thread's free and
+	 * this allocation a few ns apart on clocks of different cores; frees
+	 * owed before this entry ends */
+	uint8_t again;
 };
 
 enum { RT_VW_ALLOC, RT_VW_MAPPING };

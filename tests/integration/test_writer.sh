@@ -27,7 +27,9 @@ for i in $(seq 1 20); do
   LD_LIBRARY_PATH="$SIM" RANKTRACE_DIR="$d" LD_PRELOAD="$LIB" "$CS" --threads 4 --calls 3000000 \
     --counter "$T/kill$i.c" > /dev/null 2>&1 &
   pid=$!
-  sleep "0.$(printf '%03d' $((RANDOM % 230 + 20)))"
+  # random instants while the threads write (after the first calls completed)
+  for w in $(seq 1 100); do [ "$(counted "$T/kill$i.c" 2> /dev/null)" -gt 0 ] 2> /dev/null && break; sleep 0.01; done
+  sleep "0.$(printf '%03d' $((RANDOM % 250)))"
   kill -9 $pid 2> /dev/null; wait $pid 2> /dev/null
   done_calls=$(counted "$T/kill$i.c")
   timeout -k 5 60 "$RT" view --json "$d" > "$T/kv.json" 2> "$T/kv.err"; vrc=$?
