@@ -159,6 +159,27 @@ static void print_diagnosis_json(const struct rt_vw_trace *t, int only_rank)
 	free(g);
 }
 
+/* "findings": every finding with its level, detector and advice. */
+static void print_findings_json(const struct rt_vw_trace *t, int only_rank)
+{
+	printf("\n], \"findings\": [");
+	for (int i = 0, n = 0; i < t->nfindings; i++) {
+		if (only_rank >= 0 && t->findings[i].rank >= 0 && t->findings[i].rank != only_rank)
+			continue;
+		printf("%s\n  {\"signature\": \"%s\", \"rank\": %d, \"level\": \"%s\", \"id\": \"%s\", "
+		       "\"text\": ", n++ ? "," : "", rt_vw_verdict_names[t->findings[i].signature],
+		       t->findings[i].rank, rt_vw_level_names[t->findings[i].level],
+		       t->findings[i].id ? t->findings[i].id : "");
+		rt_cli_json_str(stdout, t->findings[i].text);
+		printf(", \"advice\": ");
+		if (t->findings[i].advice)
+			rt_cli_json_str(stdout, t->findings[i].advice);
+		else
+			printf("null");
+		printf("}");
+	}
+}
+
 /* JSON schema "ranktrace.view/1": documented in docs/json.md. */
 static void print_view_json(const struct rt_vw_trace *t, int only_rank)
 {
@@ -249,22 +270,7 @@ static void print_view_json(const struct rt_vw_trace *t, int only_rank)
 		print_rank_live_json(r);
 		printf("}");
 	}
-	printf("\n], \"findings\": [");
-	for (int i = 0, n = 0; i < t->nfindings; i++) {
-		if (only_rank >= 0 && t->findings[i].rank >= 0 && t->findings[i].rank != only_rank)
-			continue;
-		printf("%s\n  {\"signature\": \"%s\", \"rank\": %d, \"level\": \"%s\", \"id\": \"%s\", "
-		       "\"text\": ", n++ ? "," : "", rt_vw_verdict_names[t->findings[i].signature],
-		       t->findings[i].rank, rt_vw_level_names[t->findings[i].level],
-		       t->findings[i].id ? t->findings[i].id : "");
-		rt_cli_json_str(stdout, t->findings[i].text);
-		printf(", \"advice\": ");
-		if (t->findings[i].advice)
-			rt_cli_json_str(stdout, t->findings[i].advice);
-		else
-			printf("null");
-		printf("}");
-	}
+	print_findings_json(t, only_rank);
 	print_diagnosis_json(t, only_rank);
 	printf("}\n");
 }

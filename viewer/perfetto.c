@@ -61,29 +61,10 @@ static const char *category(const struct rt_event_desc *d, char *out, size_t n)
 	return out;
 }
 
-static void pf_event(void *arg, int ri, const struct rt_vw_event *e)
+/* The event's fields as args: strings as strings (parameter and marker names,
+ * fault targets), pointers in hex, u64 as exact decimal strings; a fault's spec. */
+static void pf_args(struct pf *p, const struct rt_vw_event *e, const struct rt_event_desc *d)
 {
-	struct pf *p = arg;
-	const struct rt_vw_rank *r = &p->t->ranks[ri];
-	const struct rt_event_desc *d = &rt_events[e->id];
-	uint64_t stream = (uint64_t)rt_vw_fld(e, RT_FN_stream);
-	uint64_t tid = e->tid;
-	char cat[48];
-
-	if (e->ts < p->t0)
-		return;
-	/* work queued on a CUDA stream (a call with a stream argument that
-	 * copies, sets or communicates) goes on that stream's track */
-	if (rt_field_at[e->id][RT_FN_stream] >= 0 &&
-	    (d->role == RT_R_COLL || d->role == RT_R_P2P || d->role == RT_R_COPY ||
-	     d->role == RT_R_COPY_PEER || d->role == RT_R_MEMSET))
-		tid = stream ? (0x10000000ull | ((stream >> 4) & 0xfffffff)) : tid;
-	pf_sep(p);
-	fprintf(p->f, "{\"ph\":\"X\",\"pid\":%d,\"tid\":%" PRIu64 ",\"ts\":%.3f,\"dur\":%.3f,\"name\":\"%s\","
-		"\"cat\":\"%s\",\"args\":{\"ret\":%d,\"device\":%d%s", r->meta.rank, tid, us(p, e->ts),
-		e->pending ? us(p, r->last_ts) - us(p, e->ts) : (double)e->dur / 1000.0, d->name,
-		category(d, cat, sizeof(cat)), e->ret,
-		e->dev, e->pending ? ",\"never_returned\":true" : "");
 	for (int i = 0; i < d->nfields; i++) {
 		int64_t v = rt_field_get(e->id, e->fields, i);
 		char s[65];
@@ -108,6 +89,32 @@ static void pf_event(void *arg, int ri, const struct rt_vw_event *e)
 		rt_vw_json_esc(p->f, spec);
 		fputc('"', p->f);
 	}
+}
+
+static void pf_event(void *arg, int ri, const struct rt_vw_event *e)
+{
+	struct pf *p = arg;
+	const struct rt_vw_rank *r = &p->t->ranks[ri];
+	const struct rt_event_desc *d = &rt_events[e->id];
+	uint64_t stream = (uint64_t)rt_vw_fld(e, RT_FN_stream);
+	uint64_t tid = e->tid;
+	char cat[48];
+
+	if (e->ts < p->t0)
+		return;
+	/* work queued on a CUDA stream (a call with a stream argument that
+	 * copies, sets or communicates) goes on that stream's track */
+	if (rt_field_at[e->id][RT_FN_stream] >= 0 &&
+	    (d->role == RT_R_COLL || d->role == RT_R_P2P || d->role == RT_R_COPY ||
+	     d->role == RT_R_COPY_PEER || d->role == RT_R_MEMSET))
+		tid = stream ? (0x10000000ull | ((stream >> 4) & 0xfffffff)) : tid;
+	pf_sep(p);
+	fprintf(p->f, "{\"ph\":\"X\",\"pid\":%d,\"tid\":%" PRIu64 ",\"ts\":%.3f,\"dur\":%.3f,\"name\":\"%s\","
+		"\"cat\":\"%s\",\"args\":{\"ret\":%d,\"device\":%d%s", r->meta.rank, tid, us(p, e->ts),
+		e->pending ? us(p, r->last_ts) - us(p, e->ts) : (double)e->dur / 1000.0, d->name,
+		category(d, cat, sizeof(cat)), e->ret,
+		e->dev, e->pending ? ",\"never_returned\":true" : "");
+	pf_args(p, e, d);
 	fputs("}}", p->f);
 	if (rt_vw_is_coll(e->id)) {
 		uint64_t comm = (uint64_t)rt_vw_fld(e, RT_FN_comm_id);
