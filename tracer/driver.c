@@ -87,10 +87,15 @@ int rt_tr_drv_pool_device(const void *pool)
 	return lookup(pools, pool, rt_tr_cur_dev);
 }
 
+typedef CUresult (*gpa2_fn)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *);
+typedef CUresult (*gpa1_fn)(const char *, void **, int, cuuint64_t);
 CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
 			     CUdriverProcAddressQueryResult *symbolStatus);
 CUresult rt_tr_gpa_v1(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags)
 	__asm__("cuGetProcAddress");
+/* the driver's lookups: resolved by name, or the first pointer handed out */
+static gpa2_fn real_gpa2;
+static gpa1_fn real_gpa1;
 
 /* The wrapper to hand out for `symbol` at `version`, its real function
  * stored; NULL to hand out fn itself. cuGetProcAddress itself, fetched
@@ -102,8 +107,13 @@ static void *redirect(const char *symbol, int version, bool ptsz, void *fn)
 
 	if (!symbol || !fn || rt_tr_off)
 		return NULL;
-	if (!strcmp(symbol, "cuGetProcAddress"))
+	if (!strcmp(symbol, "cuGetProcAddress")) {
+		if (fn == (void *)cuGetProcAddress_v2 || fn == (void *)rt_tr_gpa_v1)
+			return NULL;
+		__atomic_compare_exchange_n(version >= 12000 ? (void **)&real_gpa2 : (void **)&real_gpa1,
+					    &none, fn, false, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
 		return version >= 12000 ? (void *)cuGetProcAddress_v2 : (void *)rt_tr_gpa_v1;
+	}
 	for (unsigned i = 0; i < rt_tr_nprocs && !p; i++)
 		if (!strcmp(rt_tr_procs[i].gpa, symbol) && version >= rt_tr_procs[i].since)
 			p = &rt_tr_procs[i];
@@ -140,8 +150,6 @@ static void after_lookup(const char *symbol, void **pfn, int version, uint64_t f
 		}                                                                      \
 	} while (0)
 
-typedef CUresult (*gpa2_fn)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *);
-typedef CUresult (*gpa1_fn)(const char *, void **, int, cuuint64_t);
 typedef cudaError_t (*ep_fn)(const char *, void **, unsigned long long,
 			     enum cudaDriverEntryPointQueryResult *);
 typedef cudaError_t (*epv_fn)(const char *, void **, unsigned int, unsigned long long,
@@ -152,10 +160,11 @@ typedef cudaError_t (*epv_fn)(const char *, void **, unsigned int, unsigned long
 RT_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion,
 				       cuuint64_t flags, CUdriverProcAddressQueryResult *symbolStatus)
 {
-	static gpa2_fn real;
+	gpa2_fn real = __atomic_load_n(&real_gpa2, __ATOMIC_ACQUIRE);
 	CUresult r;
 
 	RESOLVE(real, "cuGetProcAddress_v2", RT_LIB_DRIVER);
+	__atomic_store_n(&real_gpa2, real, __ATOMIC_RELEASE);
 	r = real(symbol, pfn, cudaVersion, flags, symbolStatus);
 	after_lookup(symbol, pfn, cudaVersion, flags,
 		     flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, r);
@@ -165,10 +174,11 @@ RT_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaV
 /* The CUDA 11.3 ABI, still exported by the driver as "cuGetProcAddress". */
 RT_EXPORT CUresult rt_tr_gpa_v1(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags)
 {
-	static gpa1_fn real;
+	gpa1_fn real = __atomic_load_n(&real_gpa1, __ATOMIC_ACQUIRE);
 	CUresult r;
 
 	RESOLVE(real, "cuGetProcAddress", RT_LIB_DRIVER);
+	__atomic_store_n(&real_gpa1, real, __ATOMIC_RELEASE);
 	r = real(symbol, pfn, cudaVersion, flags);
 	after_lookup(symbol, pfn, cudaVersion, flags,
 		     flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, r);
