@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # bench/run.sh - the tracer's benchmarks on the simulated cluster; prints figures.
-#   1. added ns per interposed call, bytes per event (bench/tracer_overhead.c)
+#   1. added ns per interposed call, bytes per event (bench/tracer_overhead.c);
+#      the writer's cost fresh and after 2 GiB of trace (bench/writer_drift.c)
 #   2. fsdp_mini step time with and without the tracer (median of 5 runs each,
 #      interleaved), 2 ranks
 set -euo pipefail
@@ -13,6 +14,14 @@ trap 'rm -rf "$T"' EXIT
 echo "== interposed call overhead (simulated cluster, $(nproc) cores)"
 mkdir -p "$T/overhead"
 RANKTRACE_DIR="$T/overhead" LD_PRELOAD="$B/lib/libranktrace.so" "$B/bin/tracer_overhead" 200000
+
+echo
+echo "== the native writer, fresh and after 2 GiB of trace written by the same process"
+echo "   (load average now: $(cut -d' ' -f1-3 /proc/loadavg); on a shared machine the traced"
+echo "   thread's CPU time is the steadier figure, wall time swings with the load)"
+mkdir -p "$T/drift"
+RANKTRACE_MAX_SIZE=0 RANKTRACE_DIR="$T/drift" LD_PRELOAD="$B/lib/libranktrace.so" "$B/bin/writer_drift" 200000 2
+rm -rf "$T/drift"
 
 echo
 echo "== the same with a fault plan loaded that touches none of these calls"
