@@ -23,6 +23,7 @@
  * The CUPTI functions are reached through rt_tr_cupti (a table filled from
  * libcupti, or by a test's fake). Not on any hot path: callbacks run only
  * for the enabled functions. Never exits; failures record why and return. */
+#if __has_include(<cupti.h>)
 #include <cupti.h>
 #include <dlfcn.h>
 #include <link.h>
@@ -310,3 +311,19 @@ RT_EXPORT int InitializeInjection(void)
 	rt_tr_cupti_start();
 	return 1;
 }
+
+#else /* built without CUPTI's headers (tracer/CMakeLists.txt) */
+#include "tracer.h"
+
+void rt_tr_cupti_flush(bool from_signal)
+{
+	(void)from_signal;
+}
+
+RT_EXPORT int InitializeInjection(void)
+{
+	if (!rt_tr_off)
+		rt_tr_ev_rt_cupti_state(2, "ranktrace was built without CUPTI's headers");
+	return 1;
+}
+#endif

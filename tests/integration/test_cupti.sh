@@ -6,6 +6,10 @@
 # client), no libcupti at all, and NVIDIA's real libcupti against the simulated
 # driver (which refuses it). The traced program's output and status never change.
 source "$(dirname "$0")/lib.sh"
+if [ ! -x "$B/bin/cupti_probe" ]; then
+  bad "no cupti_probe: CUPTI's headers were not found when configuring (tracer/CMakeLists.txt)"
+  finish; exit 1
+fi
 RT="$B/bin/ranktrace"
 FAKE="$B/lib/libfake_cupti.so"
 MiB=1048576
