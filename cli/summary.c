@@ -40,7 +40,7 @@ static void print_rank(const struct rt_vw_rank *r, const char *discard_why)
 	rt_cli_devices_str(r->devices_used, devs, sizeof(devs));
 	rt_vw_rank_end(r, how, sizeof(how));
 	peaks_str(r, peaks, sizeof(peaks));
-	printf("  %-12s %-10s %8" PRIu64 " events  device%s %-8s %-16s %" PRIu64 " allocation%s, peak %s",
+	printf("  %-12s %-10s %8" PRIu64 " events  device%s %-8s %-16s  %" PRIu64 " allocation%s, peak %s",
 	       who, r->meta.hostname, r->events, strchr(devs, ',') ? "s" : " ", devs, how, r->allocs,
 	       r->allocs == 1 ? "" : "s", peaks);
 	if (r->discarded)

@@ -63,7 +63,7 @@ args=(--trainer-version 4.52.4 --steps 20)
 sim timeout -k 5 120 "$B/bin/rt-launch" -n 4 "$B/bin/fsdp_mini" "${args[@]}" > "$T/plain.out" 2> /dev/null; rc0=$?
 cat > "$T/full.sh" <<EOF
 set -u
-if mount -t tmpfs -o size=1m tmpfs "$T/mnt" 2> /dev/null; then how=tmpfs; dir="$T/mnt/trace"; else how=knob; dir="$T/full"; export RANKTRACE_TEST_ALLOC_FAIL=3:28; fi
+if mount -t tmpfs -o size=1m tmpfs "$T/mnt" 2> /dev/null; then how=tmpfs; dir="$T/mnt/trace"; else how=knob; dir="$T/full"; export RANKTRACE_TEST_ALLOC_FAIL=2:28; fi
 LD_LIBRARY_PATH="$SIM" timeout -k 5 120 "$RT" run -o "\$dir" --min-free 0 -- "$B/bin/rt-launch" -n 4 "$B/bin/fsdp_mini" ${args[*]} > "$T/full.out" 2> "$T/full.err"
 echo \$? > "$T/full.rc"
 [ \$how = tmpfs ] && cp -r "\$dir" "$T/full" && umount "$T/mnt"
