@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "plan.h"
+#include "plan_int.h"
 
 /* The actions, from format/actions.def. */
 const char *const rt_inj_action_names[RT_INJ_NACTIONS] = {
@@ -24,15 +25,6 @@ const char *const rt_inj_action_names[RT_INJ_NACTIONS] = {
 #undef RT_ACTION
 };
 
-static const struct {
-	bool value, calls, points;
-	const char *usage, *doc;
-} actions[RT_INJ_NACTIONS] = {
-	{ 0 },
-#define RT_ACTION(E, n, v, calls, points, usage, doc) { v, calls, points, usage, doc },
-#include "actions.def"
-#undef RT_ACTION
-};
 
 /* "u1, u2 or u3" of the actions that apply to calls (points false) or to
  * failure points (true); sep_last: the word before the last one. */
@@ -44,13 +36,13 @@ static const char *action_list(bool points, const char *sep_last)
 	int n = 0, total = 0;
 
 	for (int i = 1; i < RT_INJ_NACTIONS; i++)
-		total += points ? actions[i].points : 1;
+		total += points ? rt_inj_actions[i].points : 1;
 	for (int i = 1; i < RT_INJ_NACTIONS; i++) {
-		if (points && !actions[i].points)
+		if (points && !rt_inj_actions[i].points)
 			continue;
 		n++;
 		len += (size_t)snprintf(out + len, sizeof(buf[0]) - len, "%s%s",
-					n == 1 ? "" : n == total ? sep_last : ", ", actions[i].usage);
+					n == 1 ? "" : n == total ? sep_last : ", ", rt_inj_actions[i].usage);
 	}
 	return out;
 }
@@ -73,21 +65,6 @@ static bool valid_code_for(unsigned api, const char *code)
 	return false;
 }
 
-/* A preset's parameters (params: "N", "R@SEQ") fill its expansion's %s in order. */
-static const struct {
-	const char *name, *params, *expansion, *doc;
-} presets[] = {
-	{ "skip-fsdp-root", NULL, "fsdp.root_forward:bypass",
-	  "the FSDP root forward is bypassed: the trainer calls the unwrapped module (transformers 4.53.0)" },
-	{ "oom-at", "N", "cudaMalloc:error=cudaErrorMemoryAllocation:when=%s",
-	  "the N-th cudaMalloc of each rank fails with out of memory" },
-	{ "wrong-device", NULL, "cudaSetDevice:device=0",
-	  "every rank binds device 0 (\"model device not properly set\"): NCCL refuses duplicates" },
-	{ "nccl-hang", "SEQ", "@collective:hang:when=%s",
-	  "each rank's SEQ-th collective never returns" },
-	{ "rank-dies", "R@SEQ", "@collective:kill=9:rank=%s:when=%s",
-	  "rank R is killed (SIGKILL) at its SEQ-th collective" },
-};
 
 /* The codes error= accepts for api, comma-separated into out (its own first). */
 static void valid_codes_str(unsigned api, char *out, size_t n)
@@ -281,6 +258,38 @@ static int parse_target(struct ctx *c, const char *t, struct rt_inj_rule *r)
 	return 0;
 }
 
+/* error=V at column col: a program's number for a failure point, else
+ * NVIDIA's name of a code every function the rule matches may return. */
+static int parse_error_arg(struct ctx *c, size_t col, const char *v, struct rt_inj_rule *r)
+{
+	if (r->point) {
+		char *end;
+
+		errno = 0;
+		r->arg = strtoll(v, &end, 10);
+		if (end == v || *end || errno == ERANGE || r->arg < 2 || r->arg > INT_MAX)
+			return fail(c, col, "a failure point's error= is a program error "
+				    "number from 2 to %d (0 is pass, 1 is bypass)", INT_MAX);
+		return 0;
+	}
+	for (unsigned id = 0; id < RT_ID_FIRST_TRACER; id++) {
+		if (!rt_inj_rule_matches(r, id))
+			continue;
+		if (code_value(id, v) < 0 || !valid_code_for(id, v)) {
+			char valid[1024];
+
+			valid_codes_str(id, valid, sizeof(valid));
+			if (code_value(id, v) < 0)
+				return fail(c, col, "unknown error code '%s' for %s; it can "
+					    "return %s", v, rt_events[id].name, valid);
+			return fail(c, col, "%s cannot return %s; it can return %s",
+				    rt_events[id].name, v, valid);
+		}
+		r->arg = code_value(id, v);
+	}
+	return 0;
+}
+
 static int parse_action(struct ctx *c, size_t col, const char *a, struct rt_inj_rule *r)
 {
 	const char *eq = strchr(a, '=');
@@ -294,46 +303,21 @@ static int parse_action(struct ctx *c, size_t col, const char *a, struct rt_inj_
 	if (!act)
 		return fail(c, col, "unknown action '%.*s' (%s)", (int)klen, a, action_list(false, ", "));
 	r->action = (enum rt_inj_action)act;
-	bool wants = actions[act].value;
+	bool wants = rt_inj_actions[act].value;
 
 	if (wants && (!v || !*v))
 		return fail(c, col + klen, "%s needs a value (%s=...)", rt_inj_action_names[act],
 			    rt_inj_action_names[act]);
 	if (!wants && v)
 		return fail(c, col + klen, "%s takes no value", rt_inj_action_names[act]);
-	if (r->point && !actions[act].points)
+	if (r->point && !rt_inj_actions[act].points)
 		return fail(c, col, "a failure point takes %s", action_list(true, " or "));
-	if (!r->point && !actions[act].calls)
+	if (!r->point && !rt_inj_actions[act].calls)
 		return fail(c, col, "bypass is for failure points (names with a dot), not for %s",
 			    r->target);
 	switch (act) {
 	case RT_INJ_ERROR:
-		if (r->point) {
-			char *end;
-
-			errno = 0;
-			r->arg = strtoll(v, &end, 10);
-			if (end == v || *end || errno == ERANGE || r->arg < 2 || r->arg > INT_MAX)
-				return fail(c, col + klen + 1, "a failure point's error= is a program error "
-					    "number from 2 to %d (0 is pass, 1 is bypass)", INT_MAX);
-			return 0;
-		}
-		for (unsigned id = 0; id < RT_ID_FIRST_TRACER; id++) {
-			if (!rt_inj_rule_matches(r, id))
-				continue;
-			if (code_value(id, v) < 0 || !valid_code_for(id, v)) {
-				char valid[1024];
-
-				valid_codes_str(id, valid, sizeof(valid));
-				if (code_value(id, v) < 0)
-					return fail(c, col + klen + 1, "unknown error code '%s' for %s; it can "
-						    "return %s", v, rt_events[id].name, valid);
-				return fail(c, col + klen + 1, "%s cannot return %s; it can return %s",
-					    rt_events[id].name, v, valid);
-			}
-			r->arg = code_value(id, v);
-		}
-		return 0;
+		return parse_error_arg(c, col + klen + 1, v, r);
 	case RT_INJ_DELAY:
 		return parse_duration(c, col + klen + 1, v, &r->arg);
 	case RT_INJ_DEVICE: {
@@ -443,26 +427,26 @@ static int parse_spec(struct ctx *c, char *spec, struct rt_inj_plan *plan)
 /* A preset, or NULL: its expansion is written into out. */
 static int expand_preset(struct ctx *c, const char *spec, char *out, size_t n)
 {
-	for (size_t i = 0; i < sizeof(presets) / sizeof(presets[0]); i++) {
-		size_t len = strlen(presets[i].name);
+	for (size_t i = 0; i < rt_inj_npresets; i++) {
+		size_t len = strlen(rt_inj_presets[i].name);
 		const char *v = spec + len;
 
-		if (strncmp(spec, presets[i].name, len) || (*v && *v != '='))
+		if (strncmp(spec, rt_inj_presets[i].name, len) || (*v && *v != '='))
 			continue;
-		if (!strstr(presets[i].expansion, "%s")) {
+		if (!strstr(rt_inj_presets[i].expansion, "%s")) {
 			if (*v)
-				return fail(c, len, "preset %s takes no value", presets[i].name);
-			snprintf(out, n, "%s", presets[i].expansion);
+				return fail(c, len, "preset %s takes no value", rt_inj_presets[i].name);
+			snprintf(out, n, "%s", rt_inj_presets[i].expansion);
 			return 1;
 		}
 		if (*v != '=' || !v[1])
-			return fail(c, len, "preset %s needs a value: %s=%s (%s)", presets[i].name,
-				    presets[i].name, presets[i].params, presets[i].doc);
+			return fail(c, len, "preset %s needs a value: %s=%s (%s)", rt_inj_presets[i].name,
+				    rt_inj_presets[i].name, rt_inj_presets[i].params, rt_inj_presets[i].doc);
 		v++;
 		if (strchr(v, ':'))
 			return fail(c, (size_t)(strchr(v, ':') - spec), "a preset's value ends at ':' "
 				    "(write the spec out to add keys: see `ranktrace inject --list`)");
-		if (!strcmp(presets[i].name, "rank-dies")) {
+		if (!strcmp(rt_inj_presets[i].name, "rank-dies")) {
 			char rank[32], seq[32];
 			const char *at = strchr(v, '@');
 
@@ -470,9 +454,9 @@ static int expand_preset(struct ctx *c, const char *spec, char *out, size_t n)
 				return fail(c, len + 1, "rank-dies=R@SEQ, e.g. rank-dies=2@5");
 			snprintf(rank, sizeof(rank), "%.*s", (int)(at - v), v);
 			snprintf(seq, sizeof(seq), "%s", at + 1);
-			snprintf(out, n, presets[i].expansion, rank, seq);
+			snprintf(out, n, rt_inj_presets[i].expansion, rank, seq);
 		} else {
-			snprintf(out, n, presets[i].expansion, v);
+			snprintf(out, n, rt_inj_presets[i].expansion, v);
 		}
 		return 1;
 	}
@@ -557,78 +541,3 @@ bool rt_inj_applies(const struct rt_inj_rule *r, int rank, uint64_t n, int rule_
 	return (double)(h >> 11) / 9007199254740992.0 < r->prob;
 }
 
-/* "  oom-at=N   doc\n  = cudaMalloc:...:when=N": the expansion with its
- * parameters' names in place of the values. */
-static void print_preset(FILE *f, size_t i)
-{
-	char head[64], p1[32] = "", p2[32] = "", exp[256];
-	const char *params = presets[i].params, *at = params ? strchr(params, '@') : NULL;
-
-	if (params) {
-		snprintf(head, sizeof(head), "%s=%s", presets[i].name, params);
-		snprintf(p1, sizeof(p1), "%.*s", at ? (int)(at - params) : (int)strlen(params), params);
-		snprintf(p2, sizeof(p2), "%s", at ? at + 1 : "");
-	} else {
-		snprintf(head, sizeof(head), "%s", presets[i].name);
-	}
-	snprintf(exp, sizeof(exp), presets[i].expansion, p1, p2);
-	fprintf(f, "  %-16s %s\n  %-16s = %s\n", head, presets[i].doc, "", exp);
-}
-
-/* error= codes: each library's common ones, then each function's own. */
-static void print_errors(FILE *f)
-{
-	static const char *const libs[] = { [RT_LIB_CUDA] = "CUDA", [RT_LIB_NCCL] = "NCCL",
-					     [RT_LIB_DRIVER] = "CUDA driver" };
-
-	fprintf(f, "\nerror= codes (NVIDIA's names), any function of its library:\n");
-	for (int l = 0; l <= RT_LIB_DRIVER; l++) {
-		if (l == RT_LIB_TRACER)
-			continue;
-		fprintf(f, "  %s:", libs[l]);
-		for (int i = 0; rt_errors_common[l][i]; i++)
-			fprintf(f, "%s%s", i % 3 ? ", " : "\n    ", rt_errors_common[l][i]);
-		fprintf(f, "\n");
-	}
-	fprintf(f, "and, per function:\n");
-	for (unsigned id = 0; id < RT_ID_FIRST_TRACER; id++) {
-		if (!rt_events[id].errors || !rt_events[id].errors[0])
-			continue;
-		fprintf(f, "  %-33s", rt_events[id].name);
-		for (int i = 0; rt_events[id].errors[i]; i++)
-			fprintf(f, "%s%s", i ? ", " : " ", rt_events[id].errors[i]);
-		fprintf(f, "\n");
-	}
-}
-
-void rt_inj_print_list(void *file)
-{
-	FILE *f = file;
-
-	fprintf(f, "Fault plans: --inject 'SPEC[;SPEC...]' or --inject-file PLAN (one SPEC per line)\n\n"
-		   "SPEC := PRESET | TARGET:ACTION[:when=EXPR][:rank=LIST][:prob=P][:seed=S]\n\n"
-		   "targets (interposed functions; globs such as 'nccl*' and 'cudaMalloc*' work too):\n");
-	for (unsigned id = 0; id < RT_ID_FIRST_TRACER; id++)
-		fprintf(f, "%s%s", id % 4 ? ", " : "\n  ", rt_events[id].name);
-	fprintf(f, "\n  @collective (");
-	for (unsigned id = 0, n = 0; id < RT_ID_FIRST_TRACER; id++)
-		if (rt_events[id].role == RT_R_COLL)
-			fprintf(f, "%s%s", n++ ? ", " : "", rt_events[id].name + 4 /* "nccl" */);
-	fprintf(f, ")\n"
-		   "  NAME.WITH.DOT: a failure point a program declares with rt_fault_point(), e.g.\n"
-		   "                 fsdp.root_forward (fsdp_mini, the PyTorch probe)\n\nactions:\n");
-	for (int i = 1; i < RT_INJ_NACTIONS; i++)
-		fprintf(f, "  %-12s %s\n", actions[i].usage, actions[i].doc);
-	print_errors(f);
-	fprintf(f, "\nwhen=N | N+ | N..M | N+STEP   which calls, counted per rule and rank, from 1\n"
-		   "rank=0,2-3                    which ranks (default: all)\n"
-		   "prob=P:seed=S                 fire with probability P, the same calls for the same seed\n\n"
-		   "presets:\n");
-	for (size_t i = 0; i < sizeof(presets) / sizeof(presets[0]); i++)
-		print_preset(f, i);
-	fprintf(f, "\nexamples:\n"
-		   "  ranktrace run --inject skip-fsdp-root -- torchrun --nproc-per-node 8 train.py\n"
-		   "  ranktrace run --inject 'ncclAllReduce:error=ncclSystemError:when=5:rank=2' -- ...\n"
-		   "  ranktrace run --inject 'cudaMalloc:error=cudaErrorMemoryAllocation:when=3' -- ...\n"
-		   "  ranktrace run --inject 'ncclAllGather:delay=50ms:when=2+:prob=0.1:seed=7' -- ...\n");
-}

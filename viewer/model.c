@@ -223,14 +223,11 @@ int rt_vw_fault_spec(const struct rt_vw_event *e, char *out, size_t n)
 	return snprintf(out, n, "%s:%s", target, acts[a]);
 }
 
-void rt_vw_on_event(struct matcher *m, int ri, const struct rt_vw_event *e)
+/* What every event says: counts, times, a call that never returned, errors. */
+static void on_any(struct rt_vw_rank *r, const struct rt_vw_event *e)
 {
-	struct rt_vw_rank *r = &m->t->ranks[ri];
-	int ck;
-
 	r->events++;
 	r->cur_ts = e->ts;
-	r->keep_mem = (m->t->flags & RT_VW_KEEP_MEMORY) != 0;
 	rt_vw_track_calls(r, e);
 	if (!r->first_ts || e->ts < r->first_ts)
 		r->first_ts = e->ts;
@@ -251,33 +248,39 @@ void rt_vw_on_event(struct matcher *m, int ri, const struct rt_vw_event *e)
 		if (!r->first_error[0])
 			snprintf(r->first_error, sizeof(r->first_error), "%s", r->last_error);
 	}
+}
+
+/* A call by its role in the call table: memory, devices, streams,
+ * communicators. False: not one of these. */
+static bool on_role(struct matcher *m, struct rt_vw_rank *r, const struct rt_vw_event *e)
+{
 	switch (rt_events[e->id].role) {
 	case RT_R_ALLOC:
 		on_alloc(r, e, rt_events[e->id].arg == RT_A_HOST);
-		return;
+		return true;
 	case RT_R_FREE:
 		on_free(r, e);
-		return;
+		return true;
 	case RT_R_COPY:
 		use_device(r, e->dev);
 		if (e->ret == 0 && !e->pending) {
 			use_device(r, device_of(r, (uint64_t)rt_vw_fld(e, RT_FN_dst)));
 			use_device(r, device_of(r, (uint64_t)rt_vw_fld(e, RT_FN_src)));
 		}
-		return;
+		return true;
 	case RT_R_COPY_PEER:
 		if (e->ret == 0 && !e->pending) {
 			use_device(r, (int)rt_vw_fld(e, RT_FN_dst_device));
 			use_device(r, (int)rt_vw_fld(e, RT_FN_src_device));
 		}
-		return;
+		return true;
 	case RT_R_MEMSET:
 		use_device(r, e->dev);
-		return;
+		return true;
 	case RT_R_STREAM_CREATE:
 		if (e->ret == 0 && !e->pending)
 			r->streams_created++;
-		return;
+		return true;
 	case RT_R_COMM_INIT:
 		if (r->init_device < 0) {
 			r->init_device = e->dev;
@@ -289,34 +292,39 @@ void rt_vw_on_event(struct matcher *m, int ri, const struct rt_vw_event *e)
 			rt_vw_comm_learn(m, (uint64_t)rt_vw_fld(e, RT_FN_comm_id), (int)rt_vw_fld(e, RT_FN_nranks));
 			use_device(r, e->dev);
 		}
-		return;
+		return true;
 	case RT_R_COMM_SPLIT: /* its size as NCCL counts it; else count who joins */
 		if (e->ret != 0 || e->pending || !rt_vw_fld(e, RT_FN_comm_id))
-			return;
+			return true;
 		if (rt_vw_fld(e, RT_FN_nranks) > 0)
 			rt_vw_comm_learn(m, (uint64_t)rt_vw_fld(e, RT_FN_comm_id), (int)rt_vw_fld(e, RT_FN_nranks));
 		else
 			rt_vw_comm_join(m, (uint64_t)rt_vw_fld(e, RT_FN_comm_id));
-		return;
+		return true;
 	case RT_R_COMM_INIT_ALL:
 		if (e->ret == 0)
 			rt_vw_comm_learn(m, (uint64_t)rt_vw_fld(e, RT_FN_comm_id), (int)rt_vw_fld(e, RT_FN_nranks));
-		return;
+		return true;
 	default:
-		break;
+		return false;
 	}
+}
+
+/* The tracer's own events and the probe's. False: none of them. */
+static bool on_tracer_event(struct rt_vw_rank *r, const struct rt_vw_event *e)
+{
 	switch (e->id) {
 	case RT_ID_rt_param:
 		on_param(r, e);
-		return;
+		return true;
 	case RT_ID_rt_fsdp_forward:
 		if (rt_vw_fld(e, RT_FN_phase) == 0)
 			r->fsdp_root_forwards++;
-		return;
+		return true;
 	case RT_ID_rt_marker:
 		r->markers++;
 		rt_vw_param_marker(r, e);
-		return;
+		return true;
 	case RT_ID_rt_fault:
 		r->faults++;
 		if (!r->first_fault[0]) {
@@ -326,31 +334,36 @@ void rt_vw_on_event(struct matcher *m, int ri, const struct rt_vw_event *e)
 			snprintf(r->first_fault, sizeof(r->first_fault), "%s at call %lld", spec,
 				 (long long)rt_vw_fld(e, RT_FN_call));
 		}
-		return;
+		return true;
 	case RT_ID_rt_exit:
 		if ((int)e->pid == r->meta.pid) {
 			r->exit_seen = true;
 			r->exit_status = (int)rt_vw_fld(e, RT_FN_status);
 		}
-		return;
+		return true;
 	case RT_ID_rt_signal:
 		if ((int)e->pid == r->meta.pid) {
 			r->exit_seen = true;
 			r->signo = (int)rt_vw_fld(e, RT_FN_signo);
 		}
-		return;
+		return true;
 	case RT_ID_rt_trace_stop: /* the writer stopped early: the first reason counts */
 		if (!r->stopped) {
 			r->stopped = true;
 			r->stop_reason = (unsigned)rt_vw_fld(e, RT_FN_reason);
 			r->stop_events = (uint64_t)rt_vw_fld(e, RT_FN_events);
 		}
-		return;
+		return true;
 	default:
-		if (rt_vw_memory_driver_event(r, e))
-			return;
-		break;
+		return rt_vw_memory_driver_event(r, e);
 	}
+}
+
+/* A collective or point-to-point call: counted, kept for diff, matched. */
+static void on_collective(struct matcher *m, int ri, struct rt_vw_rank *r, const struct rt_vw_event *e)
+{
+	int ck;
+
 	ck = rt_vw_coll_kind(e->id);
 	if (ck < 0)
 		return;
@@ -385,4 +398,14 @@ void rt_vw_on_event(struct matcher *m, int ri, const struct rt_vw_event *e)
 		if (ck != RT_CK_Send && ck != RT_CK_Recv && comm)
 			rt_vw_match(m, ri, comm, seq, s);
 	}
+}
+
+void rt_vw_on_event(struct matcher *m, int ri, const struct rt_vw_event *e)
+{
+	struct rt_vw_rank *r = &m->t->ranks[ri];
+
+	r->keep_mem = (m->t->flags & RT_VW_KEEP_MEMORY) != 0;
+	on_any(r, e);
+	if (!on_role(m, r, e) && !on_tracer_event(r, e))
+		on_collective(m, ri, r, e);
 }

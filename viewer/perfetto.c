@@ -61,6 +61,43 @@ static const char *category(const struct rt_event_desc *d, char *out, size_t n)
 	return out;
 }
 
+/* The flow arrow of a collective: started by the first rank to call it,
+ * finished by the last of its communicator (rt_vw_comm_size). */
+static void pf_flow(struct pf *p, const struct rt_vw_rank *r, const struct rt_vw_event *e,
+		    const struct rt_event_desc *d, uint64_t tid)
+{
+	uint64_t comm = (uint64_t)rt_vw_fld(e, RT_FN_comm_id);
+	uint32_t seq = (uint32_t)rt_vw_fld(e, RT_FN_seq);
+	size_t b = (size_t)((comm ^ seq * 0x9E3779B97F4A7C15ull) % FLOW_BUCKETS);
+	struct flow **l = &p->flows[b], *fl;
+	const char *ph;
+
+	while (*l && ((*l)->comm != comm || (*l)->seq != seq))
+		l = &(*l)->next;
+	fl = *l;
+	if (!fl) {
+		fl = calloc(1, sizeof(*fl));
+		if (!fl)
+			return;
+		fl->comm = comm;
+		fl->seq = seq;
+		fl->next = p->flows[b];
+		p->flows[b] = fl;
+		l = &p->flows[b];
+	}
+	fl->seen++;
+	/* the communicator's size, not the trace's: a split's flows close */
+	ph = fl->seen == 1 ? "s" : fl->seen >= rt_vw_comm_size(p->t, comm) ? "f" : "t";
+	pf_sep(p);
+	fprintf(p->f, "{\"ph\":\"%s\",\"id\":\"%016" PRIx64 "-%u\",\"name\":\"%s #%u\",\"cat\":\"collective\","
+		"\"pid\":%d,\"tid\":%" PRIu64 ",\"ts\":%.3f%s}", ph, comm, seq, d->name, seq,
+		r->meta.rank, tid, us(p, e->ts), ph[0] == 'f' ? ",\"bp\":\"e\"" : "");
+	if (ph[0] == 'f') {
+		*l = fl->next;
+		free(fl);
+	}
+}
+
 /* The event's fields as args: strings as strings (parameter and marker names,
  * fault targets), pointers in hex, u64 as exact decimal strings; a fault's spec. */
 static void pf_args(struct pf *p, const struct rt_vw_event *e, const struct rt_event_desc *d)
@@ -116,38 +153,8 @@ static void pf_event(void *arg, int ri, const struct rt_vw_event *e)
 		e->dev, e->pending ? ",\"never_returned\":true" : "");
 	pf_args(p, e, d);
 	fputs("}}", p->f);
-	if (rt_vw_is_coll(e->id)) {
-		uint64_t comm = (uint64_t)rt_vw_fld(e, RT_FN_comm_id);
-		uint32_t seq = (uint32_t)rt_vw_fld(e, RT_FN_seq);
-		size_t b = (size_t)((comm ^ seq * 0x9E3779B97F4A7C15ull) % FLOW_BUCKETS);
-		struct flow **l = &p->flows[b], *fl;
-		const char *ph;
-
-		while (*l && ((*l)->comm != comm || (*l)->seq != seq))
-			l = &(*l)->next;
-		fl = *l;
-		if (!fl) {
-			fl = calloc(1, sizeof(*fl));
-			if (!fl)
-				return;
-			fl->comm = comm;
-			fl->seq = seq;
-			fl->next = p->flows[b];
-			p->flows[b] = fl;
-			l = &p->flows[b];
-		}
-		fl->seen++;
-		/* the communicator's size, not the trace's: a split's flows close */
-		ph = fl->seen == 1 ? "s" : fl->seen >= rt_vw_comm_size(p->t, comm) ? "f" : "t";
-		pf_sep(p);
-		fprintf(p->f, "{\"ph\":\"%s\",\"id\":\"%016" PRIx64 "-%u\",\"name\":\"%s #%u\",\"cat\":\"collective\","
-			"\"pid\":%d,\"tid\":%" PRIu64 ",\"ts\":%.3f%s}", ph, comm, seq, d->name, seq,
-			r->meta.rank, tid, us(p, e->ts), ph[0] == 'f' ? ",\"bp\":\"e\"" : "");
-		if (ph[0] == 'f') {
-			*l = fl->next;
-			free(fl);
-		}
-	}
+	if (rt_vw_is_coll(e->id))
+		pf_flow(p, r, e, d, tid);
 	/* device memory as the model counted it, changed by this event */
 	p->ev[ri]++;
 	for (; p->mem_at[ri] < r->nmem && r->mem[p->mem_at[ri]].ev <= p->ev[ri]; p->mem_at[ri]++) {

@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: MIT */
+/* plan_int.h - what plan.c (the parser) and list.c (the tables, --list)
+ * share inside inject/. */
+#ifndef RT_INJ_PLAN_INT_H
+#define RT_INJ_PLAN_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "plan.h"
+
+/* format/actions.def, indexed by enum rt_inj_action (0: none). */
+struct rt_inj_action_info {
+	bool value, calls, points;
+	const char *usage, *doc;
+};
+extern const struct rt_inj_action_info rt_inj_actions[RT_INJ_NACTIONS];
+
+/* A preset's parameters (params: "N", "R@SEQ") fill its expansion's %s in order. */
+struct rt_inj_preset {
+	const char *name, *params, *expansion, *doc;
+};
+extern const struct rt_inj_preset rt_inj_presets[];
+extern const size_t rt_inj_npresets;
+
+#endif
