@@ -133,12 +133,19 @@ print(d["verdict"], sum(x["events"] for x in r), len({v for x in r for v in x["d
       sum(x.get("driver", {}).get("bytes", 0) for x in r),
       ",".join(sorted({x.get("cupti", {}).get("state", "-") for x in r})))' 2> /dev/null || echo "no-trace 0 0 0 0 -"
 }
-# traced row: name expected-verdict trace exit [extra check description]
+# parameter placement of a trace (`ranktrace params`), one summary per kind of rank
+placement() {
+  "$RT" params "$1" --json 2> /dev/null | "$PY" -c '
+import json, sys
+print("; ".join(sorted({r["summary"] for r in json.load(sys.stdin)["ranks"]})))' 2> /dev/null
+}
+# traced row: name expected-verdict trace exit
 judge() {
-  local name=$1 want=$2 tr=$3 rc=$4 v e dv vmm db cu
+  local name=$1 want=$2 tr=$3 rc=$4 v e dv vmm db cu pl
   read -r v e dv vmm db cu <<< "$(facts "$tr")"
+  pl=$(placement "$tr")
   if [ "$v" = "$want" ]; then
-    row "$name" "$want" "$v (exit $rc, $e events)" ok "devices $dv"
+    row "$name" "$want" "$v (exit $rc, $e events)" ok "devices $dv; driver bytes $db${pl:+; params: $pl}"
   else
     row "$name" "$want" "$v (exit $rc, $e events)" FAIL "$(grep -m1 -E 'Error|error|WARN' "$W/logs/$(basename "$tr").log" | cut -c1-160)"
   fi
