@@ -67,4 +67,10 @@ struct reader {
 /* Read every event under dir into r (read_bt2.c). 0, or -1 with err set. */
 int rt_vw_bt2_read(struct reader *r, const char *dir, char *err, size_t n);
 
+/* The ranks of what r read (read_bt2_ranks.c): the processes of run `run`
+ * only ("": all), grouped, starts paired with returns. Takes r (malloc'd,
+ * as its procs' recs and bytes); NULL with err set (dir names the trace). */
+struct rt_vw_bt2 *rt_vw_bt2_build(struct reader *r, const char *run, const char *dir, char *err,
+				  size_t n);
+
 #endif

@@ -193,21 +193,28 @@ static int build_ranks(struct reader *r, struct rt_vw_bt2 *b)
 	return 0;
 }
 
-/* Keep the processes of this run only (DIR/ranktrace-run), if it says. */
-static void keep_run(struct reader *r, const char *dir)
+/* The run id `ranktrace run` wrote in dir, or "". */
+static void read_run_id(const char *dir, char run[40])
 {
-	char path[4200], run[40] = "";
+	char path[4200];
 	FILE *f;
-	int k = 0;
 
+	run[0] = '\0';
 	snprintf(path, sizeof(path), "%s/" RT_VW_LTTNG_RUN_FILE, dir);
 	f = fopen(path, "re");
 	if (!f)
 		return;
-	if (!fgets(run, sizeof(run), f))
+	if (!fgets(run, 40, f))
 		run[0] = '\0';
 	fclose(f);
 	run[strcspn(run, "\n")] = '\0';
+}
+
+/* Keep the processes of run `run` only ("": all). */
+static void keep_run(struct reader *r, const char *run)
+{
+	int k = 0;
+
 	if (!run[0])
 		return;
 	for (int i = 0; i < r->nprocs; i++) {
@@ -239,20 +246,38 @@ static void reader_free(struct reader *r)
 
 struct rt_vw_bt2 *rt_vw_bt2_load(const char *dir, char *err, size_t n)
 {
-	struct rt_vw_bt2 *b = calloc(1, sizeof(*b));
 	struct reader *r = calloc(1, sizeof(*r));
+	char run[40];
 
-	if (!b || !r) {
+	if (!r) {
 		snprintf(err, n, "%s: out of memory", dir);
-		goto out_fail;
+		return NULL;
 	}
-	if (rt_vw_bt2_read(r, dir, err, n) != 0)
-		goto out_fail;
-	keep_run(r, dir);
+	if (rt_vw_bt2_read(r, dir, err, n) != 0) {
+		reader_free(r);
+		return NULL;
+	}
+	read_run_id(dir, run);
+	return rt_vw_bt2_build(r, run, dir, err, n);
+}
+
+struct rt_vw_bt2 *rt_vw_bt2_build(struct reader *r, const char *run, const char *dir, char *err,
+				  size_t n)
+{
+	struct rt_vw_bt2 *b = calloc(1, sizeof(*b));
+
+	if (!b) {
+		snprintf(err, n, "%s: out of memory", dir);
+		reader_free(r);
+		return NULL;
+	}
+	keep_run(r, run);
 	if (r->events == 0 && r->nprocs == 0) {
 		snprintf(err, n, "%s: an LTTng trace without ranktrace events (%llu other events)",
 			 dir, (unsigned long long)r->foreign);
-		goto out_fail;
+		reader_free(r);
+		free(b);
+		return NULL;
 	}
 	b->priv = r;
 	b->events = r->events;
@@ -263,11 +288,6 @@ struct rt_vw_bt2 *rt_vw_bt2_load(const char *dir, char *err, size_t n)
 		return NULL;
 	}
 	return b;
-
-out_fail:
-	reader_free(r);
-	free(b);
-	return NULL;
 }
 
 void rt_vw_bt2_free(struct rt_vw_bt2 *b)
