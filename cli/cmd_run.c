@@ -223,7 +223,19 @@ static void set_or_unset(const char *name, const char *value)
 		unsetenv(name);
 }
 
-int rt_cli_cmd_run(int argc, char **argv)
+/* What `run` was asked for, once the options are read. */
+struct run {
+	char *inject;
+	char dir[PATH_MAX], abs[PATH_MAX], lib[PATH_MAX], run_id[33];
+	const char *max_size, *min_free, *ring, *backend;
+	char max_env[24], free_env[24], ring_env[24];
+	struct rt_cli_lttng lttng;
+	bool lttng_kernel, use_lttng, traced, append, allow_untraced, cupti;
+	char err[PATH_MAX + 400];
+};
+
+/* Step 1: the options. 0, 1 (--help printed) or EXIT_USAGE. */
+static int run_options(struct run *o, int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "output", required_argument, NULL, 'o' },
@@ -240,41 +252,30 @@ int rt_cli_cmd_run(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	char *inject = NULL;
-	char dir[PATH_MAX] = "", abs[PATH_MAX], lib[PATH_MAX];
-	char run_id[33];
-	unsigned char rnd[16];
-	const char *max_size = NULL, *min_free = NULL, *ring = NULL, *backend = "ctf";
-	char max_env[24] = "", free_env[24] = "", ring_env[24] = "";
-	struct rt_cli_lttng lttng = { .created = false };
-	bool lttng_kernel = false, use_lttng = false;
-	bool traced = true, append = getenv("SLURM_NTASKS") && atoi(getenv("SLURM_NTASKS")) > 1;
-	bool allow_untraced = false, cupti = false;
-	char err[PATH_MAX + 400];
-	int c, status;
+	int c;
 
 	while ((c = getopt_long(argc, argv, "+o:h", opts, NULL)) != -1) {
 		switch (c) {
-		case 'o': snprintf(dir, sizeof(dir), "%s", optarg); break;
-		case 'm': max_size = optarg; break;
-		case 'F': min_free = optarg; break;
-		case 'R': ring = optarg; break;
-		case 'a': append = true; break;
-		case 'U': allow_untraced = true; break;
-		case 'C': cupti = true; break;
-		case 'b': backend = optarg; break;
-		case 'k': lttng_kernel = true; break;
+		case 'o': snprintf(o->dir, sizeof(o->dir), "%s", optarg); break;
+		case 'm': o->max_size = optarg; break;
+		case 'F': o->min_free = optarg; break;
+		case 'R': o->ring = optarg; break;
+		case 'a': o->append = true; break;
+		case 'U': o->allow_untraced = true; break;
+		case 'C': o->cupti = true; break;
+		case 'b': o->backend = optarg; break;
+		case 'k': o->lttng_kernel = true; break;
 		case 'i':
-			free(inject);
-			inject = strdup(optarg);
+			free(o->inject);
+			o->inject = strdup(optarg);
 			break;
 		case 'f':
-			free(inject);
-			inject = read_plan_file(optarg);
-			if (!inject)
+			free(o->inject);
+			o->inject = read_plan_file(optarg);
+			if (!o->inject)
 				return EXIT_USAGE;
 			break;
-		case 'h': usage_run(stdout); return 0;
+		case 'h': usage_run(stdout); return 1;
 		default: usage_run(stderr); return EXIT_USAGE;
 		}
 	}
@@ -283,109 +284,133 @@ int rt_cli_cmd_run(int argc, char **argv)
 		usage_run(stderr);
 		return EXIT_USAGE;
 	}
-	if (strcmp(backend, "ctf") != 0 && strcmp(backend, "lttng") != 0) {
-		fprintf(stderr, "ranktrace run: --backend %s: expected ctf or lttng\n", backend);
+	return 0;
+}
+
+/* Step 2: the options make sense together, the plan parses, the library
+ * is there. 0 or EXIT_USAGE (the message printed). */
+static int run_check(struct run *o)
+{
+	if (strcmp(o->backend, "ctf") != 0 && strcmp(o->backend, "lttng") != 0) {
+		fprintf(stderr, "ranktrace run: --backend %s: expected ctf or lttng\n", o->backend);
 		return EXIT_USAGE;
 	}
-	use_lttng = strcmp(backend, "lttng") == 0;
-	if (!use_lttng && lttng_kernel) {
+	o->use_lttng = strcmp(o->backend, "lttng") == 0;
+	if (!o->use_lttng && o->lttng_kernel) {
 		fprintf(stderr, "ranktrace run: --lttng-kernel needs --backend lttng\n");
 		return EXIT_USAGE;
 	}
-	if (use_lttng && (max_size || min_free || ring || append)) {
+	if (o->use_lttng && (o->max_size || o->min_free || o->ring || o->append)) {
 		fprintf(stderr, "ranktrace run: --%s applies to the ctf backend (with lttng, size the "
-			"session's channels instead)\n", max_size ? "max-size" : min_free ? "min-free" :
-			ring ? "ring" : "append");
+			"session's channels instead)\n", o->max_size ? "max-size" : o->min_free ? "min-free" :
+			o->ring ? "ring" : "append");
 		return EXIT_USAGE;
 	}
-	if (size_option("--max-size", max_size, RT_MIN_TRACE_BYTES, max_env) != 0 ||
-	    size_option("--min-free", min_free, 0, free_env) != 0 ||
-	    size_option("--ring", ring, RT_MIN_RING_BYTES, ring_env) != 0)
+	if (size_option("--max-size", o->max_size, RT_MIN_TRACE_BYTES, o->max_env) != 0 ||
+	    size_option("--min-free", o->min_free, 0, o->free_env) != 0 ||
+	    size_option("--ring", o->ring, RT_MIN_RING_BYTES, o->ring_env) != 0)
 		return EXIT_USAGE;
-	if (inject) {
+	if (o->inject) {
 		struct rt_inj_plan plan;
 
-		if (rt_inj_parse(inject, &plan, err, sizeof(err)) != 0) {
-			fprintf(stderr, "ranktrace run: %s\n", err);
+		if (rt_inj_parse(o->inject, &plan, o->err, sizeof(o->err)) != 0) {
+			fprintf(stderr, "ranktrace run: %s\n", o->err);
 			return EXIT_USAGE;
 		}
 		rt_inj_plan_free(&plan);
 	}
-	if (find_library(lib, sizeof(lib)) != 0) {
+	if (find_library(o->lib, sizeof(o->lib)) != 0) {
 		fprintf(stderr, "ranktrace run: cannot find libranktrace.so next to this program "
 			"(set RANKTRACE_LIB)\n");
 		return EXIT_USAGE;
 	}
-	if (use_lttng && rt_cli_lttng_provider(lib) != 0) {
+	if (o->use_lttng && rt_cli_lttng_provider(o->lib) != 0) {
 		fprintf(stderr, "ranktrace run: --backend lttng: this build has no LTTng provider "
 			"(libranktrace-lttng.so next to libranktrace.so; LTTng-UST was not found "
 			"when it was built)\n");
 		return EXIT_USAGE;
 	}
-	if (!dir[0])
-		default_dir(dir, sizeof(dir));
-	if (rt_cli_prepare_dir(dir, append, abs, err, sizeof(err)) != 0) {
-		/* never run a job untraced silently: only when asked */
-		if (!allow_untraced) {
-			fprintf(stderr, "ranktrace run: %s\n(--allow-untraced runs the command anyway, "
-				"untraced)\n", err);
-			free(inject);
-			return EXIT_USAGE;
-		}
-		fprintf(stderr, "ranktrace: warning: %s: running the command untraced "
-			"(--allow-untraced)\n", err);
-		traced = false;
+	return 0;
+}
+
+/* Tracing cannot start (why: o->err): never run untraced silently, only
+ * when asked. 0: go on untraced; EXIT_USAGE: stop. */
+static int run_untraced(struct run *o, const char *what)
+{
+	if (!o->allow_untraced) {
+		fprintf(stderr, "ranktrace run: %s%s\n(--allow-untraced runs the command anyway, "
+			"untraced)\n", what, o->err);
+		return EXIT_USAGE;
 	}
-	if (traced) {
-		if (use_lttng) /* LTTng's fork() helper: children that do not exec */
+	fprintf(stderr, "ranktrace: warning: %s%s: running the command untraced "
+		"(--allow-untraced)\n", what, o->err);
+	o->traced = false;
+	return 0;
+}
+
+/* Step 3: the trace directory and the environment the command inherits
+ * (LD_PRELOAD, RANKTRACE_*, PYTHONPATH). 0 or EXIT_USAGE. */
+static int run_environment(struct run *o)
+{
+	unsigned char rnd[16];
+
+	if (!o->dir[0])
+		default_dir(o->dir, sizeof(o->dir));
+	if (rt_cli_prepare_dir(o->dir, o->append, o->abs, o->err, sizeof(o->err)) != 0 &&
+	    run_untraced(o, "") != 0)
+		return EXIT_USAGE;
+	if (o->traced) {
+		if (o->use_lttng) /* LTTng's fork() helper: children that do not exec */
 			rt_cli_lttng_fork_helper(prepend_preload);
-		prepend_preload(lib);
+		prepend_preload(o->lib);
 		if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd))
 			memset(rnd, (int)getpid(), sizeof(rnd));
 		for (int i = 0; i < 16; i++)
-			snprintf(run_id + 2 * i, 3, "%02x", rnd[i]);
-		setenv("RANKTRACE_DIR", abs, 1);
-		setenv("RANKTRACE_RUN_ID", run_id, 1);
-		setenv("RANKTRACE_BACKEND", backend, 1);
-		set_or_unset("RANKTRACE_MAX_SIZE", max_env);
-		set_or_unset("RANKTRACE_MIN_FREE", free_env);
-		set_or_unset("RANKTRACE_RING", ring_env);
-		if (cupti)
-			set_injection(lib);
+			snprintf(o->run_id + 2 * i, 3, "%02x", rnd[i]);
+		setenv("RANKTRACE_DIR", o->abs, 1);
+		setenv("RANKTRACE_RUN_ID", o->run_id, 1);
+		setenv("RANKTRACE_BACKEND", o->backend, 1);
+		set_or_unset("RANKTRACE_MAX_SIZE", o->max_env);
+		set_or_unset("RANKTRACE_MIN_FREE", o->free_env);
+		set_or_unset("RANKTRACE_RING", o->ring_env);
+		if (o->cupti)
+			set_injection(o->lib);
 	}
-	if (traced || inject)
+	if (o->traced || o->inject)
 		set_python_path();
-	if (inject) {
+	if (o->inject) {
 		/* faults are injected by the library: preload it even untraced */
-		if (!traced)
-			prepend_preload(lib);
-		setenv("RANKTRACE_INJECT", inject, 1);
+		if (!o->traced)
+			prepend_preload(o->lib);
+		setenv("RANKTRACE_INJECT", o->inject, 1);
 	} else {
 		unsetenv("RANKTRACE_INJECT");
 	}
-	if (traced && use_lttng &&
-	    rt_cli_lttng_begin(&lttng, abs, run_id, lttng_kernel, err, sizeof(err)) != 0) {
-		/* as for DIR: never run untraced unless asked */
-		if (!allow_untraced) {
-			fprintf(stderr, "ranktrace run: no LTTng session: %s\n(--allow-untraced runs "
-				"the command anyway, untraced)\n", err);
-			free(inject);
+	if (o->traced && o->use_lttng &&
+	    rt_cli_lttng_begin(&o->lttng, o->abs, o->run_id, o->lttng_kernel, o->err,
+			       sizeof(o->err)) != 0) {
+		if (run_untraced(o, "no LTTng session: ") != 0)
 			return EXIT_USAGE;
-		}
-		fprintf(stderr, "ranktrace: warning: no LTTng session (%s): running the command "
-			"untraced (--allow-untraced)\n", err);
-		traced = false;
 		unsetenv("RANKTRACE_DIR");
 	}
+	return 0;
+}
+
+/* Step 4: run the command, forward signals to it, wait. Its wait status,
+ * or -1 when it could not be started. */
+static int run_command(char **argv)
+{
+	int status;
+
 	fflush(stdout);
 	child = fork();
 	if (child < 0) {
 		perror("ranktrace run: fork");
-		return 1;
+		return -1;
 	}
 	if (child == 0) {
-		execvp(argv[optind], argv + optind);
-		fprintf(stderr, "ranktrace run: cannot run %s: %s\n", argv[optind], strerror(errno));
+		execvp(argv[0], argv);
+		fprintf(stderr, "ranktrace run: cannot run %s: %s\n", argv[0], strerror(errno));
 		_exit(127);
 	}
 	signal(SIGINT, forward);
@@ -393,23 +418,50 @@ int rt_cli_cmd_run(int argc, char **argv)
 	signal(SIGHUP, forward);
 	while (waitpid(child, &status, 0) < 0 && errno == EINTR)
 		;
-	if (traced && use_lttng) {
+	return status;
+}
+
+/* Step 5: the LTTng session closed, one line per rank (summary.c). */
+static void run_report(struct run *o)
+{
+	if (o->traced && o->use_lttng) {
 		uint64_t discarded, lost;
 
-		if (rt_cli_lttng_end(&lttng, &discarded, &lost) == 0)
-			printf("lttng session %s: %llu events discarded, %llu packets lost\n", lttng.name,
+		if (rt_cli_lttng_end(&o->lttng, &discarded, &lost) == 0)
+			printf("lttng session %s: %llu events discarded, %llu packets lost\n", o->lttng.name,
 			       (unsigned long long)discarded, (unsigned long long)lost);
-		if (lttng.stopped)
-			printf("lttng-sessiond %d (started by ranktrace): stopped\n", (int)lttng.stopped);
-		else if (lttng.left_running)
+		if (o->lttng.stopped)
+			printf("lttng-sessiond %d (started by ranktrace): stopped\n", (int)o->lttng.stopped);
+		else if (o->lttng.left_running)
 			printf("lttng-sessiond %d (started by ranktrace): left running (another session "
-			       "uses it; the last run using it stops it)\n", (int)lttng.sessiond);
+			       "uses it; the last run using it stops it)\n", (int)o->lttng.sessiond);
 	}
-	if (traced) {
+	if (o->traced) {
 		fflush(stdout);
-		rt_cli_print_summary(abs);
+		rt_cli_print_summary(o->abs);
 	}
 	fflush(stdout);
+}
+
+int rt_cli_cmd_run(int argc, char **argv)
+{
+	struct run o = { .backend = "ctf", .traced = true,
+			 .append = getenv("SLURM_NTASKS") && atoi(getenv("SLURM_NTASKS")) > 1 };
+	int rc = run_options(&o, argc, argv), status;
+
+	if (rc == 0)
+		rc = run_check(&o);
+	if (rc == 0)
+		rc = run_environment(&o);
+	if (rc != 0) {
+		free(o.inject);
+		return rc == 1 ? 0 : rc;
+	}
+	status = run_command(argv + optind);
+	free(o.inject);
+	if (status < 0)
+		return 1;
+	run_report(&o);
 	if (WIFSIGNALED(status))
 		return 128 + WTERMSIG(status);
 	return WEXITSTATUS(status);
