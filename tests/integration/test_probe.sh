@@ -38,6 +38,10 @@ for p in d['params']:
         assert r['placement']['where'] == 'storage-freed', (p['name'], r)
 assert [r['wrong'] for r in d['ranks']] == [False, False], d['ranks']
 "
+"$RT" report "$T/good" -o "$T/good.html" 2> /dev/null
+timeout 120 chromium --headless --no-sandbox --disable-gpu --dump-dom "file://$T/good.html" > "$T/good.dom" 2> /dev/null
+check "report (real FSDP): the timeline starts at the first event drawn (>= 60 % of its width active)" \
+  python3 "$(dirname "$0")/check_report.py" "$T/good.dom" --no-device-memory
 check "healthy: the probe named the parameters as PyTorch does" bash -c "babeltrace2 '$T/good' | grep -q 'name = \"layers.1.mlp.weight\"'"
 
 run2 skip --inject skip-fsdp-root -- "$B/bin/rt-launch" -n 2 "$PY" "$W" --steps 3
