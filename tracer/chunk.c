@@ -145,31 +145,16 @@ static void chunk_path(const struct rt_tr_stream *s, uint32_t seq, bool hidden, 
 		 hidden ? "." : "", (int)s->pid, (int)s->tid, seq);
 }
 
-static void put64(uint8_t *p, unsigned off, uint64_t v)
-{
-	memcpy(p + off, &v, 8);
-}
-
 /* Every packet of ch: a valid, empty, unused packet of this stream. */
 static void format(const struct rt_tr_stream *s, struct rt_tr_chunk *ch)
 {
-	uint32_t magic = RT_CTF_MAGIC, zero = 0, pid = (uint32_t)s->pid, tid = (uint32_t)s->tid;
+	struct rt_fmt_packet h = { .uuid = rt_tr_trace_uuid, .ts_begin = RT_TS_UNUSED,
+				   .ts_end = RT_TS_UNUSED, .content_bytes = RT_PACKET_HEADER_BYTES,
+				   .packet_bytes = ch->pkt_bytes, .discarded = s->discarded,
+				   .pid = (uint32_t)s->pid, .tid = (uint32_t)s->tid };
 
-	for (uint64_t off = 0; off < ch->size; off += ch->pkt_bytes) {
-		uint8_t *p = ch->base + off;
-
-		memcpy(p, &magic, 4);
-		memcpy(p + 4, rt_tr_trace_uuid, 16);
-		memcpy(p + 20, &zero, 4);
-		put64(p, 24, ((uint64_t)pid << 32) | tid);
-		put64(p, RT_PKT_OFF_TS_BEGIN, RT_TS_UNUSED);
-		put64(p, RT_PKT_OFF_TS_END, RT_TS_UNUSED);
-		put64(p, RT_PKT_OFF_CONTENT, RT_PACKET_HEADER_BYTES * 8);
-		put64(p, RT_PKT_OFF_SIZE, (uint64_t)ch->pkt_bytes * 8);
-		put64(p, RT_PKT_OFF_DISCARDED, s->discarded);
-		memcpy(p + RT_PKT_OFF_PID, &pid, 4);
-		memcpy(p + RT_PKT_OFF_TID, &tid, 4);
-	}
+	for (uint64_t off = 0; off < ch->size; off += ch->pkt_bytes)
+		rt_fmt_packet_put(ch->base + off, &h);
 }
 
 /* Blocks, mapping, pages, packet headers, lock: everything but the name. */
@@ -305,9 +290,9 @@ void rt_tr_chunk_recycle(struct rt_tr_chunk *ch, uint64_t discarded)
 	for (uint64_t off = 0; off < ch->size; off += ch->pkt_bytes) {
 		uint8_t *p = ch->base + off;
 
-		put64(p, RT_PKT_OFF_CONTENT, RT_PACKET_HEADER_BYTES * 8);
+		rt_fmt_put64(p + RT_PKT_OFF_CONTENT, RT_PACKET_HEADER_BYTES * 8);
 		rt_tr_put_ts_pair(p, RT_TS_UNUSED, RT_TS_UNUSED);
-		put64(p, RT_PKT_OFF_DISCARDED, discarded);
+		rt_fmt_packet_set_discarded(p, discarded);
 	}
 }
 

@@ -187,8 +187,13 @@ static int open_sources(struct rt_vw_trace *t, struct rt_vw_src **out, int *nout
 			continue;
 		snprintf(rd, sizeof(rd), "%s/%s", t->dir, t->ranks[i].name);
 		ns = rt_vw_list_streams(rd, &streams);
-		for (int k = 0; k < ns; k++) {
-			char sp[4700];
+		for (int k = 0, g; k < ns; k = g) {
+			int base = rt_vw_stream_base_len(streams[k]);
+
+			/* one source per stream: its files are adjacent (sorted names) */
+			for (g = k + 1; g < ns && rt_vw_stream_base_len(streams[g]) == base &&
+					!strncmp(streams[g], streams[k], (size_t)base); g++)
+				;
 
 			if (nsrc == cap) {
 				void *p = realloc(srcs, sizeof(*srcs) * (size_t)(cap = cap ? cap * 2 : 64));
@@ -200,8 +205,7 @@ static int open_sources(struct rt_vw_trace *t, struct rt_vw_src **out, int *nout
 				}
 				srcs = p;
 			}
-			snprintf(sp, sizeof(sp), "%s/%s", rd, streams[k]);
-			srcs[nsrc].c = rt_vw_cursor_open(sp, e2, sizeof(e2));
+			srcs[nsrc].c = rt_vw_cursor_open_chain(rd, streams + k, g - k, e2, sizeof(e2));
 			srcs[nsrc].rank = i;
 			if (srcs[nsrc].c)
 				nsrc++;

@@ -34,6 +34,10 @@ struct rt_vw_cursor {
 	bool failed;
 	const struct rt_vw_event *mem; /* rt_vw_cursor_mem: events already decoded */
 	size_t mem_n, mem_i;
+	/* the stream's further files (rt_vw_cursor_open_chain), in time order */
+	char **chain;
+	int nchain, ichain;
+	char first_err[512]; /* a damaged file of the chain: reported at its end */
 };
 
 struct rt_vw_cursor *rt_vw_cursor_mem(const struct rt_vw_event *ev, size_t n, uint64_t discarded)
@@ -49,37 +53,50 @@ struct rt_vw_cursor *rt_vw_cursor_mem(const struct rt_vw_event *ev, size_t n, ui
 	return c;
 }
 
-struct rt_vw_cursor *rt_vw_cursor_open(const char *path, char *err, size_t errlen)
+/* Map path into c (read-only): 0, or -1 with err set. */
+static int map_file(struct rt_vw_cursor *c, const char *path, char *err, size_t errlen)
 {
-	struct rt_vw_cursor *c = calloc(1, sizeof(*c));
 	struct stat st;
 	int fd;
 
-	if (!c) {
-		snprintf(err, errlen, "%s: out of memory", path);
-		return NULL;
-	}
 	snprintf(c->path, sizeof(c->path), "%s", path);
+	c->base = NULL;
+	c->size = c->pkt = c->content = c->psize = c->off = 0;
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
 		snprintf(err, errlen, "%s: %s", path, fd >= 0 || errno == ELOOP ?
 			 "not a regular file: skipped" : strerror(errno));
 		if (fd >= 0)
 			close(fd);
-		free(c);
-		return NULL;
+		return -1;
 	}
 	c->size = (size_t)st.st_size;
 	if (c->size > 0) {
 		c->base = mmap(NULL, c->size, PROT_READ, MAP_PRIVATE, fd, 0);
 		if (c->base == MAP_FAILED) {
 			snprintf(err, errlen, "%s: cannot map: %s", path, strerror(errno));
+			c->base = NULL;
+			c->size = 0;
 			close(fd);
-			free(c);
-			return NULL;
+			return -1;
 		}
 	}
 	close(fd);
+	return 0;
+}
+
+struct rt_vw_cursor *rt_vw_cursor_open(const char *path, char *err, size_t errlen)
+{
+	struct rt_vw_cursor *c = calloc(1, sizeof(*c));
+
+	if (!c) {
+		snprintf(err, errlen, "%s: out of memory", path);
+		return NULL;
+	}
+	if (map_file(c, path, err, errlen) != 0) {
+		free(c);
+		return NULL;
+	}
 	return c;
 }
 
@@ -146,7 +163,7 @@ static int load_packet(struct rt_vw_cursor *c)
 	return 1;
 }
 
-int rt_vw_cursor_next(struct rt_vw_cursor *c, struct rt_vw_event *e)
+static int next_in_file(struct rt_vw_cursor *c, struct rt_vw_event *e)
 {
 	const uint8_t *p;
 	size_t left;
@@ -217,6 +234,133 @@ int rt_vw_cursor_next(struct rt_vw_cursor *c, struct rt_vw_event *e)
 	return 1;
 }
 
+/* The chain's next file becomes current (false: none left). A file that
+ * cannot be mapped is noted like damage and skipped. */
+static bool next_file(struct rt_vw_cursor *c)
+{
+	while (c->chain && c->ichain < c->nchain) {
+		char err[512];
+		const char *path = c->chain[c->ichain++];
+
+		if (c->base && c->size)
+			munmap((void *)c->base, c->size);
+		c->failed = false;
+		if (map_file(c, path, err, sizeof(err)) == 0)
+			return true;
+		if (!c->first_err[0])
+			snprintf(c->first_err, sizeof(c->first_err), "%s", err);
+	}
+	return false;
+}
+
+int rt_vw_cursor_next(struct rt_vw_cursor *c, struct rt_vw_event *e)
+{
+	for (;;) {
+		int rc = next_in_file(c, e);
+
+		if (rc == 1)
+			return 1;
+		if (rc < 0 && !c->first_err[0])
+			snprintf(c->first_err, sizeof(c->first_err), "%s", c->err);
+		if (!next_file(c)) {
+			if (!c->first_err[0])
+				return rc;
+			/* damage anywhere in the stream is reported once all of
+			 * it was read: events after it are not lost */
+			snprintf(c->err, sizeof(c->err), "%s", c->first_err);
+			c->failed = true;
+			return -1;
+		}
+	}
+}
+
+/* Where a stream file's events begin: its first used packet's time;
+ * UINT64_MAX - 1 when its headers are unreadable (read last but one, its
+ * damage reported), UINT64_MAX when it holds only unused packets. */
+static uint64_t first_real_ts(const char *path)
+{
+	uint8_t h[RT_PACKET_HEADER_BYTES];
+	uint64_t off = 0, key = UINT64_MAX;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+
+	if (fd < 0)
+		return UINT64_MAX - 1;
+	while (pread(fd, h, sizeof(h), (off_t)off) == (ssize_t)sizeof(h)) {
+		struct rt_fmt_packet p;
+
+		if (!rt_fmt_packet_get(h, &p) || p.packet_bytes < RT_PACKET_HEADER_BYTES) {
+			key = rt_fmt_packet_magic(h) == 0 ? key : UINT64_MAX - 1;
+			break;
+		}
+		if (p.ts_begin != RT_TS_UNUSED) {
+			key = p.ts_begin;
+			break;
+		}
+		off += p.packet_bytes;
+	}
+	close(fd);
+	return key;
+}
+
+struct chain_file {
+	uint64_t key;
+	int index;
+};
+
+static int cmp_chain(const void *a, const void *b)
+{
+	const struct chain_file *x = a, *y = b;
+
+	if (x->key != y->key)
+		return x->key < y->key ? -1 : 1;
+	return x->index - y->index;
+}
+
+int rt_vw_stream_base_len(const char *name)
+{
+	int n = (int)strlen(name), k = n;
+
+	while (k > 0 && name[k - 1] >= '0' && name[k - 1] <= '9')
+		k--;
+	return k < n && k > 0 && name[k - 1] == '.' ? k - 1 : n;
+}
+
+struct rt_vw_cursor *rt_vw_cursor_open_chain(const char *dir, char *const *names, int n,
+					     char *err, size_t errlen)
+{
+	struct chain_file *order = calloc((size_t)n, sizeof(*order));
+	struct rt_vw_cursor *c = NULL;
+	char path[4400];
+	int k = 0;
+
+	if (!order || n < 1) {
+		snprintf(err, errlen, "%s: out of memory", dir);
+		free(order);
+		return NULL;
+	}
+	for (int i = 0; i < n; i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+		order[i] = (struct chain_file){ first_real_ts(path), i };
+	}
+	qsort(order, (size_t)n, sizeof(*order), cmp_chain);
+	/* the first file that maps opens the cursor; the rest follow it */
+	for (; k < n && !c; k++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, names[order[k].index]);
+		c = rt_vw_cursor_open(path, err, errlen);
+	}
+	if (c && k < n) {
+		c->chain = calloc((size_t)(n - k), sizeof(*c->chain));
+		for (int i = k; c->chain && i < n; i++) {
+			snprintf(path, sizeof(path), "%s/%s", dir, names[order[i].index]);
+			c->chain[c->nchain] = strdup(path);
+			if (c->chain[c->nchain])
+				c->nchain++;
+		}
+	}
+	free(order);
+	return c;
+}
+
 const char *rt_vw_cursor_error(const struct rt_vw_cursor *c)
 {
 	return c->err;
@@ -233,6 +377,9 @@ void rt_vw_cursor_close(struct rt_vw_cursor *c)
 		return;
 	if (c->base && c->size)
 		munmap((void *)c->base, c->size);
+	for (int i = 0; i < c->nchain; i++)
+		free(c->chain[i]);
+	free(c->chain);
 	free(c);
 }
 

@@ -51,6 +51,15 @@ struct rt_vw_cursor *rt_vw_cursor_open(const char *path, char *err, size_t errle
 /* 1: *e holds the next event (valid until the next call); 0: end of file;
  * -1: damaged file, message in rt_vw_cursor_error(). */
 int rt_vw_cursor_next(struct rt_vw_cursor *c, struct rt_vw_event *e);
+/* One stream written as several files (stream-PID-TID, .1, .2... in any
+ * order): read as one, in time order (files sorted by their first used
+ * packet; a flight recorder reuses its files in turn). Damage in one file
+ * is reported after the rest has been read. NULL when none can be opened. */
+struct rt_vw_cursor *rt_vw_cursor_open_chain(const char *dir, char *const *names, int n,
+					     char *err, size_t errlen);
+/* Length of a stream file name without its ".N" file number: the files of
+ * one stream share it. */
+int rt_vw_stream_base_len(const char *name);
 const char *rt_vw_cursor_error(const struct rt_vw_cursor *c);
 const struct rt_vw_stream_info *rt_vw_cursor_info(const struct rt_vw_cursor *c);
 void rt_vw_cursor_close(struct rt_vw_cursor *c);

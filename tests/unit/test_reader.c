@@ -160,6 +160,63 @@ Test(reader, unused_packets_hold_no_events_and_keep_the_counter)
 	unlink(path);
 }
 
+/* A stream written as several files (chunks; a flight recorder reuses them
+ * in turn) reads as one, in time order, whatever the file numbers say; a
+ * damaged file in the middle is reported after the rest has been read. */
+Test(reader, a_stream_of_several_files_reads_in_time_order)
+{
+	uint8_t early[PKT], late[PKT], bad[PKT];
+	char dir[] = "/tmp/rt-chain-XXXXXX", path[600], err[512] = "";
+	char *names[] = { "stream-42-43", "stream-42-43.1", "stream-42-43.2" };
+	uint64_t ts_late = 5000000;
+	struct rt_vw_cursor *c;
+	struct rt_vw_event e;
+	uint64_t first = 0, last = 0;
+	int n = 0, rc;
+
+	cr_assert_not_null(mkdtemp(dir));
+	make_stream(early);
+	make_stream(late);
+	memcpy(late + RT_PKT_OFF_TS_BEGIN, &ts_late, 8);
+	make_stream(bad);
+	bad[RT_PACKET_HEADER_BYTES + 20] ^= 0xff; /* inside its first event */
+	memset(bad, 0, 4);                        /* and no magic: damaged */
+	bad[0] = 1;
+	snprintf(path, sizeof(path), "%s/%s", dir, names[0]);
+	write_file(path, late, PKT);  /* file 0 holds the later events */
+	snprintf(path, sizeof(path), "%s/%s", dir, names[1]);
+	write_file(path, early, PKT); /* file 1 the earlier ones */
+	c = rt_vw_cursor_open_chain(dir, names, 2, err, sizeof(err));
+	cr_assert_not_null(c, "%s", err);
+	while ((rc = rt_vw_cursor_next(c, &e)) == 1) {
+		if (!n++)
+			first = e.ts;
+		cr_assert_geq(e.ts, last, "events in time order");
+		last = e.ts;
+	}
+	cr_assert_eq(rc, 0);
+	cr_assert_eq(n, 6);
+	cr_assert_lt(first, ts_late);
+	rt_vw_cursor_close(c);
+	snprintf(path, sizeof(path), "%s/%s", dir, names[2]);
+	write_file(path, bad, PKT);
+	c = rt_vw_cursor_open_chain(dir, names, 3, err, sizeof(err));
+	cr_assert_not_null(c, "%s", err);
+	for (n = 0; (rc = rt_vw_cursor_next(c, &e)) == 1; n++)
+		;
+	cr_assert_eq(rc, -1, "the damaged file is reported");
+	cr_assert_eq(n, 6, "the other files' events are all read");
+	cr_assert(strstr(rt_vw_cursor_error(c), names[2]) != NULL, "%s", rt_vw_cursor_error(c));
+	rt_vw_cursor_close(c);
+	for (int i = 0; i < 3; i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+		unlink(path);
+	}
+	rmdir(dir);
+	cr_assert_eq(rt_vw_stream_base_len("stream-42-43.12"), 12);
+	cr_assert_eq(rt_vw_stream_base_len("stream-42-43"), 12);
+}
+
 Test(reader, flipped_bytes_never_crash)
 {
 	uint8_t buf[PKT], bad[PKT];
