@@ -37,6 +37,19 @@ done
 check "libranktrace.so does not link liblttng-ust (loads without it)" \
   bash -c "! readelf -d '$B/lib/libranktrace.so' | grep -q lttng-ust"
 
+# ---- fail-open: the LTTng backend asked for, its provider missing: one warning, untouched ----
+sim "$B/bin/rt-launch" -n 2 "$B/bin/fsdp_mini" --steps 2 --trainer-version 4.52.4 > "$T/fo.plain" 2>&1
+plain=$?
+mkdir -p "$T/fo"
+RANKTRACE_BACKEND=lttng RANKTRACE_LTTNG_PROVIDER=/nonexistent/libranktrace-lttng.so \
+  RANKTRACE_DIR="$T/fo" LD_PRELOAD="$B/lib/libranktrace.so" \
+  sim "$B/bin/rt-launch" -n 2 "$B/bin/fsdp_mini" --steps 2 --trainer-version 4.52.4 > "$T/fo.out" 2>&1
+check "provider missing: same exit status as untraced ($plain)" [ $? -eq $plain ]
+check "provider missing: the same training output" \
+  diff <(grep -v '^ranktrace' "$T/fo.plain") <(grep -v 'ranktrace: warning' "$T/fo.out")
+check "provider missing: one warning per process, naming the provider" \
+  [ "$(grep -c 'cannot load the LTTng provider libranktrace-lttng.so' "$T/fo.out")" -eq 2 ]
+
 # ---- usage errors ----
 rt run --backend nope -o "$T/x" -- true > /dev/null 2>&1
 check "--backend nope: exit 2" [ $? -eq 2 ]
