@@ -181,6 +181,72 @@ static void print_findings_json(const struct rt_vw_trace *t, int only_rank)
 }
 
 /* JSON schema "ranktrace.view/1": documented in docs/json.md. */
+/* One rank's object of view --json (docs/json.md); first: no comma. */
+static void print_rank_json(const struct rt_vw_rank *r, bool first)
+{
+	char end[160];
+
+	rt_vw_rank_end(r, end, sizeof(end));
+	printf("%s\n  {\"rank\": %d, \"dir\": ", first ? "" : ",", r->meta.rank);
+	rt_cli_json_str(stdout, r->name);
+	printf(", \"host\": ");
+	rt_cli_json_str(stdout, r->meta.hostname);
+	printf(", \"local_rank\": %d, \"rank_source\": ", r->meta.local_rank);
+	rt_cli_json_str(stdout, r->meta.rank_source);
+	printf(", \"events\": %llu, \"discarded\": %llu, \"devices\": [",
+	       (unsigned long long)r->events, (unsigned long long)r->discarded);
+	for (int d = 0, c = 0; d < RT_VW_MAX_DEV; d++)
+		if (r->devices_used & (1ull << d))
+			printf("%s%d", c++ ? ", " : "", d);
+	printf("], \"peak_device_bytes\": {");
+	for (int d = 0, c = 0; d < RT_VW_MAX_DEV; d++)
+		if (r->dev_peak[d])
+			printf("%s\"%d\": %llu", c++ ? ", " : "", d, (unsigned long long)r->dev_peak[d]);
+	printf("}, \"device_bytes\": {");
+	for (int d = 0, c = 0; d < RT_VW_MAX_DEV; d++)
+		if (r->dev_bytes[d])
+			printf("%s\"%d\": %llu", c++ ? ", " : "", d, (unsigned long long)r->dev_bytes[d]);
+	printf("}, \"driver\": {\"allocations\": %llu, \"bytes\": %llu, \"vmm_handles\": %llu, "
+	       "\"vmm_maps\": %llu, \"seen_twice\": %llu", (unsigned long long)r->drv_allocs,
+	       (unsigned long long)r->drv_bytes, (unsigned long long)r->vmm_handles,
+	       (unsigned long long)r->vmm_maps, (unsigned long long)r->dup_allocs);
+	printf("}, \"cupti\": {\"state\": \"%s\", \"detail\": ",
+	       r->cupti == 1 ? "active" : r->cupti == 2 ? "unavailable" : "off");
+	rt_cli_json_str(stdout, r->cupti_detail);
+	printf(", \"memory_records\": %llu, \"allocated_bytes\": %llu",
+	       (unsigned long long)r->cupti_records, (unsigned long long)r->cupti_alloc_bytes);
+	printf("}, \"allocations\": %llu, \"frees\": %llu, \"failed_allocations\": %llu, "
+	       "\"collectives\": {", (unsigned long long)r->allocs, (unsigned long long)r->frees,
+	       (unsigned long long)r->failed_allocs);
+	for (int k = 0; k < RT_CK_COUNT; k++)
+		printf("%s\"%s\": %llu", k ? ", " : "", rt_coll_names[k],
+		       (unsigned long long)r->colls[k]);
+	printf("}, \"streams_created\": %llu, \"errors\": %llu, \"fsdp_root_forwards\": %llu, "
+	       "\"params\": {\"reported\": %llu, \"storage_freed\": %llu, \"meta\": %llu, "
+	       "\"ever_meta\": %llu, \"distinct\": %u}, "
+	       "\"faults\": %llu, \"end\": ",
+	       (unsigned long long)r->streams_created, (unsigned long long)r->errors,
+	       (unsigned long long)r->fsdp_root_forwards, (unsigned long long)r->params_reported,
+	       (unsigned long long)r->params_freed, (unsigned long long)r->params_meta,
+	       (unsigned long long)r->params_ever_meta, r->nparams, (unsigned long long)r->faults);
+	rt_cli_json_str(stdout, end);
+	printf(", \"trace_stop\": ");
+	if (r->stopped)
+		printf("{\"reason\": \"%s\", \"at_event\": %llu}",
+		       rt_stop_word(r->stop_reason) ?: "unknown",
+		       (unsigned long long)r->stop_events);
+	else
+		printf("null");
+	printf(", \"ring_bytes\": %llu", (unsigned long long)r->meta.ring_bytes);
+	printf(", \"damaged\": ");
+	if (r->damaged[0])
+		rt_cli_json_str(stdout, r->damaged);
+	else
+		printf("null");
+	print_rank_live_json(r);
+	printf("}");
+}
+
 static void print_view_json(const struct rt_vw_trace *t, int only_rank)
 {
 	printf("{\"schema\": \"ranktrace.view/1\", \"dir\": ");
@@ -204,71 +270,10 @@ static void print_view_json(const struct rt_vw_trace *t, int only_rank)
 		printf("null");
 	printf(", \"ranks\": [");
 	for (int i = 0, first = 1; i < t->nranks; i++) {
-		const struct rt_vw_rank *r = &t->ranks[i];
-		char end[160];
-
-		if (only_rank >= 0 && r->meta.rank != only_rank)
+		if (only_rank >= 0 && t->ranks[i].meta.rank != only_rank)
 			continue;
-		rt_vw_rank_end(r, end, sizeof(end));
-		printf("%s\n  {\"rank\": %d, \"dir\": ", first ? "" : ",", r->meta.rank);
+		print_rank_json(&t->ranks[i], first);
 		first = 0;
-		rt_cli_json_str(stdout, r->name);
-		printf(", \"host\": ");
-		rt_cli_json_str(stdout, r->meta.hostname);
-		printf(", \"local_rank\": %d, \"rank_source\": ", r->meta.local_rank);
-		rt_cli_json_str(stdout, r->meta.rank_source);
-		printf(", \"events\": %llu, \"discarded\": %llu, \"devices\": [",
-		       (unsigned long long)r->events, (unsigned long long)r->discarded);
-		for (int d = 0, c = 0; d < RT_VW_MAX_DEV; d++)
-			if (r->devices_used & (1ull << d))
-				printf("%s%d", c++ ? ", " : "", d);
-		printf("], \"peak_device_bytes\": {");
-		for (int d = 0, c = 0; d < RT_VW_MAX_DEV; d++)
-			if (r->dev_peak[d])
-				printf("%s\"%d\": %llu", c++ ? ", " : "", d, (unsigned long long)r->dev_peak[d]);
-		printf("}, \"device_bytes\": {");
-		for (int d = 0, c = 0; d < RT_VW_MAX_DEV; d++)
-			if (r->dev_bytes[d])
-				printf("%s\"%d\": %llu", c++ ? ", " : "", d, (unsigned long long)r->dev_bytes[d]);
-		printf("}, \"driver\": {\"allocations\": %llu, \"bytes\": %llu, \"vmm_handles\": %llu, "
-		       "\"vmm_maps\": %llu, \"seen_twice\": %llu", (unsigned long long)r->drv_allocs,
-		       (unsigned long long)r->drv_bytes, (unsigned long long)r->vmm_handles,
-		       (unsigned long long)r->vmm_maps, (unsigned long long)r->dup_allocs);
-		printf("}, \"cupti\": {\"state\": \"%s\", \"detail\": ",
-		       r->cupti == 1 ? "active" : r->cupti == 2 ? "unavailable" : "off");
-		rt_cli_json_str(stdout, r->cupti_detail);
-		printf(", \"memory_records\": %llu, \"allocated_bytes\": %llu",
-		       (unsigned long long)r->cupti_records, (unsigned long long)r->cupti_alloc_bytes);
-		printf("}, \"allocations\": %llu, \"frees\": %llu, \"failed_allocations\": %llu, "
-		       "\"collectives\": {", (unsigned long long)r->allocs, (unsigned long long)r->frees,
-		       (unsigned long long)r->failed_allocs);
-		for (int k = 0; k < RT_CK_COUNT; k++)
-			printf("%s\"%s\": %llu", k ? ", " : "", rt_coll_names[k],
-			       (unsigned long long)r->colls[k]);
-		printf("}, \"streams_created\": %llu, \"errors\": %llu, \"fsdp_root_forwards\": %llu, "
-		       "\"params\": {\"reported\": %llu, \"storage_freed\": %llu, \"meta\": %llu, "
-		       "\"ever_meta\": %llu, \"distinct\": %u}, "
-		       "\"faults\": %llu, \"end\": ",
-		       (unsigned long long)r->streams_created, (unsigned long long)r->errors,
-		       (unsigned long long)r->fsdp_root_forwards, (unsigned long long)r->params_reported,
-		       (unsigned long long)r->params_freed, (unsigned long long)r->params_meta,
-		       (unsigned long long)r->params_ever_meta, r->nparams, (unsigned long long)r->faults);
-		rt_cli_json_str(stdout, end);
-		printf(", \"trace_stop\": ");
-		if (r->stopped)
-			printf("{\"reason\": \"%s\", \"at_event\": %llu}",
-			       rt_stop_word(r->stop_reason) ?: "unknown",
-			       (unsigned long long)r->stop_events);
-		else
-			printf("null");
-		printf(", \"ring_bytes\": %llu", (unsigned long long)r->meta.ring_bytes);
-		printf(", \"damaged\": ");
-		if (r->damaged[0])
-			rt_cli_json_str(stdout, r->damaged);
-		else
-			printf("null");
-		print_rank_live_json(r);
-		printf("}");
 	}
 	print_findings_json(t, only_rank);
 	print_diagnosis_json(t, only_rank);
@@ -345,6 +350,46 @@ static void usage_view(FILE *f)
 		   "error (a missing DIR included).\n");
 }
 
+/* view once, or with --watch until every rank has ended (waiting for the
+ * job's first rank directory when started before it). */
+static int view_loop(const char *dir, uint64_t stall_ns, uint64_t interval_ns, int only, bool json,
+		     bool watch, bool all)
+{
+	bool retried = false;
+	int rc = 0, running = 0;
+
+	for (;;) {
+		char **names;
+		int nr = rt_vw_list_ranks(dir, &names);
+
+		rt_vw_free_names(names, nr > 0 ? nr : 0);
+		if (watch && nr <= 0) { /* started before the job: wait for its first rank */
+			printf("waiting for rank traces in %s ...\n", dir);
+			fflush(stdout);
+			sleep_ns(interval_ns);
+			continue;
+		}
+		rc = view_once(dir, stall_ns, only, json, watch, all, &running);
+		if (watch && rc == RT_VW_ERR_CORRUPT && !running && !retried) {
+			/* a rank being born (its metadata half written) reads as damaged:
+			 * look once more before calling the trace damaged */
+			retried = true;
+			sleep_ns(interval_ns);
+			continue;
+		}
+		retried = false;
+		if (!watch || rc == EXIT_USAGE || !running)
+			break;
+		printf("\n(every %.1f s until every rank has ended; Ctrl-C stops)\n",
+		       (double)interval_ns / 1e9);
+		fflush(stdout);
+		sleep_ns(interval_ns);
+		if (!isatty(STDOUT_FILENO))
+			printf("\n");
+	}
+	return rc;
+}
+
 int rt_cli_cmd_view(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -358,8 +403,8 @@ int rt_cli_cmd_view(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	int c, only = -1, rc, running;
-	bool json = false, watch = false, all = false, retried = false;
+	int c, only = -1, rc;
+	bool json = false, watch = false, all = false;
 	uint64_t stall_ns = 0, interval_ns = 2000000000ull;
 
 	while ((c = getopt_long(argc, argv, "r:jh", opts, NULL)) != -1) {
@@ -399,34 +444,5 @@ int rt_cli_cmd_view(int argc, char **argv)
 	rc = rt_cli_check_dir("view", argv[optind]);
 	if (rc)
 		return rc;
-	for (;;) {
-		char **names;
-		int nr = rt_vw_list_ranks(argv[optind], &names);
-
-		rt_vw_free_names(names, nr > 0 ? nr : 0);
-		if (watch && nr <= 0) { /* started before the job: wait for its first rank */
-			printf("waiting for rank traces in %s ...\n", argv[optind]);
-			fflush(stdout);
-			sleep_ns(interval_ns);
-			continue;
-		}
-		rc = view_once(argv[optind], stall_ns, only, json, watch, all, &running);
-		if (watch && rc == RT_VW_ERR_CORRUPT && !running && !retried) {
-			/* a rank being born (its metadata half written) reads as damaged:
-			 * look once more before calling the trace damaged */
-			retried = true;
-			sleep_ns(interval_ns);
-			continue;
-		}
-		retried = false;
-		if (!watch || rc == EXIT_USAGE || !running)
-			break;
-		printf("\n(every %.1f s until every rank has ended; Ctrl-C stops)\n",
-		       (double)interval_ns / 1e9);
-		fflush(stdout);
-		sleep_ns(interval_ns);
-		if (!isatty(STDOUT_FILENO))
-			printf("\n");
-	}
-	return rc;
+	return view_loop(argv[optind], stall_ns, interval_ns, only, json, watch, all);
 }
