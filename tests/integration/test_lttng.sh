@@ -122,6 +122,15 @@ if rt params --help > /dev/null 2>&1; then
     <(sed "s|$T/l-|DIR-|g" "$T/params.l")
 fi
 
+# ---- an injected fault (the 4.53.0 failure on 4.52.4): rt_fault through LTTng ----
+sim rt run -o "$T/in" --inject skip-fsdp-root -- $(job 4.52.4) > /dev/null 2>&1
+sim rt run --backend lttng -o "$T/il" --inject skip-fsdp-root -- $(job 4.52.4) > /dev/null 2>&1
+check "skip-fsdp-root: babeltrace2 lists ranktrace:rt_fault" bash -c "babeltrace2 '$T/il' | grep -q ' ranktrace:rt_fault: '"
+check "skip-fsdp-root: verdict skipped-fsdp-root through LTTng" [ "$(rt verdict "$T/il" 2>/dev/null)" = skipped-fsdp-root ]
+rt view --json "$T/in" > "$T/in.json"; rt view --json "$T/il" > "$T/il.json"
+check "skip-fsdp-root: view --json equal for both backends (faults included)" \
+  diff <(norm_view "$T/in.json") <(norm_view "$T/il.json")
+
 # ---- a rank killed inside a collective: LTTng shows the call it died in, as native does ----
 plan='ncclBroadcast:kill=9:when=2:rank=1'
 sim rt run -o "$T/kn" --inject "$plan" -- $(job 4.52.4) > /dev/null 2>&1; en=$?
