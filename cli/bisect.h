@@ -58,7 +58,7 @@ struct bs_ctx {
 	int n, rounds, runs;
 	int argc;               /* the bisect's own arguments, saved for --resume */
 	char **argv;
-	bool tty;
+	bool tty, save_warned;
 };
 
 extern volatile sig_atomic_t bs_stop;

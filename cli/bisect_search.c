@@ -181,6 +181,13 @@ static int run_round(struct bs_ctx *x, const int *idx, int m, double t0, int ste
 		w[k].i = idx[k];
 		w[k].pid = start_worker(x, idx[k]);
 		live += w[k].pid > 0;
+		if (w[k].pid < 0) { /* judged skip, or the next round picks it again */
+			x->c[idx[k]].judged = BS_SKIP;
+			x->c[idx[k]].round = x->rounds;
+			snprintf(x->c[idx[k]].verdict, sizeof(x->c[idx[k]].verdict), "error");
+			snprintf(x->c[idx[k]].reason, sizeof(x->c[idx[k]].reason), "cannot fork: %s",
+				 strerror(errno));
+		}
 	}
 	while (live > 0) {
 		struct timespec ts;
@@ -217,7 +224,11 @@ static int run_round(struct bs_ctx *x, const int *idx, int m, double t0, int ste
 			c->round = x->rounds;
 			snprintf(c->verdict, sizeof(c->verdict), "%s", r.verdict);
 			snprintf(c->reason, sizeof(c->reason), "%s", r.reason);
-			bs_state_save(x);
+			if (bs_state_save(x) != 0 && !x->save_warned) {
+				x->save_warned = true;
+				fprintf(stderr, "ranktrace bisect: warning: cannot save the state in %s/.bisect "
+					"(--resume will redo what follows)\n", x->dir);
+			}
 			clock_gettime(CLOCK_MONOTONIC, &ts);
 			progress(x, w[k].i, (double)ts.tv_sec - t0, live ? live + steps_left : steps_left);
 			if (live)

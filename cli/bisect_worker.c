@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -218,18 +219,29 @@ static int prepare_worktree(const struct bs_ctx *x, int i, int fd, const char *w
 			(char *)x->c[i].id, NULL };
 	char *prune[] = { "git", "-C", (char *)x->repo, "worktree", "prune", NULL };
 
+	char lock[PATH_MAX + 16];
+	int lfd, rc = -1;
+
 	snprintf(src, sizeof(src), "%s/src", wd);
-	if (access(src, F_OK) == 0)
-		return 0;
-	/* concurrent `worktree add` on one repository can meet its lock: retry */
-	for (int attempt = 0; attempt < 5; attempt++) {
+	snprintf(lock, sizeof(lock), "%s/.bisect/git.lock", x->dir);
+	/* one left by an interrupted bisect may be half made: start again */
+	bs_rm_rf(src);
+	/* workers take turns (git's own locks make concurrent adds fail); retry
+	 * anyway, in case another program holds the repository's lock */
+	lfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	while (lfd >= 0 && flock(lfd, LOCK_EX) != 0 && errno == EINTR && !bs_stop)
+		;
+	for (int attempt = 0; attempt < 5 && rc && !bs_stop; attempt++) {
 		step(x, fd, "git worktree prune", prune, NULL, NULL, why, n);
-		if (step(x, fd, "git worktree add", add, NULL, NULL, why, n) == 0)
-			return 0;
-		bs_rm_rf(src);
-		usleep(200000u * (unsigned)(attempt + 1) + (unsigned)(getpid() % 97) * 1000u);
+		rc = step(x, fd, "git worktree add", add, NULL, NULL, why, n);
+		if (rc) {
+			bs_rm_rf(src);
+			usleep(200000u * (unsigned)(attempt + 1));
+		}
 	}
-	return -1;
+	if (lfd >= 0)
+		close(lfd); /* releases the lock */
+	return rc;
 }
 
 /* Set-up of candidate i; 0, or -1 with why (and the log's last line). */

@@ -74,7 +74,7 @@ echo "# figures: N=$N, serial $runs runs in $rounds1 rounds; --jobs 3: $(field '
 LAUNCH_SLEEP=1 timeout -k 5 300 "$B/bin/ranktrace" bisect -o "$T/bi" "${common[@]}" \
   --launcher "$T/fake-srun" -- "$B/bin/rt-launch" -n 2 python3 -m trainer > /dev/null 2> "$T/err.int" &
 pid=$!
-for _ in $(seq 1 200); do
+for _ in $(seq 1 600); do
   judged=$(grep -c '^cand [123]' "$T/bi/.bisect/state" 2>/dev/null)
   [ "${judged:-0}" -ge 3 ] && [ "$(launched)" -ge 4 ] && break
   sleep 0.1
@@ -84,6 +84,7 @@ kill -INT $pid
 wait $pid
 rc=$?
 check "SIGINT stops the bisect with 130 ($rc)" [ $rc -eq 130 ]
+[ $rc -eq 130 ] || sed 's/^/  stderr: /' "$T/err.int"
 before=$(grep -c '^cand [123]' "$T/bi/.bisect/state")
 check "judged candidates were saved ($before)" [ "$before" -ge 3 ]
 # (processes of this test only: other helpers run the same test on this machine)
