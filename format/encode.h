@@ -18,6 +18,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include "schema.h"
 
@@ -109,27 +112,57 @@ static inline void rt_fmt_packet_commit(uint8_t *p, uint64_t content_bytes, uint
 	rt_fmt_put64(p + RT_PKT_OFF_CONTENT, content_bytes * 8);
 }
 
+/* A packet's content ends content_bytes from its start. */
+static inline void rt_fmt_packet_set_content(uint8_t *p, uint64_t content_bytes)
+{
+	rt_fmt_put64(p + RT_PKT_OFF_CONTENT, content_bytes * 8);
+}
+
 static inline void rt_fmt_packet_set_discarded(uint8_t *p, uint64_t n)
 {
 	rt_fmt_put64(p + RT_PKT_OFF_DISCARDED, n);
 }
 
+/* Both packet timestamps in one store: a process killed at any instruction
+ * leaves either the old pair or the new one (x86-64: one SSE store, the
+ * packet 16-byte aligned; arm64: one stp). Elsewhere two stores, begin
+ * first. */
+static inline void rt_fmt_packet_set_times(uint8_t *pkt, uint64_t begin, uint64_t end)
+{
+#if defined(__x86_64__)
+	__m128i v = _mm_set_epi64x((long long)end, (long long)begin);
+
+	_mm_store_si128((__m128i *)(void *)(pkt + RT_PKT_OFF_TS_BEGIN), v);
+#elif defined(__aarch64__)
+	__asm__ volatile("stp %1, %2, [%0]" : : "r"(pkt + RT_PKT_OFF_TS_BEGIN), "r"(begin), "r"(end)
+			 : "memory");
+#else
+	memcpy(pkt + RT_PKT_OFF_TS_BEGIN, &begin, 8);
+	memcpy(pkt + RT_PKT_OFF_TS_END, &end, 8);
+#endif
+}
+
 /* ---- events ---- */
+
+/* The extended header: the full id and time, whatever came before. */
+static inline uint8_t *rt_fmt_event_header_ext(uint8_t *p, unsigned id, uint64_t ts)
+{
+	uint16_t ext = RT_EXTENDED_ID;
+	uint32_t id32 = id;
+
+	memcpy(p, &ext, 2);
+	memcpy(p + 2, &id32, 4);
+	memcpy(p + 6, &ts, 8);
+	return p + RT_HEADER_EXTENDED_BYTES;
+}
 
 /* Write event id's header at p for time ts, after an event at last_ts:
  * compact when the 32-bit delta cannot wrap, else extended. Returns where
  * the common part goes. */
 static inline uint8_t *rt_fmt_event_header(uint8_t *p, unsigned id, uint64_t ts, uint64_t last_ts)
 {
-	if (ts - last_ts > 0xffffffffull) {
-		uint16_t ext = RT_EXTENDED_ID;
-		uint32_t id32 = id;
-
-		memcpy(p, &ext, 2);
-		memcpy(p + 2, &id32, 4);
-		memcpy(p + 6, &ts, 8);
-		return p + RT_HEADER_EXTENDED_BYTES;
-	}
+	if (ts - last_ts > 0xffffffffull)
+		return rt_fmt_event_header_ext(p, id, ts);
 	{
 		uint16_t id16 = (uint16_t)id;
 		uint32_t ts32 = (uint32_t)ts;

@@ -290,7 +290,7 @@ void rt_tr_chunk_recycle(struct rt_tr_chunk *ch, uint64_t discarded)
 	for (uint64_t off = 0; off < ch->size; off += ch->pkt_bytes) {
 		uint8_t *p = ch->base + off;
 
-		rt_fmt_put64(p + RT_PKT_OFF_CONTENT, RT_PACKET_HEADER_BYTES * 8);
+		rt_fmt_packet_set_content(p, RT_PACKET_HEADER_BYTES);
 		rt_tr_put_ts_pair(p, RT_TS_UNUSED, RT_TS_UNUSED);
 		rt_fmt_packet_set_discarded(p, discarded);
 	}

@@ -211,17 +211,7 @@ static inline uint64_t rt_tr_now(void)
  * one stp). Elsewhere two stores, begin first. */
 static inline void rt_tr_put_ts_pair(uint8_t *pkt, uint64_t begin, uint64_t end)
 {
-#if defined(__x86_64__)
-	__m128i v = _mm_set_epi64x((long long)end, (long long)begin);
-
-	_mm_store_si128((__m128i *)(void *)(pkt + RT_PKT_OFF_TS_BEGIN), v);
-#elif defined(__aarch64__)
-	__asm__ volatile("stp %1, %2, [%0]" : : "r"(pkt + RT_PKT_OFF_TS_BEGIN), "r"(begin), "r"(end)
-			 : "memory");
-#else
-	memcpy(pkt + RT_PKT_OFF_TS_BEGIN, &begin, 8);
-	memcpy(pkt + RT_PKT_OFF_TS_END, &end, 8);
-#endif
+	rt_fmt_packet_set_times(pkt, begin, end); /* format/encode.h */
 }
 
 static inline void rt_tr_put_PTR(struct rt_tr_call *c, const void *v)

@@ -119,7 +119,7 @@ static void count_discarded(struct rt_tr_stream *s)
 {
 	s->discarded++;
 	if (s->last_real_pkt)
-		memcpy(s->last_real_pkt + RT_PKT_OFF_DISCARDED, &s->discarded, 8);
+		rt_fmt_packet_set_discarded(s->last_real_pkt, s->discarded);
 }
 
 /* Turn the prepared, unused packet p of the current chunk into the one
@@ -128,7 +128,7 @@ static void packet_open(struct rt_tr_stream *s, uint8_t *p, uint64_t now)
 {
 	if (now < s->last_ts)
 		now = s->last_ts;
-	memcpy(p + RT_PKT_OFF_DISCARDED, &s->discarded, 8);
+	rt_fmt_packet_set_discarded(p, s->discarded);
 	rt_tr_put_ts_pair(p, now, now);
 	s->pkt = s->last_real_pkt = p;
 	s->pos = p + RT_PACKET_HEADER_BYTES;
@@ -151,9 +151,6 @@ static void put_field(uint8_t *fields, int i, int64_t v)
 static void write_stop(struct rt_tr_stream *s, uint64_t now, int err)
 {
 	unsigned id = RT_ID_rt_trace_stop;
-	uint16_t ext = RT_EXTENDED_ID, ret = 0;
-	uint32_t id32 = id;
-	uint64_t dur = 0;
 	uint8_t *p = s->pos;
 	int reason = rt_tr_stop_reason_of(err);
 
@@ -161,14 +158,7 @@ static void write_stop(struct rt_tr_stream *s, uint64_t now, int err)
 		return;
 	if (now < s->last_ts)
 		now = s->last_ts;
-	memcpy(p, &ext, 2);
-	memcpy(p + 2, &id32, 4);
-	memcpy(p + 6, &now, 8);
-	p += RT_HEADER_EXTENDED_BYTES;
-	memcpy(p, &dur, 5);
-	memcpy(p + 5, &ret, 2);
-	p[7] = (uint8_t)(int8_t)-1;
-	p += RT_COMMON_BYTES;
+	p = rt_fmt_event_common(rt_fmt_event_header_ext(p, id, now), 0, 0, -1);
 	memset(p, 0, RT_SIZE_rt_trace_stop);
 	put_field(p, rt_field_at[id][RT_FN_reason], reason);
 	put_field(p, rt_field_at[id][RT_FN_error],

@@ -114,7 +114,7 @@ Test(reader, cut_files_report_file_and_offset)
  * a packet extended but never written: the end of the stream, not damage. */
 Test(reader, a_trailing_packet_never_written_is_the_end)
 {
-	uint8_t buf[3 * PKT];
+	uint8_t buf[3 * PKT] __attribute__((aligned(16))); /* packet times: one 16-byte store */
 	char path[] = "/tmp/rt-reader-XXXXXX", err[512] = "";
 	struct seen s = { 0 };
 	int fd = mkstemp(path);
@@ -140,18 +140,16 @@ Test(reader, unused_packets_hold_no_events_and_keep_the_counter)
 	char path[] = "/tmp/rt-reader-XXXXXX", err[512] = "";
 	struct seen s = { 0 };
 	struct rt_vw_stream_info info;
-	uint64_t five = 5, zero = 0, unused = RT_TS_UNUSED, hdr = RT_PACKET_HEADER_BYTES * 8;
 	int fd = mkstemp(path);
 	size_t n = make_stream(buf);
 
 	close(fd);
-	memcpy(buf + RT_PKT_OFF_DISCARDED, &five, 8);
+	rt_fmt_packet_set_discarded(buf, 5);
 	memcpy(buf + n, buf, RT_PACKET_HEADER_BYTES);
 	memset(buf + n + RT_PACKET_HEADER_BYTES, 0, PKT - RT_PACKET_HEADER_BYTES);
-	memcpy(buf + n + RT_PKT_OFF_TS_BEGIN, &unused, 8);
-	memcpy(buf + n + RT_PKT_OFF_TS_END, &unused, 8);
-	memcpy(buf + n + RT_PKT_OFF_CONTENT, &hdr, 8);
-	memcpy(buf + n + RT_PKT_OFF_DISCARDED, &zero, 8);
+	rt_fmt_packet_set_times(buf + n, RT_TS_UNUSED, RT_TS_UNUSED); /* prepared, never used */
+	rt_fmt_packet_set_content(buf + n, RT_PACKET_HEADER_BYTES);
+	rt_fmt_packet_set_discarded(buf + n, 0);
 	write_file(path, buf, 2 * PKT);
 	cr_assert_eq(rt_vw_read_stream(path, collect, &s, &info, err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(s.n, 3);
@@ -165,7 +163,7 @@ Test(reader, unused_packets_hold_no_events_and_keep_the_counter)
  * damaged file in the middle is reported after the rest has been read. */
 Test(reader, a_stream_of_several_files_reads_in_time_order)
 {
-	uint8_t early[PKT], late[PKT], bad[PKT];
+	uint8_t early[PKT] __attribute__((aligned(16))), late[PKT] __attribute__((aligned(16))), bad[PKT];
 	char dir[] = "/tmp/rt-chain-XXXXXX", path[600], err[512] = "";
 	char *names[] = { "stream-42-43", "stream-42-43.1", "stream-42-43.2" };
 	uint64_t ts_late = 5000000;
@@ -177,7 +175,7 @@ Test(reader, a_stream_of_several_files_reads_in_time_order)
 	cr_assert_not_null(mkdtemp(dir));
 	make_stream(early);
 	make_stream(late);
-	memcpy(late + RT_PKT_OFF_TS_BEGIN, &ts_late, 8);
+	rt_fmt_packet_set_times(late, ts_late, ts_late);
 	make_stream(bad);
 	bad[RT_PACKET_HEADER_BYTES + 20] ^= 0xff; /* inside its first event */
 	memset(bad, 0, 4);                        /* and no magic: damaged */
