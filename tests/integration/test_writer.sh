@@ -83,6 +83,9 @@ timeout -k 5 60 "$RT" view "$T/full" > "$T/full.view"
 check "full filesystem ($how): view says 'trace incomplete: disk full at event N'" grep -q 'trace incomplete: disk full at event [0-9]' "$T/full.view"
 check "full filesystem ($how): no rank called 'killed?'" bash -c "! grep -q 'killed?' '$T/full.view' '$T/full.out'"
 check "full filesystem ($how): run's summary says so" grep -q 'trace incomplete.*disk full' "$T/full.out"
+timeout -k 5 60 "$RT" verdict "$T/full" > "$T/full.verdict" 2>&1; vrc=$?
+check "full filesystem ($how): verdict 125 (inconclusive), saying disk full (rc $vrc)" \
+  bash -c "[ $vrc -eq 125 ] && grep -q 'disk full' '$T/full.verdict'"
 timeout -k 5 60 babeltrace2 "$T/full" > /dev/null 2> "$T/full.bterr"; brc=$?
 check "full filesystem ($how): babeltrace2 reads what was written (rc $brc; it warns of the discarded events)" \
   bash -c "[ $brc -eq 0 ] && ! grep -qE ' E |ERROR' '$T/full.bterr' && grep -q 'discarded' '$T/full.bterr'"
