@@ -208,6 +208,26 @@ void rt_tr_prep_start(void)
 	pthread_attr_destroy(&attr);
 }
 
+/* The process ends: files made ahead and not taken yet hold no event:
+ * remove them. A thread that still needs one after this (atexit handlers
+ * may still trace) makes it itself. */
+void rt_tr_prep_at_exit(void)
+{
+	if (pthread_mutex_trylock(&rt_tr_lock) != 0)
+		return; /* exit() from a handler that interrupted the lock's holder */
+	for (struct rt_tr_stream *s = registry; s; s = s->reg_next) {
+		int ready = RT_TR_NEXT_READY;
+
+		if (!__atomic_compare_exchange_n(&s->next_state, &ready, RT_TR_NEXT_BUSY, false,
+						 __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+			continue;
+		rt_tr_chunk_drop(s, &s->next, true);
+		__atomic_store_n(&s->next_state, RT_TR_NEXT_IDLE, __ATOMIC_RELEASE);
+		futex_wake(&s->next_state);
+	}
+	pthread_mutex_unlock(&rt_tr_lock);
+}
+
 void rt_tr_prep_fork_prepare(void)
 {
 	pthread_mutex_lock(&rt_tr_lock);

@@ -101,8 +101,10 @@ static void record_exit(int status)
 		return;
 	/* only a process that has a trace records how it ended */
 	rt_tr_cupti_flush(false);
-	if (rt_tr_process_traced())
+	if (rt_tr_process_traced()) {
 		rt_tr_ev_rt_exit(status);
+		rt_tr_prep_at_exit();
+	}
 }
 
 /* Record, then leave through the real `name` (exit, _exit or _Exit). */

@@ -183,6 +183,7 @@ void rt_tr_prep_ask(struct rt_tr_stream *s);
 int rt_tr_prep_take(struct rt_tr_stream *s, struct rt_tr_chunk *ch);
 void rt_tr_prep_retire(struct rt_tr_stream *s, struct rt_tr_chunk *ch);
 void rt_tr_prep_after_fork(void);
+void rt_tr_prep_at_exit(void);
 void rt_tr_prep_fork_prepare(void);
 void rt_tr_prep_fork_parent(void);
 /* host.c: the rank learned from NCCL reaches the directory, metadata, trace */
