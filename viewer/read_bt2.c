@@ -388,22 +388,59 @@ static int find_traces(bt_value *inputs, const char *dir, int depth)
 	return found;
 }
 
-/* Build source.ctf.fs(dir) -> one simple sink per port, then run it. */
+/* One source.ctf.fs per trace (ctf.fs merges its inputs into one trace, so
+ * traces with other UUIDs -- another user's ust/uid/U, kernel/ -- each need
+ * their own), each output port into a simple sink of ours. */
+static int add_trace(bt_graph *g, const bt_component_class_source *cls, const char *path, int k,
+		     struct reader *r, char *err, size_t n)
+{
+	const bt_component_source *src;
+	bt_value *params = bt_value_map_create(), *inputs = NULL;
+	char name[64];
+	int rc = -1;
+
+	snprintf(name, sizeof(name), "src%d", k);
+	if (!params || bt_value_map_insert_empty_array_entry(params, "inputs", &inputs) ||
+	    bt_value_array_append_string_element(inputs, path)) {
+		snprintf(err, n, "%s: out of memory", path);
+		goto out;
+	}
+	if (bt_graph_add_source_component(g, cls, name, params, BT_LOGGING_LEVEL_NONE, &src)) {
+		take_error(path, "libbabeltrace2 cannot open this trace", err, n);
+		goto out;
+	}
+	for (uint64_t i = 0; i < bt_component_source_get_output_port_count(src); i++) {
+		const bt_component_sink *sink;
+
+		snprintf(name, sizeof(name), "sink%d-%llu", k, (unsigned long long)i);
+		if (bt_graph_add_simple_sink_component(g, name, NULL, consume, NULL, r, &sink) ||
+		    bt_graph_connect_ports(g, bt_component_source_borrow_output_port_by_index_const(src, i),
+					   bt_component_sink_borrow_input_port_by_index_const(sink, 0),
+					   NULL)) {
+			take_error(path, "cannot build the reading graph", err, n);
+			goto out;
+		}
+	}
+	rc = 0;
+out:
+	bt_value_put_ref(params);
+	return rc;
+}
+
 int rt_vw_bt2_read(struct reader *r, const char *dir, char *err, size_t n)
 {
 	const bt_plugin *ctf = NULL;
 	const bt_component_class_source *cls;
-	const bt_component_source *src;
-	bt_value *params = bt_value_map_create(), *inputs = NULL;
+	bt_value *traces = bt_value_array_create();
 	bt_graph *g = bt_graph_create(0);
 	bt_graph_run_status st;
 	int rc = -1;
 
-	if (!params || !g || bt_value_map_insert_empty_array_entry(params, "inputs", &inputs)) {
+	if (!traces || !g) {
 		snprintf(err, n, "%s: out of memory", dir);
 		goto out;
 	}
-	if (find_traces(inputs, dir, 6) <= 0) {
+	if (find_traces(traces, dir, 6) <= 0) {
 		snprintf(err, n, "%s: no CTF trace (metadata file) under it", dir);
 		goto out;
 	}
@@ -413,23 +450,10 @@ int rt_vw_bt2_read(struct reader *r, const char *dir, char *err, size_t n)
 		take_error(dir, "libbabeltrace2 has no ctf plugin (install babeltrace2)", err, n);
 		goto out;
 	}
-	if (bt_graph_add_source_component(g, cls, "src", params, BT_LOGGING_LEVEL_NONE, &src)) {
-		take_error(dir, "libbabeltrace2 cannot open this trace", err, n);
-		goto out;
-	}
-	for (uint64_t i = 0; i < bt_component_source_get_output_port_count(src); i++) {
-		const bt_component_sink *sink;
-		char name[32];
-
-		snprintf(name, sizeof(name), "sink%llu", (unsigned long long)i);
-		if (bt_graph_add_simple_sink_component(g, name, NULL, consume, NULL, r, &sink) ||
-		    bt_graph_connect_ports(g, bt_component_source_borrow_output_port_by_index_const(src, i),
-					   bt_component_sink_borrow_input_port_by_index_const(sink, 0),
-					   NULL)) {
-			take_error(dir, "cannot build the reading graph", err, n);
+	for (uint64_t k = 0; k < bt_value_array_get_length(traces); k++)
+		if (add_trace(g, cls, bt_value_string_get(bt_value_array_borrow_element_by_index_const(
+					      traces, k)), (int)k, r, err, n) != 0)
 			goto out;
-		}
-	}
 	do
 		st = bt_graph_run(g);
 	while (st == BT_GRAPH_RUN_STATUS_AGAIN);
@@ -443,7 +467,7 @@ int rt_vw_bt2_read(struct reader *r, const char *dir, char *err, size_t n)
 	rc = 0;
 out:
 	bt_graph_put_ref(g);
-	bt_value_put_ref(params);
+	bt_value_put_ref(traces);
 	bt_plugin_put_ref(ctf);
 	return rc;
 }

@@ -188,6 +188,11 @@ if [ "$(id -u)" -eq 0 ] && command -v setpriv > /dev/null; then
   check "non-root: the trace is the user's" [ "$(stat -c %u "$U/t")" = 65534 ]
   check "non-root: verdict healthy" [ "$(rt verdict "$U/t")" = healthy ]
   check "non-root: a session daemon of its own was started and stopped" grep -q 'started by ranktrace' "$T/u.out"
+  # a root session also records other users' processes: another trace (uid) in the same DIR
+  cp -r "$T/l-4.52.4" "$T/mix" && cp -r "$U/t/ust/uid/65534" "$T/mix/ust/uid/"
+  rt view --json "$T/mix" > "$T/mix.json"
+  check "a second user's trace in DIR: read, and left out (another run)" \
+    diff <(norm_view "$T/l-4.52.4.json") <(norm_view "$T/mix.json")
   check "non-root: ... and stopped" daemon_gone "$T/u.out"
 fi
 finish
