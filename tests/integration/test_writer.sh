@@ -8,7 +8,7 @@
 # checks; every process is bounded by timeout.
 source "$(dirname "$0")/lib.sh" "$1"
 RT="$B/bin/ranktrace"
-LIB="$B/lib/libranktrace.so"
+LIB="${RANKTRACE_LIB:-$B/lib/libranktrace.so}"
 CS="$B/bin/callstorm"
 bt_count() { babeltrace2 --component=sink.utils.counter "$1" 2>/dev/null | awk '/ Event messages?$/ {n = $1} END {print n}'; }
 bt_clean() { timeout -k 5 120 babeltrace2 "$1" > "$T/bt.out" 2> "$T/bt.err" && [ ! -s "$T/bt.err" ]; }
