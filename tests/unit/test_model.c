@@ -245,6 +245,19 @@ static void s_unknown_frees(void)
 	exit_all(0);
 }
 
+/* Thread B's cudaMalloc returns the address thread A frees, on clocks a few
+ * ns apart: the model may see B's allocation before A's free. Each free
+ * still finds its allocation. */
+static void s_address_reused_across_threads(void)
+{
+	init_all();
+	OK(0, cudaMalloc, 0, RT_FN_ptr, U(0xbeef000), RT_FN_size, U(256));
+	OK(0, cudaMalloc, 0, RT_FN_ptr, U(0xbeef000), RT_FN_size, U(256));
+	OK(0, cudaFree, 0, RT_FN_ptr, U(0xbeef000));
+	OK(0, cudaFree, 0, RT_FN_ptr, U(0xbeef000));
+	exit_all(0);
+}
+
 static void s_discarded(void)
 {
 	init_all();
@@ -370,6 +383,8 @@ static const struct scase cases[] = {
 	{ "exit_status", s_exit_status, RT_V_CRASHED, "rank 1 exited with status 3; first error: cudaMalloc returned cudaErrorMemoryAllocation", NULL },
 	{ "no_end", s_no_end, RT_V_CRASHED, "has no recorded end", NULL },
 	{ "unknown_frees", s_unknown_frees, RT_V_HEALTHY, "freed 1 pointer(s) it never allocated", NULL },
+	{ "address_reused_across_threads", s_address_reused_across_threads, RT_V_HEALTHY, NULL,
+	  "never allocated" },
 	{ "discarded", s_discarded, RT_V_INCONCLUSIVE, "rank 1: 12 events discarded", NULL },
 	{ "collective_mismatch", s_mismatch, RT_V_COLLECTIVE_MISMATCH, "Broadcast", NULL },
 	{ "never_reached", s_never_reached, RT_V_COLLECTIVE_MISMATCH, "1", NULL },
@@ -429,6 +444,7 @@ Test(model, died_inside) { run_case("died_inside"); }
 Test(model, exit_status) { run_case("exit_status"); }
 Test(model, no_end) { run_case("no_end"); }
 Test(model, unknown_frees) { run_case("unknown_frees"); }
+Test(model, address_reused_across_threads) { run_case("address_reused_across_threads"); }
 Test(model, discarded) { run_case("discarded"); }
 Test(model, collective_mismatch) { run_case("collective_mismatch"); }
 Test(model, never_reached) { run_case("never_reached"); }
