@@ -40,6 +40,32 @@ check "parameters vs allocations: verdict device-misplacement" [ "$("$RT" verdic
 check "view exits 0 on a clean trace" [ $rc -eq 0 ]
 check "view: one row per rank with its device" bash -c "grep -cE '^[0-3] +vm' '$T/view.good' | grep -qx 4 || grep -cE '^[0-3] ' '$T/view.good' | grep -qx 4"
 check "view: rank 3 used device 3" grep -qE '^3 +[^ ]+ +3 +3 ' "$T/view.good"
+# the same facts from view --json, field by field (what scripts should read)
+"$RT" view "$T/good" --json > "$T/good.json"
+"$RT" view "$T/dev0" --json > "$T/dev0.json"
+"$RT" view "$T/pdev" --json > "$T/pdev.json"
+check "view --json: every rank used exactly its LOCAL_RANK's device, allocated and ended 0" python3 -c "
+import json, sys
+d = json.load(open('$T/good.json'))
+assert d['verdict'] == 'healthy' and len(d['ranks']) == 4, d['verdict']
+for r in d['ranks']:
+    assert r['devices'] == [r['local_rank']] == [r['rank']], r
+    assert list(r['peak_device_bytes']) == [str(r['rank'])] and r['allocations'] > 0, r
+    assert r['end'] == 'exit 0', r['end']
+"
+check "view --json: all ranks on device 0 is a device-misplacement finding about ranks 0-3" python3 -c "
+import json, sys
+d = json.load(open('$T/dev0.json'))
+assert d['verdict'] == 'device-misplacement', d['verdict']
+assert all(r['devices'] in ([], [0]) for r in d['ranks']), [r['devices'] for r in d['ranks']]
+assert any(f['signature'] == 'device-misplacement' and 'ranks 0,1,2,3' in f['text'] for f in d['findings'])
+"
+check "view --json: parameters on cuda:0 in device 3's memory: devices [3], device-misplacement" python3 -c "
+import json, sys
+d = json.load(open('$T/pdev.json'))
+assert d['verdict'] == 'device-misplacement', d['verdict']
+assert d['ranks'][0]['devices'] == [3] and d['ranks'][0]['local_rank'] == 0, d['ranks'][0]
+"
 check "view: healthy verdict, no failure among the findings" bash -c "grep -q 'verdict: healthy' '$T/view.good' && ! grep -qE 'exited with status|killed|mismatch|never ran|device [0-9]+, expected' '$T/view.good'"
 check "view: a healthy run shows no finding by default, says notes are hidden" bash -c "grep -A1 '^findings:' '$T/view.good' | grep -q '^  none' && grep -q '(3 notes not shown: --all)' '$T/view.good'"
 "$RT" view --all "$T/good" > "$T/view.good.all"
