@@ -25,6 +25,16 @@
 #define RULES_PER_API RT_INJ_MAX_RULES
 #define RT_EXPORT __attribute__((visibility("default")))
 
+/* The probe API programs call (include/ranktrace.h) records the tracer's own
+ * events with their signatures (format/events.def, format/record.h): a
+ * parameter changed in one place fails to compile here. */
+#define RT_SAME_SIGNATURE(api, event) \
+	_Static_assert(__builtin_types_compatible_p(__typeof__(api), __typeof__(event)), \
+		       #api " differs from events.def's " #event)
+RT_SAME_SIGNATURE(rt_param, rt_tr_ev_rt_param);
+RT_SAME_SIGNATURE(rt_fsdp_forward, rt_tr_ev_rt_fsdp_forward);
+RT_SAME_SIGNATURE(rt_marker, rt_tr_ev_rt_marker);
+
 int rt_inj_active;
 uint8_t rt_inj_api[RT_ID_FIRST_TRACER];     /* number of rules for the function */
 static uint8_t api_rules[RT_ID_FIRST_TRACER][RULES_PER_API];
