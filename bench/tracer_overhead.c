@@ -144,11 +144,13 @@ int main(int argc, char **argv)
 	ncclCommDestroy(comm);
 	cudaFree(buf);
 
-	/* bytes per event, from the trace this process wrote */
+	/* bytes per event, from the trace this process wrote: every file of every
+	 * stream (a thread's stream spans several files), summed */
 	{
 		const char *dir = getenv("RANKTRACE_DIR");
 		char **ranks, **streams, path[8192], err[512];
 		int nr = dir ? rt_vw_list_ranks(dir, &ranks) : 0;
+		struct sizes s = { 0, 0 };
 
 		for (int i = 0; i < nr; i++) {
 			char rd[4200];
@@ -157,26 +159,24 @@ int main(int argc, char **argv)
 			snprintf(rd, sizeof(rd), "%s/%s", dir, ranks[i]);
 			ns = rt_vw_list_streams(rd, &streams);
 			for (int k = 0; k < ns; k++) {
-				struct sizes s = { 0, 0 }, hdr = { 0, 0 };
 				struct rt_vw_stream_info info;
 
 				snprintf(path, sizeof(path), "%s/%s", rd, streams[k]);
 				rt_vw_read_stream(path, count_bytes, &s, &info, err, sizeof(err));
-				(void)hdr;
-				/* headers: compact (6 B) except after a long pause (14 B) */
-				printf("trace: %llu events, %.1f bytes per event on average "
-				       "(payload + 6 B header)\n", s.events,
-				       (double)(s.bytes + 6 * s.events) / (double)(s.events ? s.events : 1));
-				printf("       cudaMalloc %d B, cudaFree %d B, cudaGetDevice %d B, "
-				       "ncclAllReduce %d B per event\n",
-				       RT_HEADER_COMPACT_BYTES + RT_COMMON_BYTES + RT_SIZE_cudaMalloc,
-				       RT_HEADER_COMPACT_BYTES + RT_COMMON_BYTES + RT_SIZE_cudaFree,
-				       RT_HEADER_COMPACT_BYTES + RT_COMMON_BYTES + RT_SIZE_cudaGetDevice,
-				       RT_HEADER_COMPACT_BYTES + RT_COMMON_BYTES + RT_SIZE_ncclAllReduce);
 			}
 			rt_vw_free_names(streams, ns > 0 ? ns : 0);
 		}
 		rt_vw_free_names(ranks, nr > 0 ? nr : 0);
+		/* headers: compact (6 B) except after a long pause (14 B) */
+		printf("trace: %llu events, %.1f bytes per event on average "
+		       "(payload + 6 B header)\n", s.events,
+		       (double)(s.bytes + 6 * s.events) / (double)(s.events ? s.events : 1));
+		printf("       cudaMalloc %d B, cudaFree %d B, cudaGetDevice %d B, "
+		       "ncclAllReduce %d B per event\n",
+		       RT_HEADER_COMPACT_BYTES + RT_COMMON_BYTES + RT_SIZE_cudaMalloc,
+		       RT_HEADER_COMPACT_BYTES + RT_COMMON_BYTES + RT_SIZE_cudaFree,
+		       RT_HEADER_COMPACT_BYTES + RT_COMMON_BYTES + RT_SIZE_cudaGetDevice,
+		       RT_HEADER_COMPACT_BYTES + RT_COMMON_BYTES + RT_SIZE_ncclAllReduce);
 	}
 	return 0;
 }
