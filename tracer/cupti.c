@@ -31,11 +31,8 @@
 #include <stdlib.h>
 
 #include "tracer.h"
+#include "fields.h"
 
-#define DEREF(p) ((p) ? *(p) : 0)
-#define DPTR(x) ((const void *)(uintptr_t)(x))
-#define DEV_CUR rt_tr_cur_dev
-#define DEV_ARG(x) (x)
 #define BUF_BYTES (1u << 20)
 
 /* The CUPTI functions used, from libcupti (or a test's fake of it). */
@@ -53,19 +50,6 @@ static struct {
 static CUpti_SubscriberHandle subscriber;
 static int active, flushing;
 static RT_TLS int cb_ret;
-
-#define F(k, n, e)                                                                     \
-	if (rt_phase == 0)                                                             \
-		rt_tr_put_##k(&c, (e));                                                \
-	else                                                                           \
-		c.p += RT_SZ_##k;
-#define O(k, n, e)                                                                     \
-	if (rt_phase == 0)                                                             \
-		rt_tr_put_zero(&c, RT_SZ_##k);                                         \
-	else if (c.ok)                                                                 \
-		rt_tr_put_##k(&c, (e));                                                \
-	else                                                                           \
-		c.p += RT_SZ_##k;
 
 /* One recorder per driver row, with the row's own parameter list, so its
  * field expressions read the parameters by name. */

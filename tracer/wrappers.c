@@ -10,38 +10,21 @@
  * with its errno. A call nested inside a recorded one, or made while tracing
  * is off, goes straight through.
  *
- * Field expressions are expanded twice with a constant phase: phase 0
- * (before the call) evaluates F() fields and zero-fills O() fields, phase 1
- * (after it) skips F() fields and evaluates O() fields if the call
- * succeeded. The compiler drops the dead branch of each. */
+ * Field expressions are expanded twice with a constant phase (F() and O()
+ * from fields.h, shared with cupti.c): phase 0 (before the call) evaluates
+ * F() fields and zero-fills O() fields, phase 1 (after it) skips F() fields
+ * and evaluates O() fields if the call succeeded. The compiler drops the dead
+ * branch of each. */
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
 #include "tracer.h"
+#include "fields.h"
 
-#define DEV_CUR rt_tr_cur_dev
 #define DEV_COMM(comm) rt_tr_comm_device(comm)
-#define DEV_ARG(x) (x)
-/* An out-parameter after a successful call; NULL-safe, as a tracer must be. */
-#define DEREF(p) ((p) ? *(p) : 0)
-/* A CUdeviceptr (an integer) recorded as a pointer */
-#define DPTR(x) ((const void *)(uintptr_t)(x))
 /* cudaSetDevice's device, unless a fault plan redirects it (device=N) */
 #define RT_INJ_DEV(d) (c.hit.action == RT_INJ_DEVICE ? (int)c.hit.arg : (d))
-
-#define F(k, n, e)                                                                     \
-	if (rt_phase == 0)                                                             \
-		rt_tr_put_##k(&c, (e));                                                \
-	else                                                                           \
-		c.p += RT_SZ_##k;
-#define O(k, n, e)                                                                     \
-	if (rt_phase == 0)                                                             \
-		rt_tr_put_zero(&c, RT_SZ_##k);                                         \
-	else if (c.ok)                                                                 \
-		rt_tr_put_##k(&c, (e));                                                \
-	else                                                                           \
-		c.p += RT_SZ_##k;
 
 #define RT_LIB_OF(name) rt_events[RT_ID_##name].lib
 
