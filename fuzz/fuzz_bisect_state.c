@@ -12,7 +12,7 @@
 
 #include "bisect.h"
 
-static char dir[] = "/tmp/rt-fuzz-bisect-XXXXXX";
+static char dir[512];
 
 /* The report (bs_report) is not reached from the state loader; its one
  * viewer dependency is satisfied here instead of linking the whole viewer. */
@@ -26,6 +26,8 @@ static int setup(void)
 {
 	char side[sizeof(dir) + 16];
 
+	snprintf(dir, sizeof(dir) - 16, "%s/rt-fuzz-bisect-XXXXXX",
+		 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
 	if (!mkdtemp(dir))
 		return -1;
 	snprintf(side, sizeof(side), "%s/.bisect", dir);

@@ -19,7 +19,8 @@ static void plan_file(const uint8_t *data, size_t size)
 	FILE *f;
 
 	if (!path[0])
-		snprintf(path, sizeof(path), "/tmp/rt-fuzz-plan-%d", (int)getpid());
+		snprintf(path, sizeof(path), "%s/rt-fuzz-plan-%d",
+			 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());
 	f = fopen(path, "wb");
 	if (!f)
 		abort();

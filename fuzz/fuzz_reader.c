@@ -38,7 +38,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct rt_vw_trace *t;
 
 	if (!dir[0]) {
-		snprintf(dir, sizeof(dir), "/tmp/rt-fuzz-%d", (int)getpid());
+		snprintf(dir, sizeof(dir), "%s/rt-fuzz-%d",
+			 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid());
 		mkdir(dir, 0700);
 		snprintf(stream, sizeof(stream), "%s/rank-00000", dir);
 		mkdir(stream, 0700);

@@ -6,7 +6,9 @@ set -euo pipefail
 FB=$(cd "$1" && pwd); SECONDS_EACH=${2:-30}
 B=$(cd "${BUILD:-build}" && pwd)
 corpus=$(mktemp -d "${TMPDIR:-/tmp}/rt-corpus.XXXXXX")
-trap 'rm -rf "$corpus" /tmp/rt-fuzz-*' EXIT
+trap 'rm -rf "$corpus"' EXIT
+# the targets' scratch files (rt-fuzz-*) go under the corpus dir, removed with it
+mkdir -p "$corpus/tmp"; export TMPDIR="$corpus/tmp"
 if [ -x "$B/bin/ranktrace" ]; then
   LD_LIBRARY_PATH="$B/sim" "$B/bin/ranktrace" run -o "$corpus/t" -- "$B/bin/rt-launch" -n 2 \
     "$B/bin/fsdp_mini" --steps 1 > /dev/null 2>&1 || true
