@@ -3,7 +3,14 @@
  *
  * Open addressing with linear probing and tombstones; grows (doubles) when
  * half full of live entries, otherwise rehashes in place to drop tombstones.
- * Memory grows with live allocations, not with events. */
+ * Memory grows with live allocations, not with events.
+ *
+ * Beside the slots, an index of the live ranges sorted by base (ix), for
+ * "which allocation holds this pointer" (copies, parameters): a binary
+ * search instead of a scan of every slot. It is kept only while the ranges
+ * are disjoint (then at most one holds a pointer, the very one the scan
+ * finds) and at most IX_MAX; otherwise the scan answers, as before. Empty or
+ * wrapping ranges hold nothing and are not indexed. */
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -42,6 +49,100 @@ static bool map_grow(struct rt_vw_alloc_map *m)
 	return true;
 }
 
+enum { IX_MAX = 8192, IX_REBUILD = 2048 };
+
+/* The first index entry whose base is above p. */
+static size_t ix_upper(const struct rt_vw_alloc_map *m, uint64_t p)
+{
+	size_t a = 0, b = m->nix;
+
+	while (a < b) {
+		size_t c = a + (b - a) / 2;
+
+		if (m->ix[c].lo <= p)
+			a = c + 1;
+		else
+			b = c;
+	}
+	return a;
+}
+
+static void ix_off(struct rt_vw_alloc_map *m, int why)
+{
+	free(m->ix);
+	m->ix = NULL;
+	m->nix = m->ixcap = 0;
+	m->ix_state = why;
+}
+
+static void ix_add(struct rt_vw_alloc_map *m, uint64_t lo, uint64_t size)
+{
+	uint64_t hi = lo + size;
+	size_t i;
+
+	if (m->ix_state || hi <= lo)
+		return;
+	i = ix_upper(m, lo);
+	if ((i > 0 && m->ix[i - 1].hi > lo) || (i < m->nix && m->ix[i].lo < hi)) {
+		ix_off(m, 2);
+		return;
+	}
+	if (m->nix == m->ixcap) {
+		size_t cap = m->ixcap ? m->ixcap * 2 : 64;
+		void *n = cap <= IX_MAX ? realloc(m->ix, sizeof(*m->ix) * cap) : NULL;
+
+		if (!n) {
+			ix_off(m, 1);
+			return;
+		}
+		m->ix = n;
+		m->ixcap = cap;
+	}
+	memmove(&m->ix[i + 1], &m->ix[i], (m->nix - i) * sizeof(*m->ix));
+	m->ix[i] = (struct rt_vw_range){ lo, hi };
+	m->nix++;
+}
+
+static void ix_del(struct rt_vw_alloc_map *m, uint64_t lo)
+{
+	size_t i = m->ix_state ? 0 : ix_upper(m, lo);
+
+	if (i == 0 || m->ix[i - 1].lo != lo)
+		return;
+	memmove(&m->ix[i - 1], &m->ix[i], (m->nix - i) * sizeof(*m->ix));
+	m->nix--;
+}
+
+/* Off for size, back under IX_REBUILD live: built again from the slots. */
+static void ix_rebuild(struct rt_vw_alloc_map *m)
+{
+	m->ix_state = 0;
+	for (size_t j = 0; j < m->cap && !m->ix_state; j++)
+		if (m->slots[j].used == 1)
+			ix_add(m, m->slots[j].ptr, m->slots[j].size);
+}
+
+struct alloc *rt_vw_map_holding(struct rt_vw_alloc_map *m, uint64_t p)
+{
+	size_t i;
+
+	if (m->ix_state) {
+		for (size_t j = 0; j < m->cap; j++)
+			if (m->slots[j].used == 1 && p >= m->slots[j].ptr &&
+			    p < m->slots[j].ptr + m->slots[j].size)
+				return &m->slots[j];
+		return NULL;
+	}
+	i = ix_upper(m, p);
+	return i > 0 && p < m->ix[i - 1].hi ? rt_vw_map_find(m, m->ix[i - 1].lo) : NULL;
+}
+
+void rt_vw_map_free(struct rt_vw_alloc_map *m)
+{
+	free(m->slots);
+	free(m->ix);
+}
+
 struct alloc *rt_vw_map_put(struct rt_vw_alloc_map *m, uint64_t ptr, uint64_t size, int dev)
 {
 	size_t j, reuse = SIZE_MAX;
@@ -50,6 +151,8 @@ struct alloc *rt_vw_map_put(struct rt_vw_alloc_map *m, uint64_t ptr, uint64_t si
 		return NULL;
 	for (j = hash_ptr(ptr, m->cap); m->slots[j].used; j = (j + 1) & (m->cap - 1)) {
 		if (m->slots[j].used == 1 && m->slots[j].ptr == ptr) {
+			ix_del(m, ptr);
+			ix_add(m, ptr, size);
 			m->slots[j].size = size; /* allocated again without a free we saw */
 			m->slots[j].dev = (int8_t)dev;
 			return &m->slots[j];
@@ -64,14 +167,21 @@ struct alloc *rt_vw_map_put(struct rt_vw_alloc_map *m, uint64_t ptr, uint64_t si
 	else
 		j = reuse;
 	m->live++;
+	ix_add(m, ptr, size);
 	m->slots[j] = (struct alloc){ .ptr = ptr, .size = size, .dev = (int8_t)dev, .used = 1 };
 	return &m->slots[j];
 }
 
 void rt_vw_map_drop(struct rt_vw_alloc_map *m, struct alloc *a, bool ghost)
 {
+	ix_del(m, a->ptr);
 	a->used = ghost ? 3 : 2;
 	m->live--;
+	if (m->live == 0 && m->ix_state) { /* nothing live: nothing overlaps */
+		ix_off(m, 0);
+	} else if (m->ix_state == 1 && m->live <= IX_REBUILD) {
+		ix_rebuild(m);
+	}
 }
 
 struct alloc *rt_vw_map_find_ghost(struct rt_vw_alloc_map *m, uint64_t ptr)

@@ -297,10 +297,8 @@ bool rt_vw_alloc_at(const struct rt_vw_rank *r, uint64_t ptr, struct rt_vw_alloc
 	const struct rt_vw_alloc_map *m = r->live;
 	const struct alloc *a = ptr && m ? rt_vw_map_find((struct rt_vw_alloc_map *)m, ptr) : NULL;
 
-	for (size_t j = 0; !a && ptr && m && j < m->cap; j++)
-		if (m->slots[j].used == 1 && ptr >= m->slots[j].ptr &&
-		    ptr < m->slots[j].ptr + m->slots[j].size)
-			a = &m->slots[j];
+	if (!a && ptr && m)
+		a = rt_vw_map_holding((struct rt_vw_alloc_map *)m, ptr);
 	if (!a)
 		return false;
 	*out = (struct rt_vw_alloc_info){ .base = a->ptr, .size = a->size, .device = a->dev,

@@ -334,7 +334,7 @@ void rt_vw_free(struct rt_vw_trace *t)
 		return;
 	for (int i = 0; i < t->nranks && t->ranks; i++) {
 		if (t->ranks[i].live)
-			free(t->ranks[i].live->slots);
+			rt_vw_map_free(t->ranks[i].live);
 		free(t->ranks[i].live);
 		rt_vw_memory_free_rank(&t->ranks[i]);
 		free(t->ranks[i].calls);

@@ -93,18 +93,15 @@ static void on_free(struct rt_vw_rank *r, const struct rt_vw_event *e)
 	rt_vw_memory_free(r, e);
 }
 
-/* Device of the live allocation holding ptr, or -1 (host, unknown). The
- * tracer records copy pointers; their devices are resolved here. */
 /* The live allocation holding ptr: its base first, then (when scan) every
- * live allocation's range. NULL if none. */
+ * live allocation's range (rt_vw_map_holding). NULL if none. The tracer
+ * records copy pointers; their devices are resolved here. */
 static struct alloc *alloc_holding(struct rt_vw_rank *r, uint64_t ptr, bool scan)
 {
 	struct alloc *a = ptr ? rt_vw_map_find(r->live, ptr) : NULL;
 
-	for (size_t j = 0; !a && ptr && scan && j < r->live->cap; j++)
-		if (r->live->slots[j].used == 1 && ptr >= r->live->slots[j].ptr &&
-		    ptr < r->live->slots[j].ptr + r->live->slots[j].size)
-			a = &r->live->slots[j];
+	if (!a && ptr && scan)
+		a = rt_vw_map_holding(r->live, ptr);
 	return a;
 }
 

@@ -33,9 +33,18 @@ struct alloc {
 enum { RT_VW_ALLOC, RT_VW_MAPPING };
 enum { RT_VW_PATH_RUNTIME = 1, RT_VW_PATH_DRIVER = 2 };
 
+/* ix: the live ranges [lo, hi) sorted by lo, kept in step with the slots
+ * (alloc_map.c) while they are disjoint and few; ix_state says why not. */
+struct rt_vw_range {
+	uint64_t lo, hi;
+};
+
 struct rt_vw_alloc_map {
 	struct alloc *slots;
 	size_t cap, live, used;
+	struct rt_vw_range *ix;
+	size_t nix, ixcap;
+	int ix_state; /* 0 in step, 1 off: too many live, 2 off: ranges overlap */
 };
 
 /* ---- collective matcher (matcher.c) ---- */
@@ -84,6 +93,10 @@ struct alloc *rt_vw_map_find(struct rt_vw_alloc_map *m, uint64_t ptr);
 struct alloc *rt_vw_map_find_ghost(struct rt_vw_alloc_map *m, uint64_t ptr);
 /* Remove a live entry; ghost: keep it findable by rt_vw_map_find_ghost. */
 void rt_vw_map_drop(struct rt_vw_alloc_map *m, struct alloc *a, bool ghost);
+/* The live allocation whose [ptr, ptr+size) holds p: the one the slots'
+ * scan in slot order finds; by the sorted index when it is in step. */
+struct alloc *rt_vw_map_holding(struct rt_vw_alloc_map *m, uint64_t p);
+void rt_vw_map_free(struct rt_vw_alloc_map *m);
 /* memory.c: allocation events of every path, VMM */
 void rt_vw_memory_alloc(struct rt_vw_rank *r, const struct rt_vw_event *e, uint64_t size, bool host);
 void rt_vw_memory_free(struct rt_vw_rank *r, const struct rt_vw_event *e);
