@@ -137,6 +137,16 @@ struct alloc *rt_vw_map_holding(struct rt_vw_alloc_map *m, uint64_t p)
 	return i > 0 && p < m->ix[i - 1].hi ? rt_vw_map_find(m, m->ix[i - 1].lo) : NULL;
 }
 
+struct rt_vw_alloc_map *rt_vw_map_new(void)
+{
+	size_t n = (sizeof(struct rt_vw_alloc_map) + 63) & ~(size_t)63;
+	struct rt_vw_alloc_map *m = aligned_alloc(64, n);
+
+	if (m)
+		memset(m, 0, n);
+	return m;
+}
+
 void rt_vw_map_free(struct rt_vw_alloc_map *m)
 {
 	free(m->slots);

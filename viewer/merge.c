@@ -162,7 +162,7 @@ static int lttng_ranks(struct rt_vw_trace *t, char *err, size_t errlen)
 		snprintf(r->name, sizeof(r->name), "%s", t->lttng->ranks[i].name);
 		r->meta = t->lttng->ranks[i].meta;
 		r->comm_device = r->init_device = -1;
-		r->live = calloc(1, sizeof(*r->live));
+		r->live = rt_vw_map_new();
 		if (r->meta.rank < 0)
 			r->meta.rank = 100000 + i; /* pid-named: keep them apart */
 		r->readable = true;
@@ -284,7 +284,7 @@ struct rt_vw_trace *rt_vw_load_stall(const char *dir, unsigned flags, uint64_t s
 
 		snprintf(r->name, sizeof(r->name), "%s", names[i]);
 		r->comm_device = r->init_device = -1;
-		r->live = calloc(1, sizeof(*r->live));
+		r->live = rt_vw_map_new();
 		snprintf(rd, sizeof(rd), "%s/%s", dir, names[i]);
 		if (rt_vw_read_metadata(rd, &r->meta, e2, sizeof(e2)) != 0) {
 			r->meta.rank = -1;

@@ -96,6 +96,9 @@ void rt_vw_map_drop(struct rt_vw_alloc_map *m, struct alloc *a, bool ghost);
 /* The live allocation whose [ptr, ptr+size) holds p: the one the slots'
  * scan in slot order finds; by the sorted index when it is in step. */
 struct alloc *rt_vw_map_holding(struct rt_vw_alloc_map *m, uint64_t p);
+/* An empty map on cache lines of its own (ranks' maps change on several
+ * threads: rt_vw_parallel_pass); free() frees it. */
+struct rt_vw_alloc_map *rt_vw_map_new(void);
 void rt_vw_map_free(struct rt_vw_alloc_map *m);
 /* memory.c: allocation events of every path, VMM */
 void rt_vw_memory_alloc(struct rt_vw_rank *r, const struct rt_vw_event *e, uint64_t size, bool host);

@@ -29,8 +29,9 @@ struct rec {
 	struct sig s;
 };
 
+/* One cache line each: two threads append to neighbouring ranks' logs. */
 struct rt_vw_log {
-	struct rec *r;
+	_Alignas(64) struct rec *r;
 	uint32_t n, cap;
 };
 
@@ -223,7 +224,9 @@ int rt_vw_parallel_pass(struct rt_vw_trace *t, struct matcher *m, struct rt_vw_s
 	int jobs, started = 0, rc;
 
 	p.ranks = calloc((size_t)nsrc + 1, sizeof(*p.ranks));
-	p.logs = calloc((size_t)t->nranks + 1, sizeof(*p.logs));
+	p.logs = aligned_alloc(64, sizeof(*p.logs) * ((size_t)t->nranks + 1));
+	if (p.logs)
+		memset(p.logs, 0, sizeof(*p.logs) * ((size_t)t->nranks + 1));
 	if (!p.ranks || !p.logs) {
 		free(p.ranks);
 		free(p.logs);
