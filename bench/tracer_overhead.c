@@ -16,36 +16,13 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_common.h"
 #include "reader.h"
 
 #define ROUNDS 9
 
-typedef cudaError_t (*malloc_fn)(void **, size_t);
-typedef cudaError_t (*free_fn)(void *);
-typedef cudaError_t (*getdev_fn)(int *);
 typedef ncclResult_t (*allreduce_fn)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t,
 				     ncclComm_t, cudaStream_t);
-
-static double now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-	qsort(v, (size_t)n, sizeof(*v), cmp_double);
-	return v[n / 2];
-}
 
 static void *real_sym(const char *lib, const char *name)
 {
@@ -57,19 +34,6 @@ static void *real_sym(const char *lib, const char *name)
 		exit(1);
 	}
 	return p;
-}
-
-/* ns per call of `pairs` cudaMalloc/cudaFree pairs */
-static double alloc_free(malloc_fn m, free_fn f, long pairs)
-{
-	double t0 = now_ns();
-	void *p;
-
-	for (long i = 0; i < pairs; i++) {
-		m(&p, 256);
-		f(p);
-	}
-	return (now_ns() - t0) / (2.0 * (double)pairs);
 }
 
 static double get_device(getdev_fn g, long calls)

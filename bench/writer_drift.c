@@ -18,32 +18,9 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "bench_common.h"
+
 #define ROUNDS 9
-
-typedef cudaError_t (*malloc_fn)(void **, size_t);
-typedef cudaError_t (*free_fn)(void *);
-typedef cudaError_t (*getdev_fn)(int *);
-
-static double clock_ns(clockid_t id)
-{
-	struct timespec ts;
-
-	clock_gettime(id, &ts);
-	return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-	qsort(v, (size_t)n, sizeof(*v), cmp_double);
-	return v[n / 2];
-}
 
 /* ns per call (wall, thread CPU) of `pairs` cudaMalloc/cudaFree pairs */
 static void pairs_ns(malloc_fn m, free_fn f, long pairs, double *wall, double *cpu)
