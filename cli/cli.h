@@ -48,8 +48,6 @@ void rt_cli_human_bytes(char *out, size_t n, uint64_t b);
 void rt_cli_json_str(FILE *f, const char *s);
 void rt_cli_devices_str(uint64_t mask, char *out, size_t n);
 uint64_t rt_cli_rank_peak(const struct rt_vw_rank *r);
-/* "0-3,5" from n sorted rank numbers */
-void rt_cli_rank_list(const int *v, int n, char *out, size_t len);
 /* Each rank's placement summary (model: rt_vw_placement_summary), ranks with
  * the same line collapsed ("ranks 0-3: all 5 parameters on cuda:N"). */
 void rt_cli_print_placement(const struct rt_vw_trace *t, int only, const char *indent);

@@ -55,7 +55,7 @@ static void placement_phrase(const struct rt_vw_trace *t, const char *name, char
 			snprintf(out, n, strcmp(text[i], "cuda:N") ? "%s on every rank" : "%s", text[i]);
 			return;
 		}
-		rt_cli_rank_list(ranks, k, list, sizeof(list));
+		rt_vw_rank_list(ranks, k, list, sizeof(list));
 		len += (size_t)snprintf(out + len, n - len, "%s%s %s %s", len ? ", " : "",
 					k > 1 ? "ranks" : "rank", list, text[i]);
 	}

@@ -148,7 +148,7 @@ static void print_param_text(const struct rt_vw_trace *t, const char *name, int 
 				done[j] = true;
 				ranks[n++] = t->ranks[j].meta.rank;
 			}
-		rt_cli_rank_list(ranks, n, list, sizeof(list));
+		rt_vw_rank_list(ranks, n, list, sizeof(list));
 		print_row(first ? name : "", first ? dtype : "", first ? numel : 0, list, cells[i]);
 		first = false;
 	}

@@ -173,23 +173,6 @@ static bool want(const struct rt_vw_rank *r, int only)
 	return only < 0 || r->meta.rank == only;
 }
 
-/* "0-3,5" from a sorted list of ranks. */
-void rt_cli_rank_list(const int *v, int n, char *out, size_t len)
-{
-	size_t k = 0;
-
-	out[0] = '\0';
-	for (int i = 0; i < n && k < len; i++) {
-		int j = i;
-
-		while (j + 1 < n && v[j + 1] == v[j] + 1)
-			j++;
-		k += (size_t)snprintf(out + k, len - k, j > i ? "%s%d-%d" : "%s%d", k ? "," : "",
-				      v[i], v[j]);
-		i = j;
-	}
-}
-
 void rt_cli_print_placement(const struct rt_vw_trace *t, int only, const char *indent)
 {
 	char (*text)[200] = calloc((size_t)t->nranks, sizeof(*text));
@@ -220,7 +203,7 @@ void rt_cli_print_placement(const struct rt_vw_trace *t, int only, const char *i
 				done[j] = true;
 				ranks[n++] = t->ranks[j].meta.rank;
 			}
-		rt_cli_rank_list(ranks, n, list, sizeof(list));
+		rt_vw_rank_list(ranks, n, list, sizeof(list));
 		printf("%s%s %s: %s\n", indent, n > 1 ? "ranks" : "rank", list, text[i]);
 	}
 	free(text);

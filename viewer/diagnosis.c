@@ -31,7 +31,7 @@ static bool normalise(const char *text, char *out, size_t n, const char **after)
 	return true;
 }
 
-static void rank_list(const int *v, int n, char *out, size_t len)
+void rt_vw_rank_list(const int *v, int n, char *out, size_t len)
 {
 	size_t k = 0;
 
@@ -64,7 +64,7 @@ static void group_text(const struct rt_vw_trace *t, struct rt_vw_diag *g)
 		return;
 	}
 	qsort(g->ranks, (size_t)g->nranks, sizeof(int), cmp_int);
-	rank_list(g->ranks, g->nranks, list, sizeof(list));
+	rt_vw_rank_list(g->ranks, g->nranks, list, sizeof(list));
 	hash = strstr(norm, "rank #");
 	snprintf(g->text, sizeof(g->text), "%.*sranks %s%s", (int)(hash - norm), norm, list,
 		 hash + 6);
