@@ -88,6 +88,22 @@ static int add_cand(struct bs_ctx *x, const char *id, const char *label, bool gi
 	return 0;
 }
 
+/* Append where pip looks for packages (--find-links, --index-url, as given)
+ * to argv at k (room for 4 more); returns the new k. Listing and installing
+ * look in the same places. */
+int bs_pip_index_args(const struct bs_ctx *x, char **argv, int k)
+{
+	if (x->o.find_links) {
+		argv[k++] = "--find-links";
+		argv[k++] = (char *)x->o.find_links;
+	}
+	if (x->o.index_url) {
+		argv[k++] = "--index-url";
+		argv[k++] = (char *)x->o.index_url;
+	}
+	return k;
+}
+
 static int list_pip(struct bs_ctx *x)
 {
 	char *argv[16], *out = NULL, *line, *save = NULL;
@@ -100,14 +116,7 @@ static int list_pip(struct bs_ctx *x)
 	argv[k++] = (char *)x->o.good;
 	argv[k++] = (char *)x->o.bad;
 	argv[k++] = x->o.pre ? "1" : "0";
-	if (x->o.find_links) {
-		argv[k++] = "--find-links";
-		argv[k++] = (char *)x->o.find_links;
-	}
-	if (x->o.index_url) {
-		argv[k++] = "--index-url";
-		argv[k++] = (char *)x->o.index_url;
-	}
+	k = bs_pip_index_args(x, argv, k);
 	argv[k] = NULL;
 	rc = bs_capture(argv, NULL, &out, true);
 	if (rc == 127 || rc < 0) {

@@ -152,14 +152,7 @@ static int pip_install(const struct bs_ctx *x, int i, int fd, const char *venv_p
 		argv[k++] = "--target";
 		argv[k++] = (char *)target;
 	}
-	if (x->o.find_links) {
-		argv[k++] = "--find-links";
-		argv[k++] = (char *)x->o.find_links;
-	}
-	if (x->o.index_url) {
-		argv[k++] = "--index-url";
-		argv[k++] = (char *)x->o.index_url;
-	}
+	k = bs_pip_index_args(x, argv, k);
 	argv[k++] = spec;
 	for (int w = 0; w < x->o.nwith; w++)
 		argv[k++] = (char *)x->o.with[w];
