@@ -51,10 +51,11 @@ uint64_t rt_cli_rank_peak(const struct rt_vw_rank *r);
 /* Each rank's placement summary (model: rt_vw_placement_summary), ranks with
  * the same line collapsed ("ranks 0-3: all 5 parameters on cuda:N"). */
 void rt_cli_print_placement(const struct rt_vw_trace *t, int only, const char *indent);
-/* A rank number as given on the command line: digits only, 0 to
- * RT_CLI_MAX_RANK; -1 for anything else ("abc", "1x", "", "-1", overflow). */
+/* A rank number as given to command cmd's --rank: digits only, 0 to
+ * RT_CLI_MAX_RANK; anything else ("abc", "1x", "", "-1", overflow) is -1,
+ * after the usage message. */
 #define RT_CLI_MAX_RANK 99999
-int rt_cli_parse_rank(const char *s);
+int rt_cli_parse_rank(const char *cmd, const char *s);
 /* 0 when dir is a directory; else prints "no such directory" (or why) and
  * returns EXIT_USAGE: a wrong path is a usage error, not a damaged trace. */
 int rt_cli_check_dir(const char *cmd, const char *dir);

@@ -327,12 +327,9 @@ int rt_cli_cmd_params(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "r:p:a:jh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'r':
-			only = rt_cli_parse_rank(optarg);
-			if (only < 0) {
-				fprintf(stderr, "ranktrace params: --rank %s: expected a rank number "
-					"(0 to %d)\n", optarg, RT_CLI_MAX_RANK);
+			only = rt_cli_parse_rank("params", optarg);
+			if (only < 0)
 				return EXIT_USAGE;
-			}
 			break;
 		case 'p': glob = optarg; break;
 		case 'a':

@@ -410,12 +410,9 @@ int rt_cli_cmd_view(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "r:jh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'r':
-			only = rt_cli_parse_rank(optarg);
-			if (only < 0) {
-				fprintf(stderr, "ranktrace view: --rank %s: expected a rank number "
-					"(0 to %d)\n", optarg, RT_CLI_MAX_RANK);
+			only = rt_cli_parse_rank("view", optarg);
+			if (only < 0)
 				return EXIT_USAGE;
-			}
 			break;
 		case 'j': json = true; break;
 		case 'a': all = true; break;

@@ -51,17 +51,20 @@ uint64_t rt_cli_rank_peak(const struct rt_vw_rank *r)
 	return p;
 }
 
-int rt_cli_parse_rank(const char *s)
+int rt_cli_parse_rank(const char *cmd, const char *s)
 {
 	char *end;
-	long v;
+	long v = -1;
 
-	if (!isdigit((unsigned char)*s))
-		return -1;
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (*end || errno || v > RT_CLI_MAX_RANK)
-		return -1;
+	if (isdigit((unsigned char)*s)) {
+		errno = 0;
+		v = strtol(s, &end, 10);
+		if (*end || errno || v > RT_CLI_MAX_RANK)
+			v = -1;
+	}
+	if (v < 0)
+		fprintf(stderr, "ranktrace %s: --rank %s: expected a rank number (0 to %d)\n", cmd,
+			s, RT_CLI_MAX_RANK);
 	return (int)v;
 }
 
