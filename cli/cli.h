@@ -51,6 +51,14 @@ uint64_t rt_cli_rank_peak(const struct rt_vw_rank *r);
 /* Each rank's placement summary (model: rt_vw_placement_summary), ranks with
  * the same line collapsed ("ranks 0-3: all 5 parameters on cuda:N"). */
 void rt_cli_print_placement(const struct rt_vw_trace *t, int only, const char *indent);
+/* only < 0 keeps every rank, else rank `only`. */
+bool rt_cli_want_rank(const struct rt_vw_rank *r, int only);
+/* Ranks that read the same. texts: one string per rank, stride bytes apart.
+ * From rank i on, the kept ranks whose text equals rank i's: marked in done,
+ * listed ("0-3,5") in list; returns how many, 0 when rank i is done already
+ * or not kept. ranks: scratch room for t->nranks ints. */
+int rt_cli_same_text(const struct rt_vw_trace *t, int only, const char *texts, size_t stride,
+		     int i, bool *done, int *ranks, char *list, size_t len);
 /* A rank number as given to command cmd's --rank: digits only, 0 to
  * RT_CLI_MAX_RANK; anything else ("abc", "1x", "", "-1", overflow) is -1,
  * after the usage message. */

@@ -100,11 +100,6 @@ static void cell(const struct rt_vw_rank *r, const struct rt_vw_param *p, int at
 	snprintf(out, n, "%s\t%s\t%s\t%s", where, bytes, alloc, change);
 }
 
-static bool want_rank(const struct rt_vw_rank *r, int only)
-{
-	return only < 0 || r->meta.rank == only;
-}
-
 static void print_row(const char *name, const char *dtype, uint64_t numel, const char *list,
 		      char *c)
 {
@@ -139,16 +134,10 @@ static void print_param_text(const struct rt_vw_trace *t, const char *name, int 
 	}
 	for (int i = 0; cells && ranks && done && i < t->nranks; i++) {
 		char list[256];
-		int n = 0;
 
-		if (done[i] || !want_rank(&t->ranks[i], only))
+		if (!rt_cli_same_text(t, only, cells[0], sizeof(cells[0]), i, done, ranks, list,
+				      sizeof(list)))
 			continue;
-		for (int j = i; j < t->nranks; j++)
-			if (!done[j] && want_rank(&t->ranks[j], only) && !strcmp(cells[i], cells[j])) {
-				done[j] = true;
-				ranks[n++] = t->ranks[j].meta.rank;
-			}
-		rt_vw_rank_list(ranks, n, list, sizeof(list));
 		print_row(first ? name : "", first ? dtype : "", first ? numel : 0, list, cells[i]);
 		first = false;
 	}
@@ -248,7 +237,7 @@ static void print_json(const struct rt_vw_trace *t, const struct rt_vw_names *nm
 		char text[200];
 		bool wrong;
 
-		if (!want_rank(&t->ranks[i], only))
+		if (!rt_cli_want_rank(&t->ranks[i], only))
 			continue;
 		wrong = rt_vw_placement_summary(&t->ranks[i], text, sizeof(text));
 		printf("%s\n  {\"rank\": %d, \"parameters\": %u, \"wrong\": %s, \"summary\": ",
@@ -265,7 +254,7 @@ static void print_json(const struct rt_vw_trace *t, const struct rt_vw_names *nm
 		for (int i = 0, c = 0; i < t->nranks; i++) {
 			const struct rt_vw_param *p = rt_vw_find_param(&t->ranks[i], nm->v[q]);
 
-			if (!want_rank(&t->ranks[i], only))
+			if (!rt_cli_want_rank(&t->ranks[i], only))
 				continue;
 			printf("%s\n    ", c++ ? "," : "");
 			if (p)

@@ -171,9 +171,26 @@ int rt_cli_write_output(const char *cmd, const struct rt_vw_trace *t, const char
 
 /* ---- params, view: parameter placement ---- */
 
-static bool want(const struct rt_vw_rank *r, int only)
+bool rt_cli_want_rank(const struct rt_vw_rank *r, int only)
 {
 	return only < 0 || r->meta.rank == only;
+}
+
+int rt_cli_same_text(const struct rt_vw_trace *t, int only, const char *texts, size_t stride,
+		     int i, bool *done, int *ranks, char *list, size_t len)
+{
+	int n = 0;
+
+	if (done[i] || !rt_cli_want_rank(&t->ranks[i], only))
+		return 0;
+	for (int j = i; j < t->nranks; j++)
+		if (!done[j] && rt_cli_want_rank(&t->ranks[j], only) &&
+		    !strcmp(texts + (size_t)i * stride, texts + (size_t)j * stride)) {
+			done[j] = true;
+			ranks[n++] = t->ranks[j].meta.rank;
+		}
+	rt_vw_rank_list(ranks, n, list, len);
+	return n;
 }
 
 void rt_cli_print_placement(const struct rt_vw_trace *t, int only, const char *indent)
@@ -197,16 +214,11 @@ void rt_cli_print_placement(const struct rt_vw_trace *t, int only, const char *i
 	}
 	for (int i = 0; text && ranks && done && i < t->nranks; i++) {
 		char list[256];
-		int n = 0;
+		int n = rt_cli_same_text(t, only, text[0], sizeof(text[0]), i, done, ranks, list,
+					 sizeof(list));
 
-		if (done[i] || !want(&t->ranks[i], only))
+		if (!n)
 			continue;
-		for (int j = i; j < t->nranks; j++)
-			if (!done[j] && want(&t->ranks[j], only) && !strcmp(text[i], text[j])) {
-				done[j] = true;
-				ranks[n++] = t->ranks[j].meta.rank;
-			}
-		rt_vw_rank_list(ranks, n, list, sizeof(list));
 		printf("%s%s %s: %s\n", indent, n > 1 ? "ranks" : "rank", list, text[i]);
 	}
 	free(text);
