@@ -71,8 +71,9 @@ int rt_cli_check_dir(const char *cmd, const char *dir);
 struct rt_vw_trace *rt_cli_load(const char *cmd, const char *dir);
 /* The same with --stall (0: the default, 30 s). */
 struct rt_vw_trace *rt_cli_load_stall(const char *cmd, const char *dir, uint64_t stall_ns);
-/* --stall / --interval: 30, 30s, 500ms, 2m, 1h (1 ms to a week); 0 or -1. */
-int rt_cli_parse_duration(const char *s, uint64_t *ns);
+/* Command cmd's --opt (stall, interval): 30, 30s, 500ms, 2m, 1h (1 ms to a
+ * week); 0, or -1 after the usage message. */
+int rt_cli_parse_duration(const char *cmd, const char *opt, const char *s, uint64_t *ns);
 /* A trace's exit status for view/export/report: 3 when a rank is damaged,
  * missing or claimed twice, else 0. */
 int rt_cli_trace_status(const struct rt_vw_trace *t);

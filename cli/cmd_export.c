@@ -30,11 +30,8 @@ int rt_cli_export_cmd(int argc, char **argv, bool report)
 		case 'p':
 		case 'o': out = optarg; break;
 		case 's':
-			if (rt_cli_parse_duration(optarg, &stall_ns) != 0) {
-				fprintf(stderr, "ranktrace %s: --stall %s: expected a duration such as 30s, "
-					"500ms or 2m\n", cmd, optarg);
+			if (rt_cli_parse_duration(cmd, "stall", optarg, &stall_ns) != 0)
 				return EXIT_USAGE;
-			}
 			break;
 		case 'h':
 			if (report)

@@ -61,11 +61,8 @@ int rt_cli_cmd_verdict(int argc, char **argv)
 			}
 			break;
 		case 's':
-			if (rt_cli_parse_duration(optarg, &stall_ns) != 0) {
-				fprintf(stderr, "ranktrace verdict: --stall %s: expected a duration such as "
-					"30s, 500ms or 2m\n", optarg);
+			if (rt_cli_parse_duration("verdict", "stall", optarg, &stall_ns) != 0)
 				return EXIT_USAGE;
-			}
 			break;
 		case 'h': usage_verdict(stdout); return 0;
 		default: usage_verdict(stderr); return EXIT_USAGE;

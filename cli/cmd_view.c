@@ -419,11 +419,9 @@ int rt_cli_cmd_view(int argc, char **argv)
 		case 'w': watch = true; break;
 		case 's':
 		case 'i':
-			if (rt_cli_parse_duration(optarg, c == 's' ? &stall_ns : &interval_ns) != 0) {
-				fprintf(stderr, "ranktrace view: --%s %s: expected a duration such as 30s, "
-					"500ms or 2m\n", c == 's' ? "stall" : "interval", optarg);
+			if (rt_cli_parse_duration("view", c == 's' ? "stall" : "interval", optarg,
+						  c == 's' ? &stall_ns : &interval_ns) != 0)
 				return EXIT_USAGE;
-			}
 			break;
 		case 'J':
 			if (rt_cli_set_jobs("view", optarg) != 0)

@@ -93,7 +93,7 @@ int rt_cli_trace_status(const struct rt_vw_trace *t)
 	return t->damaged || t->nmissing || t->duplicates ? RT_VW_ERR_CORRUPT : 0;
 }
 
-int rt_cli_parse_duration(const char *s, uint64_t *ns)
+static int parse_duration(const char *s, uint64_t *ns)
 {
 	char *end;
 	double v, unit = 1e9;
@@ -113,6 +113,15 @@ int rt_cli_parse_duration(const char *s, uint64_t *ns)
 		return -1;
 	*ns = (uint64_t)(v * unit);
 	return 0;
+}
+
+int rt_cli_parse_duration(const char *cmd, const char *opt, const char *s, uint64_t *ns)
+{
+	if (parse_duration(s, ns) == 0)
+		return 0;
+	fprintf(stderr, "ranktrace %s: --%s %s: expected a duration such as 30s, 500ms or 2m\n",
+		cmd, opt, s);
+	return -1;
 }
 
 struct rt_vw_trace *rt_cli_load(const char *cmd, const char *dir)
