@@ -150,3 +150,77 @@ Test(memory, parameter_inside_a_mapping_on_another_device_is_misplaced)
 	     "ptr", U(0x80000000 + 512));
 	cr_assert_eq(r->params_misplaced, 1, "cuda:0 tensor whose data is in device 3's mapping");
 }
+
+/* The reference: every live slot's range, in slot order. */
+static struct alloc *scan_holding(struct rt_vw_alloc_map *mp, uint64_t p)
+{
+	for (size_t j = 0; j < mp->cap; j++)
+		if (mp->slots[j].used == 1 && p >= mp->slots[j].ptr &&
+		    p < mp->slots[j].ptr + mp->slots[j].size)
+			return &mp->slots[j];
+	return NULL;
+}
+
+static unsigned rnd_state = 12345;
+
+static unsigned rnd(void)
+{
+	rnd_state = rnd_state * 1103515245u + 12345u;
+	return rnd_state >> 8;
+}
+
+#define HB 0x7f0000000000ull
+
+static void probe_all(struct rt_vw_alloc_map *mp, int n)
+{
+	for (int i = 0; i < n; i++) {
+		uint64_t p = HB + (uint64_t)(rnd() % 24000) * 4096 + rnd() % 4200;
+
+		cr_assert_eq(rt_vw_map_holding(mp, p), scan_holding(mp, p), "pointer %#llx",
+			     (unsigned long long)p);
+	}
+}
+
+static void drop_random(struct rt_vw_alloc_map *mp, size_t down_to)
+{
+	while (mp->live > down_to) {
+		struct alloc *a = &mp->slots[rnd() % mp->cap];
+
+		if (a->used == 1)
+			rt_vw_map_drop(mp, a, rnd() % 2);
+	}
+}
+
+/* The sorted index of live ranges answers as the scan of every slot: empty
+ * ranges, a base allocated again larger, over 8192 live (the scan answers)
+ * and back under 2048 (indexed again), overlapping ranges (the scan). */
+Test(memory, holding_lookup_answers_as_the_scan_of_every_slot)
+{
+	struct rt_vw_alloc_map *mp = r->live;
+
+	for (int i = 0; i < 3000; i++)
+		rt_vw_map_put(mp, HB + (uint64_t)(rnd() % 24000) * 4096, rnd() % 4097, 0);
+	drop_random(mp, 2000);
+	cr_assert_eq(mp->ix_state, 0);
+	cr_assert(mp->nix > 1000);
+	probe_all(mp, 4000);
+	for (int i = 0; i < 20000; i++) /* many bases come again, some larger: overlaps */
+		rt_vw_map_put(mp, HB + (uint64_t)(rnd() % 24000) * 4096, rnd() % 4097, 1);
+	cr_assert_neq(mp->ix_state, 0);
+	probe_all(mp, 4000);
+	drop_random(mp, 0);
+	cr_assert_eq(mp->ix_state, 0, "nothing live: indexed again");
+	for (int i = 0; i < 12000; i++) /* disjoint, over 8192 live */
+		rt_vw_map_put(mp, HB + (uint64_t)i * 4096 * 2, 4096, 0);
+	cr_assert_eq(mp->ix_state, 1);
+	probe_all(mp, 4000);
+	drop_random(mp, 2000);
+	cr_assert_eq(mp->ix_state, 0, "back under 2048 live: indexed again");
+	cr_assert_eq(mp->nix, mp->live);
+	probe_all(mp, 4000);
+	rt_vw_map_put(mp, HB + 4096 * 2 + 100, 10, 0); /* inside or beside one: maybe overlapping */
+	rt_vw_map_put(mp, HB + 4096 * 4 + 100, 10, 0);
+	rt_vw_map_put(mp, HB + 100, 10000, 0);
+	cr_assert_eq(mp->ix_state, 2, "overlapping ranges: the scan answers");
+	probe_all(mp, 4000);
+}
