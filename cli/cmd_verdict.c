@@ -37,6 +37,39 @@ static void usage_verdict(FILE *f)
 		   "which rank never entered the collective the others wait in.\n");
 }
 
+/* How each rank ended, ranks that ended alike on one line ("ranks 0-3
+ * exited: exit 1"): a thousand ranks killed by the launcher read as one. */
+static void print_endings(const struct rt_vw_trace *t)
+{
+	char (*how)[128] = calloc((size_t)t->nranks, sizeof(*how));
+	int *same = calloc((size_t)t->nranks, sizeof(*same));
+	bool *done = calloc((size_t)t->nranks, sizeof(*done));
+	char list[256];
+
+	for (int i = 0; how && same && done && i < t->nranks; i++) {
+		char end[96];
+
+		rt_vw_rank_end(&t->ranks[i], end, sizeof(end));
+		snprintf(how[i], sizeof(how[i]), "%s: %s", rt_vw_state_names[t->ranks[i].state], end);
+	}
+	for (int i = 0; how && same && done && i < t->nranks; i++) {
+		int n = 0;
+
+		if (done[i])
+			continue;
+		for (int j = i; j < t->nranks; j++)
+			if (!done[j] && !strcmp(how[j], how[i])) {
+				done[j] = true;
+				same[n++] = t->ranks[j].meta.rank;
+			}
+		rt_vw_rank_list(same, n, list, sizeof(list));
+		fprintf(stderr, "ranktrace verdict: rank%s %s %s\n", n > 1 ? "s" : "", list, how[i]);
+	}
+	free(how);
+	free(same);
+	free(done);
+}
+
 int rt_cli_cmd_verdict(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -97,13 +130,7 @@ int rt_cli_cmd_verdict(int argc, char **argv)
 				fprintf(stderr, "ranktrace verdict: %s\n", t->findings[i].text);
 				break;
 			}
-		for (int i = 0; i < t->nranks; i++) {
-			char end[96];
-
-			rt_vw_rank_end(&t->ranks[i], end, sizeof(end));
-			fprintf(stderr, "ranktrace verdict: rank %d %s: %s\n", t->ranks[i].meta.rank,
-				rt_vw_state_names[t->ranks[i].state], end);
-		}
+		print_endings(t);
 	}
 	if (t->verdict == RT_V_HEALTHY)
 		rc = 0;
