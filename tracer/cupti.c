@@ -59,18 +59,12 @@ static RT_TLS int cb_ret;
 		struct rt_tr_call c;                                                   \
 		if (!rt_tr_begin(&c, RT_ID_##name, RT_SIZE_##name, dev))               \
 			return;                                                        \
-		{                                                                      \
-			const int rt_phase __attribute__((unused)) = 0;                \
-			field_list                                                     \
-		}                                                                      \
+		RT_TR_FIELDS(0, field_list)                                            \
 		rt_tr_call_real(&c);                                                   \
 		rt_tr_returned(&c);                                                    \
 		c.ok = cb_ret == 0;                                                    \
 		c.p = c.fields;                                                        \
-		{                                                                      \
-			const int rt_phase __attribute__((unused)) = 1;                \
-			field_list                                                     \
-		}                                                                      \
+		RT_TR_FIELDS(1, field_list)                                            \
 		rt_tr_end(&c, cb_ret);                                                 \
 	}
 #include "driver_api.def"

@@ -3,14 +3,13 @@
  * wrappers.c (interposition) and cupti.c (CUPTI callbacks) write the same
  * events from the same .def rows, so they share one expansion.
  *
- * The including code declares `const int rt_phase` (0 or 1) in a block
- * around each expansion, with `struct rt_tr_call c` in scope. Phase 0 (before
- * the call) writes F() fields and zero-fills O() fields; phase 1 (after it)
- * skips F() fields and writes O() fields when the call succeeded (c.ok). The
- * phase is a constant: the compiler drops the dead branch of each. Include
- * once per file, after tracer.h. Also here: the helpers the rows' field and
- * device expressions are written with (DEREF, DPTR, DEV_CUR, DEV_ARG), the
- * same for both recorders. */
+ * Each expansion is RT_TR_FIELDS(phase, field_list), with `struct rt_tr_call
+ * c` in scope. Phase 0 (before the call) writes F() fields and zero-fills O()
+ * fields; phase 1 (after it) skips F() fields and writes O() fields when the
+ * call succeeded (c.ok). The phase is a constant: the compiler drops the dead
+ * branch of each. Include once per file, after tracer.h. Also here: the
+ * helpers the rows' field and device expressions are written with (DEREF,
+ * DPTR, DEV_CUR, DEV_ARG), the same for both recorders. */
 #ifndef RT_TR_FIELDS_H
 #define RT_TR_FIELDS_H
 
@@ -33,5 +32,11 @@
 		rt_tr_put_##k(&c, (e));                                                \
 	else                                                                           \
 		c.p += RT_SZ_##k;
+/* One expansion of a row's fields in phase 0 or 1 (a block of its own). */
+#define RT_TR_FIELDS(phase, field_list)                                                \
+	{                                                                              \
+		const int rt_phase __attribute__((unused)) = (phase);                  \
+		field_list                                                             \
+	}
 
 #endif

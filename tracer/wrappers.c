@@ -56,8 +56,7 @@
 		if (!traced && !c.hit.action)                                          \
 			return real args;                                              \
 		if (traced) {                                                          \
-			const int rt_phase __attribute__((unused)) = 0;                \
-			field_list                                                     \
+			RT_TR_FIELDS(0, field_list)                                    \
 			rt_tr_call_real(&c);                                           \
 		}                                                                      \
 		if (rt_unlikely(c.hit.action))                                         \
@@ -71,10 +70,7 @@
 		if (c.ok)                                                              \
 			(void)(after);                                                 \
 		c.p = c.fields;                                                        \
-		{                                                                      \
-			const int rt_phase __attribute__((unused)) = 1;                \
-			field_list                                                     \
-		}                                                                      \
+		RT_TR_FIELDS(1, field_list)                                            \
 		if (rt_unlikely(c.hit.action))                                         \
 			rt_inj_after(&c.hit, RT_ID_##name, c.fields, (long)r);         \
 		rt_tr_end(&c, (long)r);                                                \
@@ -129,10 +125,7 @@ const unsigned rt_tr_nprocs = sizeof(rt_tr_procs) / sizeof(rt_tr_procs[0]);
 			rt_tr_depth = depth;                                           \
 			return;                                                        \
 		}                                                                      \
-		{                                                                      \
-			const int rt_phase __attribute__((unused)) = 0;                                        \
-			field_list                                                     \
-		}                                                                      \
+		RT_TR_FIELDS(0, field_list)                                            \
 		rt_tr_call_real(&c);                                                   \
 		rt_tr_returned(&c);                                                    \
 		rt_tr_end(&c, 0);                                                      \
