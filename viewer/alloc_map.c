@@ -2,14 +2,18 @@
 /* alloc_map.c - the live allocations of one rank: pointer -> (size, device).
  *
  * Open addressing with linear probing and tombstones; grows (doubles) when
- * half full of live entries, otherwise rehashes in place to drop tombstones.
- * Memory grows with live allocations, not with events.
+ * a quarter full of live entries, otherwise rehashes in place to drop
+ * tombstones. Memory grows with live allocations, not with events; a rank
+ * with a few live allocations keeps a table of 128 slots (5 KiB), which
+ * stays in cache when the parallel pass switches between ranks.
  *
  * Beside the slots, an index of the live ranges sorted by base (ix), for
  * "which allocation holds this pointer" (copies, parameters): a binary
  * search instead of a scan of every slot. It is kept only while the ranges
- * are disjoint (then at most one holds a pointer, the very one the scan
- * finds) and at most IX_MAX; otherwise the scan answers, as before. Empty or
+ * are disjoint (then at most one holds a pointer) and at most IX_MAX;
+ * otherwise a scan answers, with the same rule: of the live allocations
+ * holding the pointer, the one with the highest base (the slots' order,
+ * which depends on the table's size, decides nothing). Empty or
  * wrapping ranges hold nothing and are not indexed. */
 #include <inttypes.h>
 #include <stdarg.h>
@@ -28,7 +32,7 @@ static size_t hash_ptr(uint64_t p, size_t cap)
 /* Rehash: double when half full of live entries, else just drop tombstones. */
 static bool map_grow(struct rt_vw_alloc_map *m)
 {
-	size_t cap = !m->cap ? 1024 : (m->live + 1) * 4 > m->cap ? m->cap * 2 : m->cap;
+	size_t cap = !m->cap ? 128 : (m->live + 1) * 4 > m->cap ? m->cap * 2 : m->cap;
 	struct alloc *n = calloc(cap, sizeof(*n));
 
 	if (!n)
@@ -126,12 +130,14 @@ struct alloc *rt_vw_map_holding(struct rt_vw_alloc_map *m, uint64_t p)
 {
 	size_t i;
 
-	if (m->ix_state) {
+	if (m->ix_state) { /* the holder with the highest base, as the index finds */
+		struct alloc *best = NULL;
+
 		for (size_t j = 0; j < m->cap; j++)
 			if (m->slots[j].used == 1 && p >= m->slots[j].ptr &&
-			    p < m->slots[j].ptr + m->slots[j].size)
-				return &m->slots[j];
-		return NULL;
+			    p < m->slots[j].ptr + m->slots[j].size && (!best || m->slots[j].ptr > best->ptr))
+				best = &m->slots[j];
+		return best;
 	}
 	i = ix_upper(m, p);
 	return i > 0 && p < m->ix[i - 1].hi ? rt_vw_map_find(m, m->ix[i - 1].lo) : NULL;

@@ -371,8 +371,7 @@ static void on_collective(struct matcher *m, int ri, struct rt_vw_rank *r, const
 	{
 		struct sig s = { .kind = (uint8_t)ck, .dtype = (uint8_t)rt_vw_fld(e, RT_FN_datatype),
 				 .op = (uint8_t)rt_vw_fld(e, RT_FN_op), .root = (int32_t)rt_vw_fld(e, RT_FN_root),
-				 .count = (uint64_t)rt_vw_fld(e, RT_FN_count), .ret = e->ret,
-				 .pending = e->pending };
+				 .count = (uint64_t)rt_vw_fld(e, RT_FN_count) };
 		uint64_t comm = (uint64_t)rt_vw_fld(e, RT_FN_comm_id);
 		uint32_t seq = (uint32_t)rt_vw_fld(e, RT_FN_seq);
 

@@ -49,12 +49,12 @@ struct rt_vw_alloc_map {
 
 /* ---- collective matcher (matcher.c) ---- */
 
+/* What ranks must agree on for one collective (16 bytes: the parallel
+ * pass logs one per collective). */
 struct sig {
 	uint8_t kind, dtype, op, seen;
 	int32_t root;
 	uint64_t count;
-	int ret;
-	bool pending;
 };
 
 #define CBUCKETS 4096
@@ -82,8 +82,11 @@ bool rt_vw_defer_join(uint64_t id);
 bool rt_vw_defer_match(uint64_t comm, uint32_t seq, const struct sig *s);
 
 struct matcher {
-	struct centry *buckets[CBUCKETS];
+	/* read by every rank job while the replay changes the rest: alone on
+	 * its cache line, however the matcher is aligned */
 	struct rt_vw_trace *t;
+	char pad_[64 - sizeof(struct rt_vw_trace *)];
+	struct centry *buckets[CBUCKETS];
 	size_t open, open_peak;
 	bool mismatch_reported;
 };
@@ -93,8 +96,9 @@ struct alloc *rt_vw_map_find(struct rt_vw_alloc_map *m, uint64_t ptr);
 struct alloc *rt_vw_map_find_ghost(struct rt_vw_alloc_map *m, uint64_t ptr);
 /* Remove a live entry; ghost: keep it findable by rt_vw_map_find_ghost. */
 void rt_vw_map_drop(struct rt_vw_alloc_map *m, struct alloc *a, bool ghost);
-/* The live allocation whose [ptr, ptr+size) holds p: the one the slots'
- * scan in slot order finds; by the sorted index when it is in step. */
+/* The live allocation whose [ptr, ptr+size) holds p; of several (ranges
+ * that overlap), the one with the highest base. By the sorted index when it
+ * is in step, else by a scan of the slots. */
 struct alloc *rt_vw_map_holding(struct rt_vw_alloc_map *m, uint64_t p);
 /* An empty map on cache lines of its own (ranks' maps change on several
  * threads: rt_vw_parallel_pass); free() frees it. */

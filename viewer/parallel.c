@@ -2,14 +2,28 @@
 /* parallel.c - the model's pass on several cores: ranks are independent
  * until matching.
  *
- * Phase 1, on `jobs` threads: each takes the next rank, merges that rank's
- * streams by time and runs the rank model (model.c) on every event. What
- * crosses ranks (communicator sizes learned, collectives to match) is not
- * done there but logged per rank, with the event's time (rt_vw_defer_*).
- * Phase 2, on one thread: the logs merged in one order, (time, rank, order
- * logged: each log is in time order), fed to the matcher. The result does not depend on `jobs`: one
- * thread runs the very same two phases. Memory: the logs hold one record per
- * collective and init until phase 2. */
+ * Phase 1 (rank jobs): a job takes one rank, merges that rank's streams by
+ * time and runs the rank model (model.c) on its events. What crosses ranks
+ * (communicator sizes learned, collectives to match) is not done there but
+ * logged per rank (rt_vw_defer_*) under the rank's clock: the largest order
+ * time (rt_vw_order_ts) of its events so far, so each log is sorted.
+ * Phase 2 (replay): the logs merged in one order, (clock, rank, order
+ * logged), into the matcher.
+ *
+ * The two phases overlap by time windows. Round k runs every rank's job up
+ * to window end W_k: its events with order time < W_k; its next event, and
+ * every later one, is logged with a clock >= W_k. So once round k is done
+ * for all ranks, the records logged so far all sort before any record still
+ * to come: replaying them (a replay job) is exactly a prefix of the merge of
+ * the whole logs. Round k+1's rank jobs run beside that replay; the replay
+ * frees the log chunks it has read. The result depends neither on the
+ * windows (sized on the fly to about RT_ROUND_EVENTS events) nor on `jobs`:
+ * one thread runs the same jobs in turn.
+ *
+ * Threads take jobs under one mutex (a few per rank and round): a replay
+ * first when one is due, then the round's next rank; phase 1 runs at most
+ * RT_LOOKAHEAD rounds ahead of the replay. Memory: the records of those
+ * rounds only. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,20 +33,36 @@
 #include "model_int.h"
 
 enum { LOG_LEARN, LOG_JOIN, LOG_MATCH };
+enum { RT_CHUNK = 1024, RT_LOOKAHEAD = 2 };
+#define RT_ROUND_EVENTS 262144.0
+#define RT_FIRST_WINDOW_NS 1000000ull
 
-/* 48 bytes: seq doubles as a learn's size; the rank is its log's. */
+/* 40 bytes: seq doubles as a learn's size; the rank is its log's; the
+ * kind of record sits in the signature's seen (the matcher sets seen). */
 struct rec {
 	uint64_t ts;
 	uint64_t comm;
-	uint32_t seq;
-	uint8_t kind;
 	struct sig s;
+	uint32_t seq;
 };
 
-/* One cache line each: two threads append to neighbouring ranks' logs. */
+struct chunk {
+	struct chunk *next;
+	struct rec r[RT_CHUNK];
+};
+
+/* A rank's log: the writer's half (its rank job) and the reader's half (the
+ * replay) on cache lines of their own. */
 struct rt_vw_log {
-	_Alignas(64) struct rec *r;
-	uint32_t n, cap;
+	_Alignas(64) struct chunk *tail;
+	uint32_t tail_n;     /* records in tail */
+	uint64_t n;          /* records logged */
+	uint64_t clock;      /* the rank's clock: largest order time so far */
+	bool oom;            /* a record could not be logged */
+	_Alignas(64) struct chunk *head;
+	uint32_t head_i;     /* next record to replay in head */
+	uint64_t pub;        /* records of finished rounds (under the mutex) */
+	uint64_t used;       /* records replayed */
 };
 
 int rt_vw_jobs; /* 0: one per core */
@@ -42,32 +72,38 @@ void rt_vw_set_jobs(int n)
 	rt_vw_jobs = n > 0 ? n : 0;
 }
 
-/* Which rank and event this thread is modelling (phase 1 only). */
+/* Which rank's log this thread writes (phase 1 only). */
 static _Thread_local struct rt_vw_log *cur_log;
-static _Thread_local uint64_t cur_ts;
 
 static void log_add(struct rec r)
 {
 	struct rt_vw_log *l = cur_log;
 
-	if (l->n == l->cap) {
-		uint32_t cap = l->cap ? l->cap * 2 : 256;
-		void *p = realloc(l->r, sizeof(*l->r) * cap);
+	if (!l->tail || l->tail_n == RT_CHUNK) {
+		struct chunk *c = malloc(sizeof(*c));
 
-		if (!p)
+		if (!c) { /* a record lost would change the matching: fail the pass */
+			l->oom = true;
 			return;
-		l->r = p;
-		l->cap = cap;
+		}
+		c->next = NULL;
+		if (l->tail)
+			l->tail->next = c;
+		else
+			l->head = c;
+		l->tail = c;
+		l->tail_n = 0;
 	}
-	r.ts = cur_ts;
-	l->r[l->n++] = r;
+	r.ts = l->clock;
+	l->tail->r[l->tail_n++] = r;
+	l->n++;
 }
 
 bool rt_vw_defer_learn(uint64_t id, int nranks)
 {
 	if (!cur_log)
 		return false;
-	log_add((struct rec){ .kind = LOG_LEARN, .comm = id, .seq = (uint32_t)nranks });
+	log_add((struct rec){ .s.seen = LOG_LEARN, .comm = id, .seq = (uint32_t)nranks });
 	return true;
 }
 
@@ -75,7 +111,7 @@ bool rt_vw_defer_join(uint64_t id)
 {
 	if (!cur_log)
 		return false;
-	log_add((struct rec){ .kind = LOG_JOIN, .comm = id });
+	log_add((struct rec){ .s.seen = LOG_JOIN, .comm = id });
 	return true;
 }
 
@@ -83,60 +119,95 @@ bool rt_vw_defer_match(uint64_t comm, uint32_t seq, const struct sig *s)
 {
 	if (!cur_log)
 		return false;
-	log_add((struct rec){ .kind = LOG_MATCH, .comm = comm, .seq = seq, .s = *s });
+	struct rec r = { .comm = comm, .seq = seq, .s = *s };
+
+	r.s.seen = LOG_MATCH;
+	log_add(r);
 	return true;
 }
+
+/* One rank's streams and where its merge stands between rounds. Its
+ * sources are a copy on cache lines of their own (src and live change with
+ * every event; neighbouring ranks run on other threads). */
+struct rank_job {
+	int ri, n;           /* trace rank index, its streams */
+	struct rt_vw_src *s; /* copies of its sources (same cursors) */
+	bool *live;          /* per stream: an event is waiting */
+	bool started, more;
+	uint64_t next;       /* order time of its next event (more) */
+};
 
 struct pass {
 	struct rt_vw_trace *t;
 	struct matcher *m;
-	struct src_range { int a, b; } *ranks; /* srcs of each rank */
-	int nranks;
 	struct rt_vw_src *srcs;
 	struct rt_vw_log *logs;
-	int next;   /* next rank to take (atomic) */
+	struct rank_job *rj;
+	int nrj;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	/* under mu */
+	int *todo, ntodo;    /* this round's rank jobs (indices into rj) */
+	int next, done;      /* taken, finished */
+	int rounds_done, replayed;
+	bool replaying, finished, failed;
+	uint64_t w, width;   /* window end, its width */
+	uint64_t round_events;
 };
 
-/* One rank: its streams merged by time (ties: the earlier stream first). */
-static void model_rank(struct pass *p, int a, int b)
+/* Rank job: rj's events with order time < w through the model. Returns
+ * the events modelled; rj->more and rj->next say what is left. */
+static uint64_t model_rank(struct pass *p, struct rank_job *rj, uint64_t w)
 {
-	int ri = p->srcs[a].rank, n = b - a;
-	bool *live = calloc((size_t)n, sizeof(*live));
+	struct rt_vw_log *l = &p->logs[rj->ri];
+	struct rt_vw_src *s = rj->s;
+	int n = rj->n;
+	uint64_t count = 0;
 
-	if (!live)
-		return;
-	cur_log = &p->logs[ri];
-	for (int k = 0; k < n; k++)
-		live[k] = rt_vw_src_first(p->t, &p->srcs[a + k]);
+	if (!rj->started) {
+		rj->started = true;
+		for (int k = 0; k < n; k++)
+			rj->live[k] = rt_vw_src_first(p->t, &s[k]);
+	}
+	cur_log = l;
 	for (;;) {
 		int best = -1;
+		uint64_t key = 0;
 
 		for (int k = 0; k < n; k++)
-			if (live[k] && (best < 0 || rt_vw_order_ts(&p->srcs[a + k].e) <
-						  rt_vw_order_ts(&p->srcs[a + best].e)))
+			if (rj->live[k] && (best < 0 || rt_vw_order_ts(&s[k].e) < key)) {
 				best = k;
-		if (best < 0)
+				key = rt_vw_order_ts(&s[k].e);
+			}
+		rj->more = best >= 0;
+		if (best < 0 || key >= w) {
+			rj->next = key;
 			break;
-		cur_ts = p->srcs[a + best].e.ts;
-		rt_vw_on_event(p->m, ri, &p->srcs[a + best].e);
-		live[best] = rt_vw_src_next(p->t, &p->srcs[a + best]);
+		}
+		if (key > l->clock)
+			l->clock = key;
+		rt_vw_on_event(p->m, rj->ri, &s[best].e);
+		rj->live[best] = rt_vw_src_next(p->t, &s[best]);
+		count++;
 	}
 	cur_log = NULL;
-	free(live);
+	return count;
 }
 
-static void *worker(void *arg)
+/* A log's next record to replay (the caller checked used < its limit). */
+static const struct rec *log_peek(struct rt_vw_log *l)
 {
-	struct pass *p = arg;
-	int i;
+	if (l->head_i == RT_CHUNK) { /* published past it: next is set */
+		struct chunk *c = l->head;
 
-	while ((i = __atomic_fetch_add(&p->next, 1, __ATOMIC_RELAXED)) < p->nranks)
-		model_rank(p, p->ranks[i].a, p->ranks[i].b);
-	return NULL;
+		l->head = c->next;
+		l->head_i = 0;
+		free(c);
+	}
+	return &l->head->r[l->head_i];
 }
 
-/* Heap of ranks by their next record: (time, rank); each log is in its
- * rank's event order, which is time order. */
+/* Heap of ranks by their next record: (clock, rank). */
 struct head {
 	uint64_t ts;
 	int ri;
@@ -167,45 +238,136 @@ static void sift(struct head *h, int n, int i)
 
 static void apply(struct matcher *m, int ri, const struct rec *r)
 {
-	if (r->kind == LOG_LEARN)
+	if (r->s.seen == LOG_LEARN)
 		rt_vw_comm_learn(m, r->comm, (int)r->seq);
-	else if (r->kind == LOG_JOIN)
+	else if (r->s.seen == LOG_JOIN)
 		rt_vw_comm_join(m, r->comm);
 	else
-		rt_vw_match(m, ri, r->comm, r->seq, r->s);
+		rt_vw_match(m, ri, r->comm, r->seq, (struct sig){ r->s.kind, r->s.dtype, r->s.op, 0,
+								      r->s.root, r->s.count });
 }
 
-/* Phase 2: every log merged in (time, rank, order) into the matcher. */
-static int replay(struct pass *p)
+/* Replay job: every record of finished rounds (lim[ri] per rank), merged
+ * in (clock, rank), into the matcher. h: room for a head per rank. */
+static void replay(struct pass *p, const uint64_t *lim, struct head *h)
 {
 	int n = 0, nr = p->t->nranks;
-	struct head *h = malloc(sizeof(*h) * ((size_t)nr + 1));
-	uint32_t *at = calloc((size_t)nr + 1, sizeof(*at));
 
-	if (!h || !at) {
-		free(h);
-		free(at);
-		return -1;
-	}
 	for (int i = 0; i < nr; i++)
-		if (p->logs[i].n)
-			h[n++] = (struct head){ p->logs[i].r[0].ts, i };
+		if (p->logs[i].used < lim[i])
+			h[n++] = (struct head){ log_peek(&p->logs[i])->ts, i };
 	for (int i = n / 2 - 1; i >= 0; i--)
 		sift(h, n, i);
 	while (n > 0) {
 		int ri = h[0].ri;
 		struct rt_vw_log *l = &p->logs[ri];
 
-		apply(p->m, ri, &l->r[at[ri]++]);
-		if (at[ri] < l->n)
-			h[0].ts = l->r[at[ri]].ts;
+		apply(p->m, ri, log_peek(l));
+		/* 64 logs read in turn are too many streams for the hardware's
+		 * prefetcher: fetch this log's next line ahead */
+		__builtin_prefetch(&l->head->r[l->head_i + 3 < RT_CHUNK ? l->head_i + 3 : l->head_i]);
+		l->head_i++;
+		if (++l->used < lim[ri])
+			h[0].ts = log_peek(l)->ts;
 		else
 			h[0] = h[--n];
 		sift(h, n, 0);
 	}
+}
+
+/* The last rank job of a round ended (under mu): publish the round's
+ * records, size the next window, list the ranks with events left. */
+static void end_round(struct pass *p)
+{
+	uint64_t lo = UINT64_MAX;
+	int n = 0;
+
+	for (int i = 0; i < p->t->nranks; i++) {
+		p->logs[i].pub = p->logs[i].n;
+		p->failed |= p->logs[i].oom;
+	}
+	for (int k = 0; k < p->ntodo; k++) {
+		struct rank_job *rj = &p->rj[p->todo[k]];
+
+		if (!rj->more)
+			continue;
+		p->todo[n++] = p->todo[k];
+		if (rj->next < lo)
+			lo = rj->next;
+	}
+	p->ntodo = n;
+	p->next = p->done = 0;
+	p->finished = n == 0;
+	if (p->rounds_done++ == 0) { /* round 0 only read each rank's first event */
+	} else if (p->round_events) { /* aim at RT_ROUND_EVENTS a round, at most x4 per round */
+		double f = RT_ROUND_EVENTS / (double)p->round_events;
+
+		f = f > 4 ? 4 : f < 0.25 ? 0.25 : f;
+		p->width = (uint64_t)((double)p->width * f) + 1;
+	} else {
+		p->width = p->width > UINT64_MAX / 4 ? UINT64_MAX : p->width * 4;
+	}
+	p->round_events = 0;
+	if (lo < p->w)
+		lo = p->w;
+	p->w = lo > UINT64_MAX - p->width ? UINT64_MAX : lo + p->width;
+}
+
+/* Under mu: a replay job, if one is due and none runs. */
+static bool take_replay(struct pass *p, uint64_t *lim)
+{
+	if (p->replaying || p->replayed == p->rounds_done)
+		return false;
+	for (int i = 0; i < p->t->nranks; i++)
+		lim[i] = p->logs[i].pub;
+	p->replaying = true;
+	return true;
+}
+
+static void *worker(void *arg)
+{
+	struct pass *p = arg;
+	int nr = p->t->nranks;
+	uint64_t *lim = malloc(sizeof(*lim) * ((size_t)nr + 1));
+	struct head *h = malloc(sizeof(*h) * ((size_t)nr + 1));
+
+	pthread_mutex_lock(&p->mu);
+	if (!lim || !h)
+		p->failed = true;
+	while (!p->failed) {
+		if (take_replay(p, lim)) {
+			int upto = p->rounds_done;
+
+			pthread_mutex_unlock(&p->mu);
+			replay(p, lim, h);
+			pthread_mutex_lock(&p->mu);
+			p->replaying = false;
+			p->replayed = upto;
+			pthread_cond_broadcast(&p->cv);
+		} else if (!p->finished && p->next < p->ntodo &&
+			   p->rounds_done - p->replayed <= RT_LOOKAHEAD) {
+			struct rank_job *rj = &p->rj[p->todo[p->next++]];
+			uint64_t w = p->w, ev;
+
+			pthread_mutex_unlock(&p->mu);
+			ev = model_rank(p, rj, w);
+			pthread_mutex_lock(&p->mu);
+			p->round_events += ev;
+			if (++p->done == p->ntodo) {
+				end_round(p);
+				pthread_cond_broadcast(&p->cv);
+			}
+		} else if (p->finished && !p->replaying && p->replayed == p->rounds_done) {
+			break;
+		} else {
+			pthread_cond_wait(&p->cv, &p->mu);
+		}
+	}
+	pthread_cond_broadcast(&p->cv);
+	pthread_mutex_unlock(&p->mu);
+	free(lim);
 	free(h);
-	free(at);
-	return 0;
+	return NULL;
 }
 
 static int job_count(int nranks)
@@ -217,30 +379,69 @@ static int job_count(int nranks)
 	return n > nranks ? (nranks > 0 ? nranks : 1) : (int)n;
 }
 
+/* The rank jobs (srcs are grouped by rank) and the first window: from the
+ * earliest first event. */
+static int plan(struct pass *p, int nsrc)
+{
+	p->rj = calloc((size_t)nsrc + 1, sizeof(*p->rj));
+	p->todo = calloc((size_t)nsrc + 1, sizeof(*p->todo));
+	if (!p->rj || !p->todo)
+		return -1;
+	for (int a = 0; a < nsrc;) {
+		struct rank_job *rj = &p->rj[p->nrj];
+		size_t bytes;
+		int b = a;
+
+		while (b < nsrc && p->srcs[b].rank == p->srcs[a].rank)
+			b++;
+		bytes = ((size_t)(b - a) * (sizeof(struct rt_vw_src) + 1) + 63) & ~(size_t)63;
+		*rj = (struct rank_job){ .ri = p->srcs[a].rank, .n = b - a };
+		rj->s = aligned_alloc(64, bytes);
+		if (!rj->s)
+			return -1;
+		memcpy(rj->s, p->srcs + a, sizeof(*rj->s) * (size_t)(b - a));
+		rj->live = (bool *)(rj->s + (b - a));
+		p->todo[p->ntodo++] = p->nrj++;
+		a = b;
+	}
+	p->width = RT_FIRST_WINDOW_NS;
+	p->w = 0; /* round 0 starts every rank: its first events set the window */
+	p->finished = p->ntodo == 0;
+	return 0;
+}
+
+static void unplan(struct pass *p)
+{
+	for (int i = 0; i < p->t->nranks; i++)
+		while (p->logs[i].head) {
+			struct chunk *c = p->logs[i].head;
+
+			p->logs[i].head = c->next;
+			free(c);
+		}
+	for (int k = 0; k < p->nrj; k++)
+		free(p->rj[k].s);
+	free(p->rj);
+	free(p->todo);
+	free(p->logs);
+}
+
 int rt_vw_parallel_pass(struct rt_vw_trace *t, struct matcher *m, struct rt_vw_src *srcs, int nsrc)
 {
 	struct pass p = { .t = t, .m = m, .srcs = srcs };
 	pthread_t th[256];
-	int jobs, started = 0, rc;
+	int jobs, started = 0;
 
-	p.ranks = calloc((size_t)nsrc + 1, sizeof(*p.ranks));
+	pthread_mutex_init(&p.mu, NULL);
+	pthread_cond_init(&p.cv, NULL);
 	p.logs = aligned_alloc(64, sizeof(*p.logs) * ((size_t)t->nranks + 1));
 	if (p.logs)
 		memset(p.logs, 0, sizeof(*p.logs) * ((size_t)t->nranks + 1));
-	if (!p.ranks || !p.logs) {
-		free(p.ranks);
-		free(p.logs);
+	if (!p.logs || plan(&p, nsrc) != 0) {
+		unplan(&p);
 		return -1;
 	}
-	for (int a = 0; a < nsrc;) { /* srcs are grouped by rank */
-		int b = a;
-
-		while (b < nsrc && srcs[b].rank == srcs[a].rank)
-			b++;
-		p.ranks[p.nranks++] = (struct src_range){ a, b };
-		a = b;
-	}
-	jobs = job_count(p.nranks);
+	jobs = job_count(p.nrj);
 	for (int j = 1; j < jobs && j < 256; j++)
 		started += pthread_create(&th[started], NULL, worker, &p) == 0;
 	worker(&p);
@@ -248,10 +449,8 @@ int rt_vw_parallel_pass(struct rt_vw_trace *t, struct matcher *m, struct rt_vw_s
 		pthread_join(th[j], NULL);
 	for (int i = 0; i < t->nranks; i++)
 		t->events += t->ranks[i].events;
-	rc = replay(&p);
-	for (int i = 0; i < t->nranks; i++)
-		free(p.logs[i].r);
-	free(p.logs);
-	free(p.ranks);
-	return rc;
+	unplan(&p);
+	pthread_mutex_destroy(&p.mu);
+	pthread_cond_destroy(&p.cv);
+	return p.failed ? -1 : 0;
 }

@@ -4,7 +4,10 @@
  * Knows the layout from format/schema.h (the same table the writer used) and
  * checks every length against the file: a truncated or corrupted file ends
  * the read with a message naming the file and byte offset, never a crash.
- * Memory: the file is mapped read-only; nothing grows with its size. */
+ * Memory: the file is mapped read-only and the pages read are dropped
+ * (madvise) every RT_DROP_BYTES: a madvise per packet cost more than
+ * decoding it, and on several threads each one is a TLB shootdown; nothing
+ * grows with the file's size. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -19,6 +22,8 @@
 #include "encode.h"
 #include "reader.h"
 
+#define RT_DROP_BYTES ((size_t)2 << 20)
+
 struct rt_vw_cursor {
 	char path[4200];
 	const uint8_t *base;
@@ -27,6 +32,7 @@ struct rt_vw_cursor {
 	size_t content;  /* its content size in bytes (0: no packet loaded) */
 	size_t psize;
 	size_t off;      /* offset within the packet */
+	size_t dropped;  /* the pages before it are dropped from memory */
 	uint64_t clock;
 	uint32_t pid, tid;
 	struct rt_vw_stream_info info;
@@ -61,7 +67,7 @@ static int map_file(struct rt_vw_cursor *c, const char *path, char *err, size_t 
 
 	snprintf(c->path, sizeof(c->path), "%s", path);
 	c->base = NULL;
-	c->size = c->pkt = c->content = c->psize = c->off = 0;
+	c->size = c->pkt = c->content = c->psize = c->off = c->dropped = 0;
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
 		snprintf(err, errlen, "%s: %s", path, fd >= 0 || errno == ELOOP ?
@@ -185,11 +191,13 @@ static int next_in_file(struct rt_vw_cursor *c, struct rt_vw_event *e)
 	while (c->content == 0 || c->off >= c->content) {
 		int rc;
 
-		if (c->content) { /* next packet; drop the pages of the one read */
-			size_t from = c->pkt & ~(size_t)4095, to = (c->pkt + c->psize) & ~(size_t)4095;
+		if (c->content) { /* next packet; drop the pages read, RT_DROP_BYTES at once */
+			size_t to = (c->pkt + c->psize) & ~(size_t)4095;
 
-			if (to > from)
-				madvise((void *)(c->base + from), to - from, MADV_DONTNEED);
+			if (to >= c->dropped + RT_DROP_BYTES) {
+				madvise((void *)(c->base + c->dropped), to - c->dropped, MADV_DONTNEED);
+				c->dropped = to;
+			}
 			c->pkt += c->psize;
 			c->content = 0;
 		}
