@@ -17,8 +17,9 @@
  * to come: replaying them (a replay job) is exactly a prefix of the merge of
  * the whole logs. Round k+1's rank jobs run beside that replay; the replay
  * frees the log chunks it has read. The result depends neither on the
- * windows (sized on the fly to about RT_ROUND_EVENTS events) nor on `jobs`:
- * one thread runs the same jobs in turn.
+ * windows (sized on the fly to about RT_ROUND_EVENTS events; tests make them
+ * tiny with RANKTRACE_ROUND_EVENTS) nor on `jobs`: one thread runs the same
+ * jobs in turn.
  *
  * Threads take jobs under one mutex (a few per rank and round): a replay
  * first when one is due, then the round's next rank; phase 1 runs at most
@@ -34,7 +35,7 @@
 
 enum { LOG_LEARN, LOG_JOIN, LOG_MATCH };
 enum { RT_CHUNK = 1024, RT_LOOKAHEAD = 2 };
-#define RT_ROUND_EVENTS 262144.0
+#define RT_ROUND_EVENTS 262144
 #define RT_FIRST_WINDOW_NS 1000000ull
 
 /* 40 bytes: seq doubles as a learn's size; the rank is its log's; the
@@ -152,7 +153,7 @@ struct pass {
 	int rounds_done, replayed;
 	bool replaying, finished, failed;
 	uint64_t w, width;   /* window end, its width */
-	uint64_t round_events;
+	uint64_t round_events, round_target;
 };
 
 /* Rank job: rj's events with order time < w through the model. Returns
@@ -299,8 +300,8 @@ static void end_round(struct pass *p)
 	p->next = p->done = 0;
 	p->finished = n == 0;
 	if (p->rounds_done++ == 0) { /* round 0 only read each rank's first event */
-	} else if (p->round_events) { /* aim at RT_ROUND_EVENTS a round, at most x4 per round */
-		double f = RT_ROUND_EVENTS / (double)p->round_events;
+	} else if (p->round_events) { /* aim at round_target events, at most x4 per round */
+		double f = (double)p->round_target / (double)p->round_events;
 
 		f = f > 4 ? 4 : f < 0.25 ? 0.25 : f;
 		p->width = (uint64_t)((double)p->width * f) + 1;
@@ -383,6 +384,8 @@ static int job_count(int nranks)
  * earliest first event. */
 static int plan(struct pass *p, int nsrc)
 {
+	const char *env = getenv("RANKTRACE_ROUND_EVENTS"); /* tests: many small rounds */
+
 	p->rj = calloc((size_t)nsrc + 1, sizeof(*p->rj));
 	p->todo = calloc((size_t)nsrc + 1, sizeof(*p->todo));
 	if (!p->rj || !p->todo)
@@ -404,7 +407,8 @@ static int plan(struct pass *p, int nsrc)
 		p->todo[p->ntodo++] = p->nrj++;
 		a = b;
 	}
-	p->width = RT_FIRST_WINDOW_NS;
+	p->round_target = env && atoll(env) > 0 ? (uint64_t)atoll(env) : RT_ROUND_EVENTS;
+	p->width = p->round_target == RT_ROUND_EVENTS ? RT_FIRST_WINDOW_NS : 1;
 	p->w = 0; /* round 0 starts every rank: its first events set the window */
 	p->finished = p->ntodo == 0;
 	return 0;
