@@ -30,12 +30,22 @@ awk -v n=$n -v a="$tv" -v ma="$mv" -v r="$RANKS" -v e="$EVENTS" 'BEGIN {
 du -sh "$T/big" | awk '{print "  (trace size " $1 ")"}'
 
 # The parallel pass: the same RANKS x EVENTS trace read on one thread and on
-# every core (--jobs); the outputs must be identical. CPU seconds too: on a
-# machine shared with other work, wall time is noisy.
-J=$(nproc)
-read -r t1 c1 < <(/usr/bin/time -f '%e %U' "$B/bin/ranktrace" view "$T/big" --jobs 1 --json 2>&1 >"$T/j1" | tail -1)
-read -r tj cj < <(/usr/bin/time -f '%e %U' "$B/bin/ranktrace" view "$T/big" --jobs "$J" --json 2>&1 >"$T/jn" | tail -1)
-same=$(cmp -s "$T/j1" "$T/jn" && echo identical || echo DIFFERENT)
-awk -v n=$n -v a="$t1" -v b="$tj" -v j="$J" -v ca="$c1" -v s="$same" 'BEGIN {
-  printf "parallel pass, %d events: --jobs 1 %.2f s, --jobs %d %.2f s: %.2fx (output %s)\n", n, a, j, b, a / b, s
-  printf "  one thread: %.1f M events/s per core of CPU time (%.2f s user)\n", n / (ca > 0 ? ca : 1e-9) / 1e6, ca }'
+# every core (--jobs), alternately, ROUNDS times each (default 5): medians,
+# since one run on a shared machine is noise; the outputs must be identical.
+# CPU seconds too (user + system).
+J=$(nproc); R=${ROUNDS:-5}
+: > "$T/times"
+for i in $(seq "$R"); do
+  for j in 1 "$J"; do
+    /usr/bin/time -f "$j %e %U %S" -a -o "$T/times" "$B/bin/ranktrace" view "$T/big" --jobs "$j" --json >"$T/j$j"
+  done
+done
+same=$(cmp -s "$T/j1" "$T/j$J" && echo identical || echo DIFFERENT)
+awk -v n=$n -v J="$J" -v R="$R" -v s="$same" '
+  function med(a, k,   i, j, t) { for (i = 2; i <= k; i++) for (j = i; j > 1 && a[j-1] > a[j]; j--) { t = a[j]; a[j] = a[j-1]; a[j-1] = t } return a[int((k + 1) / 2)] }
+  $1 == 1 { w1[++a] = $2; c1[a] = $3 + $4 } $1 == J && J != 1 { wj[++b] = $2; cj[b] = $3 + $4 }
+  END {
+    m1 = med(w1, a); mc1 = med(c1, a); mj = (b ? med(wj, b) : m1); mcj = (b ? med(cj, b) : mc1)
+    printf "parallel pass, %d events, medians of %d runs: --jobs 1 %.2f s, --jobs %d %.2f s: %.2fx (output %s)\n", n, R, m1, J, mj, m1 / mj, s
+    printf "  CPU: --jobs 1 %.2f s, --jobs %d %.2f s\n", mc1, J, mcj
+    printf "  one thread: %.1f M events/s per core of CPU time\n", n / (mc1 > 0 ? mc1 : 1e-9) / 1e6 }' "$T/times"

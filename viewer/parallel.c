@@ -25,6 +25,7 @@
  * first when one is due, then the round's next rank; phase 1 runs at most
  * RT_LOOKAHEAD rounds ahead of the replay. Memory: the records of those
  * rounds only. */
+#include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -216,7 +217,29 @@ struct head {
 
 static bool before(const struct head *a, const struct head *b)
 {
-	return a->ts < b->ts || (a->ts == b->ts && a->ri < b->ri);
+	return (a->ts < b->ts) | ((a->ts == b->ts) & (a->ri < b->ri)); /* ties are common */
+}
+
+#define LATEST ((struct head){ UINT64_MAX, INT_MAX }) /* h[n]: later than all */
+
+/* The top replaced by x, which is usually later than all: the hole goes
+ * down to a leaf by the earlier child (one comparison a level, no branch:
+ * with ranks on one clock, ties are the rule and a branch is a coin toss),
+ * x then up from there (Floyd's trick; half the comparisons of a sift). */
+static void replace_top(struct head *h, int n, struct head x)
+{
+	int i = 0, c;
+
+	while ((c = 2 * i + 1) < n) {
+		c += before(&h[c + 1], &h[c]);
+		h[i] = h[c];
+		i = c;
+	}
+	while (i > 0 && before(&x, &h[(i - 1) / 2])) {
+		h[i] = h[(i - 1) / 2];
+		i = (i - 1) / 2;
+	}
+	h[i] = x;
 }
 
 static void sift(struct head *h, int n, int i)
@@ -259,6 +282,7 @@ static void replay(struct pass *p, const uint64_t *lim, struct head *h)
 			h[n++] = (struct head){ log_peek(&p->logs[i])->ts, i };
 	for (int i = n / 2 - 1; i >= 0; i--)
 		sift(h, n, i);
+	h[n] = LATEST;
 	while (n > 0) {
 		int ri = h[0].ri;
 		struct rt_vw_log *l = &p->logs[ri];
@@ -268,11 +292,13 @@ static void replay(struct pass *p, const uint64_t *lim, struct head *h)
 		 * prefetcher: fetch this log's next line ahead */
 		__builtin_prefetch(&l->head->r[l->head_i + 3 < RT_CHUNK ? l->head_i + 3 : l->head_i]);
 		l->head_i++;
-		if (++l->used < lim[ri])
-			h[0].ts = log_peek(l)->ts;
-		else
+		if (++l->used < lim[ri]) {
+			replace_top(h, n, (struct head){ log_peek(l)->ts, ri });
+		} else {
 			h[0] = h[--n];
-		sift(h, n, 0);
+			h[n] = LATEST;
+			sift(h, n, 0);
+		}
 	}
 }
 

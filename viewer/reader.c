@@ -261,6 +261,15 @@ static bool next_file(struct rt_vw_cursor *c)
 	return false;
 }
 
+/* The stream has ended: its last file unmapped; reading on finds nothing. */
+static void unmap(struct rt_vw_cursor *c)
+{
+	if (c->base && c->size)
+		munmap((void *)c->base, c->size);
+	c->base = NULL;
+	c->size = c->pkt = c->content = c->psize = c->off = c->dropped = 0;
+}
+
 int rt_vw_cursor_next(struct rt_vw_cursor *c, struct rt_vw_event *e)
 {
 	for (;;) {
@@ -271,6 +280,7 @@ int rt_vw_cursor_next(struct rt_vw_cursor *c, struct rt_vw_event *e)
 		if (rc < 0 && !c->first_err[0])
 			snprintf(c->first_err, sizeof(c->first_err), "%s", c->err);
 		if (!next_file(c)) {
+			unmap(c); /* here, on the reading thread, not all at close */
 			if (!c->first_err[0])
 				return rc;
 			/* damage anywhere in the stream is reported once all of
@@ -446,6 +456,7 @@ int rt_vw_read_metadata(const char *rank_dir, struct rt_vw_rank_meta *m, char *e
 	char path[4200], line[512];
 	FILE *f;
 	bool in_env = false;
+	size_t pos = 0; /* bytes read: ftell would be a syscall a line */
 
 	memset(m, 0, sizeof(*m));
 	m->rank = m->local_rank = m->world_size = -1;
@@ -453,9 +464,10 @@ int rt_vw_read_metadata(const char *rank_dir, struct rt_vw_rank_meta *m, char *e
 	f = open_regular(path, err, errlen);
 	if (!f)
 		return -1;
-	while (ftell(f) < RT_VW_MAX_METADATA && fgets(line, sizeof(line), f)) {
+	while (pos < RT_VW_MAX_METADATA && fgets(line, sizeof(line), f)) {
 		char key[64], val[128];
 
+		pos += strlen(line);
 		if (strncmp(line, "env {", 5) == 0 || strncmp(line, "clock {", 7) == 0)
 			in_env = true;
 		else if (in_env && line[0] == '}')
