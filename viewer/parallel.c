@@ -119,10 +119,10 @@ bool rt_vw_defer_join(uint64_t id)
 
 bool rt_vw_defer_match(uint64_t comm, uint32_t seq, const struct sig *s)
 {
-	if (!cur_log)
-		return false;
 	struct rec r = { .comm = comm, .seq = seq, .s = *s };
 
+	if (!cur_log)
+		return false;
 	r.s.seen = LOG_MATCH;
 	log_add(r);
 	return true;
@@ -192,6 +192,9 @@ static uint64_t model_rank(struct pass *p, struct rank_job *rj, uint64_t w)
 		rj->live[best] = rt_vw_src_next(p->t, &s[best]);
 		count++;
 	}
+	for (int k = 0; k < n; k++) /* until its next round: not in memory */
+		if (rj->live[k])
+			rt_vw_cursor_drop_read(s[k].c);
 	cur_log = NULL;
 	return count;
 }

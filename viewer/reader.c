@@ -22,7 +22,7 @@
 #include "encode.h"
 #include "reader.h"
 
-#define RT_DROP_BYTES ((size_t)2 << 20)
+#define RT_DROP_BYTES ((size_t)1 << 20)
 
 struct rt_vw_cursor {
 	char path[4200];
@@ -192,13 +192,9 @@ static int next_in_file(struct rt_vw_cursor *c, struct rt_vw_event *e)
 		int rc;
 
 		if (c->content) { /* next packet; drop the pages read, RT_DROP_BYTES at once */
-			size_t to = (c->pkt + c->psize) & ~(size_t)4095;
-
-			if (to >= c->dropped + RT_DROP_BYTES) {
-				madvise((void *)(c->base + c->dropped), to - c->dropped, MADV_DONTNEED);
-				c->dropped = to;
-			}
 			c->pkt += c->psize;
+			if (c->pkt >= c->dropped + RT_DROP_BYTES)
+				rt_vw_cursor_drop_read(c);
 			c->content = 0;
 		}
 		rc = load_packet(c);
@@ -259,6 +255,16 @@ static bool next_file(struct rt_vw_cursor *c)
 			snprintf(c->first_err, sizeof(c->first_err), "%s", err);
 	}
 	return false;
+}
+
+void rt_vw_cursor_drop_read(struct rt_vw_cursor *c)
+{
+	size_t to = c->pkt & ~(size_t)4095; /* the current packet's pages stay */
+
+	if (c->base && to > c->dropped) {
+		madvise((void *)(c->base + c->dropped), to - c->dropped, MADV_DONTNEED);
+		c->dropped = to;
+	}
 }
 
 /* The stream has ended: its last file unmapped; reading on finds nothing. */
