@@ -17,9 +17,9 @@
  * to come: replaying them (a replay job) is exactly a prefix of the merge of
  * the whole logs. Round k+1's rank jobs run beside that replay; the replay
  * frees the log chunks it has read. The result depends neither on the
- * windows (sized on the fly to about RT_ROUND_EVENTS events; tests make them
- * tiny with RANKTRACE_ROUND_EVENTS) nor on `jobs`: one thread runs the same
- * jobs in turn.
+ * windows (sized on the fly to about RT_ROUND_EVENTS events, RT_JOB_EVENTS
+ * per rank at least; tests make them tiny with RANKTRACE_ROUND_EVENTS) nor
+ * on `jobs`: one thread runs the same jobs in turn.
  *
  * Threads take jobs under one mutex (a few per rank and round): a replay
  * first when one is due, then the round's next rank; phase 1 runs at most
@@ -37,7 +37,9 @@
 enum { LOG_LEARN, LOG_JOIN, LOG_MATCH };
 enum { RT_CHUNK = 1024, RT_LOOKAHEAD = 2 };
 #define RT_ROUND_EVENTS 262144
+#define RT_JOB_EVENTS 2048
 #define RT_FIRST_WINDOW_NS 1000000ull
+#define RT_PAUSE_DROP_BYTES ((size_t)64 << 10)
 
 /* 40 bytes: seq doubles as a learn's size; the rank is its log's; the
  * kind of record sits in the signature's seen (the matcher sets seen). */
@@ -194,7 +196,7 @@ static uint64_t model_rank(struct pass *p, struct rank_job *rj, uint64_t w)
 	}
 	for (int k = 0; k < n; k++) /* until its next round: not in memory */
 		if (rj->live[k])
-			rt_vw_cursor_drop_read(s[k].c);
+			rt_vw_cursor_drop_read(s[k].c, RT_PAUSE_DROP_BYTES);
 	cur_log = NULL;
 	return count;
 }
@@ -436,8 +438,15 @@ static int plan(struct pass *p, int nsrc)
 		p->todo[p->ntodo++] = p->nrj++;
 		a = b;
 	}
-	p->round_target = env && atoll(env) > 0 ? (uint64_t)atoll(env) : RT_ROUND_EVENTS;
-	p->width = p->round_target == RT_ROUND_EVENTS ? RT_FIRST_WINDOW_NS : 1;
+	/* a rank job of RT_JOB_EVENTS at least: with a thousand ranks, jobs of a
+	 * few hundred events spent their time on the mutex */
+	p->round_target = (uint64_t)p->nrj * RT_JOB_EVENTS > RT_ROUND_EVENTS ?
+			  (uint64_t)p->nrj * RT_JOB_EVENTS : RT_ROUND_EVENTS;
+	p->width = RT_FIRST_WINDOW_NS;
+	if (env && atoll(env) > 0) {
+		p->round_target = (uint64_t)atoll(env);
+		p->width = 1;
+	}
 	p->w = 0; /* round 0 starts every rank: its first events set the window */
 	p->finished = p->ntodo == 0;
 	return 0;

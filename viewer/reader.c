@@ -193,8 +193,7 @@ static int next_in_file(struct rt_vw_cursor *c, struct rt_vw_event *e)
 
 		if (c->content) { /* next packet; drop the pages read, RT_DROP_BYTES at once */
 			c->pkt += c->psize;
-			if (c->pkt >= c->dropped + RT_DROP_BYTES)
-				rt_vw_cursor_drop_read(c);
+			rt_vw_cursor_drop_read(c, RT_DROP_BYTES);
 			c->content = 0;
 		}
 		rc = load_packet(c);
@@ -257,11 +256,12 @@ static bool next_file(struct rt_vw_cursor *c)
 	return false;
 }
 
-void rt_vw_cursor_drop_read(struct rt_vw_cursor *c)
+void rt_vw_cursor_drop_read(struct rt_vw_cursor *c, size_t least)
 {
 	size_t to = c->pkt & ~(size_t)4095; /* the current packet's pages stay */
 
-	if (c->base && to > c->dropped) {
+	/* each madvise is a TLB shootdown on the other threads' cores */
+	if (c->base && to >= c->dropped + least && to > c->dropped) {
 		madvise((void *)(c->base + c->dropped), to - c->dropped, MADV_DONTNEED);
 		c->dropped = to;
 	}
