@@ -39,7 +39,7 @@ enum { RT_CHUNK = 1024, RT_LOOKAHEAD = 2 };
 #define RT_ROUND_EVENTS 262144
 #define RT_JOB_EVENTS 2048
 #define RT_FIRST_WINDOW_NS 1000000ull
-#define RT_PAUSE_DROP_BYTES ((size_t)64 << 10)
+#define RT_PAUSE_DROP_BYTES ((size_t)256 << 10)
 
 /* 40 bytes: seq doubles as a learn's size; the rank is its log's; the
  * kind of record sits in the signature's seen (the matcher sets seen). */
