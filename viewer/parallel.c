@@ -152,7 +152,9 @@ struct pass {
 	pthread_cond_t cv;
 	/* under mu */
 	int *todo, ntodo;    /* this round's rank jobs (indices into rj) */
+	bool *taken;         /* per todo entry */
 	int next, done;      /* taken, finished */
+	int threads;         /* thread i prefers the i-th slice of todo */
 	int rounds_done, replayed;
 	bool replaying, finished, failed;
 	uint64_t w, width;   /* window end, its width */
@@ -329,6 +331,7 @@ static void end_round(struct pass *p)
 	}
 	p->ntodo = n;
 	p->next = p->done = 0;
+	memset(p->taken, 0, (size_t)n * sizeof(*p->taken));
 	p->finished = n == 0;
 	if (p->rounds_done++ == 0) { /* round 0 only read each rank's first event */
 	} else if (p->round_events) { /* aim at round_target events, at most x4 per round */
@@ -356,10 +359,32 @@ static bool take_replay(struct pass *p, uint64_t *lim)
 	return true;
 }
 
+/* Under mu: the next rank job for thread id, from its own slice of the
+ * round's list first: a rank stays on one core from round to round (its
+ * model, cursors and log stay in that core's caches); then another's,
+ * from the end. -1: none left. */
+static int take_rank(struct pass *p, int id)
+{
+	int a = (int)((long)id * p->ntodo / p->threads), b = (int)((long)(id + 1) * p->ntodo / p->threads);
+
+	for (int i = a; i < b; i++)
+		if (!p->taken[i])
+			return i;
+	for (int i = p->ntodo - 1; i >= 0; i--)
+		if (!p->taken[i])
+			return i;
+	return -1;
+}
+
+struct worker_arg {
+	struct pass *p;
+	int id;
+};
+
 static void *worker(void *arg)
 {
-	struct pass *p = arg;
-	int nr = p->t->nranks;
+	struct pass *p = ((struct worker_arg *)arg)->p;
+	int id = ((struct worker_arg *)arg)->id, nr = p->t->nranks;
 	uint64_t *lim = malloc(sizeof(*lim) * ((size_t)nr + 1));
 	struct head *h = malloc(sizeof(*h) * ((size_t)nr + 1));
 
@@ -378,9 +403,12 @@ static void *worker(void *arg)
 			pthread_cond_broadcast(&p->cv);
 		} else if (!p->finished && p->next < p->ntodo &&
 			   p->rounds_done - p->replayed <= RT_LOOKAHEAD) {
-			struct rank_job *rj = &p->rj[p->todo[p->next++]];
+			int k = take_rank(p, id);
+			struct rank_job *rj = &p->rj[p->todo[k]];
 			uint64_t w = p->w, ev;
 
+			p->taken[k] = true;
+			p->next++;
 			pthread_mutex_unlock(&p->mu);
 			ev = model_rank(p, rj, w);
 			pthread_mutex_lock(&p->mu);
@@ -419,7 +447,8 @@ static int plan(struct pass *p, int nsrc)
 
 	p->rj = calloc((size_t)nsrc + 1, sizeof(*p->rj));
 	p->todo = calloc((size_t)nsrc + 1, sizeof(*p->todo));
-	if (!p->rj || !p->todo)
+	p->taken = calloc((size_t)nsrc + 1, sizeof(*p->taken));
+	if (!p->rj || !p->todo || !p->taken)
 		return -1;
 	for (int a = 0; a < nsrc;) {
 		struct rank_job *rj = &p->rj[p->nrj];
@@ -465,6 +494,7 @@ static void unplan(struct pass *p)
 		free(p->rj[k].s);
 	free(p->rj);
 	free(p->todo);
+	free(p->taken);
 	free(p->logs);
 }
 
@@ -472,6 +502,7 @@ int rt_vw_parallel_pass(struct rt_vw_trace *t, struct matcher *m, struct rt_vw_s
 {
 	struct pass p = { .t = t, .m = m, .srcs = srcs };
 	pthread_t th[256];
+	struct worker_arg args[256];
 	int jobs, started = 0;
 
 	pthread_mutex_init(&p.mu, NULL);
@@ -484,9 +515,12 @@ int rt_vw_parallel_pass(struct rt_vw_trace *t, struct matcher *m, struct rt_vw_s
 		return -1;
 	}
 	jobs = job_count(p.nrj);
-	for (int j = 1; j < jobs && j < 256; j++)
-		started += pthread_create(&th[started], NULL, worker, &p) == 0;
-	worker(&p);
+	p.threads = jobs < 256 ? jobs : 256;
+	for (int j = 0; j < p.threads; j++)
+		args[j] = (struct worker_arg){ &p, j };
+	for (int j = 1; j < p.threads; j++) /* a thread that fails to start: its slice is taken by others */
+		started += pthread_create(&th[started], NULL, worker, &args[j]) == 0;
+	worker(&args[0]);
 	for (int j = 0; j < started; j++)
 		pthread_join(th[j], NULL);
 	for (int i = 0; i < t->nranks; i++)
