@@ -21,10 +21,12 @@
  * per rank at least; tests make them tiny with RANKTRACE_ROUND_EVENTS) nor
  * on `jobs`: one thread runs the same jobs in turn.
  *
- * Threads take jobs under one mutex (a few per rank and round): a replay
- * first when one is due, then the round's next rank; phase 1 runs at most
- * RT_LOOKAHEAD rounds ahead of the replay. Memory: the records of those
- * rounds only. */
+ * Threads take jobs under one mutex (a few per rank and round): the first
+ * thread takes a replay first when one is due (the matcher stays in one
+ * core's caches), then every thread its own slice of the round's ranks
+ * (a rank's model, cursors and log stay on one core), then the others';
+ * phase 1 runs at most RT_LOOKAHEAD rounds ahead of the replay. Memory: the
+ * records of those rounds only. */
 #include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -392,7 +394,7 @@ static void *worker(void *arg)
 	if (!lim || !h)
 		p->failed = true;
 	while (!p->failed) {
-		if (take_replay(p, lim)) {
+		if (id == 0 && take_replay(p, lim)) {
 			int upto = p->rounds_done;
 
 			pthread_mutex_unlock(&p->mu);
