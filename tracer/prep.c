@@ -29,6 +29,7 @@ pthread_mutex_t rt_tr_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct rt_tr_stream *registry;
 static pid_t helper_pid;  /* process whose helper runs, 0: none */
 static uint32_t work;     /* futex word: bumped when there is work */
+static uint32_t started;  /* futex word: 1 once the helper runs its own code */
 
 static void futex_wake(void *word)
 {
@@ -174,6 +175,8 @@ static void *helper_main(void *arg)
 	const struct timespec nap = { 0, 200 * 1000 * 1000 };
 
 	(void)arg;
+	__atomic_store_n(&started, 1, __ATOMIC_RELEASE);
+	futex_wake(&started);
 	while (!rt_tr_stopped() && !rt_tr_off) {
 		uint32_t seen = __atomic_load_n(&work, __ATOMIC_ACQUIRE);
 
@@ -199,9 +202,12 @@ void rt_tr_prep_start(void)
 	pthread_attr_setstacksize(&attr, 256 << 10);
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
+	__atomic_store_n(&started, 0, __ATOMIC_RELEASE);
 	__atomic_store_n(&helper_pid, rt_tr_pid, __ATOMIC_RELEASE);
-	if (pthread_create(&t, &attr, helper_main, NULL) != 0)
+	if (pthread_create(&t, &attr, helper_main, NULL) != 0) {
 		__atomic_store_n(&helper_pid, 0, __ATOMIC_RELEASE);
+		__atomic_store_n(&started, 1, __ATOMIC_RELEASE);
+	}
 	else
 		pthread_setname_np(t, "ranktrace");
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
@@ -228,9 +234,20 @@ void rt_tr_prep_at_exit(void)
 	pthread_mutex_unlock(&rt_tr_lock);
 }
 
+/* Before fork(): the registry is held still, and a helper still starting is
+ * waited for (1 s at most). Its start runs the C library's and a sanitizer
+ * runtime's own code (thread set-up, stack bounds: malloc and free); a fork
+ * in the middle of it leaves the child with their locks held, and an
+ * allocator that does not prepare for fork (GCC 12's AddressSanitizer) then
+ * hangs the child at its first allocation. */
 void rt_tr_prep_fork_prepare(void)
 {
+	const struct timespec slice = { 0, 10 * 1000 * 1000 };
+
 	pthread_mutex_lock(&rt_tr_lock);
+	for (int i = 0; i < 100 && helper_running() && !__atomic_load_n(&started, __ATOMIC_ACQUIRE);
+	     i++)
+		futex_wait(&started, 0, &slice);
 }
 
 void rt_tr_prep_fork_parent(void)
