@@ -41,7 +41,12 @@ enum { RT_CHUNK = 1024, RT_LOOKAHEAD = 2 };
 #define RT_ROUND_EVENTS 262144
 #define RT_JOB_EVENTS 2048
 #define RT_FIRST_WINDOW_NS 1000000ull
-#define RT_PAUSE_DROP_BYTES ((size_t)256 << 10)
+/* pages read and not yet dropped, all cursors together: the more cursors,
+ * the sooner each drops (a madvise is a TLB shootdown, an IPI to the other
+ * threads' cores: 900 of them were 7 % of the CPU time at 64 ranks) */
+#define RT_READ_BUDGET ((size_t)64 << 20)
+#define RT_DROP_MIN ((size_t)256 << 10)
+#define RT_DROP_MAX ((size_t)8 << 20)
 
 /* 40 bytes: seq doubles as a learn's size; the rank is its log's; the
  * kind of record sits in the signature's seen (the matcher sets seen). */
@@ -161,6 +166,7 @@ struct pass {
 	bool replaying, finished, failed;
 	uint64_t w, width;   /* window end, its width */
 	uint64_t round_events, round_target;
+	size_t drop;         /* read bytes a cursor drops at once (RT_READ_BUDGET) */
 };
 
 /* Rank job: rj's events with order time < w through the model. Returns
@@ -200,7 +206,7 @@ static uint64_t model_rank(struct pass *p, struct rank_job *rj, uint64_t w)
 	}
 	for (int k = 0; k < n; k++) /* until its next round: not in memory */
 		if (rj->live[k])
-			rt_vw_cursor_drop_read(s[k].c, RT_PAUSE_DROP_BYTES);
+			rt_vw_cursor_drop_read(s[k].c, p->drop);
 	cur_log = NULL;
 	return count;
 }
@@ -478,6 +484,12 @@ static int plan(struct pass *p, int nsrc)
 		p->round_target = (uint64_t)atoll(env);
 		p->width = 1;
 	}
+	p->drop = nsrc > 0 ? RT_READ_BUDGET / (size_t)nsrc : RT_DROP_MAX;
+	p->drop = p->drop < RT_DROP_MIN ? RT_DROP_MIN : p->drop > RT_DROP_MAX ? RT_DROP_MAX : p->drop;
+	p->drop &= ~(size_t)4095;
+	for (int i = 0; i < nsrc; i++)
+		if (p->srcs[i].c)
+			rt_vw_cursor_set_drop(p->srcs[i].c, p->drop);
 	p->w = 0; /* round 0 starts every rank: its first events set the window */
 	p->finished = p->ntodo == 0;
 	return 0;

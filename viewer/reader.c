@@ -5,9 +5,9 @@
  * checks every length against the file: a truncated or corrupted file ends
  * the read with a message naming the file and byte offset, never a crash.
  * Memory: the file is mapped read-only and the pages read are dropped
- * (madvise) every RT_DROP_BYTES: a madvise per packet cost more than
- * decoding it, and on several threads each one is a TLB shootdown; nothing
- * grows with the file's size. */
+ * (madvise) every RT_DROP_BYTES (the parallel pass sets it from its
+ * budget): a madvise per packet cost more than decoding it, and on several
+ * threads each one is a TLB shootdown; nothing grows with the file's size. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -33,6 +33,7 @@ struct rt_vw_cursor {
 	size_t psize;
 	size_t off;      /* offset within the packet */
 	size_t dropped;  /* the pages before it are dropped from memory */
+	size_t drop_every; /* read bytes dropped at once (0: RT_DROP_BYTES) */
 	uint64_t clock;
 	uint32_t pid, tid;
 	struct rt_vw_stream_info info;
@@ -191,9 +192,9 @@ static int next_in_file(struct rt_vw_cursor *c, struct rt_vw_event *e)
 	while (c->content == 0 || c->off >= c->content) {
 		int rc;
 
-		if (c->content) { /* next packet; drop the pages read, RT_DROP_BYTES at once */
+		if (c->content) { /* next packet; drop the pages read, drop_every at once */
 			c->pkt += c->psize;
-			rt_vw_cursor_drop_read(c, RT_DROP_BYTES);
+			rt_vw_cursor_drop_read(c, c->drop_every ? c->drop_every : RT_DROP_BYTES);
 			c->content = 0;
 		}
 		rc = load_packet(c);
@@ -265,6 +266,11 @@ void rt_vw_cursor_drop_read(struct rt_vw_cursor *c, size_t least)
 		madvise((void *)(c->base + c->dropped), to - c->dropped, MADV_DONTNEED);
 		c->dropped = to;
 	}
+}
+
+void rt_vw_cursor_set_drop(struct rt_vw_cursor *c, size_t every)
+{
+	c->drop_every = every;
 }
 
 /* The stream has ended: its last file unmapped; reading on finds nothing. */

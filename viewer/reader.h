@@ -68,6 +68,8 @@ void rt_vw_cursor_close(struct rt_vw_cursor *c);
  * with a thousand ranks read a window at a time, pages kept per cursor add
  * up). The current event stays valid. */
 void rt_vw_cursor_drop_read(struct rt_vw_cursor *c, size_t least);
+/* Drop read pages every `every` bytes while reading (0: 1 MiB). */
+void rt_vw_cursor_set_drop(struct rt_vw_cursor *c, size_t every);
 /* A cursor over events already decoded (an LTTng trace, read_bt2.c); ev
  * must outlive it. discarded is reported by rt_vw_cursor_info(). */
 struct rt_vw_cursor *rt_vw_cursor_mem(const struct rt_vw_event *ev, size_t n, uint64_t discarded);
