@@ -46,7 +46,7 @@ enum { RT_CHUNK = 1024, RT_LOOKAHEAD = 2 };
  * threads' cores: 900 of them were 7 % of the CPU time at 64 ranks) */
 #define RT_READ_BUDGET ((size_t)64 << 20)
 #define RT_DROP_MIN ((size_t)256 << 10)
-#define RT_DROP_MAX ((size_t)8 << 20)
+#define RT_DROP_MAX ((size_t)2 << 20)
 
 /* 40 bytes: seq doubles as a learn's size; the rank is its log's; the
  * kind of record sits in the signature's seen (the matcher sets seen). */
