@@ -13,7 +13,7 @@
 #include <stdarg.h>
 #include <string.h>
 
-#include "encode.h"
+#include "encode_args.h"
 #include "model_int.h"
 
 #define COMM 0xC0ull
@@ -58,22 +58,11 @@ static void ev(int ri, unsigned id, int dev, int ret, bool pending, ...)
 	int16_t r16;
 	int8_t d8;
 	va_list ap;
-	int f;
 
 	fields = rt_fmt_event_common(rt_fmt_event_header(buf, id, now, now), pending ? RT_DUR_PENDING : 10,
 				     (int16_t)ret, dev);
 	va_start(ap, pending);
-	while ((f = va_arg(ap, int)) >= 0) {
-		int i = rt_field_at[id][f];
-		const struct rt_field *fd;
-
-		cr_assert_geq(i, 0, "%s has no field #%d", rt_events[id].name, f);
-		fd = &rt_events[id].fields[i];
-		if (fd->kind == RT_K_STR)
-			rt_fmt_put_field(fields + fd->offset, RT_K_STR, 0, va_arg(ap, const char *));
-		else
-			rt_fmt_put_field(fields + fd->offset, (enum rt_kind)fd->kind, va_arg(ap, uint64_t), NULL);
-	}
+	encode_args(fields, id, ap);
 	va_end(ap);
 	/* decode what was encoded, as the reader does */
 	cr_assert_eq(rt_fmt_event_header_get(buf, sizeof(buf), &h), 0);

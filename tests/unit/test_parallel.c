@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "encode.h"
+#include "encode_args.h"
 #include "model_int.h"
 
 #define MAXR 8
@@ -55,7 +55,6 @@ static void ev(struct job *j, int ri, int si, unsigned id, int ret, bool pending
 	struct rt_fmt_header h;
 	uint64_t dur = 50 + rnd(j, 3000);
 	va_list ap;
-	int f;
 
 	cr_assert_not_null(buf);
 	s->clock += 100 + rnd(j, 5000);
@@ -64,14 +63,7 @@ static void ev(struct job *j, int ri, int si, unsigned id, int ret, bool pending
 	fields = rt_fmt_event_common(rt_fmt_event_header(buf, id, s->clock, s->clock),
 				     pending ? RT_DUR_PENDING : dur, (int16_t)ret, (int8_t)ri);
 	va_start(ap, pending);
-	while ((f = va_arg(ap, int)) >= 0) {
-		int i = rt_field_at[id][f];
-		const struct rt_field *fd;
-
-		cr_assert_geq(i, 0, "%s has no field #%d", rt_events[id].name, f);
-		fd = &rt_events[id].fields[i];
-		rt_fmt_put_field(fields + fd->offset, (enum rt_kind)fd->kind, va_arg(ap, uint64_t), NULL);
-	}
+	encode_args(fields, id, ap);
 	va_end(ap);
 	cr_assert_eq(rt_fmt_event_header_get(buf, RT_EVENT_MAX_BYTES, &h), 0);
 	if (s->n == s->cap) {
