@@ -65,6 +65,8 @@ extern volatile sig_atomic_t bs_stop;
 
 /* bisect_cands.c: the ordered candidate list (0, or exit code 2 after a message). */
 int bs_list_candidates(struct bs_ctx *x);
+/* Room for one more candidate: x->c[x->n], zeroed (x->n unchanged); NULL: no memory. */
+struct bs_cand *bs_cand_slot(struct bs_ctx *x);
 /* pip's --find-links/--index-url into argv at k; returns the new k. */
 int bs_pip_index_args(const struct bs_ctx *x, char **argv, int k);
 

@@ -58,15 +58,29 @@ static const char pip_lister[] =
 	"    if g <= v <= b and (pre == '1' or not v.is_prerelease or v in (g, b)):\n"
 	"        print(vs[v])\n";
 
+struct bs_cand *bs_cand_slot(struct bs_ctx *x)
+{
+	/* room doubles at 16, 32, 64...: a realloc per candidate was quadratic
+	 * over the ten thousand commits of a long history */
+	if (x->n == 0 || (x->n >= 16 && (x->n & (x->n - 1)) == 0)) {
+		size_t cap = x->n ? (size_t)x->n * 2 : 16;
+		struct bs_cand *c = realloc(x->c, sizeof(*c) * cap);
+
+		if (!c)
+			return NULL;
+		x->c = c;
+	}
+	memset(&x->c[x->n], 0, sizeof(x->c[x->n]));
+	return &x->c[x->n];
+}
+
 static int add_cand(struct bs_ctx *x, const char *id, const char *label, bool git)
 {
-	struct bs_cand *c = realloc(x->c, sizeof(*c) * (size_t)(x->n + 1));
+	struct bs_cand *c = bs_cand_slot(x);
 
 	if (!c)
 		return -1;
-	x->c = c;
-	c = &x->c[x->n++];
-	memset(c, 0, sizeof(*c));
+	x->n++;
 	snprintf(c->id, sizeof(c->id), "%s", id);
 	snprintf(c->label, sizeof(c->label), "%s", label ? label : "");
 	if (git) {

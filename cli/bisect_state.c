@@ -95,13 +95,10 @@ static void set_field(char *dst, size_t n, char *src)
 static int load_cand(struct bs_ctx *x, char *line)
 {
 	char *f[5], *rest, *tab = strchr(line, '\t');
-	struct bs_cand *c = tab ? realloc(x->c, sizeof(*c) * (size_t)(x->n + 1)) : NULL;
+	struct bs_cand *c = tab ? bs_cand_slot(x) : NULL;
 
 	if (!c)
 		return -1;
-	x->c = c;
-	c = &x->c[x->n];
-	memset(c, 0, sizeof(*c));
 	if (sscanf(line, "%d %d %d %lf", &c->judged, &c->runs, &c->round, &c->seconds) != 4)
 		return -1;
 	rest = tab + 1;

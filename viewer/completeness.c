@@ -86,7 +86,7 @@ static void find_duplicates(struct rt_vw_trace *t)
 /* Ranks below the world size (metadata, communicators) without a directory. */
 static void find_missing(struct rt_vw_trace *t, const struct matcher *m)
 {
-	int world = 0;
+	int world = 0, n = 0;
 	bool *seen;
 
 	for (int i = 0; i < t->nranks; i++)
@@ -108,15 +108,14 @@ static void find_missing(struct rt_vw_trace *t, const struct matcher *m)
 		if (r >= 0 && r < world)
 			seen[r] = true;
 	}
+	/* one array for them all: a realloc per missing rank was quadratic (a
+	 * damaged metadata's world size of 100000: 2 GB under ASan) */
 	for (int r = 0; r < world; r++)
-		if (!seen[r]) {
-			int *p = realloc(t->missing, sizeof(*p) * (size_t)(t->nmissing + 1));
-
-			if (!p)
-				break;
-			t->missing = p;
+		n += !seen[r];
+	t->missing = n ? malloc(sizeof(*t->missing) * (size_t)n) : NULL;
+	for (int r = 0; t->missing && r < world; r++)
+		if (!seen[r])
 			t->missing[t->nmissing++] = r;
-		}
 	free(seen);
 }
 
