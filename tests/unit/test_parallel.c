@@ -11,7 +11,8 @@
  * inside a call. The model of one thread with one window (the two phases one
  * after the other) is the reference; 2, 3 and 8 threads with windows of 1,
  * 3, 40 and 1000 events must give the same digest: verdict, findings in
- * order, first divergence, communicators, and every rank's counters. */
+ * order, first divergence, communicators, and every rank's counters. One
+ * hand-built case pins a stream clock going back across a window edge. */
 #include <criterion/criterion.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -36,6 +37,7 @@ struct job {
 	int nranks, nstreams[MAXR];
 	struct stream s[MAXR][MAXS];
 	uint64_t rng;
+	bool fixed; /* clocks set by the caller: ev() leaves them */
 };
 
 static uint32_t rnd(struct job *j, uint32_t n)
@@ -53,13 +55,15 @@ static void ev(struct job *j, int ri, int si, unsigned id, int ret, bool pending
 	struct stream *s = &j->s[ri][si];
 	uint8_t *buf = calloc(1, RT_EVENT_MAX_BYTES), *fields;
 	struct rt_fmt_header h;
-	uint64_t dur = 50 + rnd(j, 3000);
+	uint64_t dur = j->fixed ? 10 : 50 + rnd(j, 3000);
 	va_list ap;
 
 	cr_assert_not_null(buf);
-	s->clock += 100 + rnd(j, 5000);
-	if (rnd(j, 50) == 0 && s->clock > 20000)
-		s->clock -= rnd(j, 20000); /* a clock that went back */
+	if (!j->fixed) {
+		s->clock += 100 + rnd(j, 5000);
+		if (rnd(j, 50) == 0 && s->clock > 20000)
+			s->clock -= rnd(j, 20000); /* a clock that went back */
+	}
 	fields = rt_fmt_event_common(rt_fmt_event_header(buf, id, s->clock, s->clock),
 				     pending ? RT_DUR_PENDING : dur, (int16_t)ret, (int8_t)ri);
 	va_start(ap, pending);
@@ -76,7 +80,7 @@ static void ev(struct job *j, int ri, int si, unsigned id, int ret, bool pending
 	s->ev[s->n++] = (struct rt_vw_event){ .id = id, .ts = s->clock, .dur = dur, .pending = pending,
 					      .ret = ret, .dev = ri, .fields = buf + h.bytes + RT_COMMON_BYTES,
 					      .pid = 100u + (uint32_t)ri, .tid = s->tid };
-	if (!pending)
+	if (!pending && !j->fixed)
 		s->clock += dur;
 }
 
@@ -248,6 +252,68 @@ Test(parallel, same_model_for_any_jobs_and_windows)
 {
 	for (uint64_t seed = 1; seed <= 40; seed++)
 		same_model(seed);
+}
+
+/* A stream's clock that goes back does not move a collective before what
+ * its rank did first. Two communicators diverge at their first all-reduce;
+ * the finding names the one whose collective completed first. Rank 0 calls
+ * C1's (count 1024) at t=1500, frees at t=2000, then calls C0's (count 7)
+ * on a clock gone back to t=300; rank 1 calls C0's (count 1024) at t=250
+ * and C1's (count 9) at t=1600. C1 completes first (t=1600, C0 after
+ * rank 0's t=2000), for one window and for every window size: a record
+ * logged at its event's own time instead of its rank's clock so far would
+ * put C0 first with one window and C1 first with a window edge between
+ * 1600 and 2000. */
+static void at(struct job *j, int r, uint64_t clock)
+{
+	j->s[r][0].clock = clock;
+}
+
+static void allreduce(struct job *j, int r, uint64_t comm, uint64_t count)
+{
+	ev(j, r, 0, RT_ID_ncclAllReduce, 0, false, RT_FN_comm_id, comm, RT_FN_seq, U(1), RT_FN_count,
+	   count, RT_FN_datatype, U(7), RT_FN_op, U(0), -1);
+}
+
+Test(parallel, a_clock_that_goes_back_keeps_the_rank_order)
+{
+	static const int jobs[] = { 1, 2 }, windows[] = { 1, 2, 3, 4, 5, 0 };
+	struct job j = { .nranks = 2, .nstreams = { 1, 1 }, .fixed = true };
+	char *ref;
+
+	for (int r = 0; r < 2; r++) {
+		j.s[r][0].tid = 100u + (uint32_t)r;
+		at(&j, r, 100);
+		ev(&j, r, 0, RT_ID_cudaSetDevice, 0, false, RT_FN_device, U(r), -1);
+		for (uint64_t c = 0; c < 2; c++) {
+			at(&j, r, 200 + c);
+			ev(&j, r, 0, RT_ID_ncclCommInitRank, 0, false, RT_FN_comm_id, COMM + c,
+			   RT_FN_nranks, U(2), RT_FN_rank, U(r), -1);
+		}
+	}
+	at(&j, 0, 1500), allreduce(&j, 0, COMM + 1, 1024);
+	at(&j, 0, 2000);
+	ev(&j, 0, 0, RT_ID_cudaFree, 0, false, RT_FN_ptr, U(0x7f0000000000), -1);
+	at(&j, 0, 300), allreduce(&j, 0, COMM, 7);
+	at(&j, 1, 250), allreduce(&j, 1, COMM, 1024);
+	at(&j, 1, 1600), allreduce(&j, 1, COMM + 1, 9);
+	for (int r = 0; r < 2; r++) {
+		at(&j, r, 2100 + 100 * (uint64_t)r);
+		ev(&j, r, 0, RT_ID_rt_exit, 0, false, RT_FN_status, U(0), -1);
+	}
+	ref = model(&j, 1, 0);
+	cr_assert(strstr(ref, "collective mismatch at sequence 1 of communicator 00000000000000c1"),
+		  "C1 completed first:\n%s", ref);
+	for (size_t a = 0; a < sizeof(jobs) / sizeof(jobs[0]); a++)
+		for (size_t b = 0; b < sizeof(windows) / sizeof(windows[0]); b++) {
+			char *got = model(&j, jobs[a], windows[b]);
+
+			cr_assert_str_eq(got, ref, "--jobs %d, windows of %d events:\n%s\nexpected:\n%s",
+					 jobs[a], windows[b], got, ref);
+			free(got);
+		}
+	free(ref);
+	job_free(&j);
 }
 
 /* The digest is not blind: the random jobs do diverge, die and split. */
