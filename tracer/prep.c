@@ -207,9 +207,9 @@ void rt_tr_prep_start(void)
 	if (pthread_create(&t, &attr, helper_main, NULL) != 0) {
 		__atomic_store_n(&helper_pid, 0, __ATOMIC_RELEASE);
 		__atomic_store_n(&started, 1, __ATOMIC_RELEASE);
-	}
-	else
+	} else {
 		pthread_setname_np(t, "ranktrace");
+	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	pthread_attr_destroy(&attr);
 }
