@@ -204,9 +204,6 @@ static uint64_t model_rank(struct pass *p, struct rank_job *rj, uint64_t w)
 		rj->live[best] = rt_vw_src_next(p->t, &s[best]);
 		count++;
 	}
-	for (int k = 0; k < n; k++) /* until its next round: not in memory */
-		if (rj->live[k])
-			rt_vw_cursor_drop_read(s[k].c, p->drop);
 	cur_log = NULL;
 	return count;
 }

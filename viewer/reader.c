@@ -169,6 +169,19 @@ static int load_packet(struct rt_vw_cursor *c)
 	return 1;
 }
 
+/* Drop from memory the pages of the packets read so far once they are
+ * `least` bytes; the current packet's pages stay. Each madvise is a TLB
+ * shootdown on the other threads' cores: not one per packet. */
+static void drop_read(struct rt_vw_cursor *c, size_t least)
+{
+	size_t to = c->pkt & ~(size_t)4095;
+
+	if (c->base && to >= c->dropped + least && to > c->dropped) {
+		madvise((void *)(c->base + c->dropped), to - c->dropped, MADV_DONTNEED);
+		c->dropped = to;
+	}
+}
+
 static int next_in_file(struct rt_vw_cursor *c, struct rt_vw_event *e)
 {
 	const uint8_t *p;
@@ -193,7 +206,7 @@ static int next_in_file(struct rt_vw_cursor *c, struct rt_vw_event *e)
 
 		if (c->content) { /* next packet; drop the pages read, drop_every at once */
 			c->pkt += c->psize;
-			rt_vw_cursor_drop_read(c, c->drop_every ? c->drop_every : RT_DROP_BYTES);
+			drop_read(c, c->drop_every ? c->drop_every : RT_DROP_BYTES);
 			c->content = 0;
 		}
 		rc = load_packet(c);
@@ -254,17 +267,6 @@ static bool next_file(struct rt_vw_cursor *c)
 			snprintf(c->first_err, sizeof(c->first_err), "%s", err);
 	}
 	return false;
-}
-
-void rt_vw_cursor_drop_read(struct rt_vw_cursor *c, size_t least)
-{
-	size_t to = c->pkt & ~(size_t)4095; /* the current packet's pages stay */
-
-	/* each madvise is a TLB shootdown on the other threads' cores */
-	if (c->base && to >= c->dropped + least && to > c->dropped) {
-		madvise((void *)(c->base + c->dropped), to - c->dropped, MADV_DONTNEED);
-		c->dropped = to;
-	}
 }
 
 void rt_vw_cursor_set_drop(struct rt_vw_cursor *c, size_t every)

@@ -63,12 +63,9 @@ int rt_vw_stream_base_len(const char *name);
 const char *rt_vw_cursor_error(const struct rt_vw_cursor *c);
 const struct rt_vw_stream_info *rt_vw_cursor_info(const struct rt_vw_cursor *c);
 void rt_vw_cursor_close(struct rt_vw_cursor *c);
-/* Drop from memory the pages of the packets read so far, when they are at
- * least `least` bytes (the parallel pass calls it when a rank's job pauses:
- * with a thousand ranks read a window at a time, pages kept per cursor add
- * up). The current event stays valid. */
-void rt_vw_cursor_drop_read(struct rt_vw_cursor *c, size_t least);
-/* Drop read pages every `every` bytes while reading (0: 1 MiB). */
+/* Drop the pages read every `every` bytes (0: 1 MiB): the parallel pass
+ * shares a budget among its cursors (with a thousand ranks, pages kept per
+ * cursor add up). */
 void rt_vw_cursor_set_drop(struct rt_vw_cursor *c, size_t every);
 /* A cursor over events already decoded (an LTTng trace, read_bt2.c); ev
  * must outlive it. discarded is reported by rt_vw_cursor_info(). */

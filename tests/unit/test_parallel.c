@@ -291,12 +291,16 @@ Test(parallel, a_clock_that_goes_back_keeps_the_rank_order)
 			   RT_FN_nranks, U(2), RT_FN_rank, U(r), -1);
 		}
 	}
-	at(&j, 0, 1500), allreduce(&j, 0, COMM + 1, 1024);
+	at(&j, 0, 1500);
+	allreduce(&j, 0, COMM + 1, 1024);
 	at(&j, 0, 2000);
 	ev(&j, 0, 0, RT_ID_cudaFree, 0, false, RT_FN_ptr, U(0x7f0000000000), -1);
-	at(&j, 0, 300), allreduce(&j, 0, COMM, 7);
-	at(&j, 1, 250), allreduce(&j, 1, COMM, 1024);
-	at(&j, 1, 1600), allreduce(&j, 1, COMM + 1, 9);
+	at(&j, 0, 300);
+	allreduce(&j, 0, COMM, 7);
+	at(&j, 1, 250);
+	allreduce(&j, 1, COMM, 1024);
+	at(&j, 1, 1600);
+	allreduce(&j, 1, COMM + 1, 9);
 	for (int r = 0; r < 2; r++) {
 		at(&j, r, 2100 + 100 * (uint64_t)r);
 		ev(&j, r, 0, RT_ID_rt_exit, 0, false, RT_FN_status, U(0), -1);
