@@ -93,8 +93,9 @@ static void find_missing(struct rt_vw_trace *t, const struct matcher *m)
 		if (t->ranks[i].readable && t->ranks[i].meta.world_size > world)
 			world = t->ranks[i].meta.world_size;
 	(void)m;
+	/* a ncclCommInitAll communicator's ranks are all in one directory */
 	for (int c = 0; c < t->ncomms; c++)
-		if (t->comms[c].nranks > world)
+		if (!t->comms[c].local && t->comms[c].nranks > world)
 			world = t->comms[c].nranks;
 	if (world > 100000)
 		world = 100000;

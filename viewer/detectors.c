@@ -289,7 +289,8 @@ static void d_shared_device(struct rt_vw_trace *t, const struct detector *d)
 }
 
 /* A rank working on a device other than its own (LOCAL_RANK, else its
- * communicator's). */
+ * communicator's). A process that made a ncclCommInitAll communicator
+ * drives several devices by design (nccl-tests -g N): it has no one device. */
 static void d_other_device(struct rt_vw_trace *t, const struct detector *d)
 {
 	for (int i = 0; i < t->nranks; i++) {
@@ -297,7 +298,8 @@ static void d_other_device(struct rt_vw_trace *t, const struct detector *d)
 		int expect = r->meta.local_rank >= 0 ? r->meta.local_rank : r->comm_device;
 		uint64_t others;
 
-		if (expect < 0 || expect >= RT_VW_MAX_DEV || !r->readable || r->dup_of >= 0)
+		if (expect < 0 || expect >= RT_VW_MAX_DEV || !r->readable || r->dup_of >= 0 ||
+		    r->multi_device)
 			continue;
 		others = r->devices_used & ~(1ull << expect);
 		if (others)

@@ -24,6 +24,7 @@ struct centry {
 	uint32_t seq;
 	int nranks;     /* ranks expected */
 	int seen;
+	bool local;     /* a ncclCommInitAll communicator: all its ranks are one trace rank's */
 	struct sig *by_rank; /* indexed by trace rank index */
 	struct centry *next;
 };
@@ -47,7 +48,7 @@ static struct rt_vw_comm *comm_add(struct rt_vw_trace *t, uint64_t id)
 		t->comms = p;
 		t->comms_cap = cap;
 	}
-	t->comms[t->ncomms] = (struct rt_vw_comm){ id, 0, false };
+	t->comms[t->ncomms] = (struct rt_vw_comm){ id, 0, false, false };
 	return &t->comms[t->ncomms++];
 }
 
@@ -63,17 +64,26 @@ static int comm_nranks(struct matcher *m, uint64_t id)
 	return rt_vw_comm_size(m->t, id);
 }
 
-void rt_vw_comm_learn(struct matcher *m, uint64_t id, int nranks)
+static bool comm_local(struct matcher *m, uint64_t id)
+{
+	const struct rt_vw_comm *c = comm_find(m->t, id);
+
+	return c && c->local;
+}
+
+void rt_vw_comm_learn(struct matcher *m, uint64_t id, int nranks, bool local)
 {
 	struct rt_vw_comm *c;
 
-	if (rt_vw_defer_learn(id, nranks))
+	if (rt_vw_defer_learn(id, nranks, local))
 		return;
 	if (nranks <= 0 || comm_find(m->t, id))
 		return;
 	c = comm_add(m->t, id);
-	if (c)
+	if (c) {
 		c->nranks = nranks;
+		c->local = local;
+	}
 }
 
 void rt_vw_comm_join(struct matcher *m, uint64_t id)
@@ -158,6 +168,29 @@ static void check_entry(struct matcher *m, struct centry *e)
 		    sizes[major] == 1 ? "" : "s", a);
 }
 
+/* Two devices of one process called different collectives at one sequence
+ * of their ncclCommInitAll communicator. */
+static void local_mismatch(struct matcher *m, struct centry *e, int ri, const struct sig *s)
+{
+	struct rt_vw_trace *t = m->t;
+	char a[96], b[96];
+
+	if (!t->diverged || e->seq < t->div_seq) {
+		t->diverged = true;
+		t->div_comm = e->comm_id;
+		t->div_seq = e->seq;
+	}
+	if (m->mismatch_reported)
+		return;
+	m->mismatch_reported = true;
+	describe(a, sizeof(a), &e->by_rank[ri]);
+	describe(b, sizeof(b), s);
+	rt_vw_add_finding(t, 20, RT_V_COLLECTIVE_MISMATCH,
+			  "collective mismatch at sequence %u of communicator %016" PRIx64 ": the "
+			  "devices of rank %d (ncclCommInitAll) called %s and %s (a device skipped "
+			  "or added a collective)", e->seq, e->comm_id, t->ranks[ri].meta.rank, a, b);
+}
+
 static void entry_free(struct centry *e)
 {
 	free(e->by_rank);
@@ -186,16 +219,24 @@ void rt_vw_match(struct matcher *m, int ri, uint64_t comm_id, uint32_t seq, stru
 		e->comm_id = comm_id;
 		e->seq = seq;
 		e->nranks = comm_nranks(m, comm_id);
+		e->local = comm_local(m, comm_id);
 		e->next = m->buckets[b];
 		m->buckets[b] = e;
 		link = &m->buckets[b];
 		if (++m->open > m->open_peak)
 			m->open_peak = m->open;
 	}
-	if (e->by_rank[ri].seen)
-		return;
+	if (e->by_rank[ri].seen) {
+		/* one process, several devices (ncclCommInitAll): each of its
+		 * ranks arrives from the same trace rank */
+		if (!e->local)
+			return;
+		if (!same_sig(&e->by_rank[ri], &s))
+			local_mismatch(m, e, ri, &s);
+	}
 	s.seen = 1;
-	e->by_rank[ri] = s;
+	if (!e->by_rank[ri].seen)
+		e->by_rank[ri] = s;
 	if (++e->seen < e->nranks)
 		return;
 	check_entry(m, e);

@@ -286,7 +286,8 @@ static bool on_role(struct matcher *m, struct rt_vw_rank *r, const struct rt_vw_
 		if (e->ret == 0 && !e->pending) {
 			if (r->comm_device < 0)
 				r->comm_device = e->dev;
-			rt_vw_comm_learn(m, (uint64_t)rt_vw_fld(e, RT_FN_comm_id), (int)rt_vw_fld(e, RT_FN_nranks));
+			rt_vw_comm_learn(m, (uint64_t)rt_vw_fld(e, RT_FN_comm_id),
+					 (int)rt_vw_fld(e, RT_FN_nranks), false);
 			use_device(r, e->dev);
 		}
 		return true;
@@ -294,13 +295,17 @@ static bool on_role(struct matcher *m, struct rt_vw_rank *r, const struct rt_vw_
 		if (e->ret != 0 || e->pending || !rt_vw_fld(e, RT_FN_comm_id))
 			return true;
 		if (rt_vw_fld(e, RT_FN_nranks) > 0)
-			rt_vw_comm_learn(m, (uint64_t)rt_vw_fld(e, RT_FN_comm_id), (int)rt_vw_fld(e, RT_FN_nranks));
+			rt_vw_comm_learn(m, (uint64_t)rt_vw_fld(e, RT_FN_comm_id),
+					 (int)rt_vw_fld(e, RT_FN_nranks), false);
 		else
 			rt_vw_comm_join(m, (uint64_t)rt_vw_fld(e, RT_FN_comm_id));
 		return true;
-	case RT_R_COMM_INIT_ALL:
-		if (e->ret == 0)
-			rt_vw_comm_learn(m, (uint64_t)rt_vw_fld(e, RT_FN_comm_id), (int)rt_vw_fld(e, RT_FN_nranks));
+	case RT_R_COMM_INIT_ALL: /* all its ranks are this process's devices */
+		if (e->ret == 0 && !e->pending) {
+			r->multi_device = true;
+			rt_vw_comm_learn(m, (uint64_t)rt_vw_fld(e, RT_FN_comm_id),
+					 (int)rt_vw_fld(e, RT_FN_nranks), true);
+		}
 		return true;
 	default:
 		return false;

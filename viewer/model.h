@@ -91,6 +91,7 @@ struct rt_vw_rank {
 	uint64_t devices_used;       /* bit d: allocated on, copied on or communicated on d */
 	int comm_device;             /* device at the first successful ncclCommInitRank, or -1 */
 	int init_device;             /* device at the first ncclCommInitRank call, or -1 */
+	bool multi_device;           /* it made a ncclCommInitAll communicator: drives several devices */
 	int init_ret;                /* its result */
 	/* collectives */
 	uint64_t colls[RT_CK_COUNT];
@@ -234,6 +235,7 @@ struct rt_vw_comm {
 	uint64_t id;
 	int nranks;
 	bool split;
+	bool local; /* ncclCommInitAll: all its ranks in one process */
 };
 
 struct rt_vw_finding {

@@ -77,7 +77,7 @@ extern int rt_vw_jobs;
 struct sig;
 struct matcher;
 int rt_vw_parallel_pass(struct rt_vw_trace *t, struct matcher *m, struct rt_vw_src *srcs, int nsrc);
-bool rt_vw_defer_learn(uint64_t id, int nranks);
+bool rt_vw_defer_learn(uint64_t id, int nranks, bool local);
 bool rt_vw_defer_join(uint64_t id);
 bool rt_vw_defer_match(uint64_t comm, uint32_t seq, const struct sig *s);
 
@@ -109,8 +109,10 @@ void rt_vw_memory_alloc(struct rt_vw_rank *r, const struct rt_vw_event *e, uint6
 void rt_vw_memory_free(struct rt_vw_rank *r, const struct rt_vw_event *e);
 bool rt_vw_memory_driver_event(struct rt_vw_rank *r, const struct rt_vw_event *e);
 void rt_vw_memory_free_rank(struct rt_vw_rank *r);
-/* Communicator id has nranks ranks (from an init event; the first wins). */
-void rt_vw_comm_learn(struct matcher *m, uint64_t id, int nranks);
+/* Communicator id has nranks ranks (from an init event; the first wins);
+ * local: ncclCommInitAll made it, every one of its ranks is in the process
+ * that logged it (one rank directory), none elsewhere. */
+void rt_vw_comm_learn(struct matcher *m, uint64_t id, int nranks, bool local);
 /* One more rank joined split communicator id. */
 void rt_vw_comm_join(struct matcher *m, uint64_t id);
 /* Rank r's device dev changed (memory.c): note it when keeping memory. */

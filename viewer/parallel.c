@@ -36,7 +36,7 @@
 #include "model.h"
 #include "model_int.h"
 
-enum { LOG_LEARN, LOG_JOIN, LOG_MATCH };
+enum { LOG_LEARN, LOG_JOIN, LOG_MATCH, LOG_LEARN_LOCAL };
 enum { RT_CHUNK = 1024, RT_LOOKAHEAD = 2 };
 #define RT_ROUND_EVENTS 262144
 #define RT_JOB_EVENTS 2048
@@ -110,11 +110,12 @@ static void log_add(struct rec r)
 	l->n++;
 }
 
-bool rt_vw_defer_learn(uint64_t id, int nranks)
+bool rt_vw_defer_learn(uint64_t id, int nranks, bool local)
 {
 	if (!cur_log)
 		return false;
-	log_add((struct rec){ .s.seen = LOG_LEARN, .comm = id, .seq = (uint32_t)nranks });
+	log_add((struct rec){ .s.seen = local ? LOG_LEARN_LOCAL : LOG_LEARN, .comm = id,
+			      .seq = (uint32_t)nranks });
 	return true;
 }
 
@@ -274,8 +275,8 @@ static void sift(struct head *h, int n, int i)
 
 static void apply(struct matcher *m, int ri, const struct rec *r)
 {
-	if (r->s.seen == LOG_LEARN)
-		rt_vw_comm_learn(m, r->comm, (int)r->seq);
+	if (r->s.seen == LOG_LEARN || r->s.seen == LOG_LEARN_LOCAL)
+		rt_vw_comm_learn(m, r->comm, (int)r->seq, r->s.seen == LOG_LEARN_LOCAL);
 	else if (r->s.seen == LOG_JOIN)
 		rt_vw_comm_join(m, r->comm);
 	else

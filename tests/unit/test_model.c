@@ -333,6 +333,30 @@ static void s_missing_huge_world(void)
 }
 
 
+/* rank 0 also drives 6 devices through one ncclCommInitAll communicator
+ * (nccl-tests -g 6): its 6 ranks are all rank 0's, none is missing */
+static void s_init_all(void)
+{
+	init_all();
+	OK(0, ncclCommInitAll, 0, RT_FN_comm_id, U(0x1A), RT_FN_nranks, U(6));
+	for (int d = 0; d < 6; d++)
+		ev(0, RT_ID_ncclAllReduce, d, 0, false, RT_FN_comm_id, U(0x1A), RT_FN_seq, U(1),
+		   RT_FN_count, U(64), -1);
+	coll_all(RT_ID_ncclAllReduce, 1, 128);
+	exit_all(0);
+}
+
+/* rank 0's two devices of one ncclCommInitAll communicator disagree */
+static void s_init_all_mismatch(void)
+{
+	init_all();
+	OK(0, ncclCommInitAll, 0, RT_FN_comm_id, U(0x1A), RT_FN_nranks, U(2));
+	for (int d = 0; d < 2; d++)
+		ev(0, d ? RT_ID_ncclAllGather : RT_ID_ncclAllReduce, d, 0, false, RT_FN_comm_id, U(0x1A),
+		   RT_FN_seq, U(1), RT_FN_count, U(64), -1);
+	exit_all(0);
+}
+
 /* rank 3's directory says it is rank 1 */
 static void s_duplicate(void)
 {
@@ -394,6 +418,9 @@ static const struct scase cases[] = {
 	{ "missing_by_communicator", s_missing_by_comm, RT_V_INCONCLUSIVE, "ranks 4,5 missing", NULL },
 	{ "missing_huge_world", s_missing_huge_world, RT_V_INCONCLUSIVE,
 	  "ranks 4,5,6,7,8,9,10,11,12,13,14,15,16", NULL },
+	{ "init_all_is_one_process", s_init_all, RT_V_HEALTHY, NULL, NULL },
+	{ "init_all_devices_disagree", s_init_all_mismatch, RT_V_COLLECTIVE_MISMATCH,
+	  "the devices of rank 0 (ncclCommInitAll) called AllReduce(count 64) and AllGather(count 64)", NULL },
 	{ "duplicate_rank", s_duplicate, RT_V_INCONCLUSIVE, "rank-00001 and rank-00003 both claim rank 1", NULL },
 	{ "capped_is_not_never_called", s_capped_never_reached, RT_V_INCONCLUSIVE, "rank 1 trace incomplete", "never called" },
 	{ "damaged_elsewhere_still_classifies", s_damaged_elsewhere, RT_V_DEVICE_MISPLACEMENT, "rank 1 used device 0", NULL },
@@ -467,6 +494,8 @@ Test(model, missing_huge_world_list)
 	rt_vw_free(t);
 	free(m);
 }
+Test(model, init_all_is_one_process) { run_case("init_all_is_one_process"); }
+Test(model, init_all_devices_disagree) { run_case("init_all_devices_disagree"); }
 Test(model, duplicate_rank) { run_case("duplicate_rank"); }
 Test(model, capped_is_not_never_called) { run_case("capped_is_not_never_called"); }
 Test(model, damaged_elsewhere_still_classifies) { run_case("damaged_elsewhere_still_classifies"); }
