@@ -99,11 +99,23 @@ static int merge_streams(struct rt_vw_trace *t, struct rt_vw_src *srcs, int nsrc
 	return 0;
 }
 
-/* A source's first event (false: none). */
+/* A source's first event (false: none). An event at a time that cannot be
+ * ordered (rt_vw_ts_orderable) ends the source as damage: with no place in
+ * the merge, neither it nor what follows it on that clock can be used. */
 bool rt_vw_src_first(struct rt_vw_trace *t, struct rt_vw_src *s)
 {
 	int rc = rt_vw_cursor_next(s->c, &s->e);
 
+	if (rc == 1 && !rt_vw_ts_orderable(&s->e)) {
+		char msg[600];
+
+		snprintf(msg, sizeof(msg), "%.400s: event %" PRIu64 " (%s) at time %" PRIu64 " ns, "
+			 "duration %" PRIu64 ": a time no clock reaches (2^62 ns or more), it cannot be "
+			 "ordered", rt_vw_cursor_path(s->c), rt_vw_cursor_info(s->c)->events,
+			 rt_events[s->e.id].name, s->e.ts, s->e.pending ? 0 : s->e.dur);
+		note_damage(t, s->rank, msg);
+		rc = 0;
+	}
 	if (rc < 0)
 		note_damage(t, s->rank, rt_vw_cursor_error(s->c));
 	if (rc != 1)

@@ -161,6 +161,17 @@ void rt_vw_liveness(struct rt_vw_trace *t);
  * cudaMalloc that returned an address before the cudaFree that released it
  * whenever the malloc began first: a false "freed a pointer it never
  * allocated". Within one thread the key stays in call order. */
+/* Times at or past RT_VW_TS_LIMIT are no clock's (2^62 ns is 146 years of
+ * CLOCK_MONOTONIC, and the format reserves it for packets never used): an
+ * event there, or ending there, cannot be ordered and is damage
+ * (rt_vw_src_first). Below it, ts + dur cannot overflow. */
+#define RT_VW_TS_LIMIT RT_TS_UNUSED
+
+static inline bool rt_vw_ts_orderable(const struct rt_vw_event *e)
+{
+	return e->ts < RT_VW_TS_LIMIT && (e->pending || e->dur < RT_VW_TS_LIMIT - e->ts);
+}
+
 static inline uint64_t rt_vw_order_ts(const struct rt_vw_event *e)
 {
 	bool alloc = rt_events[e->id].role == RT_R_ALLOC || rt_drv_role[e->id] == RT_DRV_ALLOC ||

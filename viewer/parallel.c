@@ -12,7 +12,8 @@
  *
  * The two phases overlap by time windows. Round k runs every rank's job up
  * to window end W_k: its events with order time < W_k; its next event, and
- * every later one, is logged with a clock >= W_k. So once round k is done
+ * every later one, is logged with a clock >= W_k (a window end saturated
+ * at 2^64-1 has no end: that round takes all). So once round k is done
  * for all ranks, the records logged so far all sort before any record still
  * to come: replaying them (a replay job) is exactly a prefix of the merge of
  * the whole logs. Round k+1's rank jobs run beside that replay; the replay
@@ -195,7 +196,7 @@ static uint64_t model_rank(struct pass *p, struct rank_job *rj, uint64_t w)
 				key = rt_vw_order_ts(&s[k].e);
 			}
 		rj->more = best >= 0;
-		if (best < 0 || key >= w) {
+		if (best < 0 || (key >= w && w != UINT64_MAX)) { /* UINT64_MAX: no end */
 			rj->next = key;
 			break;
 		}

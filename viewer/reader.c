@@ -22,6 +22,11 @@
 #include "reader.h"
 
 #define RT_DROP_BYTES ((size_t)1 << 20)
+/* Zeros where a packet should start are the end of the stream only as a
+ * packet never written (an old writer, killed after extending its file by
+ * one): one packet, 256 KiB at most (tracer/chunk.c), 1 MiB with room.
+ * More is a zero-filled or sparse file: damage, found without reading it. */
+#define RT_ZERO_TAIL_MAX ((size_t)1 << 20)
 
 struct rt_vw_cursor {
 	char path[4200];
@@ -74,6 +79,12 @@ static int map_file(struct rt_vw_cursor *c, const char *path, char *err, size_t 
 			 "not a regular file: skipped" : strerror(errno));
 		if (fd >= 0)
 			close(fd);
+		return -1;
+	}
+	if (st.st_size == 0) { /* files are published whole (tracer/chunk.c) */
+		snprintf(err, errlen, "%s: empty (0 bytes), yet stream files are published whole: its "
+			 "events are lost (a crash or power loss before its blocks were written?)", path);
+		close(fd);
 		return -1;
 	}
 	c->size = (size_t)st.st_size;
@@ -133,13 +144,19 @@ static int load_packet(struct rt_vw_cursor *c)
 	if (c->size - c->pkt < RT_PACKET_HEADER_BYTES)
 		return fail(c, c->pkt, "truncated packet header");
 	p = c->base + c->pkt;
-	if (rt_fmt_packet_magic(p) == 0 && all_zero(p, c->size - c->pkt))
+	if (rt_fmt_packet_magic(p) == 0 && c->size - c->pkt <= RT_ZERO_TAIL_MAX &&
+	    all_zero(p, c->size - c->pkt))
 		return 0; /* a packet never written (writers before the files were
 			   * made whole before use left one when killed): the end */
 	if (!rt_fmt_packet_get(p, &h)) {
-		char what[64];
+		char what[160];
 
-		snprintf(what, sizeof(what), "bad packet magic 0x%08x", rt_fmt_packet_magic(p));
+		if (rt_fmt_packet_magic(p) == 0 && c->size - c->pkt > RT_ZERO_TAIL_MAX)
+			snprintf(what, sizeof(what), "zeros where a packet should start, %zu bytes to "
+				 "the end: more than a packet never written (a zero-filled or sparse file)",
+				 c->size - c->pkt);
+		else
+			snprintf(what, sizeof(what), "bad packet magic 0x%08x", rt_fmt_packet_magic(p));
 		return fail(c, c->pkt, what);
 	}
 	psize = h.packet_bytes;
@@ -356,12 +373,54 @@ int rt_vw_stream_base_len(const char *name)
 	return k < n && k > 0 && name[k - 1] == '.' ? k - 1 : n;
 }
 
+/* A stream file's number: 0 for stream-P-T, N for stream-P-T.N. */
+static unsigned long file_number(const char *name)
+{
+	int base = rt_vw_stream_base_len(name);
+
+	return name[base] == '.' ? strtoul(name + base + 1, NULL, 10) : 0;
+}
+
+/* The writer numbers a stream's files 0, 1, 2... and removes none but its
+ * newest (prepared ahead, never used): a number missing below the highest
+ * is a file lost, with its events. Its name in err, or false. */
+static bool missing_file(char *const *names, int n, char *err, size_t errlen)
+{
+	unsigned long top = 0;
+	bool *have;
+
+	for (int i = 0; i < n; i++)
+		if (file_number(names[i]) > top)
+			top = file_number(names[i]);
+	if (top < (unsigned long)n) /* names are distinct: n numbers up to n - 1 */
+		return false;
+	have = top < 1u << 20 ? calloc(top + 1, sizeof(*have)) : NULL;
+	for (int i = 0; have && i < n; i++)
+		have[file_number(names[i])] = true;
+	for (unsigned long k = 0; have && k < top; k++)
+		if (!have[k]) {
+			char num[24] = "";
+
+			if (k)
+				snprintf(num, sizeof(num), ".%lu", k);
+			snprintf(err, errlen, "%.*s%s: missing, while the stream has files up to .%lu: the "
+				 "events it held are lost", rt_vw_stream_base_len(names[0]), names[0], num, top);
+			free(have);
+			return true;
+		}
+	if (!have)
+		snprintf(err, errlen, "%s: file number %lu: far past the %d files of its stream",
+			 names[0], top, n);
+	free(have);
+	return !have;
+}
+
 struct rt_vw_cursor *rt_vw_cursor_open_chain(const char *dir, char *const *names, int n,
 					     char *err, size_t errlen)
 {
 	struct chain_file *order = calloc((size_t)n, sizeof(*order));
 	struct rt_vw_cursor *c = NULL;
-	char path[4400];
+	char path[4400], first_err[512] = "";
 	int k = 0;
 
 	if (!order || n < 1) {
@@ -369,16 +428,23 @@ struct rt_vw_cursor *rt_vw_cursor_open_chain(const char *dir, char *const *names
 		free(order);
 		return NULL;
 	}
+	if (missing_file(names, n, path, sizeof(path)))
+		snprintf(first_err, sizeof(first_err), "%.200s/%.300s", dir, path);
 	for (int i = 0; i < n; i++) {
 		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
 		order[i] = (struct chain_file){ first_real_ts(path), i };
 	}
 	qsort(order, (size_t)n, sizeof(*order), cmp_chain);
-	/* the first file that maps opens the cursor; the rest follow it */
+	/* the first file that maps opens the cursor; the rest follow it; a
+	 * file that does not is damage, reported at the stream's end */
 	for (; k < n && !c; k++) {
 		snprintf(path, sizeof(path), "%s/%s", dir, names[order[k].index]);
 		c = rt_vw_cursor_open(path, err, errlen);
+		if (!c && !first_err[0])
+			snprintf(first_err, sizeof(first_err), "%s", err);
 	}
+	if (c)
+		snprintf(c->first_err, sizeof(c->first_err), "%s", first_err);
 	if (c && k < n) {
 		c->chain = calloc((size_t)(n - k), sizeof(*c->chain));
 		for (int i = k; c->chain && i < n; i++) {
@@ -395,6 +461,11 @@ struct rt_vw_cursor *rt_vw_cursor_open_chain(const char *dir, char *const *names
 const char *rt_vw_cursor_error(const struct rt_vw_cursor *c)
 {
 	return c->err;
+}
+
+const char *rt_vw_cursor_path(const struct rt_vw_cursor *c)
+{
+	return c->path;
 }
 
 const struct rt_vw_stream_info *rt_vw_cursor_info(const struct rt_vw_cursor *c)

@@ -61,6 +61,8 @@ struct rt_vw_cursor *rt_vw_cursor_open_chain(const char *dir, char *const *names
  * one stream share it. */
 int rt_vw_stream_base_len(const char *name);
 const char *rt_vw_cursor_error(const struct rt_vw_cursor *c);
+/* The file the cursor reads now ("(lttng)" for events in memory). */
+const char *rt_vw_cursor_path(const struct rt_vw_cursor *c);
 const struct rt_vw_stream_info *rt_vw_cursor_info(const struct rt_vw_cursor *c);
 void rt_vw_cursor_close(struct rt_vw_cursor *c);
 /* Drop the pages read every `every` bytes (0: 1 MiB): the parallel pass

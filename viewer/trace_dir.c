@@ -119,8 +119,11 @@ static int list(const char *dir, const char *prefix, bool want_dirs, char ***out
 
 		if (strncmp(de->d_name, prefix, strlen(prefix)) != 0)
 			continue;
+		/* a stream file of any type is listed: one that is not a regular
+		 * file (a directory, FIFO, symlink) is damage its reader reports,
+		 * never a file skipped without a word */
 		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-		if (lstat(path, &st) != 0 || (want_dirs ? !S_ISDIR(st.st_mode) : !S_ISREG(st.st_mode)))
+		if (want_dirs && (lstat(path, &st) != 0 || !S_ISDIR(st.st_mode)))
 			continue;
 		if (n == cap) {
 			char **p = realloc(names, sizeof(*names) * (size_t)(cap = cap ? cap * 2 : 16));

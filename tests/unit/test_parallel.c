@@ -206,6 +206,7 @@ static char *model(struct job *j, int jobs, int window)
 	rt_vw_model_finish(m);
 	fprintf(f, "verdict %s events %llu diverged %d %llx %u\n", rt_vw_verdict_names[t->verdict],
 		(unsigned long long)t->events, t->diverged, (unsigned long long)t->div_comm, t->div_seq);
+	fprintf(f, "inconclusive %s\n", t->inconclusive);
 	for (int i = 0; i < t->nfindings; i++)
 		fprintf(f, "finding %d %d %s\n", t->findings[i].severity, t->findings[i].rank, t->findings[i].text);
 	for (int i = 0; i < t->ncomms; i++)
@@ -340,4 +341,53 @@ Test(parallel, the_jobs_cover_what_matters)
 	cr_assert_gt(mismatch, 3, "only %d of 40 jobs diverge", mismatch);
 	cr_assert_gt(died, 3, "only %d of 40 jobs have a rank dying", died);
 	cr_assert_gt(unsized, 20, "only %d of 40 jobs split", unsized);
+}
+
+/* A time no clock reaches (2^64-1: the window end saturated there and the
+ * rounds repeated forever) is damage: the pass ends, the rank is damaged
+ * with the time named, its events before it are kept; times going back
+ * and equal across ranks are not damage. */
+static char *hostile(uint64_t bad, int jobs, int window)
+{
+	struct job j = { .nranks = 2, .nstreams = { 1, 1 }, .fixed = true };
+	char *d;
+
+	for (int r = 0; r < 2; r++) {
+		j.s[r][0].tid = 100u + (uint32_t)r;
+		at(&j, r, 500);
+		ev(&j, r, 0, RT_ID_ncclCommInitRank, 0, false, RT_FN_comm_id, COMM, RT_FN_nranks, U(2),
+		   RT_FN_rank, U(r), -1);
+		at(&j, r, 400); /* back in time, and equal across ranks */
+		allreduce(&j, r, COMM, 64);
+	}
+	at(&j, 0, bad);
+	ev(&j, 0, 0, RT_ID_cudaFree, 0, false, RT_FN_ptr, U(0x7f0000000000), -1);
+	for (int r = 0; r < 2; r++) {
+		at(&j, r, 600);
+		ev(&j, r, 0, RT_ID_rt_exit, 0, false, RT_FN_status, U(0), -1);
+	}
+	d = model(&j, jobs, window);
+	job_free(&j);
+	return d;
+}
+
+Test(parallel, a_time_no_clock_reaches_is_damage_and_the_pass_ends, .timeout = 60)
+{
+	static const uint64_t bad[] = { UINT64_MAX, UINT64_MAX - 1, 1ull << 63, RT_TS_UNUSED };
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		for (int w = 0; w < 3; w++) {
+			char *d = hostile(bad[i], 1 + w, w == 1 ? 1 : w == 2 ? 3 : 0);
+
+			cr_assert(strstr(d, "verdict inconclusive"), "time %llx:\n%s", (unsigned long long)bad[i], d);
+			cr_assert(strstr(d, "cannot be ordered"), "time %llx: damage named:\n%s",
+				  (unsigned long long)bad[i], d);
+			free(d);
+		}
+	{
+		char *d = hostile(550, 2, 1);
+
+		cr_assert(strstr(d, "verdict healthy"), "a plain time:\n%s", d);
+		free(d);
+	}
 }

@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "encode.h"
@@ -213,6 +215,132 @@ Test(reader, a_stream_of_several_files_reads_in_time_order)
 	rmdir(dir);
 	cr_assert_eq(rt_vw_stream_base_len("stream-42-43.12"), 12);
 	cr_assert_eq(rt_vw_stream_base_len("stream-42-43"), 12);
+}
+
+/* Zeros where a packet should start end the stream only as one packet
+ * never written; a longer zero tail (a sparse or zero-filled file) is damage,
+ * told without reading it: an 8 GiB sparse tail was scanned (> 20 s). */
+Test(reader, a_zero_tail_longer_than_a_packet_is_damage_found_without_reading_it, .timeout = 30)
+{
+	static const off_t tails[] = { 64ll << 20, 8ll << 30 };
+	uint8_t buf[PKT];
+	char path[] = "/tmp/rt-reader-XXXXXX", err[512];
+	struct seen s;
+	int fd = mkstemp(path);
+	size_t n = make_stream(buf);
+
+	close(fd);
+	for (size_t i = 0; i < sizeof(tails) / sizeof(tails[0]); i++) {
+		struct timespec a, b;
+
+		write_file(path, buf, n);
+		cr_assert_eq(truncate(path, (off_t)n + tails[i]), 0);
+		memset(&s, 0, sizeof(s));
+		err[0] = '\0';
+		clock_gettime(CLOCK_MONOTONIC, &a);
+		cr_assert_eq(rt_vw_read_stream(path, collect, &s, NULL, err, sizeof(err)), -1,
+			     "a %lld-byte zero tail is damage", (long long)tails[i]);
+		clock_gettime(CLOCK_MONOTONIC, &b);
+		cr_assert(strstr(err, "zeros where a packet should start") && strstr(err, "offset 4096"),
+			  "%s", err);
+		cr_assert_eq(s.n, 3, "the events before it are read");
+		cr_assert_lt((b.tv_sec - a.tv_sec) * 1000 + (b.tv_nsec - a.tv_nsec) / 1000000, 1000,
+			     "told without reading the tail");
+	}
+	unlink(path);
+}
+
+/* A stream file is published whole: an empty one (ext4 after a power loss)
+ * lost its events and says so. */
+Test(reader, an_empty_stream_file_is_damage)
+{
+	char path[] = "/tmp/rt-reader-XXXXXX", err[512] = "";
+	int fd = mkstemp(path);
+
+	close(fd);
+	cr_assert_eq(rt_vw_read_stream(path, NULL, NULL, NULL, err, sizeof(err)), -1);
+	cr_assert(strstr(err, path) && strstr(err, "empty (0 bytes)"), "%s", err);
+	unlink(path);
+}
+
+/* Files .0 .1 .3 of a stream: .2 is lost (the writer removes only its
+ * newest, unused file), reported once the others are read; so is a file
+ * of the chain that cannot be opened, even the first in time. */
+Test(reader, a_missing_or_unopenable_file_of_a_stream_is_damage)
+{
+	uint8_t buf[PKT] __attribute__((aligned(16)));
+	char dir[] = "/tmp/rt-chain-XXXXXX", path[600], err[512] = "";
+	char *names[] = { "stream-42-43", "stream-42-43.1", "stream-42-43.3" };
+	struct rt_vw_cursor *c;
+	struct rt_vw_event e;
+	int n, rc;
+
+	cr_assert_not_null(mkdtemp(dir));
+	for (int i = 0; i < 3; i++) {
+		make_stream(buf);
+		rt_fmt_packet_set_times(buf, 1000000 + 10000000ull * (uint64_t)i, 1000000);
+		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+		write_file(path, buf, PKT);
+	}
+	c = rt_vw_cursor_open_chain(dir, names, 3, err, sizeof(err));
+	cr_assert_not_null(c, "%s", err);
+	for (n = 0; (rc = rt_vw_cursor_next(c, &e)) == 1; n++)
+		;
+	cr_assert_eq(n, 9, "every file present is read");
+	cr_assert_eq(rc, -1, "the lost file is reported");
+	cr_assert(strstr(rt_vw_cursor_error(c), "stream-42-43.2: missing"), "%s", rt_vw_cursor_error(c));
+	rt_vw_cursor_close(c);
+	/* the earliest file emptied: the cursor opens on the next, and says so */
+	snprintf(path, sizeof(path), "%s/%s", dir, names[0]);
+	cr_assert_eq(truncate(path, 0), 0);
+	c = rt_vw_cursor_open_chain(dir, names, 2, err, sizeof(err));
+	cr_assert_not_null(c, "%s", err);
+	for (n = 0; (rc = rt_vw_cursor_next(c, &e)) == 1; n++)
+		;
+	cr_assert_eq(n, 3);
+	cr_assert_eq(rc, -1);
+	cr_assert(strstr(rt_vw_cursor_error(c), "stream-42-43: empty"), "%s", rt_vw_cursor_error(c));
+	rt_vw_cursor_close(c);
+	for (int i = 0; i < 3; i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+		unlink(path);
+	}
+	rmdir(dir);
+}
+
+/* A stream file that is a directory, a FIFO or a symlink is listed (and
+ * its reader reports it), never skipped without a word. */
+Test(reader, stream_files_of_any_type_are_listed)
+{
+	char dir[] = "/tmp/rt-list-XXXXXX", path[600], err[512], **names;
+	const char *kinds[] = { "stream-1-1", "stream-1-2", "stream-1-3", "stream-1-4" };
+	int n;
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/%s", dir, kinds[0]);
+	cr_assert_eq(mkdir(path, 0700), 0);
+	snprintf(path, sizeof(path), "%s/%s", dir, kinds[1]);
+	cr_assert_eq(mkfifo(path, 0600), 0);
+	snprintf(path, sizeof(path), "%s/%s", dir, kinds[2]);
+	cr_assert_eq(symlink("/dev/zero", path), 0);
+	snprintf(path, sizeof(path), "%s/%s", dir, kinds[3]);
+	write_file(path, (const uint8_t *)"", 0);
+	n = rt_vw_list_streams(dir, &names);
+	cr_assert_eq(n, 4);
+	for (int i = 0; i < n; i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+		cr_assert_null(rt_vw_cursor_open(path, err, sizeof(err)), "%s opens", names[i]);
+		cr_assert(strstr(err, names[i]), "%s", err);
+	}
+	rt_vw_free_names(names, n);
+	for (int i = 0; i < 4; i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, kinds[i]);
+		if (i)
+			unlink(path);
+		else
+			rmdir(path);
+	}
+	rmdir(dir);
 }
 
 Test(reader, flipped_bytes_never_crash)
