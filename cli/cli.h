@@ -46,6 +46,11 @@ int rt_cli_print_summary(const char *dir);
 /* common.c */
 void rt_cli_human_bytes(char *out, size_t n, uint64_t b);
 void rt_cli_json_str(FILE *f, const char *s);
+/* s from a trace (a name, a host, a path, a finding) escaped for a terminal
+ * (rt_vw_text_escs: control characters, invalid UTF-8): every text output
+ * prints such strings through it. One of 8 static buffers in turn: for the
+ * arguments of one printf. */
+const char *rt_cli_esc(const char *s);
 void rt_cli_devices_str(uint64_t mask, char *out, size_t n);
 uint64_t rt_cli_rank_peak(const struct rt_vw_rank *r);
 /* Each rank's placement summary (model: rt_vw_placement_summary), ranks with

@@ -118,16 +118,16 @@ int rt_cli_cmd_verdict(int argc, char **argv)
 	}
 	printf("%s\n", rt_vw_verdict_names[t->verdict]);
 	if (t->verdict == RT_V_INCONCLUSIVE)
-		fprintf(stderr, "ranktrace verdict: inconclusive: %s\n", t->inconclusive);
+		fprintf(stderr, "ranktrace verdict: inconclusive: %s\n", rt_cli_esc(t->inconclusive));
 	for (int i = 0; t->verdict == RT_V_HUNG && i < t->nfindings; i++)
 		if (t->findings[i].signature == RT_V_HUNG)
-			fprintf(stderr, "ranktrace verdict: %s\n", t->findings[i].text);
+			fprintf(stderr, "ranktrace verdict: %s\n", rt_cli_esc(t->findings[i].text));
 	if (t->verdict != RT_V_HEALTHY && t->verdict != RT_V_INCONCLUSIVE &&
 	    t->verdict != RT_V_HUNG) {
 		/* why, and how each rank ended */
 		for (int i = 0; i < t->nfindings; i++)
 			if (t->findings[i].signature == t->verdict) {
-				fprintf(stderr, "ranktrace verdict: %s\n", t->findings[i].text);
+				fprintf(stderr, "ranktrace verdict: %s\n", rt_cli_esc(t->findings[i].text));
 				break;
 			}
 		print_endings(t);

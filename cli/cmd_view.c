@@ -19,7 +19,7 @@ static void print_advice(const char *advice, const char *dir)
 	printf("     next: ");
 	for (const char *p = advice; *p; p++) {
 		if (!strncmp(p, "DIR", 3) && (p == advice || p[-1] == ' ')) {
-			fputs(dir, stdout);
+			rt_vw_text_esc(stdout, dir);
 			p += 2;
 		} else {
 			putchar(*p);
@@ -38,7 +38,7 @@ static void print_findings(const struct rt_vw_trace *t, int only_rank, bool all)
 
 	printf("\nfindings:\n");
 	for (int k = 0; k < n; k++) {
-		printf("  %d. %s: %s\n", k + 1, rt_vw_level_names[g[k].level], g[k].text);
+		printf("  %d. %s: %s\n", k + 1, rt_vw_level_names[g[k].level], rt_cli_esc(g[k].text));
 		if (next && t->findings[g[k].first].advice == next) {
 			print_advice(next, t->dir);
 			next = NULL;
@@ -54,11 +54,11 @@ static void print_findings(const struct rt_vw_trace *t, int only_rank, bool all)
 
 static void print_view_text(const struct rt_vw_trace *t, int only_rank, bool all)
 {
-	printf("trace %s: %d rank%s, %llu events, verdict: %s\n", t->dir, t->nranks,
+	printf("trace %s: %d rank%s, %llu events, verdict: %s\n", rt_cli_esc(t->dir), t->nranks,
 	       t->nranks == 1 ? "" : "s", (unsigned long long)t->events,
 	       rt_vw_verdict_names[t->verdict]);
 	printf("completeness: %s%s%s%s\n\n", rt_vw_completeness_names[t->completeness],
-	       t->inconclusive[0] ? " (" : "", t->inconclusive, t->inconclusive[0] ? ")" : "");
+	       t->inconclusive[0] ? " (" : "", rt_cli_esc(t->inconclusive), t->inconclusive[0] ? ")" : "");
 	printf("%-6s %-10s %-8s %-4s %10s %7s %-28s %5s %-9s %-16s\n", "rank", "host", "devices",
 	       "exp", "peak mem", "allocs", "collectives (AG/RS/AR/BC)", "fwd", "trace", "end");
 	for (int i = 0; i < t->nranks; i++) {
@@ -80,7 +80,7 @@ static void print_view_text(const struct rt_vw_trace *t, int only_rank, bool all
 		else
 			snprintf(exp, sizeof(exp), "-");
 		printf("%-6d %-10.10s %-8s %-4s %10s %7llu %-28s %5llu %-9s %-16s\n", r->meta.rank,
-		       r->meta.hostname, devs, exp, peak, (unsigned long long)r->allocs, colls,
+		       rt_cli_esc(r->meta.hostname), devs, exp, peak, (unsigned long long)r->allocs, colls,
 		       (unsigned long long)r->fsdp_root_forwards,
 		       rt_vw_completeness_names[r->completeness], end);
 	}
@@ -296,7 +296,7 @@ static int view_once(const char *dir, uint64_t stall_ns, int only, bool json, bo
 		for (int k = 0; k < t->nmissing; k++)
 			missing |= t->missing[k] == only;
 		if (!missing) {
-			fprintf(stderr, "ranktrace view: no rank %d in %s\n", only, dir);
+			fprintf(stderr, "ranktrace view: no rank %d in %s\n", only, rt_cli_esc(dir));
 			rt_vw_free(t);
 			return EXIT_USAGE;
 		}
@@ -364,7 +364,7 @@ static int view_loop(const char *dir, uint64_t stall_ns, uint64_t interval_ns, i
 
 		rt_vw_free_names(names, nr > 0 ? nr : 0);
 		if (watch && nr <= 0) { /* started before the job: wait for its first rank */
-			printf("waiting for rank traces in %s ...\n", dir);
+			printf("waiting for rank traces in %s ...\n", rt_cli_esc(dir));
 			fflush(stdout);
 			sleep_ns(interval_ns);
 			continue;

@@ -30,6 +30,14 @@ void rt_cli_json_str(FILE *f, const char *s)
 	fputc('"', f);
 }
 
+const char *rt_cli_esc(const char *s)
+{
+	static char bufs[8][4 * 4096 + 16]; /* the longest string: a path, escaped */
+	static unsigned next;
+
+	return rt_vw_text_escs(bufs[next++ % 8], sizeof(bufs[0]), s);
+}
+
 void rt_cli_devices_str(uint64_t mask, char *out, size_t n)
 {
 	size_t len = 0;
@@ -137,10 +145,10 @@ struct rt_vw_trace *rt_cli_load_stall(const char *cmd, const char *dir, uint64_t
 	struct rt_vw_trace *t = rt_vw_load_stall(dir, flags, stall_ns, err, sizeof(err));
 
 	if (!t)
-		fprintf(stderr, "ranktrace %s: %s\n", cmd, err);
+		fprintf(stderr, "ranktrace %s: %s\n", cmd, rt_cli_esc(err));
 	for (int i = 0; t && i < t->nranks; i++)
 		if (t->ranks[i].damaged[0])
-			fprintf(stderr, "ranktrace %s: warning: %s\n", cmd, t->ranks[i].damaged);
+			fprintf(stderr, "ranktrace %s: warning: %s\n", cmd, rt_cli_esc(t->ranks[i].damaged));
 	return t;
 }
 
@@ -228,7 +236,7 @@ void rt_cli_print_placement(const struct rt_vw_trace *t, int only, const char *i
 
 		if (!n)
 			continue;
-		printf("%s%s %s: %s\n", indent, n > 1 ? "ranks" : "rank", list, text[i]);
+		printf("%s%s %s: %s\n", indent, n > 1 ? "ranks" : "rank", list, rt_cli_esc(text[i]));
 	}
 	free(text);
 	free(ranks);

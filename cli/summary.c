@@ -36,19 +36,19 @@ static void print_rank(const struct rt_vw_rank *r, const char *discard_why)
 	if (r->meta.rank >= 0 && r->meta.rank < 100000)
 		snprintf(who, sizeof(who), "rank %d", r->meta.rank);
 	else
-		snprintf(who, sizeof(who), "%s", r->name);
+		snprintf(who, sizeof(who), "%s", rt_cli_esc(r->name));
 	rt_cli_devices_str(r->devices_used, devs, sizeof(devs));
 	rt_vw_rank_end(r, how, sizeof(how));
 	peaks_str(r, peaks, sizeof(peaks));
 	printf("  %-12s %-10s %8" PRIu64 " events  device%s %-8s %-16s  %" PRIu64 " allocation%s, peak %s",
-	       who, r->meta.hostname, r->events, strchr(devs, ',') ? "s" : " ", devs, how, r->allocs,
+	       who, rt_cli_esc(r->meta.hostname), r->events, strchr(devs, ',') ? "s" : " ", devs, how, r->allocs,
 	       r->allocs == 1 ? "" : "s", peaks);
 	if (r->discarded)
 		printf("  (%" PRIu64 " events discarded: %s)", r->discarded,
 		       r->stopped && rt_stop_prose(r->stop_reason) ? rt_stop_prose(r->stop_reason)
 								 : discard_why);
 	if (r->damaged[0])
-		printf("\n    damaged: %s", r->damaged);
+		printf("\n    damaged: %s", rt_cli_esc(r->damaged));
 	printf("\n");
 }
 
@@ -64,24 +64,24 @@ int rt_cli_print_summary(const char *dir)
 		rt_vw_free_names(names, n > 0 ? n : 0);
 		if (n <= 0) {
 			printf("ranktrace: no rank traces in %s (the command made no CUDA or NCCL "
-			       "call)\n", dir);
+			       "call)\n", rt_cli_esc(dir));
 			return 0;
 		}
-		printf("ranktrace: %d rank trace%s in %s/\n", n, n == 1 ? "" : "s", dir);
+		printf("ranktrace: %d rank trace%s in %s/\n", n, n == 1 ? "" : "s", rt_cli_esc(dir));
 	}
 	t = rt_vw_load(dir, 0, err, sizeof(err));
 	if (!t) {
-		printf("  unreadable: %s\n", err);
+		printf("  unreadable: %s\n", rt_cli_esc(err));
 		return n > 0 ? n : 1;
 	}
 	if (n < 0)
 		printf("ranktrace: %d rank%s in the LTTng trace %s/\n", t->nranks,
-		       t->nranks == 1 ? "" : "s", dir);
+		       t->nranks == 1 ? "" : "s", rt_cli_esc(dir));
 	for (int i = 0; i < t->nranks; i++) {
 		const struct rt_vw_rank *r = &t->ranks[i];
 
 		if (!r->readable) {
-			printf("  %-12s unreadable: %s\n", r->name, r->damaged);
+			printf("  %-12s unreadable: %s\n", rt_cli_esc(r->name), rt_cli_esc(r->damaged));
 			bad++;
 			continue;
 		}
