@@ -13,9 +13,14 @@
  * the process dies first), or, where O_TMPFILE is missing, as a hidden
  * ".stream-..." file renamed without replacing (readers skip dot files).
  *
- * Every stream file being written holds an OFD write lock (the live-rank
- * contract, /work/notes/MILESTONES.md); a duplicate of the process's first
- * file descriptor keeps that file's lock until the process ends.
+ * A file's descriptor is closed once the file is made: mapped packets need
+ * none, and a program may close or reuse any number at any time (own.c).
+ * Each file takes an OFD write lock while it is made; one duplicate kept
+ * for the process's life holds its lock (the live-rank contract: readers
+ * call a rank running while one of its files is locked), proven by device
+ * and inode before every use. Files fit RLIMIT_FSIZE (smaller files, then
+ * smaller packets; none at all only below one packet), and the calls that
+ * size them never raise SIGXFSZ in the program.
  *
  * Called by the helper thread (prep.c) or, when it is behind or absent, by
  * the traced thread in its slow path, and by the fatal-signal path: system
@@ -24,6 +29,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
@@ -39,8 +45,18 @@
 static uint64_t bytes_used;  /* this process's chunk bytes, for the cap */
 static uint64_t allocations; /* chunk files made, for the test knob */
 static int stop_reason, stop_err;
-static int life_fd = -1;     /* keeps the process's first file locked */
+static int made_first;       /* the process's first file is made */
 static int no_tmpfile;       /* O_TMPFILE refused here once: hidden files */
+/* The descriptor that keeps one file of the process locked while it runs;
+ * private: in the helper's own descriptor table. One thread at a time. */
+static struct {
+	int fd;
+	bool private;
+	uint64_t dev, ino;
+} life = { .fd = -1 };
+static int life_busy;
+
+#define SMALLEST_PACKET (8u << 10)
 
 uint64_t rt_tr_bytes_used(void)
 {
@@ -57,10 +73,17 @@ int rt_tr_stop_reason_of(int err)
 	switch (-err) {
 	case EFBIG: return RT_STOP_CAP;
 	case RT_TR_E_RESERVE: return RT_STOP_RESERVE;
+	case RT_TR_E_FSIZE: return RT_STOP_IO_ERROR; /* "File too large" */
 	case ENOSPC: return RT_STOP_DISK_FULL;
 	case EDQUOT: return RT_STOP_QUOTA;
 	default: return RT_STOP_IO_ERROR;
 	}
+}
+
+/* The errno a stop reports (its event's `error`, the warning). */
+int rt_tr_stop_errno(int err)
+{
+	return err == -RT_TR_E_FSIZE ? EFBIG : -err;
 }
 
 /* The first stop wins; later chunk requests fail with the same error. */
@@ -76,9 +99,12 @@ static void stop_process(int err)
 /* Fork child: its own budget, its own lock, not stopped. */
 void rt_tr_chunk_forget_process(void)
 {
-	if (life_fd >= 0)
-		close(life_fd); /* the parent's lock stays: the parent holds it too */
-	life_fd = -1;
+	/* the parent's lock stays (the parent holds it too); a descriptor in
+	 * its helper's private table never came here */
+	if (life.fd >= 0 && !life.private && rt_tr_fd_is(life.fd, life.dev, life.ino))
+		close(life.fd);
+	life.fd = -1;
+	life_busy = made_first = 0;
 	bytes_used = allocations = 0;
 	stop_reason = stop_err = 0;
 }
@@ -104,6 +130,21 @@ static void chunk_plan(uint32_t k, uint64_t *size, uint32_t *pkt)
 	k = k < 3 ? k : 3;
 	*size = sizes[k];
 	*pkt = pkts[k];
+}
+
+/* The plan shrunk to the file size limit: smaller files, then the smallest
+ * packets. 0, or -RT_TR_E_FSIZE when not even one packet fits. */
+static int fit_file_limit(uint64_t *size, uint32_t *pkt)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_FSIZE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY ||
+	    rl.rlim_cur >= *size)
+		return 0;
+	if (rl.rlim_cur < *pkt)
+		*pkt = SMALLEST_PACKET;
+	*size = rl.rlim_cur / *pkt * *pkt;
+	return *size ? 0 : -RT_TR_E_FSIZE;
 }
 
 /* Free space to leave on the trace filesystem: --min-free, or by default
@@ -158,20 +199,23 @@ static void format(const struct rt_tr_stream *s, struct rt_tr_chunk *ch)
 }
 
 /* Blocks, mapping, pages, packet headers, lock: everything but the name. */
-static int fill(const struct rt_tr_stream *s, struct rt_tr_chunk *ch)
+static int fill(const struct rt_tr_stream *s, struct rt_tr_chunk *ch, int fd)
 {
 	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+	struct rt_tr_quiet q;
+	int err = 0;
 
 	/* Blocks first: a store into a sparse shared mapping on a full
 	 * filesystem would raise SIGBUS in the traced program, while a failed
-	 * allocation here only stops tracing. */
-	if (fallocate(ch->fd, 0, 0, (off_t)ch->size) != 0) {
-		int err = errno == EOPNOTSUPP ? posix_fallocate(ch->fd, 0, (off_t)ch->size) : errno;
-
-		if (err)
-			return -err;
-	}
-	ch->base = mmap(NULL, ch->size, PROT_READ | PROT_WRITE, MAP_SHARED, ch->fd, 0);
+	 * allocation here only stops tracing. Past RLIMIT_FSIZE (the limit
+	 * lowered since the plan) it fails with EFBIG, SIGXFSZ kept quiet. */
+	rt_tr_quiet_begin(&q);
+	if (fallocate(fd, 0, 0, (off_t)ch->size) != 0)
+		err = errno == EOPNOTSUPP ? posix_fallocate(fd, 0, (off_t)ch->size) : errno;
+	rt_tr_quiet_end(&q, err);
+	if (err)
+		return err == EFBIG ? -RT_TR_E_FSIZE : -err;
+	ch->base = mmap(NULL, ch->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (ch->base == MAP_FAILED) {
 		ch->base = NULL;
 		return -errno;
@@ -179,12 +223,12 @@ static int fill(const struct rt_tr_stream *s, struct rt_tr_chunk *ch)
 	/* fault every page in writable now, not in the traced thread's stores */
 	madvise(ch->base, ch->size, 23 /* MADV_POPULATE_WRITE, Linux 5.14; harmless if unknown */);
 	format(s, ch);
-	fcntl(ch->fd, F_OFD_SETLK, &fl);
+	fcntl(fd, F_OFD_SETLK, &fl);
 	return 0;
 }
 
 /* Give the finished file its name, never replacing one: 0 or -errno. */
-static int publish(struct rt_tr_stream *s, struct rt_tr_chunk *ch, bool tmpfile)
+static int publish(struct rt_tr_stream *s, struct rt_tr_chunk *ch, int fd, bool tmpfile)
 {
 	char path[4300], from[4300];
 
@@ -194,10 +238,11 @@ static int publish(struct rt_tr_stream *s, struct rt_tr_chunk *ch, bool tmpfile)
 		ch->seq = s->seq_next++;
 		chunk_path(s, ch->seq, false, path, sizeof(path));
 		if (tmpfile) {
-			snprintf(from, sizeof(from), "/proc/self/fd/%d", ch->fd);
+			/* thread-self: the helper's descriptor table is its own */
+			snprintf(from, sizeof(from), "/proc/thread-self/fd/%d", fd);
 			rc = linkat(AT_FDCWD, from, AT_FDCWD, path, AT_SYMLINK_FOLLOW);
 			if (rc != 0 && errno == ENOENT) /* no /proc: needs CAP_DAC_READ_SEARCH */
-				rc = linkat(ch->fd, "", AT_FDCWD, path, AT_EMPTY_PATH);
+				rc = linkat(fd, "", AT_FDCWD, path, AT_EMPTY_PATH);
 		} else {
 			chunk_path(s, 0, true, from, sizeof(from));
 			rc = (int)syscall(SYS_renameat2, AT_FDCWD, from, AT_FDCWD, path,
@@ -222,7 +267,7 @@ static int create(const struct rt_tr_stream *s, bool *tmpfile)
 	if (*tmpfile) {
 		fd = open(rt_tr_rank.dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
 		if (fd >= 0)
-			return fd;
+			return rt_tr_fd_lift(fd);
 		if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL)
 			return -errno;
 		__atomic_store_n(&no_tmpfile, 1, __ATOMIC_RELAXED);
@@ -231,35 +276,76 @@ static int create(const struct rt_tr_stream *s, bool *tmpfile)
 	chunk_path(s, 0, true, path, sizeof(path));
 	unlink(path); /* left by a killed process whose pid and tid we have now */
 	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	return fd >= 0 ? fd : -errno;
+	return fd >= 0 ? rt_tr_fd_lift(fd) : -errno;
+}
+
+/* Keep one file of the process locked while it runs: a duplicate of fd (the
+ * OFD lock fill() took belongs to the open file). A kept descriptor that the
+ * program closed or reused since is forgotten, never closed: this file
+ * takes its place. One thread at a time; the others skip. */
+static void life_keep(int fd, const struct rt_tr_chunk *ch)
+{
+	int dup;
+
+	if (__atomic_exchange_n(&life_busy, 1, __ATOMIC_ACQUIRE))
+		return;
+	/* one in a table this thread cannot see (the helper's, or the
+	 * program's seen from the helper) is left to its own side */
+	if (life.fd < 0 || (life.private == rt_tr_fds_private &&
+			    !rt_tr_fd_is(life.fd, life.dev, life.ino))) {
+		life.fd = -1;
+		dup = rt_tr_fd_keep(fd);
+		if (dup >= 0) {
+			life.dev = ch->dev;
+			life.ino = ch->ino;
+			life.private = rt_tr_fds_private;
+			life.fd = dup;
+		}
+	}
+	__atomic_store_n(&life_busy, 0, __ATOMIC_RELEASE);
 }
 
 /* Make s's next stream file into *ch, ready to be written with stores
- * only: 0, or -errno (-EFBIG: size cap; -RT_TR_E_RESERVE: free space). */
+ * only: 0, or -errno (-EFBIG: size cap; -RT_TR_E_RESERVE: free space;
+ * -RT_TR_E_FSIZE: RLIMIT_FSIZE). No descriptor stays open. */
 int rt_tr_chunk_make(struct rt_tr_stream *s, struct rt_tr_chunk *ch)
 {
-	bool tmpfile, first = __atomic_load_n(&life_fd, __ATOMIC_ACQUIRE) < 0;
+	bool tmpfile, first = !__atomic_load_n(&made_first, __ATOMIC_ACQUIRE);
+	struct stat st = { 0 };
 	int err, fd;
 
 	memset(ch, 0, sizeof(*ch));
-	ch->fd = -1;
 	if (rt_tr_stopped())
 		return __atomic_load_n(&stop_err, __ATOMIC_ACQUIRE) ?: -EIO;
 	chunk_plan(s->nchunks, &ch->size, &ch->pkt_bytes);
+	err = fit_file_limit(&ch->size, &ch->pkt_bytes);
+	if (err) {
+		stop_process(err);
+		return err;
+	}
 	fd = create(s, &tmpfile);
 	if (fd < 0)
 		return fd;
-	ch->fd = fd;
+	err = fstat(fd, &st) == 0 ? 0 : -errno;
+	ch->dev = (uint64_t)st.st_dev;
+	ch->ino = (uint64_t)st.st_ino;
 	/* the process's first file is made even past the cap or the reserve:
 	 * it is small, and it is where the reason tracing stopped is written */
-	err = space_for(fd, ch->size, first);
+	if (!err)
+		err = space_for(fd, ch->size, first);
 	if (!err) {
-		err = fill(s, ch);
+		err = fill(s, ch, fd);
 		if (err)
 			__atomic_sub_fetch(&bytes_used, ch->size, __ATOMIC_RELAXED);
 	}
 	if (!err)
-		err = publish(s, ch, tmpfile);
+		err = publish(s, ch, fd, tmpfile);
+	if (!err) {
+		life_keep(fd, ch);
+		__atomic_store_n(&made_first, 1, __ATOMIC_RELEASE);
+		s->nchunks++;
+	}
+	close(fd);
 	if (err) {
 		if (!tmpfile) {
 			char path[4300];
@@ -269,17 +355,8 @@ int rt_tr_chunk_make(struct rt_tr_stream *s, struct rt_tr_chunk *ch)
 		}
 		stop_process(err);
 		rt_tr_chunk_drop(s, ch, false);
-		return err;
 	}
-	s->nchunks++;
-	if (first) {
-		int dup = fcntl(fd, F_DUPFD_CLOEXEC, 3), none = -1;
-
-		if (dup >= 0 && !__atomic_compare_exchange_n(&life_fd, &none, dup, false,
-							     __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-			close(dup);
-	}
-	return 0;
+	return err;
 }
 
 /* Flight recorder: make a used chunk unused again, packet by packet, each
@@ -297,15 +374,27 @@ void rt_tr_chunk_recycle(struct rt_tr_chunk *ch, uint64_t discarded)
 }
 
 /* The thread ended: drop the unused packets after `keep` bytes (a packet
- * boundary, so the file stays valid at every instant). */
-void rt_tr_chunk_trim(struct rt_tr_chunk *ch, uint64_t keep)
+ * boundary, so the file stays valid at every instant). The file is opened
+ * again by name and cut only if it is the one made (device and inode);
+ * when it cannot be opened (no descriptor left) it keeps its unused
+ * packets, still a valid file. */
+void rt_tr_chunk_trim(const struct rt_tr_stream *s, const struct rt_tr_chunk *ch, uint64_t keep)
 {
-	if (ch->fd < 0 || keep >= ch->size || ftruncate(ch->fd, (off_t)keep) != 0)
+	char path[4300];
+	int fd;
+
+	if (!ch->base || keep >= ch->size)
 		return;
-	__atomic_sub_fetch(&bytes_used, ch->size - keep, __ATOMIC_RELAXED);
+	chunk_path(s, ch->seq, false, path, sizeof(path));
+	fd = open(path, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	if (rt_tr_fd_is(fd, ch->dev, ch->ino) && ftruncate(fd, (off_t)keep) == 0)
+		__atomic_sub_fetch(&bytes_used, ch->size - keep, __ATOMIC_RELAXED);
+	close(fd);
 }
 
-/* Unmap and close ch; remove: also unlink its file (an unused one). */
+/* Unmap ch; remove: also unlink its file (an unused one). */
 void rt_tr_chunk_drop(const struct rt_tr_stream *s, struct rt_tr_chunk *ch, bool remove)
 {
 	if (remove && ch->base) {
@@ -317,8 +406,5 @@ void rt_tr_chunk_drop(const struct rt_tr_stream *s, struct rt_tr_chunk *ch, bool
 	}
 	if (ch->base)
 		munmap(ch->base, ch->size);
-	if (ch->fd >= 0)
-		close(ch->fd);
 	ch->base = NULL;
-	ch->fd = -1;
 }

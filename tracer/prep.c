@@ -11,11 +11,20 @@
  * (rt_tr_prep_take: atomics only when it is ready). When the helper is behind
  * or absent (RANKTRACE_HELPER=0, thread creation refused) the traced thread
  * makes the chunk itself, as the slow path always did. The helper also
- * unmaps and closes the files traced threads are done with.
+ * unmaps the files traced threads are done with.
+ *
+ * The helper works in a descriptor table of its own (unshare(CLONE_FILES),
+ * the copy of the program's emptied at once): what it opens takes no number
+ * from the program, and nothing the program closes or dup2s reaches it
+ * (own.c). Where that cannot be done it runs in the shared table, lifting
+ * its descriptors to the top of the range as the traced threads do.
  *
  * The registry of streams (and the process set-up in writer.c) is guarded by
  * rt_tr_lock, never held across a system call that may wait on the disk. */
+#include <dirent.h>
+#include <fcntl.h>
 #include <linux/futex.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
@@ -170,11 +179,55 @@ static bool serve(void)
 	return true;
 }
 
+/* Close every descriptor of this thread's (private) table: with
+ * close_range, else by listing /proc/thread-self/fd. True when done. */
+static bool close_all_here(void)
+{
+	struct dirent *e;
+	DIR *d;
+
+	if (syscall(SYS_close_range, 0u, ~0u, 0u) == 0)
+		return true;
+	d = opendir("/proc/thread-self/fd");
+	if (!d)
+		return false;
+	while ((e = readdir(d)) != NULL) {
+		int fd = atoi(e->d_name);
+
+		if (e->d_name[0] >= '0' && e->d_name[0] <= '9' && fd != dirfd(d))
+			close(fd);
+	}
+	closedir(d);
+	return true;
+}
+
+/* The helper's own descriptor table: a copy of the program's, emptied (its
+ * copies would keep the program's pipes and sockets open). 0: private;
+ * 1: unshare refused, the table is the program's; -1: a private copy that
+ * could not be emptied. */
+static int own_table(void)
+{
+	if (unshare(CLONE_FILES) != 0)
+		return 1;
+	if (!close_all_here())
+		return -1;
+	rt_tr_fds_private = true;
+	return 0;
+}
+
 static void *helper_main(void *arg)
 {
 	const struct timespec nap = { 0, 200 * 1000 * 1000 };
 
 	(void)arg;
+	if (own_table() < 0) {
+		/* its copies of the program's files would outlive the program's
+		 * close: no helper rather than that (threads make their chunks) */
+		__atomic_store_n(&helper_pid, 0, __ATOMIC_RELEASE);
+		__atomic_store_n(&started, 1, __ATOMIC_RELEASE);
+		futex_wake(&started);
+		return NULL;
+	}
 	__atomic_store_n(&started, 1, __ATOMIC_RELEASE);
 	futex_wake(&started);
 	while (!rt_tr_stopped() && !rt_tr_off) {

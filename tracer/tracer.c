@@ -21,6 +21,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -38,20 +39,28 @@ RT_TLS struct rt_tr_stream *rt_tr_stream_tls;
 
 static int exit_recorded;
 static int warned_config;
+static uint64_t stderr_dev, stderr_ino; /* what fd 2 was at start */
+static bool stderr_known;
 
+/* Warnings go to the program's stderr only while fd 2 is still the file it
+ * was at start (a daemon may have closed it and opened its own data file on
+ * the number), and never raise SIGPIPE (own.c). */
 void rt_tr_warn_once(int *flag, const char *fmt, ...)
 {
+	struct rt_tr_quiet q;
 	char msg[512];
 	va_list ap;
 	int n;
 
-	if (__atomic_exchange_n(flag, 1, __ATOMIC_RELAXED))
+	if (__atomic_exchange_n(flag, 1, __ATOMIC_RELAXED) || !stderr_known ||
+	    !rt_tr_fd_is(STDERR_FILENO, stderr_dev, stderr_ino))
 		return;
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	rt_tr_quiet_begin(&q);
 	n = dprintf(STDERR_FILENO, "ranktrace: warning: %s\n", msg);
-	(void)n;
+	rt_tr_quiet_end(&q, n < 0 ? errno : 0);
 }
 
 void rt_tr_saw_device(int device)
@@ -286,10 +295,16 @@ static void read_limits(void)
 __attribute__((constructor)) static void rt_tr_init(void)
 {
 	const char *dir = getenv("RANKTRACE_DIR"), *s;
+	struct stat st;
 	Dl_info info;
 
 	if (dladdr((void *)rt_tr_resolve, &info))
 		self_base = info.dli_fbase;
+	if (fstat(STDERR_FILENO, &st) == 0) {
+		stderr_dev = (uint64_t)st.st_dev;
+		stderr_ino = (uint64_t)st.st_ino;
+		stderr_known = true;
+	}
 	rt_tr_pid = getpid();
 	pthread_atfork(rt_tr_prep_fork_prepare, rt_tr_prep_fork_parent, after_fork_child);
 	rt_tr_host_init();

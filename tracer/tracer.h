@@ -16,6 +16,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
@@ -36,13 +37,14 @@
 /* One stream file ("chunk", writer.c/chunk.c): created aside, sized, mapped
  * and formatted as packets marked unused (RT_TS_UNUSED) before it appears
  * in the rank directory, so that at every instant every file a reader can
- * see is a valid CTF stream file. */
+ * see is a valid CTF stream file. Held by its mapping alone: no descriptor
+ * stays open (own.c); dev and ino prove the file when it is reopened. */
 struct rt_tr_chunk {
 	uint8_t *base;      /* the whole file, mapped shared; NULL: none */
 	uint64_t size;
+	uint64_t dev, ino;  /* the file's identity */
 	uint32_t pkt_bytes; /* size of each of its packets */
 	uint32_t seq;       /* file stream-PID-TID (0) or stream-PID-TID.SEQ */
-	int fd;             /* open (OFD write lock) while written, else -1 */
 };
 
 #define RT_TR_RING_CHUNKS RT_RING_FILES
@@ -166,14 +168,27 @@ extern uint8_t rt_tr_trace_uuid[16];
 /* chunk.c: stream files */
 int rt_tr_chunk_make(struct rt_tr_stream *s, struct rt_tr_chunk *ch);
 void rt_tr_chunk_recycle(struct rt_tr_chunk *ch, uint64_t discarded);
-void rt_tr_chunk_trim(struct rt_tr_chunk *ch, uint64_t keep);
+void rt_tr_chunk_trim(const struct rt_tr_stream *s, const struct rt_tr_chunk *ch, uint64_t keep);
 void rt_tr_chunk_drop(const struct rt_tr_stream *s, struct rt_tr_chunk *ch, bool remove);
 void rt_tr_chunk_forget_process(void);
 uint64_t rt_tr_bytes_used(void);
 int rt_tr_stopped(void);
 void rt_tr_stop_process(int reason);
 int rt_tr_stop_reason_of(int err);
+int rt_tr_stop_errno(int err);
 #define RT_TR_E_RESERVE 4096 /* -RT_TR_E_RESERVE: the free-space reserve is reached */
+#define RT_TR_E_FSIZE 4097   /* -RT_TR_E_FSIZE: the file would pass RLIMIT_FSIZE */
+/* own.c: the program's descriptors and signals stay its own */
+struct rt_tr_quiet {
+	sigset_t old, before;
+	bool on;
+};
+void rt_tr_quiet_begin(struct rt_tr_quiet *q);
+void rt_tr_quiet_end(struct rt_tr_quiet *q, int err);
+int rt_tr_fd_lift(int fd);
+int rt_tr_fd_keep(int fd);
+bool rt_tr_fd_is(int fd, uint64_t dev, uint64_t ino);
+extern RT_TLS bool rt_tr_fds_private; /* this thread has its own descriptor table */
 /* prep.c: the helper thread that prepares chunks ahead */
 extern pthread_mutex_t rt_tr_lock;
 void rt_tr_prep_register(struct rt_tr_stream *s);

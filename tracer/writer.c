@@ -48,13 +48,6 @@ bool rt_tr_process_traced(void)
 	return __atomic_load_n(&ready_pid, __ATOMIC_ACQUIRE) == rt_tr_pid;
 }
 
-static void stream_init(struct rt_tr_stream *s)
-{
-	s->cur.fd = s->prev.fd = s->next.fd = s->retired.fd = -1;
-	for (int i = 0; i < RT_TR_RING_CHUNKS; i++)
-		s->ring[i].fd = -1;
-}
-
 /* The end of a stream whose thread is gone (or a helper done with it):
  * unused packets and files removed, mappings and files closed. */
 void rt_tr_stream_release(struct rt_tr_stream *s)
@@ -65,7 +58,7 @@ void rt_tr_stream_release(struct rt_tr_stream *s)
 		rt_tr_chunk_drop(s, &s->next, true);
 	if (s->last_real_pkt && cur->base && s->last_real_pkt >= cur->base &&
 	    s->last_real_pkt < cur->base + cur->size)
-		rt_tr_chunk_trim(cur, (uint64_t)(s->last_real_pkt - cur->base) + cur->pkt_bytes);
+		rt_tr_chunk_trim(s, cur, (uint64_t)(s->last_real_pkt - cur->base) + cur->pkt_bytes);
 	if (rt_tr_config.ring_bytes) {
 		for (uint32_t i = 0; i < s->ring_used; i++)
 			rt_tr_chunk_drop(s, &s->ring[i], false);
@@ -162,7 +155,7 @@ static void write_stop(struct rt_tr_stream *s, uint64_t now, int err)
 	memset(p, 0, RT_SIZE_rt_trace_stop);
 	put_field(p, rt_field_at[id][RT_FN_reason], reason);
 	put_field(p, rt_field_at[id][RT_FN_error],
-		  reason == RT_STOP_CAP || reason == RT_STOP_RESERVE ? 0 : -err);
+		  reason == RT_STOP_CAP || reason == RT_STOP_RESERVE ? 0 : rt_tr_stop_errno(err));
 	put_field(p, rt_field_at[id][RT_FN_events], (int64_t)s->events);
 	put_field(p, rt_field_at[id][RT_FN_bytes], (int64_t)rt_tr_bytes_used());
 	s->pos = p + RT_SIZE_rt_trace_stop;
@@ -174,12 +167,6 @@ static void write_stop(struct rt_tr_stream *s, uint64_t now, int err)
 /* Flight recorder: the file after slot k's in ring order becomes current. */
 static void ring_enter(struct rt_tr_stream *s, uint32_t k)
 {
-	struct rt_tr_chunk *old = &s->ring[s->ring_cur];
-
-	if (old != &s->ring[k] && old->fd >= 0) { /* full: no more locks needed on it */
-		close(old->fd);
-		old->fd = -1;
-	}
 	s->prev = s->cur;
 	s->cur = s->ring[k];
 	s->ring_cur = k;
@@ -218,6 +205,18 @@ static int chunk_switch(struct rt_tr_stream *s, uint64_t now)
 	return 0;
 }
 
+/* Once per process: why tracing stopped (the I/O error's own words). */
+static void warn_stop(int err)
+{
+	int reason = rt_tr_stop_reason_of(err);
+
+	rt_tr_warn_once(&warned_stop, "tracing stops (%s%s%s) after %llu bytes of trace: the "
+			"program continues untouched, further events are only counted",
+			rt_stop_prose((unsigned)reason), reason == RT_STOP_IO_ERROR ? ": " : "",
+			reason == RT_STOP_IO_ERROR ? strerror(rt_tr_stop_errno(err)) : "",
+			(unsigned long long)rt_tr_bytes_used());
+}
+
 void rt_tr_stream_next(struct rt_tr_stream *s, uint64_t now, unsigned need)
 {
 	int err;
@@ -242,12 +241,7 @@ void rt_tr_stream_next(struct rt_tr_stream *s, uint64_t now, unsigned need)
 	if (!err)
 		return;
 	write_stop(s, now, err);
-	rt_tr_warn_once(&warned_stop, "tracing stops (%s%s%s) after %llu bytes of trace: the "
-			"program continues untouched, further events are only counted",
-			rt_stop_prose((unsigned)rt_tr_stop_reason_of(err)),
-			rt_tr_stop_reason_of(err) == RT_STOP_IO_ERROR ? ": " : "",
-			rt_tr_stop_reason_of(err) == RT_STOP_IO_ERROR ? strerror(-err) : "",
-			(unsigned long long)rt_tr_bytes_used());
+	warn_stop(err);
 	enter_scratch(s);
 	s->end = s->pos + need;
 	count_discarded(s);
@@ -263,7 +257,7 @@ static int write_all(int fd, const char *buf, size_t n)
 		if (k < 0 && errno == EINTR)
 			continue;
 		if (k <= 0)
-			return -EIO;
+			return k < 0 ? -errno : -EIO;
 		buf += k;
 		n -= (size_t)k;
 	}
@@ -281,16 +275,43 @@ static void read_boot_id(char *out, size_t n)
 	out[k == 36 || k == 37 ? 36 : 0] = '\0';
 }
 
+/* DIR/metadata from buf, whole or not at all: written aside, then linked in
+ * (never over the one another process of the rank wrote: 0) or, replace,
+ * renamed over it. Past RLIMIT_FSIZE (a schema bigger than the limit) it
+ * fails with EFBIG and leaves nothing, SIGXFSZ kept quiet (own.c). */
+static int put_metadata(const char *dir, const char *buf, size_t len, bool replace)
+{
+	char path[4200], tmp[4200];
+	struct rt_tr_quiet q;
+	int fd, err;
+
+	snprintf(path, sizeof(path), "%s/metadata", dir);
+	snprintf(tmp, sizeof(tmp), "%s/.metadata.%d", dir, (int)getpid());
+	unlink(tmp); /* left by a killed process that had our pid */
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	rt_tr_quiet_begin(&q);
+	err = write_all(fd, buf, len);
+	rt_tr_quiet_end(&q, -err);
+	close(fd);
+	if (!err && replace && rename(tmp, path) != 0)
+		err = -errno;
+	else if (!err && !replace && link(tmp, path) != 0 && errno != EEXIST)
+		err = -errno;
+	unlink(tmp);
+	return err;
+}
+
 /* Write DIR/metadata for the current rank identity. replace: atomically
  * replace an existing one (rank learned later). */
 int rt_tr_write_metadata(const char *dir, bool replace)
 {
 	struct rt_trace_env env = { 0 };
 	struct timespec rt, mono;
-	char path[4200], tmp[4200];
 	long len;
 	char *buf;
-	int fd, err;
+	int err;
 
 	gethostname(env.hostname, sizeof(env.hostname) - 1);
 	if (getenv("NCCL_HOSTID")) /* NCCL keys "one rank per GPU" on this, not the hostname */
@@ -323,19 +344,8 @@ int rt_tr_write_metadata(const char *dir, bool replace)
 		free(buf);
 		return -ENOSPC;
 	}
-	snprintf(path, sizeof(path), "%s/metadata", dir);
-	snprintf(tmp, sizeof(tmp), "%s/.metadata.%d", dir, (int)getpid());
-	fd = open(replace ? tmp : path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0) {
-		err = errno == EEXIST && !replace ? 0 : -errno; /* another process of this rank wrote it */
-		free(buf);
-		return err;
-	}
-	err = write_all(fd, buf, (size_t)len);
-	close(fd);
+	err = put_metadata(dir, buf, (size_t)len, replace);
 	free(buf);
-	if (!err && replace && rename(tmp, path) != 0)
-		err = -errno;
 	return err;
 }
 
@@ -374,7 +384,6 @@ static int stream_start(struct rt_tr_stream *s)
 	struct rt_tr_chunk ch;
 	int err;
 
-	stream_init(s);
 	s->pid = rt_tr_pid;
 	s->tid = (pid_t)syscall(SYS_gettid);
 	if (rt_tr_lttng_wanted) {
@@ -420,7 +429,6 @@ struct rt_tr_stream *rt_tr_stream_open(void)
 		enter_scratch(&dead);
 		return &dead;
 	}
-	stream_init(s);
 	pthread_mutex_lock(&rt_tr_lock);
 	err = process_setup();
 	if (!err && !__atomic_load_n(&spare, __ATOMIC_ACQUIRE))
@@ -434,8 +442,7 @@ struct rt_tr_stream *rt_tr_stream_open(void)
 					"continues untraced", rt_tr_config.dir, strerror(-err));
 			rt_tr_off = 1;
 		} else {
-			rt_tr_warn_once(&warned_stop, "tracing stops (%s): the program continues "
-					"untouched", rt_stop_prose((unsigned)rt_tr_stop_reason_of(err)));
+			warn_stop(err);
 		}
 		enter_scratch(s);
 	}

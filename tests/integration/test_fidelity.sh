@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# test_fidelity.sh - the program's descriptors, limits and signals stay its
+# own (issue 19): programs that close every descriptor, dup2 over low
+# numbers, set RLIMIT_NOFILE 16 or RLIMIT_FSIZE 16 KiB, or run 2000 threads
+# give the same stdout, exit status and files traced and untraced, with the
+# helper thread and without (RANKTRACE_HELPER=0); their traces read, and a
+# trace that could not be written whole is never called healthy.
+source "$(dirname "$0")/lib.sh"
+RT="$B/bin/ranktrace"
+LIB="${RANKTRACE_LIB:-$B/lib/libranktrace.so}"
+FID="$B/bin/fidelity"
+
+# fidelity NAME MODE ARGS...: run `fidelity MODE ARGS... FILE` untraced and
+# traced (both helper modes) and compare; the trace must read (view exit 0)
+# and be healthy, or inconclusive (125) when it is not complete. $NOFILE:
+# the programs' ulimit -n.
+fidelity() {
+  local name=$1 o; shift
+  o="$T/$name"
+  mkdir -p "$o"
+  (ulimit -n "${NOFILE:-$(ulimit -n)}" && sim timeout -k 5 120 "$FID" "$@" "$o/plain.file" \
+    > "$o/plain.out" 2> "$o/plain.err"; echo $? > "$o/plain.rc")
+  for helper in 1 0; do
+    local d="$o/trace-$helper"
+    (ulimit -n "${NOFILE:-$(ulimit -n)}" && RANKTRACE_HELPER=$helper RANKTRACE_DIR="$d" LD_PRELOAD="$LIB" \
+      sim timeout -k 5 120 "$FID" "$@" "$o/traced.file" > "$o/traced.out" 2> "$o/traced.err"; echo $? > "$o/traced.rc")
+    check "$name (helper=$helper): same stdout traced and untraced" cmp "$T/$name/plain.out" "$T/$name/traced.out"
+    check "$name (helper=$helper): same exit status ($(cat "$T/$name/plain.rc")/$(cat "$T/$name/traced.rc"))" \
+      cmp -s "$T/$name/plain.rc" "$T/$name/traced.rc"
+    check "$name (helper=$helper): the program's file byte for byte" cmp "$T/$name/plain.file" "$T/$name/traced.file"
+    check_trace "$name (helper=$helper)" "$d" "${TRACE_EXPECT:-complete}"
+    rm -rf "$d" "$T/$name/traced.file"
+  done
+}
+
+# check_trace WHAT DIR complete|capped|untraced
+check_trace() {
+  local what=$1 d=$2 expect=$3 rc v
+  timeout -k 5 60 "$RT" view --json "$d" > "$T/view.json" 2> "$T/view.err"; rc=$?
+  timeout -k 5 60 "$RT" verdict "$d" > "$T/verdict.out" 2> "$T/verdict.err"; v=$?
+  if [ "$expect" = complete ] || [ "$expect" = capped ]; then
+    check "$what: the trace reads (view exit $rc), $expect" \
+      bash -c "[ $rc -eq 0 ] && grep -q '\"completeness\": \"$expect\"' '$T/view.json'"
+  fi
+  if [ "$expect" = complete ]; then
+    check "$what: verdict healthy ($v)" [ $v -eq 0 ]
+  elif [ "$expect" = capped ]; then
+    check "$what: events dropped: inconclusive (125, $v), the stop named" \
+      bash -c "[ $v -eq 125 ] && grep -q 'trace incomplete: I/O error' '$T/verdict.err'"
+  else
+    check "$what: no trace could be written: never a clean bill (verdict $v)" [ $v -eq 125 ]
+  fi
+}
+
+# 1. a daemon closes every descriptor, opens its file (fd 3), keeps calling:
+#    the tracer closed "its" old number and made a stream file on it
+fidelity closeall closeall
+# 2. dup2 over every number 3..63 while streams are being written
+fidelity dup2 dup2
+# 3. RLIMIT_NOFILE 16: as many files as untraced (was 8 instead of 12)
+fidelity nofile nofile
+# 4. RLIMIT_FSIZE (exit 153, SIGXFSZ, before): 16 KiB from the start, below
+#    the metadata: untraced, said so; 24 KiB: stream files fit the limit, the
+#    trace whole; 16 KiB once tracing began: whole; 4 KiB then, below one
+#    packet: tracing stops, the trace says so and the verdict is 125
+TRACE_EXPECT=untraced fidelity fsize16 fsize 16
+check "RLIMIT_FSIZE 16 KiB: the warning names the limit's error" grep -q 'File too large' "$T/fsize16/traced.err"
+fidelity fsize24 fsize 24
+fidelity fsize-late16 fsize-late 16
+TRACE_EXPECT=capped fidelity fsize-late4 fsize-late 4
+check "RLIMIT_FSIZE 4 KiB: the warning names the limit's error" grep -q 'File too large' "$T/fsize-late4/traced.err"
+# 5. 2000 live threads, one CUDA call each, under ulimit -n 1024: the
+#    program's open() after them works (one descriptor per thread before)
+NOFILE=1024 fidelity threads threads 2000
+
+finish
