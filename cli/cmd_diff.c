@@ -100,7 +100,7 @@ static void diff_placement(const struct rt_vw_trace *a, const struct rt_vw_trace
 	}
 	printf("\nparameter placement (latest report)%s\n", nkinds ? ":" : ": the same in A and B");
 	for (int k = 0; k < nkinds; k++)
-		printf("  B: %s %s, A: %s; %d of %zu parameters alike\n", kinds[k].example,
+		printf("  B: %s %s, A: %s; %d of %zu parameters alike\n", rt_cli_esc(kinds[k].example),
 		       kinds[k].pb, kinds[k].pa, kinds[k].n, na.n);
 	if (other)
 		printf("  and %d more parameters placed differently\n", other);
@@ -132,7 +132,7 @@ int rt_cli_cmd_diff(int argc, char **argv)
 		rt_vw_free(a);
 		return RT_VW_ERR_CORRUPT;
 	}
-	printf("A %s: %s\nB %s: %s\n\n", a->dir, rt_vw_verdict_names[a->verdict], b->dir,
+	printf("A %s: %s\nB %s: %s\n\n", rt_cli_esc(a->dir), rt_vw_verdict_names[a->verdict], rt_cli_esc(b->dir),
 	       rt_vw_verdict_names[b->verdict]);
 	for (int i = 0; i < a->nranks; i++) {
 		const struct rt_vw_rank *ra = &a->ranks[i];

@@ -110,7 +110,7 @@ static void print_row(const char *name, const char *dtype, uint64_t numel, const
 
 	if (*name)
 		snprintf(el, sizeof(el), "%llu", (unsigned long long)numel);
-	printf("%-*s %8s %-8s %-7s %-14s %8s  %-28s %s\n", name_width, name, el, dtype, list,
+	printf("%-*s %8s %-8s %-7s %-14s %8s  %-28s %s\n", name_width, rt_cli_esc(name), el, dtype, list,
 	       where ? where : "", bytes ? bytes : "", alloc ? alloc : "", change ? change : "");
 }
 
@@ -148,7 +148,7 @@ static void print_param_text(const struct rt_vw_trace *t, const char *name, int 
 
 static void print_text(const struct rt_vw_trace *t, const struct rt_vw_names *nm, int at, int only)
 {
-	printf("trace %s: %d rank%s, %zu parameter%s; placement at %s\n\n", t->dir, t->nranks,
+	printf("trace %s: %d rank%s, %zu parameter%s; placement at %s\n\n", rt_cli_esc(t->dir), t->nranks,
 	       t->nranks == 1 ? "" : "s", nm->n, nm->n == 1 ? "" : "s",
 	       at == AT_LAST ? "the last report" : rt_vw_param_point_names[at]);
 	rt_cli_print_placement(t, only, "");

@@ -39,26 +39,37 @@ static int rank_of_name(const char *name)
 	return *end || v > 99999 ? -1 : (int)v;
 }
 
-/* Running when a stream file of the rank's main process is locked. */
-static enum rt_vw_state rank_state(const struct rt_vw_trace *t, const struct rt_vw_rank *r)
+/* Running when a stream file of the rank's main process is locked. The
+ * metadata names that process (its pid), which wrote the rank's first
+ * stream file: when no stream file is its, the metadata is another rank's
+ * or another run's (swapped, copied), and the rank is damaged. */
+static enum rt_vw_state rank_state(struct rt_vw_trace *t, struct rt_vw_rank *r)
 {
 	char rd[4400], **streams, prefix[32];
-	int ns, locked = 0;
+	int ns, locked = 0, own = 0;
 
 	if (!r->readable)
 		return RT_S_UNKNOWN;
 	snprintf(rd, sizeof(rd), "%s/%s", t->dir, r->name);
 	snprintf(prefix, sizeof(prefix), "stream-%d-", r->meta.pid);
-	ns = rt_vw_list_streams(rd, &streams);
+	ns = t->lttng ? 0 : rt_vw_list_streams(rd, &streams);
 	for (int k = 0; k < ns && !locked; k++) {
 		char sp[4700];
 
 		if (strncmp(streams[k], prefix, strlen(prefix)))
 			continue;
+		own++;
 		snprintf(sp, sizeof(sp), "%s/%s", rd, streams[k]);
 		locked = rt_vw_stream_locked(sp) == 1;
 	}
-	rt_vw_free_names(streams, ns > 0 ? ns : 0);
+	if (ns > 0 && !own && !r->damaged[0]) {
+		snprintf(r->damaged, sizeof(r->damaged), "%.200s/metadata names process %d, but "
+			 "no stream file here is its (%.200s/%s*): the metadata of another rank or run",
+			 r->name, r->meta.pid, r->name, prefix);
+		t->damaged++;
+	}
+	if (ns > 0)
+		rt_vw_free_names(streams, ns);
 	if (locked)
 		return RT_S_RUNNING;
 	if (r->signo)

@@ -82,7 +82,7 @@ static int map_file(struct rt_vw_cursor *c, const char *path, char *err, size_t 
 		return -1;
 	}
 	if (st.st_size == 0) { /* files are published whole (tracer/chunk.c) */
-		snprintf(err, errlen, "%s: empty (0 bytes), yet stream files are published whole: its "
+		snprintf(err, errlen, "%s: offset 0: empty (0 bytes), yet stream files are published whole: its "
 			 "events are lost (a crash or power loss before its blocks were written?)", path);
 		close(fd);
 		return -1;

@@ -6,6 +6,7 @@
  * still written (the tracer's open file description lock), and "now" on
  * the trace's clock. Every file is opened as a regular file only: a FIFO,
  * a symlink or a device in a trace is refused, never followed or waited on. */
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -46,28 +47,88 @@ static FILE *open_regular(const char *path, char *err, size_t errlen)
 	return f;
 }
 
-int rt_vw_read_metadata(const char *rank_dir, struct rt_vw_rank_meta *m, char *err, size_t errlen)
+/* The whole metadata file at path, NUL-terminated (malloc'd, *n bytes):
+ * NULL with err set when it is not a regular file, too large or unreadable. */
+static char *slurp(const char *path, size_t *n, char *err, size_t errlen)
 {
-	char path[4200], line[512];
-	FILE *f;
-	bool in_env = false;
-	size_t pos = 0; /* bytes read: ftell would be a syscall a line */
+	FILE *f = open_regular(path, err, errlen);
+	char *buf = f ? malloc(RT_VW_MAX_METADATA + 1) : NULL;
 
-	memset(m, 0, sizeof(*m));
-	m->rank = m->local_rank = m->world_size = -1;
-	snprintf(path, sizeof(path), "%s/metadata", rank_dir);
-	f = open_regular(path, err, errlen);
-	if (!f)
-		return -1;
-	while (pos < RT_VW_MAX_METADATA && fgets(line, sizeof(line), f)) {
+	if (f && !buf)
+		snprintf(err, errlen, "%s: out of memory", path);
+	*n = buf ? fread(buf, 1, RT_VW_MAX_METADATA + 1, f) : 0;
+	if (buf && (ferror(f) || *n > RT_VW_MAX_METADATA)) {
+		snprintf(err, errlen, "%s: %s", path, ferror(f) ? "read error" :
+			 "over 1 MiB: not a ranktrace metadata (ours are a few KiB)");
+		free(buf);
+		buf = NULL;
+	}
+	if (buf)
+		buf[*n] = '\0';
+	if (f)
+		fclose(f);
+	return buf;
+}
+
+/* Is s (n bytes) a whole CTF metadata of this schema? A cut anywhere leaves
+ * a string or a block open, or blocks or events missing; a NUL byte ends
+ * the text early: babeltrace2 rejects each, and so does this (why says how). */
+static bool tsdl_whole(const char *s, size_t n, char *why, size_t whylen)
+{
+	static const char *const blocks[] = { "\ntrace {", "\nenv {", "\nclock {", "\nstream {" };
+	int depth = 0, events = 0;
+	bool in_str = false;
+	size_t last = 0; /* the last byte that is not white space */
+	const char *nul = memchr(s, '\0', n);
+
+	if (nul) {
+		snprintf(why, whylen, "a NUL byte at offset %zu", (size_t)(nul - s));
+		return false;
+	}
+	for (size_t i = 0; i < n && depth >= 0; i++) {
+		if (in_str) { /* "...\"..." */
+			if (s[i] == '\\')
+				i++;
+			else
+				in_str = s[i] != '"';
+			continue;
+		}
+		in_str = s[i] == '"';
+		depth += (s[i] == '{') - (s[i] == '}');
+		events += depth == 0 && !strncmp(s + i, "\nevent {", 8);
+		last = isspace((unsigned char)s[i]) ? last : i;
+	}
+	if (depth || in_str || last < 1 || s[last] != ';' || s[last - 1] != '}') {
+		snprintf(why, whylen, depth < 0 ? "a block closed that was never opened" :
+			 "cut short: it ends inside a %s", in_str ? "string" : "block");
+		return false;
+	}
+	for (size_t b = 0; b < sizeof(blocks) / sizeof(blocks[0]); b++)
+		if (!strstr(s, blocks[b])) {
+			snprintf(why, whylen, "no \"%s}\" block: cut short", blocks[b] + 1);
+			return false;
+		}
+	if (events != RT_ID_COUNT) {
+		snprintf(why, whylen, "it declares %d events, the schema %d: cut short, or another "
+			 "schema", events, RT_ID_COUNT);
+		return false;
+	}
+	return true;
+}
+
+/* The env and clock blocks' facts into m. */
+static void parse_env(const char *s, struct rt_vw_rank_meta *m)
+{
+	bool in_env = false;
+
+	for (const char *line = s; *line; line += strcspn(line, "\n") + (line[strcspn(line, "\n")] != 0)) {
 		char key[64], val[128];
 
-		pos += strlen(line);
 		if (strncmp(line, "env {", 5) == 0 || strncmp(line, "clock {", 7) == 0)
 			in_env = true;
 		else if (in_env && line[0] == '}')
 			in_env = false;
-		if (!in_env || sscanf(line, " %63[a-z_] = %127[^;];", key, val) != 2)
+		if (!in_env || sscanf(line, " %63[a-z_] = %127[^;\n];", key, val) != 2)
 			continue;
 		if (val[0] == '"') { /* strip quotes */
 			size_t n = strlen(val);
@@ -89,12 +150,33 @@ int rt_vw_read_metadata(const char *rank_dir, struct rt_vw_rank_meta *m, char *e
 		else if (!strcmp(key, "offset_s")) m->clock_offset_ns += strtoll(val, NULL, 10) * 1000000000ll;
 		else if (!strcmp(key, "offset")) m->clock_offset_ns += strtoll(val, NULL, 10);
 	}
-	fclose(f);
+}
+
+int rt_vw_read_metadata(const char *rank_dir, struct rt_vw_rank_meta *m, char *err, size_t errlen)
+{
+	char path[4200], why[160];
+	size_t n;
+	char *s;
+
+	memset(m, 0, sizeof(*m));
+	m->rank = m->local_rank = m->world_size = -1;
+	snprintf(path, sizeof(path), "%s/metadata", rank_dir);
+	s = slurp(path, &n, err, errlen);
+	if (!s)
+		return -1;
+	parse_env(s, m);
 	if (m->schema != RT_SCHEMA_VERSION) {
 		snprintf(err, errlen, "%s: not a ranktrace schema %d trace (found schema %d)", path,
 			 RT_SCHEMA_VERSION, m->schema);
+		free(s);
 		return -1;
 	}
+	if (!tsdl_whole(s, n, why, sizeof(why))) {
+		snprintf(err, errlen, "%s: not whole CTF metadata (%s)", path, why);
+		free(s);
+		return -1;
+	}
+	free(s);
 	return 0;
 }
 

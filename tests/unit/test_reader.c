@@ -299,7 +299,7 @@ Test(reader, a_missing_or_unopenable_file_of_a_stream_is_damage)
 		;
 	cr_assert_eq(n, 3);
 	cr_assert_eq(rc, -1);
-	cr_assert(strstr(rt_vw_cursor_error(c), "stream-42-43: empty"), "%s", rt_vw_cursor_error(c));
+	cr_assert(strstr(rt_vw_cursor_error(c), "stream-42-43: offset 0: empty"), "%s", rt_vw_cursor_error(c));
 	rt_vw_cursor_close(c);
 	for (int i = 0; i < 3; i++) {
 		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
@@ -381,6 +381,47 @@ Test(schema, metadata_declares_every_event_and_fits)
 	cr_assert(strstr(buf, "hostname = \"host\\\"with\\\\quotes\";") != NULL, "hostname escaped");
 	cr_assert(strstr(buf, "hex64 _stream;") != NULL, "keyword field names are escaped");
 	cr_assert_eq(rt_schema_tsdl(buf, 100, &env), -1, "too small a buffer is an error");
+}
+
+/* The metadata is whole or it is damage: cut after its env block, inside
+ * any block or string, between events, or with a NUL byte, babeltrace2
+ * rejects it, and so does the reader (it was "complete"). */
+Test(schema, metadata_cut_anywhere_or_with_a_nul_is_damage)
+{
+	static char buf[1 << 16];
+	struct rt_trace_env env = { .hostname = "h\"{q", .rank = 2, .world_size = 4, .pid = 7,
+				    .rank_source = "env:RANK" };
+	long n = rt_schema_tsdl(buf, sizeof(buf), &env);
+	char dir[] = "/tmp/rt-meta-XXXXXX", path[600], err[512];
+	const char *env_end = strstr(buf, "\nenv {");
+	struct rt_vw_rank_meta m;
+	long last = (long)(strrchr(buf, ';') - buf); /* the final "};" */
+	long cuts[] = { 0, 0, 0, 0, n / 2, last - 1, last };
+
+	cr_assert_gt(n, 0);
+	cr_assert_not_null(env_end);
+	cuts[0] = (long)(strstr(env_end, "};\n") - buf) + 3;              /* after env */
+	cuts[1] = (long)(strstr(buf, "\nstream {") - buf) + 1;            /* after clock */
+	cuts[2] = (long)(strstr(buf, "\nevent {") - buf) + 1;             /* no event */
+	cuts[3] = (long)(strstr(buf + n / 2, "\nevent {") - buf) + 1;     /* half the events */
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/metadata", dir);
+	write_file(path, (const uint8_t *)buf, (size_t)n);
+	cr_assert_eq(rt_vw_read_metadata(dir, &m, err, sizeof(err)), 0, "whole: %s", err);
+	cr_assert_eq(m.rank, 2);
+	cr_assert_str_eq(m.hostname, "h\\\"{q", "the escaped hostname as written");
+	for (size_t i = 0; i < sizeof(cuts) / sizeof(cuts[0]); i++) {
+		write_file(path, (const uint8_t *)buf, (size_t)cuts[i]);
+		err[0] = '\0';
+		cr_assert_eq(rt_vw_read_metadata(dir, &m, err, sizeof(err)), -1, "cut at %ld of %ld", cuts[i], n);
+		cr_assert(strstr(err, "metadata"), "%s", err);
+	}
+	buf[n - 100] = '\0';
+	write_file(path, (const uint8_t *)buf, (size_t)n);
+	cr_assert_eq(rt_vw_read_metadata(dir, &m, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "a NUL byte at offset"), "%s", err);
+	unlink(path);
+	rmdir(dir);
 }
 
 Test(schema, payload_sizes_are_the_sum_of_their_fields)
