@@ -62,7 +62,8 @@ static const char *category(const struct rt_event_desc *d, char *out, size_t n)
 }
 
 /* The flow arrow of a collective: started by the first rank to call it,
- * finished by the last of its communicator (rt_vw_comm_size). */
+ * finished by the last of its communicator (rt_vw_comm_size); none for a
+ * communicator of one rank (nothing to link: it would start and never end). */
 static void pf_flow(struct pf *p, const struct rt_vw_rank *r, const struct rt_vw_event *e,
 		    const struct rt_event_desc *d, uint64_t tid)
 {
@@ -72,6 +73,8 @@ static void pf_flow(struct pf *p, const struct rt_vw_rank *r, const struct rt_vw
 	struct flow **l = &p->flows[b], *fl;
 	const char *ph;
 
+	if (rt_vw_comm_size(p->t, comm) <= 1)
+		return;
 	while (*l && ((*l)->comm != comm || (*l)->seq != seq))
 		l = &(*l)->next;
 	fl = *l;
