@@ -180,6 +180,24 @@ static void print_findings_json(const struct rt_vw_trace *t, int only_rank)
 	}
 }
 
+/* The probe's evidence of a skipped FSDP root and of teardown (docs/json.md). */
+static void print_rank_probe_json(const struct rt_vw_rank *r)
+{
+	printf(", \"unwrapped\": {\"calls\": %llu, \"root_forwards_before\": %llu, \"sites\": [",
+	       (unsigned long long)r->unwrapped_calls,
+	       (unsigned long long)r->root_forwards_before_unwrapped);
+	for (int i = 0; i < r->nunwrapped; i++) {
+		printf("%s{\"module\": ", i ? ", " : "");
+		rt_cli_json_str(stdout, r->unwrapped[i].module);
+		printf(", \"caller\": ");
+		rt_cli_json_str(stdout, r->unwrapped[i].caller);
+		printf(", \"calls\": %llu}", (unsigned long long)r->unwrapped[i].calls);
+	}
+	printf("]}, \"teardown\": {\"began\": %s, \"crashed\": %s}",
+	       r->teardown_how == 1 ? "\"destroy_process_group\"" :
+	       r->teardown_how == 2 ? "\"exit\"" : "null", r->teardown_crash ? "true" : "false");
+}
+
 /* JSON schema "ranktrace.view/1": documented in docs/json.md. */
 /* One rank's object of view --json (docs/json.md); first: no comma. */
 static void print_rank_json(const struct rt_vw_rank *r, bool first)
@@ -244,6 +262,7 @@ static void print_rank_json(const struct rt_vw_rank *r, bool first)
 	else
 		printf("null");
 	print_rank_live_json(r);
+	print_rank_probe_json(r);
 	printf("}");
 }
 

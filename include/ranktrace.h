@@ -48,6 +48,12 @@ void rt_fsdp_forward(int phase, int units) RT_WEAK;
 /* A named marker with a value (a step, an epoch). */
 void rt_marker(const char *name, int64_t value) RT_WEAK;
 
+/* A module the FSDP root wraps (or one below it) was called while no root
+ * forward ran: its name, the caller ("file.py:LINE function"), and the calls
+ * of that module from that caller so far. The evidence `skipped-fsdp-root`
+ * rests on; report it once per (module, caller), or again with a count. */
+void rt_unwrapped_call(const char *module, const char *caller, uint64_t calls) RT_WEAK;
+
 #ifndef RANKTRACE_IMPLEMENTATION
 static inline int rt_fault_point_or_pass(const char *name)
 {
@@ -71,6 +77,13 @@ static inline void rt_marker_if_traced(const char *name, int64_t value)
 {
 	if (rt_marker)
 		rt_marker(name, value);
+}
+
+static inline void rt_unwrapped_call_if_traced(const char *module, const char *caller,
+					       uint64_t calls)
+{
+	if (rt_unwrapped_call)
+		rt_unwrapped_call(module, caller, calls);
 }
 #endif
 

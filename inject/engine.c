@@ -34,6 +34,7 @@
 RT_SAME_SIGNATURE(rt_param, rt_tr_ev_rt_param);
 RT_SAME_SIGNATURE(rt_fsdp_forward, rt_tr_ev_rt_fsdp_forward);
 RT_SAME_SIGNATURE(rt_marker, rt_tr_ev_rt_marker);
+RT_SAME_SIGNATURE(rt_unwrapped_call, rt_tr_ev_rt_unwrapped_call);
 
 int rt_inj_active;
 uint8_t rt_inj_api[RT_ID_FIRST_TRACER];     /* number of rules for the function */
@@ -216,4 +217,9 @@ RT_EXPORT void rt_fsdp_forward(int phase, int units)
 RT_EXPORT void rt_marker(const char *name, int64_t value)
 {
 	rt_tr_ev_rt_marker(name, value);
+}
+
+RT_EXPORT void rt_unwrapped_call(const char *module, const char *caller, uint64_t calls)
+{
+	rt_tr_ev_rt_unwrapped_call(module, caller, calls);
 }

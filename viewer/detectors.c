@@ -139,13 +139,65 @@ static const char *plural(uint64_t n)
 	return n == 1 ? "" : "s";
 }
 
+/* Crashed while training: not in teardown, after training finished. */
+static bool crashed_training(const struct rt_vw_rank *r)
+{
+	return rt_vw_crashed(r) && !r->teardown_crash;
+}
+
 /* Every readable rank crashed (and at least one rank exists). */
 static bool all_crashed(const struct rt_vw_trace *t)
 {
 	for (int i = 0; i < t->nranks; i++)
-		if (t->ranks[i].readable && !rt_vw_crashed(&t->ranks[i]))
+		if (t->ranks[i].readable && !crashed_training(&t->ranks[i]))
 			return false;
 	return t->nranks > 0;
+}
+
+/* Ranks with the probe's direct evidence (a module the FSDP root wraps
+ * called while no root forward ran), into idx; *crashed: how many of them
+ * crashed while training. */
+static int unwrapped_ranks(const struct rt_vw_trace *t, int *idx, int cap, int *crashed)
+{
+	int k = 0;
+
+	*crashed = 0;
+	for (int i = 0; i < t->nranks; i++) {
+		const struct rt_vw_rank *r = &t->ranks[i];
+
+		if (!r->readable || !r->unwrapped_calls)
+			continue;
+		*crashed += r->state != RT_S_RUNNING && crashed_training(r);
+		if (k < cap)
+			idx[k++] = i;
+	}
+	return k;
+}
+
+static void d_root_unwrapped(struct rt_vw_trace *t, const struct detector *d)
+{
+	int idx[1024], k, crashed;
+	char what[360];
+
+	k = unwrapped_ranks(t, idx, 1024, &crashed);
+	if (!k || !crashed)
+		return;
+	rt_vw_describe_unwrapped(t, idx, k, what, sizeof(what));
+	emit(t, d, -1, "FSDP root forward skipped (probe): %s; %s crashed", what,
+	     crashed == k ? (k > 1 ? "each of them" : "it") : "some of them");
+}
+
+/* The same evidence on ranks that all finished: a warning, not the verdict. */
+static void d_unwrapped_survived(struct rt_vw_trace *t, const struct detector *d)
+{
+	int idx[1024], k, crashed;
+	char what[360];
+
+	k = unwrapped_ranks(t, idx, 1024, &crashed);
+	if (!k || crashed)
+		return;
+	rt_vw_describe_unwrapped(t, idx, k, what, sizeof(what));
+	emit(t, d, -1, "%s; no rank crashed", what);
 }
 
 /* What the probe says about the FSDP root forward: did every rank report
@@ -178,6 +230,9 @@ static void d_root_probe(struct rt_vw_trace *t, const struct detector *d)
 	uint64_t freed;
 
 	root_evidence(t, &probed, &confirmed, &freed);
+	for (int i = 0; i < t->nranks; i++)
+		if (t->ranks[i].unwrapped_calls) /* direct evidence: root-forward-unwrapped */
+			return;
 	if (probed && confirmed && all_crashed(t))
 		emit(t, d, -1, "FSDP root forward never ran (probe): no rank ran the root forward, "
 		     "%llu parameter views across ranks point at storage FSDP freed, and every "
@@ -248,7 +303,7 @@ static void d_params_still_meta(struct rt_vw_trace *t, const struct detector *d)
 	for (int i = 0; i < t->nranks; i++) {
 		const struct rt_vw_rank *r = &t->ranks[i];
 
-		if (r->params_meta && rt_vw_crashed(r))
+		if (r->params_meta && crashed_training(r))
 			emit(t, d, r->meta.rank, "rank %d: %llu parameter%s still on meta when it "
 			     "ended (never materialised: cpu_ram_efficient_loading without the "
 			     "sync_module_states broadcast?)", r->meta.rank,
@@ -315,9 +370,12 @@ static void d_other_device(struct rt_vw_trace *t, const struct detector *d)
 		for (const struct rt_vw_rank *r = &(t)->ranks[i]; r; r = NULL)          \
 			if (r->readable && r->state != RT_S_RUNNING)
 
+/* Ranks that ended, with evidence, and did not crash in teardown. */
+#define FOR_ENDED_TRAINING(t, i, r) FOR_ENDED(t, i, r) if (!r->teardown_crash)
+
 static void d_killed(struct rt_vw_trace *t, const struct detector *d)
 {
-	FOR_ENDED(t, i, r)
+	FOR_ENDED_TRAINING(t, i, r)
 		if (r->signo)
 			emit(t, d, r->meta.rank, "rank %d was killed by signal %d%s%s", r->meta.rank,
 			     r->signo, r->died_in[0] ? " inside " : "", r->died_in);
@@ -325,7 +383,7 @@ static void d_killed(struct rt_vw_trace *t, const struct detector *d)
 
 static void d_died_inside(struct rt_vw_trace *t, const struct detector *d)
 {
-	FOR_ENDED(t, i, r)
+	FOR_ENDED_TRAINING(t, i, r)
 		if (!r->signo && r->died_in[0] && rt_vw_evidence_complete(t, i))
 			emit(t, d, r->meta.rank, "rank %d died inside %s (the call never returned)",
 			     r->meta.rank, r->died_in);
@@ -338,7 +396,7 @@ static bool died_inside(const struct rt_vw_trace *t, int i)
 
 static void d_exit_status(struct rt_vw_trace *t, const struct detector *d)
 {
-	FOR_ENDED(t, i, r)
+	FOR_ENDED_TRAINING(t, i, r)
 		if (!r->signo && !died_inside(t, i) && r->exit_seen && r->exit_status > 0)
 			emit(t, d, r->meta.rank, "rank %d exited with status %d%s%s", r->meta.rank,
 			     r->exit_status, r->first_error[0] ? "; first error: " : "", r->first_error);
@@ -346,10 +404,25 @@ static void d_exit_status(struct rt_vw_trace *t, const struct detector *d)
 
 static void d_no_end(struct rt_vw_trace *t, const struct detector *d)
 {
-	FOR_ENDED(t, i, r)
+	FOR_ENDED_TRAINING(t, i, r)
 		if (!r->signo && !died_inside(t, i) && !r->exit_seen && rt_vw_evidence_complete(t, i))
 			emit(t, d, r->meta.rank, "rank %d has no recorded end (killed with SIGKILL?); "
 			     "last event at +%.3f s", r->meta.rank, (double)(r->last_ts - r->first_ts) / 1e9);
+}
+
+/* Ended abnormally after training finished: named, not a crash. */
+static void d_teardown(struct rt_vw_trace *t, const struct detector *d)
+{
+	FOR_ENDED(t, i, r)
+		if (r->teardown_crash) {
+			char end[160];
+
+			rt_vw_rank_end(r, end, sizeof(end));
+			emit(t, d, r->meta.rank, "rank %d crashed in teardown, after training finished "
+			     "(%s after %s; no collective or probe report followed)", r->meta.rank, end,
+			     r->teardown_how == 1 ? "destroy_process_group began" :
+			     "the program's main code returned");
+		}
 }
 
 static void d_unknown_frees(struct rt_vw_trace *t, const struct detector *d)
@@ -395,6 +468,13 @@ static void d_missing(struct rt_vw_trace *t, const struct detector *d)
 	"report.html` shows its timeline up to the end"
 
 static const struct detector detectors[] = {
+	{ "root-forward-unwrapped", 8, RT_V_SKIPPED_FSDP_ROOT, d_root_unwrapped,
+	  "a rank called a module the FSDP root wraps while no root forward ran, and crashed "
+	  "(the probe's direct evidence; parameter placement supports it)",
+	  RT_VW_ERROR, ADV_ROOT },
+	{ "unwrapped-call", 34, RT_V_HEALTHY, d_unwrapped_survived,
+	  "a rank called a module the FSDP root wraps while no root forward ran, and finished",
+	  RT_VW_WARNING, ADV_ROOT },
 	{ "root-forward-probe", 9, RT_V_SKIPPED_FSDP_ROOT, d_root_probe,
 	  "every rank crashed, the probe saw no FSDP root forward and parameters at freed storage",
 	  RT_VW_ERROR, ADV_ROOT },
@@ -426,6 +506,10 @@ static const struct detector detectors[] = {
 	  RT_VW_ERROR, ADV_CRASH },
 	{ "no-end", 42, RT_V_CRASHED, d_no_end, "a rank's complete trace has no end record",
 	  RT_VW_ERROR, ADV_CRASH },
+	{ "crashed-in-teardown", 47, RT_V_HEALTHY, d_teardown,
+	  "a rank ended abnormally in teardown, after training finished (not a crash of training)",
+	  RT_VW_WARNING, "training finished: the verdict is the training's; if it repeats, read "
+	  "the rank's last lines of output (gloo's teardown aborts a few % of CPU runs)" },
 	{ "unknown-frees", 60, RT_V_HEALTHY, d_unknown_frees, "frees of pointers never allocated",
 	  RT_VW_NOTE, NULL },
 	{ "discarded", 55, RT_V_HEALTHY, d_discarded, "events discarded at the size cap",
@@ -473,10 +557,12 @@ void rt_vw_analyse(struct rt_vw_trace *t)
 	bool any_crashed = false;
 
 	count_params(t);
+	for (int i = 0; i < t->nranks; i++)
+		t->ranks[i].teardown_crash = rt_vw_teardown_crash(&t->ranks[i]);
 	for (size_t i = 0; i < sizeof(detectors) / sizeof(detectors[0]); i++)
 		detectors[i].fn(t, &detectors[i]);
 	for (int i = 0; i < t->nranks; i++)
-		any_crashed = any_crashed || (t->ranks[i].readable && rt_vw_crashed(&t->ranks[i]));
+		any_crashed = any_crashed || (t->ranks[i].readable && crashed_training(&t->ranks[i]));
 	sort_findings(t);
 	rt_vw_decide(t, any_crashed);
 }

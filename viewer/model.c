@@ -325,7 +325,11 @@ static bool on_tracer_event(struct rt_vw_rank *r, const struct rt_vw_event *e)
 		return true;
 	case RT_ID_rt_marker:
 		r->markers++;
-		rt_vw_param_marker(r, e);
+		if (!rt_vw_teardown_marker(r, e))
+			rt_vw_param_marker(r, e);
+		return true;
+	case RT_ID_rt_unwrapped_call:
+		rt_vw_unwrapped_event(r, e);
 		return true;
 	case RT_ID_rt_fault:
 		r->faults++;
@@ -407,6 +411,7 @@ void rt_vw_on_event(struct matcher *m, int ri, const struct rt_vw_event *e)
 
 	r->keep_mem = (m->t->flags & RT_VW_KEEP_MEMORY) != 0;
 	on_any(r, e);
+	rt_vw_teardown_activity(r, e);
 	if (!on_role(m, r, e) && !on_tracer_event(r, e))
 		on_collective(m, ri, r, e);
 }

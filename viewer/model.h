@@ -58,6 +58,16 @@ struct rt_vw_open_call {
 };
 
 #define RT_VW_MAX_OPEN 8
+
+/* A module the FSDP root wraps, called while no root forward ran (the
+ * probe's rt_unwrapped_call): from which caller, how often, first when. */
+#define RT_VW_MAX_UNWRAPPED 8
+struct rt_vw_unwrapped {
+	char module[65], caller[65];
+	uint64_t calls, ts;
+};
+/* rt_marker names the probe reserves: report points (below), teardown. */
+#define RT_VW_TEARDOWN_MARKER "rt.teardown"
 #define RT_VW_MAX_COMMS 8
 #define RT_VW_STALL_DEFAULT_NS 30000000000ull
 
@@ -113,6 +123,19 @@ struct rt_vw_rank {
 	uint64_t params_misplaced;   /* data in an allocation of another device */
 	uint64_t params_ever_meta;   /* distinct parameters reported on meta at some point */
 	char first_fault[160];
+	/* the probe's direct evidence of a skipped FSDP root (root.c): calls of a
+	 * module the root wraps while no root forward ran, per (module, caller),
+	 * in the order first seen; root forwards before the first of them */
+	struct rt_vw_unwrapped unwrapped[RT_VW_MAX_UNWRAPPED];
+	int nunwrapped;
+	uint64_t unwrapped_calls, root_forwards_before_unwrapped;
+	/* teardown (root.c): when the main process began it after training
+	 * (rt_marker "rt.teardown" 1|2), whether training work (a collective, a
+	 * probe report) came after, and whether the rank's abnormal end falls
+	 * in it (set by the detectors: "crashed in teardown") */
+	uint64_t teardown_ts;
+	uint8_t teardown_how;        /* the marker's value: 1 destroy_process_group, 2 exit */
+	bool active_after_teardown, teardown_crash;
 	/* completeness and liveness (completeness.c, hang.c) */
 	enum rt_vw_completeness completeness;
 	char incomplete[400];        /* why, when not complete */

@@ -134,6 +134,17 @@ bool rt_vw_crashed(const struct rt_vw_rank *r);
 void rt_vw_param_record(struct rt_vw_rank *r, struct rt_vw_param *p,
 			const struct rt_vw_placement *pl);
 void rt_vw_param_marker(struct rt_vw_rank *r, const struct rt_vw_event *e);
+/* root.c: unwrapped-module calls, the teardown marker (true: it was one),
+ * training work after teardown began */
+void rt_vw_unwrapped_event(struct rt_vw_rank *r, const struct rt_vw_event *e);
+bool rt_vw_teardown_marker(struct rt_vw_rank *r, const struct rt_vw_event *e);
+void rt_vw_teardown_activity(struct rt_vw_rank *r, const struct rt_vw_event *e);
+/* After the pass (the detectors): did r crash in teardown, after training
+ * finished? What its parameters showed when the unwrapped module ran. */
+bool rt_vw_teardown_crash(const struct rt_vw_rank *r);
+void rt_vw_unwrapped_support(const struct rt_vw_rank *r, uint64_t *freed, uint64_t *views);
+void rt_vw_describe_unwrapped(const struct rt_vw_trace *t, const int *idx, int k, char *out,
+			      size_t n);
 
 /* ---- completeness and verdict rules (completeness.c) ---- */
 

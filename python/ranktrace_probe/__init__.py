@@ -7,6 +7,20 @@ asks (the failure point "fsdp.root_forward") through libranktrace.so's C API
 via ctypes; the C library decides and records. It does nothing until torch is
 imported, and nothing at all without the preloaded library.
 
+The call that matters (rt_unwrapped_call): a module an FSDP v1 root wraps, or
+one below it, called while no root forward runs on that thread (what
+transformers 4.53.0 did), with the first caller frame outside torch. Not
+counted: calls inside autograd's backward (activation checkpointing recomputes
+inner forwards there) and under summon_full_params (generation does that on
+purpose). Each (module, caller) is reported at its 1st, 2nd, 4th, ... call.
+The global forward pre-hook that watches for it is installed only once an
+FSDP v1 root exists; its common path is two lookups.
+
+Teardown (rt_marker "rt.teardown"): 1 when destroy_process_group is entered
+with no exception in flight, 2 at interpreter exit after the main code ended
+without an uncaught exception (3 and 0 when one was in flight): a rank that
+dies after it, with no training work after it, crashed in teardown.
+
 Where parameters are reported:
   - when a module is handed to FullyShardedDataParallel (before wrapping: on
     meta, cpu or cuda, as loaded),
@@ -15,18 +29,29 @@ Where parameters are reported:
   - at each FSDP root forward: the first, then every RANKTRACE_PARAM_EVERY
     root forwards (default 100), and only when a placement changed.
 """
+import atexit
 import ctypes
+import functools
 import importlib.abc
 import importlib.machinery
 import os
 import sys
 import threading
+import weakref
 
 FAULT_BYPASS = 1
 DEV_CUDA, DEV_CPU, DEV_META = 0, 1, 2
 
 _lib = None
-_tls = threading.local()
+
+
+class _Tls(threading.local):
+    root = 0            # FSDP v1 root forwards running on this thread
+    in_init = False     # inside the outermost FSDP.__init__
+    depth = 0           # top-level module nesting (first-forward report)
+
+
+_tls = _Tls()
 _last = {}          # parameter name -> placement signature last reported
 _root_forwards = 0
 _every = 100
@@ -45,6 +70,11 @@ def _load_library():
         lib.rt_marker.restype = None
         lib.rt_fault_point.argtypes = [ctypes.c_char_p]
         lib.rt_fault_point.restype = ctypes.c_int
+        try:
+            lib.rt_unwrapped_call.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_uint64]
+            lib.rt_unwrapped_call.restype = None
+        except AttributeError:   # an older library: no direct evidence
+            pass
         return lib
     except (OSError, AttributeError):
         return None
@@ -138,7 +168,110 @@ def marker(name, value):
         _lib.rt_marker(name.encode("utf-8", "replace")[:63], int(value))
 
 
+# ---- the call that matters: a module an FSDP v1 root wraps, called without it ----
+
+_JUNK = {"_fsdp_wrapped_module", "_checkpoint_wrapped_module", "_orig_mod", "module"}
+_under = {}          # id(module) -> (weakref to it, its label, weakref to its FSDP v1 root)
+_seen = {}           # (label, caller code, line) -> calls so far
+_hook = None         # the global forward pre-hook, once an FSDP v1 root exists
+_graph_task = None   # torch._C._current_graph_task_id: -1 outside autograd's backward
+_summon = None       # TrainingState.SUMMON_FULL_PARAMS
+_call_impl = None    # the code of torch.nn.Module._call_impl
+_torch_dir = None
+_here = os.path.splitext(os.path.abspath(__file__))[0]
+
+
+def _label(path, mod):
+    path = ".".join(p for p in path.split(".") if p and p not in _JUNK)
+    cls = type(mod).__name__
+    return f"{path} ({cls})" if path else cls
+
+
+def _where(f):
+    """'transformers/trainer.py:3791 compute_loss' for a frame."""
+    fn = f.f_code.co_filename
+    for mark in ("site-packages/", "dist-packages/"):
+        i = fn.rfind(mark)
+        if i >= 0:
+            fn = fn[i + len(mark):]
+            break
+    else:
+        fn = os.path.basename(fn)
+    return f"{fn}:{f.f_lineno} {f.f_code.co_name}"
+
+
+def _mark(root, torch):
+    """After the outermost FSDP.__init__: remember every module below root
+    (inner units included) and start watching module calls."""
+    global _hook, _graph_task, _summon, _call_impl, _torch_dir
+    if not hasattr(_lib, "rt_unwrapped_call"):
+        return
+    rref = weakref.ref(root)
+    for path, m in root._fsdp_wrapped_module.named_modules():
+        _under[id(m)] = (weakref.ref(m), _label(path, m)[:63], rref)
+    if _hook is None:
+        from torch.distributed.fsdp._common_utils import TrainingState
+
+        _summon = TrainingState.SUMMON_FULL_PARAMS
+        _graph_task = torch._C._current_graph_task_id
+        _call_impl = torch.nn.Module._call_impl.__code__
+        _torch_dir = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
+        _hook = torch.nn.modules.module.register_module_forward_pre_hook(_unwrapped_pre)
+
+
+def _unwrapped_pre(module, args):
+    """Every module call once an FSDP v1 root exists: the common path (inside
+    a root forward, or a module no root wraps) is a TLS read and a lookup."""
+    if _tls.root:
+        return None
+    e = _under.get(id(module))
+    if e is not None:
+        _unwrapped(module, e)
+    return None
+
+
+def _inside_marked_call(f, module):
+    """Is frame f (and up) inside the call of another module a root wraps?
+    Then this call is part of an outer one, reported for the outer module."""
+    for _ in range(256):
+        if f is None:
+            return False
+        if f.f_code is _call_impl:
+            other = f.f_locals.get("self")
+            e = _under.get(id(other)) if other is not module else None
+            if e is not None and e[0]() is other:
+                return True
+        f = f.f_back
+    return False
+
+
+def _unwrapped(module, e):
+    if e[0]() is not module or _graph_task() != -1:   # recomputed inside backward
+        return
+    root = e[2]()
+    if root is None or getattr(root, "training_state", None) is _summon:
+        return
+    f = sys._getframe(2)
+    if _inside_marked_call(f, module):
+        return
+    while f is not None and (f.f_code.co_filename.startswith(_torch_dir) or
+                             os.path.splitext(f.f_code.co_filename)[0] == _here):
+        f = f.f_back
+    key = (e[1], f.f_code if f is not None else None, f.f_lineno if f is not None else 0)
+    n = _seen.get(key, 0) + 1
+    _seen[key] = n
+    if n & (n - 1) == 0:   # 1, 2, 4, 8, ...
+        caller = _where(f) if f is not None else "?"
+        _lib.rt_unwrapped_call(e[1].encode("utf-8", "replace")[:63],
+                               caller.encode("utf-8", "replace")[:63], n)
+
+
 # ---- FSDP v1: the root forward, and the failure point that skips it ----
+
+def _inner_unit(fsdp):
+    e = _under.get(id(fsdp))
+    return e is not None and e[0]() is fsdp
+
 
 def _patch_fsdp(mod):
     FSDP = mod.FullyShardedDataParallel
@@ -147,7 +280,7 @@ def _patch_fsdp(mod):
     orig_forward, orig_init = FSDP.forward, FSDP.__init__
 
     def __init__(self, module, *args, **kwargs):
-        if getattr(_tls, "in_init", False):         # an inner unit of auto-wrapping
+        if _tls.in_init:                            # an inner unit of auto-wrapping
             return orig_init(self, module, *args, **kwargs)
         _tls.in_init = True
         try:
@@ -155,33 +288,66 @@ def _patch_fsdp(mod):
             orig_init(self, module, *args, **kwargs)
         finally:
             _tls.in_init = False
+        try:
+            _mark(self, sys.modules["torch"])
+        except Exception as e:  # the probe must never break the program
+            sys.stderr.write(f"ranktrace probe: warning: {e!r}; no unwrapped-call evidence\n")
 
     def forward(self, *args, **kwargs):
         global _root_forwards
-        if getattr(_tls, "in_fsdp", False):      # an inner FSDP unit
+        if _inner_unit(self):                      # a unit inside a root
             return orig_forward(self, *args, **kwargs)
-        _tls.in_fsdp = True
+        if _root_forwards == 0 or (_every and _root_forwards % _every == 0):
+            report_point(POINT_ROOT_FORWARD, self)
+        if _lib.rt_fault_point(b"fsdp.root_forward") == FAULT_BYPASS:
+            # what transformers 4.53.0 did: run the unwrapped module; the root
+            # forward never runs (and the watch above sees the call)
+            return self._fsdp_wrapped_module(*args, **kwargs)
+        units = getattr(self, "_ranktrace_units", None)
+        if units is None:
+            units = self._ranktrace_units = len(FSDP.fsdp_modules(self))
+        _root_forwards += 1
+        _lib.rt_fsdp_forward(0, units)
+        _tls.root += 1
         try:
-            if _root_forwards == 0 or (_every and _root_forwards % _every == 0):
-                report_point(POINT_ROOT_FORWARD, self)
-            if _lib.rt_fault_point(b"fsdp.root_forward") == FAULT_BYPASS:
-                # what transformers 4.53.0 did: run the unwrapped module; the
-                # root forward never runs
-                return self._fsdp_wrapped_module(*args, **kwargs)
-            units = getattr(self, "_ranktrace_units", None)
-            if units is None:
-                units = self._ranktrace_units = len(FSDP.fsdp_modules(self))
-            _root_forwards += 1
-            _lib.rt_fsdp_forward(0, units)
             out = orig_forward(self, *args, **kwargs)
-            _lib.rt_fsdp_forward(1, units)
-            return out
         finally:
-            _tls.in_fsdp = False
+            _tls.root -= 1
+        _lib.rt_fsdp_forward(1, units)
+        return out
 
     FSDP.__init__ = __init__
     FSDP.forward = forward
     FSDP._ranktrace_patched = True
+
+
+# ---- teardown: after training, the process group goes, the interpreter exits ----
+
+TEARDOWN = b"rt.teardown"
+
+
+def _patch_c10d(mod):
+    orig = mod.destroy_process_group
+
+    @functools.wraps(orig)
+    def destroy_process_group(group=None, *args, **kwargs):
+        if group is None and _lib is not None:   # the whole job's, not a subgroup
+            _lib.rt_marker(TEARDOWN, 3 if sys.exc_info()[0] is not None else 1)
+        return orig(group, *args, **kwargs)
+
+    mod.destroy_process_group = destroy_process_group
+
+    def at_exit():
+        try:
+            if not mod.is_initialized():   # never a rank, or already destroyed
+                return
+        except Exception:
+            return
+        failed = getattr(sys, "last_value", None) is not None or \
+            getattr(sys, "last_exc", None) is not None
+        _lib.rt_marker(TEARDOWN, 0 if failed else 2)
+
+    atexit.register(at_exit)
 
 
 # ---- FSDP2 (fully_shard): the root's pre-forward, when present ----
@@ -208,13 +374,13 @@ def _watch_top_level(torch_mod):
     hooks = []
 
     def pre(module, args):
-        depth = getattr(_tls, "depth", 0)
+        depth = _tls.depth
         _tls.depth = depth + 1
-        if depth == 0 and not getattr(_tls, "in_fsdp", False):
+        if depth == 0 and not _tls.root:
             report_point(POINT_FIRST_FORWARD, module)
 
     def post(module, args, out):
-        _tls.depth = getattr(_tls, "depth", 1) - 1
+        _tls.depth -= 1
         if _tls.depth == 0:               # seen once: stop paying for the hooks
             for h in hooks:
                 h.remove()
@@ -230,6 +396,7 @@ _AFTER_IMPORT = {
     "torch": _watch_top_level,
     "torch.distributed.fsdp.fully_sharded_data_parallel": _patch_fsdp,
     "torch.distributed.fsdp._fully_shard._fsdp_state": _patch_fsdp2,
+    "torch.distributed.distributed_c10d": _patch_c10d,
 }
 
 

@@ -51,12 +51,14 @@ for r in 0 1; do
 done
 check "skip-fsdp-root: verdict skipped-fsdp-root" [ "$("$RT" verdict "$T/skip")" = skipped-fsdp-root ]
 "$RT" view "$T/skip" > "$T/skip.view"
-check "skip-fsdp-root: confirmed by the probe (no root forward, storage freed)" grep -q 'FSDP root forward never ran (probe)' "$T/skip.view"
+check "skip-fsdp-root: the probe saw the unwrapped module called from the training loop, with freed storage" grep -q 'FSDP root forward skipped (probe): ranks 0-1 called TinyLM from fsdp_cpu.py:[0-9]* main while no FSDP root forward ran (2 calls in all; no root forward ran before; their parameters then: 0 shard views, 20 at storage FSDP freed); each of them crashed' "$T/skip.view"
 "$RT" view --json "$T/skip" > "$T/skip.json"
 check "skip-fsdp-root: parameters shown as storage-freed" python3 -c "
 import json
 d = json.load(open('$T/skip.json'))
 assert all(r['params']['storage_freed'] == 10 and r['fsdp_root_forwards'] == 0 for r in d['ranks'])
+assert all(r['unwrapped']['calls'] == 1 and r['unwrapped']['sites'][0]['module'] == 'TinyLM' for r in d['ranks']), d['ranks'][0]['unwrapped']
+assert [f['id'] for f in d['findings']][0] == 'root-forward-unwrapped', d['findings']
 "
 "$RT" params --json "$T/skip" > "$T/skip.params.json"
 check "params (real FSDP, skip-fsdp-root): every parameter storage freed on both ranks, both wrong" python3 -c "

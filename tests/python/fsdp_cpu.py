@@ -3,6 +3,9 @@
 drives it, for the probe's tests. No downloads: a tiny model built here.
 
   python fsdp_cpu.py [--trainer-version 4.52.4|4.53.0] [--steps N] [--meta-rank1] [--time]
+                     [--orig-params] [--no-auto-wrap] [--manual-wrap] [--cpu-offload]
+                     [--mixed-precision] [--checkpointing reentrant|non-reentrant|wrapper]
+                     [--eval] [--generate] [--ddp]
 
 Launch with rt-launch or torchrun (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT).
 4.53.0 trains the unwrapped module after wrapping, as transformers 4.53.0 did:
@@ -14,26 +17,44 @@ a view and its base ... has been modified inplace").
 --meta-rank1: rank 1 builds the model on meta (cpu_ram_efficient_loading);
 FSDP materialises it (param_init_fn). On GPU, sync_module_states would then
 broadcast rank 0's weights; FSDP refuses it for CPU parameters, so here rank 1
-keeps its materialised (uninitialised) values."""
+keeps its materialised (uninitialised) values.
+The configurations the probe's evidence must hold across (test_probe.sh runs
+them): --orig-params (use_orig_params=True, transformers' default: then 4.53.0
+dies with "'weight' must be 2-D"), --no-auto-wrap (one FSDP unit),
+--manual-wrap (each block wrapped by hand, then the root), --cpu-offload,
+--mixed-precision (bf16 params), --checkpointing (each block's forward
+recomputed in backward: torch.utils.checkpoint reentrant or not, or FSDP's
+checkpoint_wrapper), --eval (an evaluation forward under no_grad after each
+step, through the model the trainer trains), --generate (after training, a
+greedy decode of the unwrapped module under summon_full_params, as
+Seq2SeqTrainer does), --ddp (DistributedDataParallel instead of FSDP)."""
 import argparse
 import time
 
 import torch
 import torch.distributed as dist
 import torch.nn as nn
+from torch.distributed.fsdp import CPUOffload, MixedPrecision, ShardingStrategy
 from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
-from torch.distributed.fsdp import ShardingStrategy
 from torch.distributed.fsdp.wrap import ModuleWrapPolicy
 
 
 class Block(nn.Module):
+    checkpointing = None   # "reentrant", "non-reentrant" (torch.utils.checkpoint) or None
+
     def __init__(self, d):
         super().__init__()
         self.norm = nn.LayerNorm(d)
         self.mlp = nn.Linear(d, d)
 
-    def forward(self, x):
+    def inner(self, x):
         return x + torch.tanh(self.mlp(self.norm(x)))
+
+    def forward(self, x):
+        if self.checkpointing and torch.is_grad_enabled():
+            return torch.utils.checkpoint.checkpoint(
+                self.inner, x, use_reentrant=self.checkpointing == "reentrant")
+        return self.inner(x)
 
 
 class TinyLM(nn.Module):
@@ -50,13 +71,65 @@ class TinyLM(nn.Module):
         return self.lm_head(h)
 
 
-def main():
+def options():
     ap = argparse.ArgumentParser()
     ap.add_argument("--trainer-version", default="4.52.4")
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--meta-rank1", action="store_true")
     ap.add_argument("--time", action="store_true")
-    args = ap.parse_args()
+    ap.add_argument("--orig-params", action="store_true")
+    ap.add_argument("--no-auto-wrap", action="store_true")
+    ap.add_argument("--manual-wrap", action="store_true")
+    ap.add_argument("--cpu-offload", action="store_true")
+    ap.add_argument("--mixed-precision", action="store_true")
+    ap.add_argument("--checkpointing", choices=("reentrant", "non-reentrant", "wrapper"))
+    ap.add_argument("--eval", action="store_true")
+    ap.add_argument("--generate", action="store_true")
+    ap.add_argument("--ddp", action="store_true")
+    return ap.parse_args()
+
+
+def wrap(model, args):
+    """The model as FSDP v1 (or DDP) wraps it for these options."""
+    if args.ddp:
+        return nn.parallel.DistributedDataParallel(model)
+    if args.checkpointing == "wrapper":
+        from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import (
+            apply_activation_checkpointing)
+
+        apply_activation_checkpointing(model, check_fn=lambda m: isinstance(m, Block))
+    elif args.checkpointing:
+        Block.checkpointing = args.checkpointing
+    kw = dict(sharding_strategy=ShardingStrategy.FULL_SHARD, device_id=torch.device("cpu"),
+              use_orig_params=args.orig_params,
+              cpu_offload=CPUOffload(offload_params=True) if args.cpu_offload else None,
+              mixed_precision=MixedPrecision(param_dtype=torch.bfloat16,
+                                             reduce_dtype=torch.float32)
+              if args.mixed_precision else None)
+    if args.manual_wrap:
+        for i, layer in enumerate(model.layers):
+            model.layers[i] = FSDP(layer, **kw)
+    policy = None if args.no_auto_wrap or args.manual_wrap else ModuleWrapPolicy({Block})
+    return FSDP(model, auto_wrap_policy=policy,
+                sync_module_states=args.meta_rank1 and torch.cuda.is_available(),
+                param_init_fn=(lambda m: m.to_empty(device=torch.device("cpu"), recurse=False))
+                if args.meta_rank1 else None, **kw)
+
+
+def generate(model, fsdp, args):
+    """Greedy decoding of the unwrapped module, its parameters gathered with
+    summon_full_params (Seq2SeqTrainer.prediction_step)."""
+    ctx = FSDP.summon_full_params(fsdp, writeback=False) if not args.ddp else \
+        torch.no_grad()
+    ids = torch.zeros(1, 1, dtype=torch.long)
+    with ctx, torch.no_grad():
+        for _ in range(3):
+            ids = torch.cat([ids, model(ids)[:, -1:].argmax(-1)], dim=1)
+    return ids
+
+
+def main():
+    args = options()
     dist.init_process_group("gloo")
     rank, world = dist.get_rank(), dist.get_world_size()
     torch.manual_seed(0)
@@ -65,11 +138,7 @@ def main():
             model = TinyLM()
     else:
         model = TinyLM()
-    fsdp = FSDP(model, auto_wrap_policy=ModuleWrapPolicy({Block}),
-                sharding_strategy=ShardingStrategy.FULL_SHARD, device_id=torch.device("cpu"),
-                sync_module_states=args.meta_rank1 and torch.cuda.is_available(),
-                param_init_fn=(lambda m: m.to_empty(device=torch.device("cpu"), recurse=False))
-                if args.meta_rank1 else None)
+    fsdp = wrap(model, args)
     # transformers.Trainer._inner_training_loop: 4.53.0 kept the unwrapped module
     train_model = model if args.trainer_version == "4.53.0" else fsdp
     opt = torch.optim.SGD(fsdp.parameters(), lr=0.5)
@@ -84,8 +153,15 @@ def main():
         loss.backward()
         opt.step()
         opt.zero_grad()
+        if args.eval:
+            with torch.no_grad():
+                train_model(ids[:, :-1])
         if rank == 0:
             print(f"step {step} loss {loss.item():.4f}", flush=True)
+    if args.generate:
+        out = generate(model, fsdp, args)
+        if rank == 0:
+            print(f"generated {out.tolist()}", flush=True)
     if args.time and rank == 0 and args.steps > 1:
         print(f"ms_per_step={(time.perf_counter() - t0) * 1000 / (args.steps - 1):.3f}", flush=True)
     # Both ranks leave together: without it, gloo's teardown in a rank whose peer has

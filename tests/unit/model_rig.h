@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: MIT */
+/* model_rig.h - for the unit tests of the model: a fresh model of n ranks
+ * (each rank i: LOCAL_RANK i, device i, pid 100 + i, communicator COMM) and
+ * its events built in memory with the format's encoder, fed as the reader
+ * would. Included by one test file each (static state). */
+#ifndef RT_TEST_MODEL_RIG_H
+#define RT_TEST_MODEL_RIG_H
+#include <criterion/criterion.h>
+#include <stdarg.h>
+#include <string.h>
+
+#include "encode_args.h"
+#include "model_int.h"
+
+#define COMM 0xC0ull
+
+static struct matcher *m;
+static struct rt_vw_trace *t;
+static uint64_t now = 1000;
+static uint32_t next_pid; /* the next event's pid when not 0 (a child process) */
+
+/* A fresh model of n ranks. */
+static void rig(int n)
+{
+	m = calloc(1, sizeof(*m));
+	t = m->t = calloc(1, sizeof(*t));
+	snprintf(t->dir, sizeof(t->dir), "/nonexistent/ranktrace-test");
+	t->nranks = n;
+	t->ranks = calloc((size_t)n, sizeof(*t->ranks));
+	for (int i = 0; i < n; i++) {
+		struct rt_vw_rank *r = &t->ranks[i];
+
+		snprintf(r->name, sizeof(r->name), "rank-%05d", i);
+		r->readable = true;
+		r->meta.rank = i;
+		r->meta.local_rank = i;
+		r->meta.world_size = n;
+		r->meta.pid = 100 + i;
+		snprintf(r->meta.hostname, sizeof(r->meta.hostname), "node");
+		r->live = calloc(1, sizeof(*r->live));
+		r->comm_device = r->init_device = -1;
+		r->dup_of = -1;
+	}
+}
+
+/* One event of rank ri: id on device dev with result ret (pending: it
+ * never returned); then (enum rt_fname, value) pairs ending with -1; a
+ * string field's value is a const char *. */
+static void ev(int ri, unsigned id, int dev, int ret, bool pending, ...)
+{
+	uint8_t buf[RT_EVENT_MAX_BYTES] = { 0 }, *fields;
+	struct rt_vw_event e = { 0 };
+	struct rt_fmt_header h;
+	uint64_t dur;
+	int16_t r16;
+	int8_t d8;
+	va_list ap;
+
+	fields = rt_fmt_event_common(rt_fmt_event_header(buf, id, now, now), pending ? RT_DUR_PENDING : 10,
+				     (int16_t)ret, dev);
+	va_start(ap, pending);
+	encode_args(fields, id, ap);
+	va_end(ap);
+	/* decode what was encoded, as the reader does */
+	cr_assert_eq(rt_fmt_event_header_get(buf, sizeof(buf), &h), 0);
+	rt_fmt_event_common_get(buf + h.bytes, &dur, &r16, &d8);
+	e = (struct rt_vw_event){ .id = h.id, .ts = now, .dur = dur, .pending = dur == RT_DUR_PENDING,
+				  .ret = r16, .dev = d8, .fields = buf + h.bytes + RT_COMMON_BYTES,
+				  .pid = next_pid ? next_pid : (uint32_t)t->ranks[ri].meta.pid,
+				  .tid = (uint32_t)t->ranks[ri].meta.pid };
+	next_pid = 0;
+	now += 1000;
+	rt_vw_on_event(m, ri, &e);
+}
+
+#define U(x) ((uint64_t)(x))
+#define OK(ri, id, dev, ...) ev(ri, RT_ID_##id, dev, 0, false, __VA_ARGS__, -1)
+#define NOARGS -1
+
+#endif
