@@ -15,12 +15,15 @@
  *
  * A file's descriptor is closed once the file is made: mapped packets need
  * none, and a program may close or reuse any number at any time (own.c).
- * Each file takes an OFD write lock while it is made; one duplicate kept
- * for the process's life holds its lock (the live-rank contract: readers
- * call a rank running while one of its files is locked), proven by device
- * and inode before every use. Files fit RLIMIT_FSIZE (smaller files, then
- * smaller packets; none at all only below one packet), and the calls that
- * size them never raise SIGXFSZ in the program.
+ * Each file takes an OFD write lock when it is made. The lock belongs to
+ * the open file, which its mappings keep open: a file is locked while it is
+ * mapped, and one page of the process's first file stays mapped for the
+ * process's life (the live-rank contract: readers call a rank running while
+ * one of its files is locked). No descriptor, so nothing the program closes
+ * or dup2s can take it; the kernel drops it when the process ends or execs.
+ * Files fit RLIMIT_FSIZE (smaller files, then smaller packets; none at all
+ * only below one packet), and the calls that size them never raise SIGXFSZ
+ * in the program.
  *
  * Called by the helper thread (prep.c) or, when it is behind or absent, by
  * the traced thread in its slow path, and by the fatal-signal path: system
@@ -47,14 +50,8 @@ static uint64_t allocations; /* chunk files made, for the test knob */
 static int stop_reason, stop_err;
 static int made_first;       /* the process's first file is made */
 static int no_tmpfile;       /* O_TMPFILE refused here once: hidden files */
-/* The descriptor that keeps one file of the process locked while it runs;
- * private: in the helper's own descriptor table. One thread at a time. */
-static struct {
-	int fd;
-	bool private;
-	uint64_t dev, ino;
-} life = { .fd = -1 };
-static int life_busy;
+static void *life_map;       /* a page of the first file: keeps it (and its lock) open */
+#define LIFE_BYTES 4096
 
 #define SMALLEST_PACKET (8u << 10)
 
@@ -99,12 +96,11 @@ static void stop_process(int err)
 /* Fork child: its own budget, its own lock, not stopped. */
 void rt_tr_chunk_forget_process(void)
 {
-	/* the parent's lock stays (the parent holds it too); a descriptor in
-	 * its helper's private table never came here */
-	if (life.fd >= 0 && !life.private && rt_tr_fd_is(life.fd, life.dev, life.ino))
-		close(life.fd);
-	life.fd = -1;
-	life_busy = made_first = 0;
+	/* the parent's lock stays: its own mapping holds it */
+	if (life_map)
+		munmap(life_map, LIFE_BYTES);
+	life_map = NULL;
+	made_first = 0;
 	bytes_used = allocations = 0;
 	stop_reason = stop_err = 0;
 }
@@ -279,30 +275,19 @@ static int create(const struct rt_tr_stream *s, bool *tmpfile)
 	return fd >= 0 ? rt_tr_fd_lift(fd) : -errno;
 }
 
-/* Keep one file of the process locked while it runs: a duplicate of fd (the
- * OFD lock fill() took belongs to the open file). A kept descriptor that the
- * program closed or reused since is forgotten, never closed: this file
- * takes its place. One thread at a time; the others skip. */
-static void life_keep(int fd, const struct rt_tr_chunk *ch)
+/* Keep the process's first file locked while the process runs: one page of
+ * it mapped (the OFD lock fill() took belongs to the open file, which the
+ * mapping holds open). */
+static void life_keep(int fd)
 {
-	int dup;
+	void *none = NULL, *p;
 
-	if (__atomic_exchange_n(&life_busy, 1, __ATOMIC_ACQUIRE))
+	if (__atomic_load_n(&life_map, __ATOMIC_ACQUIRE))
 		return;
-	/* one in a table this thread cannot see (the helper's, or the
-	 * program's seen from the helper) is left to its own side */
-	if (life.fd < 0 || (life.private == rt_tr_fds_private &&
-			    !rt_tr_fd_is(life.fd, life.dev, life.ino))) {
-		life.fd = -1;
-		dup = rt_tr_fd_keep(fd);
-		if (dup >= 0) {
-			life.dev = ch->dev;
-			life.ino = ch->ino;
-			life.private = rt_tr_fds_private;
-			life.fd = dup;
-		}
-	}
-	__atomic_store_n(&life_busy, 0, __ATOMIC_RELEASE);
+	p = mmap(NULL, LIFE_BYTES, PROT_READ, MAP_SHARED, fd, 0);
+	if (p != MAP_FAILED && !__atomic_compare_exchange_n(&life_map, &none, p, false,
+							    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		munmap(p, LIFE_BYTES);
 }
 
 /* Make s's next stream file into *ch, ready to be written with stores
@@ -341,7 +326,7 @@ int rt_tr_chunk_make(struct rt_tr_stream *s, struct rt_tr_chunk *ch)
 	if (!err)
 		err = publish(s, ch, fd, tmpfile);
 	if (!err) {
-		life_keep(fd, ch);
+		life_keep(fd);
 		__atomic_store_n(&made_first, 1, __ATOMIC_RELEASE);
 		s->nchunks++;
 	}

@@ -2,16 +2,15 @@
 /* own.c - what the tracer holds inside the program's process, and how it
  * stays out of the way of the program's descriptors, limits and signals.
  *
- * Descriptors. The tracer keeps no descriptor in the program's table beyond
- * the system calls that need one: a stream file's descriptor lives while
- * the file is made (created, sized, mapped, named) and is closed before
- * rt_tr_chunk_make returns, since mapped packets need none. A descriptor is
- * only ever used or closed by the code that opened it, in the same call;
- * one kept longer (chunk.c's life lock) is remembered with its file's
- * device and inode and used or closed only when fstat proves it is still
- * that file: a program that closes every descriptor, or dup2s over the
- * number, costs the tracer that descriptor, never the program its file.
- * The helper thread (prep.c) works in a private descriptor table
+ * Descriptors. The tracer keeps no descriptor beyond the system calls that
+ * need one: a stream file's descriptor lives while the file is made
+ * (created, sized, mapped, named) and is closed before rt_tr_chunk_make
+ * returns, since mapped packets need none (and the mapping holds the file's
+ * lock, chunk.c). A descriptor is only ever used or closed by the code that
+ * opened it, in the same call; a file opened again by name is used only
+ * when fstat proves it is the one made (device and inode). A program that
+ * closes every descriptor or dup2s over any number therefore never loses
+ * its file to the tracer. The helper thread (prep.c) works in a private descriptor table
  * (unshare(CLONE_FILES)), where nothing the program does reaches it and
  * nothing it opens takes a number, or a slot under RLIMIT_NOFILE, from the
  * program. Elsewhere a descriptor held across slow work is lifted to the top
@@ -113,13 +112,6 @@ int rt_tr_fd_lift(int fd)
 		return fd;
 	close(fd);
 	return hi;
-}
-
-int rt_tr_fd_keep(int fd)
-{
-	int floor = rt_tr_fds_private ? 0 : top_floor();
-
-	return floor < 0 ? -1 : fcntl(fd, F_DUPFD_CLOEXEC, floor);
 }
 
 bool rt_tr_fd_is(int fd, uint64_t dev, uint64_t ino)

@@ -186,7 +186,6 @@ struct rt_tr_quiet {
 void rt_tr_quiet_begin(struct rt_tr_quiet *q);
 void rt_tr_quiet_end(struct rt_tr_quiet *q, int err);
 int rt_tr_fd_lift(int fd);
-int rt_tr_fd_keep(int fd);
 bool rt_tr_fd_is(int fd, uint64_t dev, uint64_t ino);
 extern RT_TLS bool rt_tr_fds_private; /* this thread has its own descriptor table */
 /* prep.c: the helper thread that prepares chunks ahead */

@@ -56,6 +56,33 @@ check_trace() {
 # 1. a daemon closes every descriptor, opens its file (fd 3), keeps calling:
 #    the tracer closed "its" old number and made a stream file on it
 fidelity closeall closeall
+# ... and while it runs, after closing every descriptor, a reader still sees
+#    the rank live (a stream file locked), in both helper modes
+locked() { python3 - "$1" <<'PY'
+import fcntl, os, struct, sys, glob
+n = 0
+for f in glob.glob(sys.argv[1] + "/rank-*/stream-*"):
+    fd = os.open(f, os.O_RDONLY)
+    r = fcntl.fcntl(fd, fcntl.F_OFD_GETLK, struct.pack("hhqqi4x", fcntl.F_RDLCK, 0, 0, 0, 0))
+    n += struct.unpack("hhqqi4x", r)[0] != fcntl.F_UNLCK
+    os.close(fd)
+print(n)
+PY
+}
+for helper in 1 0; do
+  d="$T/live-$helper"
+  # (bounded by its own 30 s pause and the kill below)
+  FIDELITY_PAUSE=1 RANKTRACE_HELPER=$helper RANKTRACE_DIR="$d" LD_PRELOAD="$LIB" \
+    LD_LIBRARY_PATH="$SIM" "$FID" closeall "$T/live.file" > /dev/null 2> "$T/live.err" &
+  pid=$!
+  for i in $(seq 1 300); do grep -q paused "$T/live.err" 2> /dev/null && break; sleep 0.1; done
+  check "closeall (helper=$helper): paused, every descriptor closed: the rank is still live" \
+    [ "$(locked "$d")" -ge 1 ]
+  kill -9 $pid; wait $pid 2> /dev/null
+  check "closeall (helper=$helper): killed: no lock left" [ "$(locked "$d")" = 0 ]
+  rm -rf "$d"
+done
+
 # 2. dup2 over every number 3..63 while streams are being written
 fidelity dup2 dup2
 # 3. RLIMIT_NOFILE 16: as many files as untraced (was 8 instead of 12)

@@ -7,7 +7,8 @@
  * and untraced and compares stdout, exit status and the files byte for byte.
  *
  *   closeall FILE   a few CUDA calls, close every descriptor above 2, open FILE
- *                   (fd 3), keep calling CUDA, write FILE, read it back
+ *                   (fd 3), keep calling CUDA, write FILE, read it back;
+ *                   FIDELITY_PAUSE set: sleep 30 s once FILE is open
  *   dup2 FILE       CUDA calls, dup2 FILE over every number 3..63, more
  *                   calls from a thread that then ends, write through each
  *   nofile FILE     CUDA calls, RLIMIT_NOFILE 16, CUDA calls, open FILE as
@@ -86,6 +87,10 @@ static int closeall(const char *path)
 		close(i);
 	fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
 	printf("own file on fd %d\n", fd);
+	if (getenv("FIDELITY_PAUSE")) { /* a test looks at the live rank's locks */
+		fprintf(stderr, "fidelity: paused\n");
+		sleep(30);
+	}
 	calls_in_thread(CALLS); /* its stream ends: files trimmed, closed */
 	calls(CALLS);
 	if (write(fd, text, sizeof(text) - 1) != (ssize_t)sizeof(text) - 1)
