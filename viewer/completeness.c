@@ -42,7 +42,9 @@ static int rank_of_name(const char *name)
 /* Running when a stream file of the rank's main process is locked. The
  * metadata names that process (its pid), which wrote the rank's first
  * stream file: when no stream file is its, the metadata is another rank's
- * or another run's (swapped, copied), and the rank is damaged. */
+ * or another run's (swapped, copied): the rank is damaged, and unreadable
+ * (its identity unknown: a detector taking its LOCAL_RANK would judge
+ * another rank's events). */
 static enum rt_vw_state rank_state(struct rt_vw_trace *t, struct rt_vw_rank *r)
 {
 	char rd[4400], **streams, prefix[32];
@@ -62,14 +64,16 @@ static enum rt_vw_state rank_state(struct rt_vw_trace *t, struct rt_vw_rank *r)
 		snprintf(sp, sizeof(sp), "%s/%s", rd, streams[k]);
 		locked = rt_vw_stream_locked(sp) == 1;
 	}
-	if (ns > 0 && !own && !r->damaged[0]) {
+	if (ns > 0)
+		rt_vw_free_names(streams, ns);
+	if (ns > 0 && !own) { /* who the rank is, is not known: no finding rests on it */
+		t->damaged += !r->damaged[0];
 		snprintf(r->damaged, sizeof(r->damaged), "%.200s/metadata names process %d, but "
 			 "no stream file here is its (%.200s/%s*): the metadata of another rank or run",
 			 r->name, r->meta.pid, r->name, prefix);
-		t->damaged++;
+		r->readable = false;
+		return RT_S_UNKNOWN;
 	}
-	if (ns > 0)
-		rt_vw_free_names(streams, ns);
 	if (locked)
 		return RT_S_RUNNING;
 	if (r->signo)
