@@ -76,6 +76,7 @@ struct bs_env {
 	const char *path;       /* prepended to PATH */
 	const char *venv;       /* VIRTUAL_ENV */
 	const char *candidate;  /* RANKTRACE_BISECT_CANDIDATE */
+	const char *dir;        /* RANKTRACE_BISECT_DIR: {dir} of --setup */
 };
 int bs_spawn(char *const *argv, const char *cwd, int out_fd, const struct bs_env *env,
 	     double timeout, bool *timed_out);
@@ -84,6 +85,7 @@ int bs_rm_rf(const char *path);
 int bs_mkdir_p(const char *path);
 void bs_shell_quote(FILE *f, const char *s);
 char *bs_subst(const char *s, const char *version, const char *dir);
+char *bs_subst_sh(const char *s);
 void bs_last_line(const char *path, char *out, size_t n);
 
 /* bisect_worker.c: judge one candidate (runs in a forked worker process). */

@@ -8,6 +8,7 @@
  * not installed): no version parsing here. git: `git log --ancestry-path`
  * between the endpoints. Runs in the parent before BISECT_DIR exists, so a
  * bad input creates nothing; errors print one message and return exit 2. */
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -248,6 +249,17 @@ static int find_version(const struct bs_ctx *x, const char *v)
 	return -1;
 }
 
+/* A --versions entry is a version, not text for a shell or a path: it
+ * names the candidate's directory and reaches CMD and --setup. PEP 440 and
+ * common tags: a letter or digit first, then letters, digits and . _ + ! ~ -. */
+static bool valid_version(const char *v)
+{
+	size_t n = strlen(v);
+
+	return n && n <= 100 && isalnum((unsigned char)v[0]) &&
+	       strspn(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._+!~-") == n;
+}
+
 static int list_versions(struct bs_ctx *x)
 {
 	char *copy = strdup(x->o.versions), *tok, *save = NULL;
@@ -256,6 +268,12 @@ static int list_versions(struct bs_ctx *x)
 	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		if (!*tok)
 			continue;
+		if (!valid_version(tok)) {
+			fprintf(stderr, "ranktrace bisect: --versions: '%s' is not a version (a letter or "
+				"digit, then letters, digits and . _ + ! ~ - only)\n", tok);
+			free(copy);
+			return BS_EXIT_USAGE;
+		}
 		if (find_version(x, tok) >= 0) {
 			fprintf(stderr, "ranktrace bisect: --versions lists %s twice\n", tok);
 			free(copy);

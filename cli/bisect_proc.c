@@ -71,6 +71,8 @@ static void child_setup(const char *cwd, int out_fd, const struct bs_env *env)
 			setenv("VIRTUAL_ENV", env->venv, 1);
 		if (env->candidate)
 			setenv("RANKTRACE_BISECT_CANDIDATE", env->candidate, 1);
+		if (env->dir) /* {dir} in --setup (bs_subst_sh) */
+			setenv("RANKTRACE_BISECT_DIR", env->dir, 1);
 	}
 	if (cwd && chdir(cwd) != 0) {
 		fprintf(stderr, "ranktrace bisect: cannot enter %s: %s\n", cwd, strerror(errno));
@@ -276,6 +278,42 @@ char *bs_subst(const char *s, const char *version, const char *dir)
 		}
 	}
 	out[len] = '\0';
+	return out;
+}
+
+/* S for `sh -c` with {version} and {dir} as expansions of the variables
+ * child_setup exports (RANKTRACE_BISECT_CANDIDATE, RANKTRACE_BISECT_DIR),
+ * never as text: the shell expands a variable once and never runs what it
+ * holds, so a version or path holding $(...), ` or ; stays data. Quoted
+ * to suit where the placeholder stands: "${V}" unquoted, ${V} inside "...",
+ * '"${V}"' inside '...'. malloc'd; NULL on allocation failure. */
+char *bs_subst_sh(const char *s)
+{
+	static const char *const var[2] = { "RANKTRACE_BISECT_CANDIDATE", "RANKTRACE_BISECT_DIR" };
+	static const char *const form[3] = { "\"${%s}\"", "${%s}", "'\"${%s}\"'" };
+	size_t cap = strlen(s) * 12 + 1, len = 0;
+	int q = 0; /* 0 unquoted, 1 in "...", 2 in '...' */
+	char *out = malloc(cap);
+
+	while (out && *s) {
+		int v = !strncmp(s, "{version}", 9) ? 0 : !strncmp(s, "{dir}", 5) ? 1 : -1;
+
+		if (v >= 0) {
+			len += (size_t)snprintf(out + len, cap - len, form[q], var[v]);
+			s += v ? 5 : 9;
+			continue;
+		}
+		if (*s == '\\' && q != 2 && s[1]) {
+			out[len++] = *s++;
+		} else if ((*s == '"' && q != 2) || (*s == '\'' && q != 1)) {
+			int to = *s == '"' ? 1 : 2;
+
+			q = q == to ? 0 : to;
+		}
+		out[len++] = *s++;
+	}
+	if (out)
+		out[len] = '\0';
 	return out;
 }
 

@@ -252,10 +252,11 @@ static int prepare(const struct bs_ctx *x, int i, int fd, char *why, size_t n)
 		rc = prepare_worktree(x, i, fd, wd, why, n);
 	if (rc != 0 || !x->o.setup)
 		return rc;
-	setup = bs_subst(x->o.setup, x->c[i].id, cd);
+	setup = bs_subst_sh(x->o.setup); /* never the version's text as shell */
 	if (!setup)
 		return -1;
 	bs_candidate_env(x, i, &env, pp, path, venv, PATH_MAX);
+	env.dir = cd;
 	{
 		char *argv[] = { "/bin/sh", "-c", setup, NULL };
 
