@@ -87,10 +87,20 @@ int rt_cli_write_output(const char *cmd, const struct rt_vw_trace *t, const char
 			int (*fn)(const struct rt_vw_trace *, FILE *));
 int rt_cli_export_cmd(int argc, char **argv, bool report);
 
-/* outdir.c: mkdir -p DIR and check it is safe to trace into (no planted
- * rank-* symlink; no rank traces unless append); abs gets its real path
- * (PATH_MAX). 0, or -errno with a message in err. */
-int rt_cli_prepare_dir(const char *dir, bool append, char *abs, char *err, size_t errlen);
+/* outdir.c: mkdir -p DIR, check it is safe to trace into (no planted
+ * rank-* symlink; no rank traces unless joining) and claim it for run_id
+ * (DIR/ranktrace-run, created atomically). Joining a run that owns DIR
+ * (RT_JOIN_ANY: --append; RT_JOIN_SAME: only the run whose id is run_id,
+ * Slurm's implied append) replaces run_id (40 bytes) with the owner's. abs
+ * gets DIR's real path (PATH_MAX). 0, or -errno with a message in err. */
+enum rt_cli_join { RT_JOIN_NONE, RT_JOIN_SAME, RT_JOIN_ANY };
+int rt_cli_prepare_dir(const char *dir, enum rt_cli_join join, char *run_id, char *abs, char *err,
+		       size_t errlen);
+
+/* run_signals.c: run argv, each SIGINT/SIGTERM/SIGHUP sent to run reaching
+ * it once (forwarded unless the same group delivery reached it), wait.
+ * Its wait status, or -1 when it could not be started. */
+int rt_cli_run_child(char **argv);
 
 /* A size argument ("64M", "1G", "4096"): 0, or -1 when it is not one. */
 int rt_cli_parse_size(const char *s, uint64_t *out);

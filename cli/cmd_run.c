@@ -3,9 +3,9 @@
  *
  * Finds libranktrace.so and the Python probe next to this program, checks the
  * options (a bad fault plan is refused before anything starts), sets the
- * environment (LD_PRELOAD, RANKTRACE_*), runs the command, forwards signals
- * to it, then prints one line per rank (summary.c). Returns the command's
- * status. */
+ * environment (LD_PRELOAD, RANKTRACE_*), runs the command (run_signals.c:
+ * each signal sent to run reaches it once), then prints one line per rank
+ * (summary.c). Returns the command's status. */
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -13,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <signal.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -22,8 +21,6 @@
 
 #include "cli.h"
 #include "lttng_session.h"
-
-static pid_t child;
 
 static void usage_run(FILE *f)
 {
@@ -38,8 +35,11 @@ static void usage_run(FILE *f)
 		"\n"
 		"  -o, --output DIR   trace directory (default: ranktrace-YYYYmmdd-HHMMSS); it\n"
 		"                     and missing parents are created; it must hold no rank\n"
-		"                     traces yet; put it on a shared filesystem when ranks run\n"
-		"                     on several nodes\n"
+		"                     traces yet. The run claims it (DIR/ranktrace-run, made\n"
+		"                     atomically; each rank directory carries the same id):\n"
+		"                     a DIR another run holds, even one started at the same\n"
+		"                     moment, or one this user cannot write, is refused. Put\n"
+		"                     it on a shared filesystem when ranks run on several nodes\n"
 		"  --max-size SIZE    cap the trace of each rank process (e.g. 64M, 1G; default\n"
 		"                     2G, 0: no cap); past it, tracing stops: the trace says\n"
 		"                     why and counts the events it discarded\n"
@@ -53,9 +53,10 @@ static void usage_run(FILE *f)
 		"                     skip-fsdp-root (see `ranktrace inject --list`); a bad plan\n"
 		"                     is refused (exit 2) before anything starts\n"
 		"  --inject-file F    the plan from a file, one SPEC per line ('#' comments)\n"
-		"  --append           DIR may already hold rank traces: add to them (one\n"
-		"                     `ranktrace run` per node or task on a shared DIR; implied\n"
-		"                     when Slurm runs several tasks, SLURM_NTASKS > 1)\n"
+		"  --append           DIR may already hold rank traces: join the run that owns\n"
+		"                     it and add to them (one `ranktrace run` per node or task\n"
+		"                     on a shared DIR); implied when Slurm runs several tasks\n"
+		"                     (SLURM_NTASKS > 1), joining only the same job step's run\n"
 		"  --allow-untraced   when DIR cannot be used (not a directory, no permission),\n"
 		"                     run CMD untraced with a warning instead of refusing\n"
 		"  --cupti            also trace through CUPTI (CUDA_INJECTION64_PATH): driver\n"
@@ -70,6 +71,9 @@ static void usage_run(FILE *f)
 		"                     command reads both\n"
 		"  --lttng-kernel     with --backend lttng: also record the kernel's scheduler\n"
 		"                     and process events, where this user may\n"
+		"\n"
+		"SIGINT, SIGTERM and SIGHUP reach CMD once: sent to run alone, run forwards\n"
+		"them; sent to its process group (Ctrl-C, kill -SIG -PGID), CMD has it already.\n"
 		"\n"
 		"Exit status: CMD's (128+N if it was killed by signal N); 2 for a usage error.\n"
 		"\n"
@@ -165,12 +169,6 @@ static void set_python_path(void)
 	setenv("PYTHONPATH", val, 1);
 }
 
-static void forward(int sig)
-{
-	if (child > 0)
-		kill(child, sig);
-}
-
 /* A plan file: one SPEC per line, '#' comments, joined with ';'. */
 static char *read_plan_file(const char *path)
 {
@@ -226,11 +224,12 @@ static void set_or_unset(const char *name, const char *value)
 /* What `run` was asked for, once the options are read. */
 struct run {
 	char *inject;
-	char dir[PATH_MAX], abs[PATH_MAX], lib[PATH_MAX], run_id[33];
+	char dir[PATH_MAX], abs[PATH_MAX], lib[PATH_MAX], run_id[40];
+	enum rt_cli_join join;
 	const char *max_size, *min_free, *ring, *backend;
 	char max_env[24], free_env[24], ring_env[24];
 	struct rt_cli_lttng lttng;
-	bool lttng_kernel, use_lttng, traced, append, allow_untraced, cupti;
+	bool lttng_kernel, use_lttng, traced, allow_untraced, cupti;
 	char err[PATH_MAX + 400];
 };
 
@@ -260,7 +259,7 @@ static int run_options(struct run *o, int argc, char **argv)
 		case 'm': o->max_size = optarg; break;
 		case 'F': o->min_free = optarg; break;
 		case 'R': o->ring = optarg; break;
-		case 'a': o->append = true; break;
+		case 'a': o->join = RT_JOIN_ANY; break;
 		case 'U': o->allow_untraced = true; break;
 		case 'C': o->cupti = true; break;
 		case 'b': o->backend = optarg; break;
@@ -300,7 +299,7 @@ static int run_check(struct run *o)
 		fprintf(stderr, "ranktrace run: --lttng-kernel needs --backend lttng\n");
 		return EXIT_USAGE;
 	}
-	if (o->use_lttng && (o->max_size || o->min_free || o->ring || o->append)) {
+	if (o->use_lttng && (o->max_size || o->min_free || o->ring || o->join == RT_JOIN_ANY)) {
 		fprintf(stderr, "ranktrace run: --%s applies to the ctf backend (with lttng, size the "
 			"session's channels instead)\n", o->max_size ? "max-size" : o->min_free ? "min-free" :
 			o->ring ? "ring" : "append");
@@ -348,25 +347,63 @@ static int run_untraced(struct run *o, const char *what)
 	return 0;
 }
 
+static bool is_number(const char *s)
+{
+	return s && *s && strlen(s) < 12 && strspn(s, "0123456789") == strlen(s);
+}
+
+/* This run's id: under Slurm's implied append, the job step's own (every
+ * task of the step computes the same, so they join one run and no other;
+ * without a job id they join any), else random. */
+static void new_run_id(struct run *o)
+{
+	const char *job = getenv("SLURM_JOB_ID"), *step = getenv("SLURM_STEP_ID");
+	unsigned char rnd[16];
+
+	if (!step)
+		step = getenv("SLURM_STEPID");
+	if (o->join == RT_JOIN_SAME && is_number(job) && is_number(step)) {
+		snprintf(o->run_id, sizeof(o->run_id), "slurm-%s.%s", job, step);
+		return;
+	}
+	if (o->join == RT_JOIN_SAME)
+		o->join = RT_JOIN_ANY;
+	if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd))
+		memset(rnd, (int)getpid(), sizeof(rnd));
+	for (int i = 0; i < 16; i++)
+		snprintf(o->run_id + 2 * i, 3, "%02x", rnd[i]);
+}
+
+/* DIR claimed for this run (outdir.c); a default name taken by another run
+ * started in the same second gets a suffix (-2, -3...). 0 or -errno. */
+static int claim_dir(struct run *o)
+{
+	char base[PATH_MAX];
+	int rc;
+
+	new_run_id(o);
+	if (o->dir[0])
+		return rt_cli_prepare_dir(o->dir, o->join, o->run_id, o->abs, o->err, sizeof(o->err));
+	default_dir(base, sizeof(base));
+	snprintf(o->dir, sizeof(o->dir), "%s", base);
+	rc = rt_cli_prepare_dir(o->dir, o->join, o->run_id, o->abs, o->err, sizeof(o->err));
+	for (int k = 2; rc == -EEXIST && k < 100; k++) {
+		snprintf(o->dir, sizeof(o->dir), "%s-%d", base, k);
+		rc = rt_cli_prepare_dir(o->dir, o->join, o->run_id, o->abs, o->err, sizeof(o->err));
+	}
+	return rc;
+}
+
 /* Step 3: the trace directory and the environment the command inherits
  * (LD_PRELOAD, RANKTRACE_*, PYTHONPATH). 0 or EXIT_USAGE. */
 static int run_environment(struct run *o)
 {
-	unsigned char rnd[16];
-
-	if (!o->dir[0])
-		default_dir(o->dir, sizeof(o->dir));
-	if (rt_cli_prepare_dir(o->dir, o->append, o->abs, o->err, sizeof(o->err)) != 0 &&
-	    run_untraced(o, "") != 0)
+	if (claim_dir(o) != 0 && run_untraced(o, "") != 0)
 		return EXIT_USAGE;
 	if (o->traced) {
 		if (o->use_lttng) /* LTTng's fork() helper: children that do not exec */
 			rt_cli_lttng_fork_helper(prepend_preload);
 		prepend_preload(o->lib);
-		if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd))
-			memset(rnd, (int)getpid(), sizeof(rnd));
-		for (int i = 0; i < 16; i++)
-			snprintf(o->run_id + 2 * i, 3, "%02x", rnd[i]);
 		setenv("RANKTRACE_DIR", o->abs, 1);
 		setenv("RANKTRACE_RUN_ID", o->run_id, 1);
 		setenv("RANKTRACE_BACKEND", o->backend, 1);
@@ -387,38 +424,12 @@ static int run_environment(struct run *o)
 		unsetenv("RANKTRACE_INJECT");
 	}
 	if (o->traced && o->use_lttng &&
-	    rt_cli_lttng_begin(&o->lttng, o->abs, o->run_id, o->lttng_kernel, o->err,
-			       sizeof(o->err)) != 0) {
+	    rt_cli_lttng_begin(&o->lttng, o->abs, o->lttng_kernel, o->err, sizeof(o->err)) != 0) {
 		if (run_untraced(o, "no LTTng session: ") != 0)
 			return EXIT_USAGE;
 		unsetenv("RANKTRACE_DIR");
 	}
 	return 0;
-}
-
-/* Step 4: run the command, forward signals to it, wait. Its wait status,
- * or -1 when it could not be started. */
-static int run_command(char **argv)
-{
-	int status;
-
-	fflush(stdout);
-	child = fork();
-	if (child < 0) {
-		perror("ranktrace run: fork");
-		return -1;
-	}
-	if (child == 0) {
-		execvp(argv[0], argv);
-		fprintf(stderr, "ranktrace run: cannot run %s: %s\n", argv[0], strerror(errno));
-		_exit(127);
-	}
-	signal(SIGINT, forward);
-	signal(SIGTERM, forward);
-	signal(SIGHUP, forward);
-	while (waitpid(child, &status, 0) < 0 && errno == EINTR)
-		;
-	return status;
 }
 
 /* Step 5: the LTTng session closed, one line per rank (summary.c). */
@@ -446,7 +457,8 @@ static void run_report(struct run *o)
 int rt_cli_cmd_run(int argc, char **argv)
 {
 	struct run o = { .backend = "ctf", .traced = true,
-			 .append = getenv("SLURM_NTASKS") && atoi(getenv("SLURM_NTASKS")) > 1 };
+			 .join = getenv("SLURM_NTASKS") && atoi(getenv("SLURM_NTASKS")) > 1 ?
+				 RT_JOIN_SAME : RT_JOIN_NONE };
 	int rc = run_options(&o, argc, argv), status;
 
 	if (rc == 0)
@@ -457,7 +469,7 @@ int rt_cli_cmd_run(int argc, char **argv)
 		free(o.inject);
 		return rc == 1 ? 0 : rc;
 	}
-	status = run_command(argv + optind);
+	status = rt_cli_run_child(argv + optind);
 	free(o.inject);
 	if (status < 0)
 		return 1;

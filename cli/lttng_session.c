@@ -387,22 +387,9 @@ static int configure(struct rt_cli_lttng *l, bool kernel, char *err, size_t n)
 	return 0;
 }
 
-int rt_cli_lttng_begin(struct rt_cli_lttng *l, const char *dir, const char *run_id, bool kernel,
-		       char *err, size_t n)
+int rt_cli_lttng_begin(struct rt_cli_lttng *l, const char *dir, bool kernel, char *err, size_t n)
 {
 	char out[4096], opt[4200];
-	FILE *f;
-
-	snprintf(opt, sizeof(opt), "%s/" RT_VW_LTTNG_RUN_FILE, dir);
-	f = fopen(opt, "wxe");
-	if (f && fprintf(f, "%s\n", run_id) < 0) {
-		fclose(f);
-		f = NULL;
-	}
-	if (!f || fclose(f) != 0) {
-		snprintf(err, n, "%s: %s", opt, strerror(errno));
-		return -1;
-	}
 
 	memset(l, 0, sizeof(*l));
 	snprintf(l->name, sizeof(l->name), "ranktrace-%d", (int)getpid());

@@ -20,12 +20,11 @@ struct rt_cli_lttng {
 };
 
 /* Start a session daemon if none runs for this user, create a session
- * writing to dir (absolute; run_id goes to dir/ranktrace-run, see
- * viewer/read_bt2.h), enable the ranktrace events (and kernel events
+ * writing to dir (absolute; `run` has written its run id to
+ * dir/ranktrace-run, see viewer/read_bt2.h), enable the ranktrace events (and kernel events
  * when asked and allowed), start it. 0, or -1 with err set (nothing left
  * behind: session destroyed, our daemon stopped). */
-int rt_cli_lttng_begin(struct rt_cli_lttng *l, const char *dir, const char *run_id, bool kernel,
-		       char *err, size_t n);
+int rt_cli_lttng_begin(struct rt_cli_lttng *l, const char *dir, bool kernel, char *err, size_t n);
 
 /* Stop the session (waits until its data is written), read the events
  * discarded and packets lost, destroy it, stop the daemon if we started it

@@ -3,8 +3,17 @@
  *
  * Called under writer.c's process lock at a process's first event, and from
  * the ncclCommInitRank wrapper's after-hook (rank learned from NCCL when the
- * environment had none). Not on the hot path. */
+ * environment had none). Not on the hot path.
+ *
+ * A rank directory belongs to one run: its .ranktrace-run file holds the
+ * run's id (RANKTRACE_RUN_ID, set by `ranktrace run`), created whole by the
+ * rank's first process (written under a private name, then linked into
+ * place: link() fails when it exists). A process of another run refuses the
+ * directory and continues untraced rather than mix its events into another
+ * job's trace (two jobs started into one DIR). The dot keeps babeltrace2 from
+ * reading the file as a stream. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,11 +91,48 @@ static uint64_t fnv(uint64_t h, const char *s)
 	return h;
 }
 
+/* dir/.ranktrace-run created with our run id, or found holding it: 0;
+ * -EEXIST when another run's; -errno when it cannot be written. Without a
+ * run id (the library preloaded by hand) there is nothing to check. */
+static int claim_rank_dir(const char *dir)
+{
+	char path[4200], tmp[4200], have[64];
+	int fd, rc = 0;
+	ssize_t k;
+
+	if (!rt_tr_config.run_id[0])
+		return 0;
+	snprintf(path, sizeof(path), "%s/.ranktrace-run", dir);
+	snprintf(tmp, sizeof(tmp), "%s/.ranktrace-run.%d", dir, (int)getpid());
+	unlink(tmp); /* a stale one of a dead process with our pid */
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	k = write(fd, rt_tr_config.run_id, strlen(rt_tr_config.run_id));
+	if (k != (ssize_t)strlen(rt_tr_config.run_id))
+		rc = k < 0 ? -errno : -EIO;
+	close(fd);
+	if (!rc && link(tmp, path) != 0)
+		rc = -errno;
+	unlink(tmp);
+	if (rc != -EEXIST)
+		return rc;
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	k = fd >= 0 ? read(fd, have, sizeof(have) - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	have[k > 0 ? k : 0] = '\0';
+	/* another run's: the caller warns once ("cannot write the trace in DIR
+	 * (File exists)") and the process goes on untraced */
+	return strcmp(have, rt_tr_config.run_id) ? -EEXIST : 0;
+}
+
 int rt_tr_rank_dir_create(uint8_t uuid[16])
 {
 	uint64_t a, b;
 	const char *leaf;
 	struct stat st;
+	int err;
 
 	/* a forked child writes into its parent's rank directory */
 	if (!rt_tr_rank.dir[0])
@@ -101,6 +147,9 @@ int rt_tr_rank_dir_create(uint8_t uuid[16])
 		return -errno;
 	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid())
 		return -ENOTDIR;
+	err = claim_rank_dir(rt_tr_rank.dir);
+	if (err)
+		return err;
 	leaf = strrchr(rt_tr_rank.dir, '/');
 	a = fnv(fnv(0xcbf29ce484222325ull, rt_tr_config.run_id), leaf);
 	b = fnv(fnv(0x84222325cbf29ce4ull, leaf), rt_tr_config.run_id);

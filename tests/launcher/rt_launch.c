@@ -7,7 +7,10 @@
  * When a rank fails (non-zero exit or signal), the others get what is left of
  * a monitor interval to finish on their own (torchrun's agent notices failures
  * at such an interval), then SIGTERM, then SIGKILL after a grace period; the exit status is the first failure's
- * (128+signal for a signal), 0 when every rank succeeded. */
+ * (128+signal for a signal), 0 when every rank succeeded. SIGHUP, SIGTERM or
+ * SIGINT to rt-launch stops the ranks as torchrun's agent does: that signal
+ * to each rank's group, SIGKILL after the grace period, exit 128+signal;
+ * never a launcher gone with its ranks left running. */
 #include <errno.h>
 #include <getopt.h>
 #include <netinet/in.h>
@@ -55,10 +58,12 @@ static void usage(FILE *f)
 		"Output lines are prefixed \"[rankN]:\". If a rank fails, the others may\n"
 		"still finish within --monitor-interval seconds (default 1, as torchrun's\n"
 		"agent polls its workers), then get SIGTERM and, after --grace seconds\n"
-		"(default 5), SIGKILL.\n"
+		"(default 5), SIGKILL. SIGHUP, SIGTERM or SIGINT to rt-launch is passed to\n"
+		"every rank (SIGKILL after --grace), as torchrun does.\n"
 		"\n"
 		"Exit status: 0 if every rank exited 0; otherwise the first failing rank's\n"
-		"status (128+signal if it was killed by a signal); 2 on a usage error.\n"
+		"status (128+signal if it was killed by a signal); 128+signal when stopped\n"
+		"by a signal; 2 on a usage error.\n"
 		"\n"
 		"example: rt-launch -n 4 fsdp_mini --trainer-version 4.52.4\n");
 }
@@ -171,6 +176,121 @@ static pid_t spawn(int rank, int port, char **cmd, int pipes[2][2])
 	_exit(127);
 }
 
+/* Start every rank; 0, or -1 (the started ones killed). */
+static int start_ranks(int port, char **cmd)
+{
+	for (int r = 0; r < nprocs; r++) {
+		int pipes[2][2];
+
+		if (pipe(pipes[0]) || pipe(pipes[1])) {
+			perror("rt-launch: pipe");
+			signal_all(SIGKILL);
+			return -1;
+		}
+		procs[r].pid = spawn(r, port, cmd, pipes);
+		if (procs[r].pid < 0) {
+			perror("rt-launch: fork");
+			signal_all(SIGKILL);
+			return -1;
+		}
+		setpgid(procs[r].pid, procs[r].pid);
+		procs[r].running = true;
+		for (int i = 0; i < 2; i++) {
+			close(pipes[i][1]);
+			procs[r].s[i].fd = pipes[i][0];
+			procs[r].s[i].out = i ? stderr : stdout;
+		}
+	}
+	return 0;
+}
+
+/* What the loop knows: the first failure, when to signal the ranks. */
+struct monitor {
+	int first_fail, result, running, stop_sig;
+	double grace, interval, term_at, kill_at;
+};
+
+static double mono(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return now(&ts);
+}
+
+/* Output of the ranks, for up to 100 ms; false when no pipe is open. */
+static bool pump_output(void)
+{
+	struct pollfd pfd[2 * MAX_PROCS];
+	int idx[2 * MAX_PROCS], n = 0;
+
+	for (int r = 0; r < nprocs; r++)
+		for (int i = 0; i < 2; i++)
+			if (procs[r].s[i].fd >= 0) {
+				pfd[n] = (struct pollfd){ .fd = procs[r].s[i].fd, .events = POLLIN };
+				idx[n++] = r * 2 + i;
+			}
+	if (n == 0) {
+		usleep(20000); /* ranks still running without output pipes */
+		return false;
+	}
+	if (poll(pfd, (nfds_t)n, 100) > 0)
+		for (int k = 0; k < n; k++)
+			if (pfd[k].revents)
+				drain(&procs[idx[k] / 2], idx[k] / 2, idx[k] % 2);
+	return true;
+}
+
+/* Ranks that ended; the first failure starts the monitor interval. */
+static void reap(struct monitor *m)
+{
+	pid_t pid;
+	int status;
+
+	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+		for (int r = 0; r < nprocs; r++) {
+			if (procs[r].pid != pid || !procs[r].running)
+				continue;
+			procs[r].running = false;
+			procs[r].status = status;
+			m->running--;
+			if (exit_code(status) == 0 || m->first_fail >= 0)
+				continue;
+			m->first_fail = r;
+			m->result = exit_code(status);
+			fprintf(stderr, "rt-launch: rank %d failed (%s %d)%s\n", r,
+				WIFSIGNALED(status) ? "signal" : "exit status",
+				WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status),
+				m->running > 0 ? "; stopping the other ranks" : "");
+			m->term_at = mono() + m->interval;
+		}
+	}
+}
+
+/* A signal to us: passed to the ranks at once (torchrun's death signal). */
+static void stop_on_signal(struct monitor *m)
+{
+	if (!got_signal || m->first_fail >= 0)
+		return;
+	m->first_fail = nprocs;
+	m->result = 128 + got_signal;
+	m->stop_sig = got_signal;
+	m->term_at = 1; /* at once */
+}
+
+static void escalate(struct monitor *m)
+{
+	if (m->term_at > 0 && m->running > 0 && mono() >= m->term_at) {
+		signal_all(m->stop_sig);
+		m->term_at = 0;
+		m->kill_at = mono() + m->grace;
+	}
+	if (m->kill_at > 0 && m->running > 0 && mono() >= m->kill_at) {
+		signal_all(SIGKILL);
+		m->kill_at = 0;
+	}
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -182,15 +302,15 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	int c, port = 0, first_fail = -1, result = 0, running;
-	double grace = 5, monitor = 1, term_at = 0, kill_at = 0;
+	struct monitor m = { .first_fail = -1, .stop_sig = SIGTERM, .grace = 5, .interval = 1 };
+	int c, port = 0;
 
 	while ((c = getopt_long(argc, argv, "+n:p:g:m:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'n': nprocs = atoi(optarg); break;
 		case 'p': port = atoi(optarg); break;
-		case 'g': grace = atof(optarg); break;
-		case 'm': monitor = atof(optarg); break;
+		case 'g': m.grace = atof(optarg); break;
+		case 'm': m.interval = atof(optarg); break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -210,94 +330,15 @@ int main(int argc, char **argv)
 		return 1;
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
+	signal(SIGHUP, on_signal);
 	signal(SIGPIPE, SIG_IGN);
-	for (int r = 0; r < nprocs; r++) {
-		int pipes[2][2];
-
-		if (pipe(pipes[0]) || pipe(pipes[1])) {
-			perror("rt-launch: pipe");
-			signal_all(SIGKILL);
-			return 1;
-		}
-		procs[r].pid = spawn(r, port, argv + optind, pipes);
-		if (procs[r].pid < 0) {
-			perror("rt-launch: fork");
-			signal_all(SIGKILL);
-			return 1;
-		}
-		setpgid(procs[r].pid, procs[r].pid);
-		procs[r].running = true;
-		for (int i = 0; i < 2; i++) {
-			close(pipes[i][1]);
-			procs[r].s[i].fd = pipes[i][0];
-			procs[r].s[i].out = i ? stderr : stdout;
-		}
+	if (start_ranks(port, argv + optind) != 0)
+		return 1;
+	m.running = nprocs;
+	while (pump_output() || m.running > 0) {
+		reap(&m);
+		stop_on_signal(&m);
+		escalate(&m);
 	}
-	running = nprocs;
-	for (;;) {
-		struct pollfd pfd[2 * MAX_PROCS];
-		int idx[2 * MAX_PROCS], n = 0, open_fds = 0;
-		pid_t pid;
-		int status;
-
-		for (int r = 0; r < nprocs; r++)
-			for (int i = 0; i < 2; i++)
-				if (procs[r].s[i].fd >= 0) {
-					pfd[n] = (struct pollfd){ .fd = procs[r].s[i].fd, .events = POLLIN };
-					idx[n++] = r * 2 + i;
-				}
-		open_fds = n;
-		if (open_fds == 0 && running == 0)
-			break;
-		if (poll(pfd, (nfds_t)n, 100) > 0)
-			for (int k = 0; k < n; k++)
-				if (pfd[k].revents)
-					drain(&procs[idx[k] / 2], idx[k] / 2, idx[k] % 2);
-		while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
-			for (int r = 0; r < nprocs; r++) {
-				if (procs[r].pid != pid || !procs[r].running)
-					continue;
-				procs[r].running = false;
-				procs[r].status = status;
-				running--;
-				if (exit_code(status) != 0 && first_fail < 0) {
-					struct timespec ts;
-
-					first_fail = r;
-					result = exit_code(status);
-					fprintf(stderr, "rt-launch: rank %d failed (%s %d)%s\n", r,
-						WIFSIGNALED(status) ? "signal" : "exit status",
-						WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status),
-						running > 0 ? "; stopping the other ranks" : "");
-					clock_gettime(CLOCK_MONOTONIC, &ts);
-					term_at = now(&ts) + monitor;
-				}
-			}
-		}
-		if (got_signal && first_fail < 0) {
-			first_fail = nprocs;
-			result = 128 + got_signal;
-			term_at = 1; /* at once */
-		}
-		if (term_at > 0 && running > 0) {
-			struct timespec ts;
-
-			clock_gettime(CLOCK_MONOTONIC, &ts);
-			if (now(&ts) >= term_at) {
-				signal_all(SIGTERM);
-				term_at = 0;
-				kill_at = now(&ts) + grace;
-			}
-		}
-		if (kill_at > 0 && running > 0) {
-			struct timespec ts;
-
-			clock_gettime(CLOCK_MONOTONIC, &ts);
-			if (now(&ts) >= kill_at) {
-				signal_all(SIGKILL);
-				kill_at = 0;
-			}
-		}
-	}
-	return result;
+	return m.result;
 }

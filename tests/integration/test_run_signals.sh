@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# test_run_signals.sh - signals under `ranktrace run` and rt-launch (issue 19,
+# defect 7 and rt-launch's SIGHUP): a signal sent to run's process group
+# (kill -SIG -PGID, a terminal's Ctrl-C or hangup) reaches the program once,
+# as untraced, not once from the sender and again forwarded by run; a signal
+# sent to run alone is forwarded, once. rt-launch stops its ranks on SIGHUP,
+# SIGTERM and SIGINT and exits 128+sig, as torchrun does. Every job runs in
+# its own session, bounded, killed by its process group at exit.
+source "$(dirname "$0")/lib.sh"
+RT="$B/bin/ranktrace"
+JOBS=()
+trap 'for p in "${JOBS[@]}"; do kill -KILL -- -"$p" 2>/dev/null; done; rm -rf "$T"' EXIT
+# counts the signals it gets until 1 s after the first; writes the count
+cat > "$T/count.py" <<'PY'
+import os, signal, sys, time
+n = 0
+def on(sig, frame):
+    global n
+    n += 1
+for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+    signal.signal(s, on)
+open(sys.argv[1] + '.ready', 'w').close()
+end = time.time() + 30
+while n == 0 and time.time() < end:
+    time.sleep(0.02)
+time.sleep(1.0)  # a second delivery would land here
+open(sys.argv[1], 'w').write(str(n))
+PY
+# start NAME CMD...: in its own session (pgid = its pid), bounded by a watchdog
+start() { local name=$1; shift
+  setsid "$@" > "$T/$name.log" 2>&1 &
+  LAST=$!; JOBS+=("$LAST")
+  ( sleep 60; kill -KILL -- -"$LAST" ) > /dev/null 2>&1 &
+}
+ready() { local i; for i in $(seq 300); do [ -e "$1.ready" ] && return 0; sleep 0.05; done; return 1; }
+ended() { local i; for i in $(seq 200); do kill -0 "$1" 2> /dev/null || return 0; sleep 0.05; done; return 1; }
+
+# counted WHO SIG TARGET: the count the program reports, in $T/n.WHO.SIG.TARGET
+counted() { local who=$1 sig=$2 target=$3 f="$T/n.$1.$2.$3"
+  if [ "$who" = traced ]; then
+    start "$who$sig$target" env LD_LIBRARY_PATH="$SIM${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$RT" run -o "$T/t.$sig.$target" -- python3 "$T/count.py" "$f"
+  else
+    start "$who$sig$target" python3 "$T/count.py" "$f"
+  fi
+  ready "$f" || { echo "never ready"; return; }
+  if [ "$target" = group ]; then kill -"$sig" -- -"$LAST"; else kill -"$sig" "$LAST"; fi
+  ended "$LAST"; wait "$LAST" 2> /dev/null
+}
+n() { cat "$T/n.$1" 2> /dev/null || echo none; }
+for sig in INT TERM HUP; do
+  counted plain $sig group
+  check "untraced, SIG$sig to the process group: the program gets it once ($(n plain.$sig.group))" [ "$(n plain.$sig.group)" = 1 ]
+  counted traced $sig group
+  check "traced, SIG$sig to run's process group: the program gets it once ($(n traced.$sig.group))" [ "$(n traced.$sig.group)" = 1 ]
+  counted traced $sig pid
+  check "traced, SIG$sig to run alone: forwarded, the program gets it once ($(n traced.$sig.pid))" [ "$(n traced.$sig.pid)" = 1 ]
+done
+
+# a terminal's Ctrl-C (SI_KERNEL, the foreground group) through a pty
+python3 - "$RT" "$T/count.py" "$T/n.tty" "$T/t.tty" > "$T/tty.log" 2>&1 <<'PY'
+import os, pty, sys, time, signal
+rt, prog, f, out = sys.argv[1:]
+pid, fd = pty.fork()
+if pid == 0:
+    os.execvp(rt, [rt, 'run', '-o', out, '--', 'python3', prog, f])
+end = time.time() + 30
+while not os.path.exists(f + '.ready') and time.time() < end:
+    time.sleep(0.05)
+os.write(fd, b'\x03')   # Ctrl-C: SIGINT to the terminal's foreground group
+end = time.time() + 30
+while time.time() < end:
+    try:
+        os.read(fd, 4096)
+    except OSError:
+        break
+    if os.waitpid(pid, os.WNOHANG)[0] == pid:
+        break
+try:
+    os.kill(pid, signal.SIGKILL); os.waitpid(pid, 0)
+except OSError:
+    pass
+PY
+check "traced, Ctrl-C on its terminal: the program gets SIGINT once ($(cat "$T/n.tty" 2>/dev/null))" [ "$(cat "$T/n.tty" 2>/dev/null)" = 1 ]
+
+# ---- rt-launch: SIGHUP, SIGTERM, SIGINT stop its ranks; exit 128+sig ----
+for sig in HUP TERM INT; do
+  rm -f "$T"/rank.*
+  start "launch$sig" "$B/bin/rt-launch" -n 2 --grace 2 sh -c 'echo $$ > "$0.$RANK"; exec sleep 30' "$T/rank"
+  for i in $(seq 100); do [ -s "$T/rank.0" ] && [ -s "$T/rank.1" ] && break; sleep 0.05; done
+  pids="$(cat "$T/rank.0" "$T/rank.1" 2> /dev/null | tr '\n' ' ')"
+  kill -"$sig" "$LAST"
+  ended "$LAST"; wait "$LAST"; rc=$?
+  left=0
+  for p in $pids; do
+    ended "$p" || left=$((left + 1))
+  done
+  check "rt-launch on SIG$sig: exit $((128 + $(kill -l $sig))) ($rc), both ranks stopped ($left left running)" \
+    bash -c "[ $rc -eq $((128 + $(kill -l $sig))) ] && [ $left -eq 0 ] && [ -n '$pids' ]"
+  for p in $pids; do kill -KILL "$p" 2> /dev/null; done
+done
+finish
