@@ -20,6 +20,14 @@ if [ -x "$B/bin/ranktrace" ]; then
 fi
 echo "fuzz_reader: ${SECONDS_EACH}s"
 "$FB/bin/fuzz_reader" -max_total_time="$SECONDS_EACH" -max_len=65536 -print_final_stats=1 "$corpus" 2>&1 | tail -4
+# the parallel pass on hostile times: seeded with a few jobs (rank count,
+# streams, then 3 bytes an event: who, what, when); -timeout: a hang fails
+mkdir -p "$corpus/par"
+printf '\003\001\001\001\000\000\011\010\000\011\020\001\011\011\001\012\020\005\002' > "$corpus/par/s0"
+printf '\002\002\002\000\000\001\001\000\001\000\001\002\001\001\002\000\005\003\001\005\003' > "$corpus/par/s1"
+LC_ALL=C awk 'BEGIN { for (i = 0; i < 1200; i++) printf "%c", (i * 37 + 11) % 256 }' > "$corpus/par/s2"
+echo "fuzz_parallel: ${SECONDS_EACH}s"
+"$FB/bin/fuzz_parallel" -max_total_time="$SECONDS_EACH" -timeout=20 -max_len=1600 -print_final_stats=1 "$corpus/par" 2>&1 | tail -4
 mkdir -p "$corpus/plans"
 i=0
 for p in 'skip-fsdp-root' 'ncclAllReduce:error=ncclSystemError:when=5:rank=2' \
