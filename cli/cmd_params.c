@@ -16,37 +16,13 @@
 
 #include "cli.h"
 
-#define AT_LAST RT_PP_COUNT /* --at last: the latest report */
+#define AT_LAST RT_VW_AT_LAST /* --at last: the latest report */
 
 static int name_width = 40; /* the longest parameter name shown (text output) */
 
 static const char *const usage =
 	"usage: ranktrace params DIR [--rank N] [--param GLOB] [--at wrap|first-forward|last]\n"
 	"                        [--json]\n";
-
-/* The placement shown for --at, and the change that led to it (from, at). */
-static const struct rt_vw_placement *shown(const struct rt_vw_param *p, int at,
-					   const struct rt_vw_placement **from, int *from_at)
-{
-	const struct rt_vw_placement *pl = at == AT_LAST ? &p->last : &p->at[at];
-
-	*from = NULL;
-	if (at == AT_LAST) {
-		if (p->before.seen) {
-			*from = &p->before;
-			*from_at = p->changed_at;
-		}
-		return pl;
-	}
-	for (int k = at - 1; k >= 0 && pl->seen; k--)
-		if (p->at[k].seen) {
-			if (p->at[k].place != pl->place || p->at[k].device != pl->device)
-				*from = &p->at[k];
-			*from_at = at;
-			break;
-		}
-	return pl;
-}
 
 static int expected_device(const struct rt_vw_rank *r)
 {
@@ -68,21 +44,29 @@ static const char *call_name(unsigned id)
 	return id < RT_ID_COUNT && id ? rt_events[id].name : "?";
 }
 
-/* One rank's cell: where | bytes | allocation | change (tab-separated). */
+/* One rank's cell, tab-separated: where, elements, shape, dtype, the
+ * parameter's own bytes, the bytes of the storage it lies in (under FSDP the
+ * flat shard), the allocation its data pointer falls in, the change. */
 static void cell(const struct rt_vw_rank *r, const struct rt_vw_param *p, int at, bool norm,
 		 char *out, size_t n)
 {
 	const struct rt_vw_placement *from = NULL, *pl;
-	char where[64], bytes[32], alloc[96] = "-", change[160] = "", a[64], b[64], sz[32];
+	char where[64], bytes[32] = "?", storage[32], alloc[96] = "-", change[160] = "", a[64], b[64],
+	     sz[32], shape[96];
 	int from_at = 0;
+	int64_t own;
 
-	pl = p ? shown(p, at, &from, &from_at) : NULL;
+	pl = p ? rt_vw_param_at(p, at, &from, &from_at) : NULL;
 	if (!pl || !pl->seen) {
-		snprintf(out, n, "not reported\t-\t-\t");
+		snprintf(out, n, "not reported\t\t\t\t\t\t-\t");
 		return;
 	}
 	place_text(r, pl, norm, where, sizeof(where));
-	rt_cli_human_bytes(bytes, sizeof(bytes), pl->bytes);
+	own = rt_vw_param_bytes(pl);
+	if (own >= 0)
+		rt_cli_human_bytes(bytes, sizeof(bytes), (uint64_t)own);
+	rt_cli_human_bytes(storage, sizeof(storage), pl->bytes);
+	rt_vw_shape_str(&pl->shape, shape, sizeof(shape));
 	if (pl->in_alloc) {
 		rt_cli_human_bytes(sz, sizeof(sz), pl->alloc_size);
 		if (pl->alloc_dev >= 0)
@@ -97,48 +81,52 @@ static void cell(const struct rt_vw_rank *r, const struct rt_vw_param *p, int at
 		snprintf(change, sizeof(change), "%s -> %s at %s", b, where,
 			 rt_vw_param_point_names[from_at]);
 	}
-	snprintf(out, n, "%s\t%s\t%s\t%s", where, bytes, alloc, change);
+	snprintf(out, n, "%s\t%llu\t%s\t%s\t%s\t%s\t%s\t%s", where, (unsigned long long)pl->numel, shape,
+		 rt_vw_dtype_name(pl->dtype), bytes, storage, alloc, change);
 }
 
-static void print_row(const char *name, const char *dtype, uint64_t numel, const char *list,
-		      char *c)
+/* The next tab-separated field of *s ("" at the end); empty fields kept. */
+static const char *field(char **s)
 {
-	char *where = strtok(c, "\t"), *bytes = strtok(NULL, "\t"), *alloc = strtok(NULL, "\t"),
-	     *change = strtok(NULL, "\t");
+	char *f = *s, *tab = f ? strchr(f, '\t') : NULL;
 
-	char el[24] = "";
+	if (!f)
+		return "";
+	if (tab)
+		*tab = '\0';
+	*s = tab ? tab + 1 : NULL;
+	return f;
+}
 
-	if (*name)
-		snprintf(el, sizeof(el), "%llu", (unsigned long long)numel);
-	printf("%-*s %8s %-8s %-7s %-14s %8s  %-28s %s\n", name_width, rt_cli_esc(name), el, dtype, list,
-	       where ? where : "", bytes ? bytes : "", alloc ? alloc : "", change ? change : "");
+static int shape_width = 5; /* the longest shape shown (text output) */
+
+static void print_row(const char *name, const char *list, char *c)
+{
+	const char *f[8];
+
+	for (int i = 0; i < 8; i++)
+		f[i] = field(&c);
+	printf("%-*s %-7s %-14s %8s %-*s %-8s %8s %8s  %-28s %s\n", name_width, rt_cli_esc(name), list, f[0], f[1],
+	       shape_width, f[2], f[3], f[4], f[5], f[6], f[7]);
 }
 
 /* A parameter's row(s): ranks with the same cell share one. */
 static void print_param_text(const struct rt_vw_trace *t, const char *name, int at, int only)
 {
-	char (*cells)[400] = calloc((size_t)t->nranks, sizeof(*cells));
+	char (*cells)[480] = calloc((size_t)t->nranks, sizeof(*cells));
 	int *ranks = calloc((size_t)t->nranks, sizeof(int));
 	bool *done = calloc((size_t)t->nranks, sizeof(bool)), first = true;
-	const char *dtype = "?";
-	uint64_t numel = 0;
 
-	for (int i = 0; cells && ranks && done && i < t->nranks; i++) {
-		const struct rt_vw_param *p = rt_vw_find_param(&t->ranks[i], name);
-
-		cell(&t->ranks[i], p, at, only < 0, cells[i], sizeof(cells[i]));
-		if (p && p->last.seen && !numel) {
-			numel = p->last.numel;
-			dtype = rt_vw_dtype_name(p->last.dtype);
-		}
-	}
+	for (int i = 0; cells && ranks && done && i < t->nranks; i++)
+		cell(&t->ranks[i], rt_vw_find_param(&t->ranks[i], name), at, only < 0, cells[i],
+		     sizeof(cells[i]));
 	for (int i = 0; cells && ranks && done && i < t->nranks; i++) {
 		char list[256];
 
 		if (!rt_cli_same_text(t, only, cells[0], sizeof(cells[0]), i, done, ranks, list,
 				      sizeof(list)))
 			continue;
-		print_row(first ? name : "", first ? dtype : "", first ? numel : 0, list, cells[i]);
+		print_row(first ? name : "", list, cells[i]);
 		first = false;
 	}
 	free(cells);
@@ -146,8 +134,53 @@ static void print_param_text(const struct rt_vw_trace *t, const char *name, int 
 	free(done);
 }
 
+static bool on_cuda(const struct rt_vw_param *p)
+{
+	const struct rt_vw_placement *v[RT_PP_COUNT + 2] = { &p->last, &p->before };
+
+	for (int k = 0; k < RT_PP_COUNT; k++)
+		v[k + 2] = &p->at[k];
+	for (int i = 0; i < RT_PP_COUNT + 2; i++)
+		if (v[i]->seen && (v[i]->place == RT_P_CUDA || v[i]->place == RT_P_WRONG_DEVICE))
+			return true;
+	return false;
+}
+
+/* Column widths: the longest name and shape shown. CUDA used: a parameter
+ * reported on cuda at some point, or a device the rank touched. */
+static bool measure(const struct rt_vw_trace *t, const struct rt_vw_names *nm, int at, int only)
+{
+	bool cuda = false;
+
+	name_width = 9;
+	shape_width = 5;
+	for (size_t i = 0; i < nm->n; i++)
+		if ((int)strlen(nm->v[i]) > name_width)
+			name_width = strlen(nm->v[i]) > 64 ? 64 : (int)strlen(nm->v[i]);
+	for (int i = 0; i < t->nranks; i++) {
+		const struct rt_vw_rank *r = &t->ranks[i];
+
+		if (!rt_cli_want_rank(r, only))
+			continue;
+		cuda |= r->devices_used != 0;
+		for (uint32_t q = 0; q < r->nparams; q++) {
+			const struct rt_vw_placement *from, *pl;
+			char shape[96];
+			int from_at;
+
+			cuda |= on_cuda(&r->params[q]);
+			pl = rt_vw_param_at(&r->params[q], at, &from, &from_at);
+			if (pl->seen && rt_vw_shape_str(&pl->shape, shape, sizeof(shape)) > shape_width)
+				shape_width = (int)strlen(shape) > 40 ? 40 : (int)strlen(shape);
+		}
+	}
+	return cuda;
+}
+
 static void print_text(const struct rt_vw_trace *t, const struct rt_vw_names *nm, int at, int only)
 {
+	bool cuda;
+
 	printf("trace %s: %d rank%s, %zu parameter%s; placement at %s\n\n", rt_cli_esc(t->dir), t->nranks,
 	       t->nranks == 1 ? "" : "s", nm->n, nm->n == 1 ? "" : "s",
 	       at == AT_LAST ? "the last report" : rt_vw_param_point_names[at]);
@@ -157,21 +190,20 @@ static void print_text(const struct rt_vw_trace *t, const struct rt_vw_names *nm
 		       "C programs call rt_param() from ranktrace.h)\n");
 		return;
 	}
-	name_width = 9;
-	for (size_t i = 0; i < nm->n; i++)
-		if ((int)strlen(nm->v[i]) > name_width)
-			name_width = strlen(nm->v[i]) > 64 ? 64 : (int)strlen(nm->v[i]);
-	printf("\n%-*s %8s %-8s %-7s %-14s %8s  %-28s %s\n", name_width, "parameter", "elements", "dtype",
-	       "ranks", "where", "bytes", "allocation (data pointer in)", "change");
+	cuda = measure(t, nm, at, only);
+	printf("\n%-*s %-7s %-14s %8s %-*s %-8s %8s %8s  %-28s %s\n", name_width, "parameter", "ranks",
+	       "where", "elements", shape_width, "shape", "dtype", "bytes", "storage",
+	       "allocation (data pointer in)", "change");
 	for (size_t i = 0; i < nm->n; i++)
 		print_param_text(t, nm->v[i], at, only);
-	if (only < 0)
+	if (only < 0 && cuda)
 		printf("\ncuda:N: each rank on its own device (N = its LOCAL_RANK)\n");
 }
 
 static void json_placement(const struct rt_vw_placement *pl)
 {
 	char label[64];
+	int64_t own = rt_vw_param_bytes(pl);
 
 	rt_vw_placement_str(pl, label, sizeof(label));
 	printf("{\"where\": \"%s\", \"label\": ", rt_vw_place_names[pl->place]);
@@ -187,6 +219,17 @@ static void json_placement(const struct rt_vw_placement *pl)
 		       (unsigned long long)pl->alloc_size, call_name(pl->alloc_call));
 	else
 		printf("null");
+	printf(", \"shape\": ");
+	if (pl->shape.known) {
+		printf("[");
+		for (int i = 0; i < pl->shape.ndim && i < RT_VW_MAX_DIMS; i++)
+			printf("%s%u", i ? ", " : "", pl->shape.dim[i]);
+		printf("], \"ndim\": %u", pl->shape.ndim);
+	} else {
+		printf("null, \"ndim\": null");
+	}
+	printf(", \"param_bytes\": ");
+	own >= 0 ? printf("%lld", (long long)own) : printf("null");
 	printf("}");
 }
 
@@ -197,7 +240,7 @@ static void json_rank(const struct rt_vw_rank *r, const struct rt_vw_param *p, i
 	int from_at = 0;
 	char a[64], b[64];
 
-	pl = shown(p, at, &from, &from_at);
+	pl = rt_vw_param_at(p, at, &from, &from_at);
 	printf("{\"rank\": %d, \"reported\": %s", r->meta.rank, pl->seen ? "true" : "false");
 	if (pl->seen) {
 		printf(", \"placement\": ");

@@ -42,6 +42,11 @@ int rt_fault_point(const char *name) RT_WEAK;
 void rt_param(const char *name, int devtype, int device, int dtype, uint64_t numel,
 	      uint64_t storage_bytes, const void *data) RT_WEAK;
 
+/* The shape of the tensor the next rt_param() of the same name reports (call
+ * it just before): ndim sizes in dims. The first RT_PARAM_MAX_DIMS are kept. */
+#define RT_PARAM_MAX_DIMS 6
+void rt_param_shape(const char *name, int ndim, const int64_t *dims) RT_WEAK;
+
 /* The FSDP root module's forward begins (phase 0) or ends (phase 1). */
 void rt_fsdp_forward(int phase, int units) RT_WEAK;
 
@@ -65,6 +70,12 @@ static inline void rt_param_if_traced(const char *name, int devtype, int device,
 {
 	if (rt_param)
 		rt_param(name, devtype, device, dtype, numel, bytes, data);
+}
+
+static inline void rt_param_shape_if_traced(const char *name, int ndim, const int64_t *dims)
+{
+	if (rt_param_shape)
+		rt_param_shape(name, ndim, dims);
 }
 
 static inline void rt_fsdp_forward_if_traced(int phase, int units)

@@ -209,6 +209,18 @@ RT_EXPORT void rt_param(const char *name, int devtype, int device, int dtype, ui
 	rt_tr_ev_rt_param(name, devtype, device, dtype, numel, storage_bytes, data);
 }
 
+/* The first RT_PARAM_MAX_DIMS sizes, each saturated to 32 bits (a record
+ * of fixed size: format/events.def). */
+RT_EXPORT void rt_param_shape(const char *name, int ndim, const int64_t *dims)
+{
+	uint32_t d[RT_PARAM_MAX_DIMS] = { 0 };
+
+	for (int i = 0; dims && i < ndim && i < RT_PARAM_MAX_DIMS; i++)
+		d[i] = dims[i] < 0 ? 0 : dims[i] > (int64_t)UINT32_MAX ? UINT32_MAX : (uint32_t)dims[i];
+	rt_tr_ev_rt_param_shape(name, ndim < 0 ? 0 : ndim > 255 ? 255 : ndim, d[0], d[1], d[2], d[3],
+				d[4], d[5]);
+}
+
 RT_EXPORT void rt_fsdp_forward(int phase, int units)
 {
 	rt_tr_ev_rt_fsdp_forward(phase, units);

@@ -174,7 +174,7 @@ static void on_param(struct rt_vw_rank *r, const struct rt_vw_event *e)
 		struct alloc *a = ptr && place != RT_P_FREED && place != RT_P_META ?
 			alloc_holding(r, ptr, place != RT_P_CPU || r->live->live < 4096) : NULL;
 		struct rt_vw_placement pl = {
-			.place = place, .device = (int8_t)dev, .dtype = (uint8_t)rt_vw_fld(e, RT_FN_dtype),
+			.shape = rt_vw_take_shape(r, name), .place = place, .device = (int8_t)dev, .dtype = (uint8_t)rt_vw_fld(e, RT_FN_dtype),
 			.numel = numel, .bytes = bytes, .ptr = ptr, .ts = e->ts, .in_alloc = a != NULL,
 			.alloc_dev = a ? a->dev : -1, .alloc_call = a ? a->api : 0,
 			.alloc_base = a ? a->ptr : 0, .alloc_size = a ? a->size : 0,
@@ -318,6 +318,9 @@ static bool on_tracer_event(struct rt_vw_rank *r, const struct rt_vw_event *e)
 	switch (e->id) {
 	case RT_ID_rt_param:
 		on_param(r, e);
+		return true;
+	case RT_ID_rt_param_shape:
+		rt_vw_param_shape(r, e);
 		return true;
 	case RT_ID_rt_fsdp_forward:
 		if (rt_vw_fld(e, RT_FN_phase) == 0)

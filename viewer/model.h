@@ -57,6 +57,15 @@ struct rt_vw_open_call {
 	double age_s;      /* how long it has been inside, when live (else -1) */
 };
 
+/* A reported tensor's shape (rt_param_shape before its rt_param): ndim may
+ * exceed RT_VW_MAX_DIMS, the first ones are kept. */
+#define RT_VW_MAX_DIMS 6
+struct rt_vw_shape {
+	bool known;       /* false: the report came without a shape */
+	uint8_t ndim;
+	uint32_t dim[RT_VW_MAX_DIMS];
+};
+
 #define RT_VW_MAX_OPEN 8
 
 /* A module the FSDP root wraps, called while no root forward ran (the
@@ -151,6 +160,8 @@ struct rt_vw_rank {
 	struct { uint64_t comm_id; uint32_t seq; } entered[RT_VW_MAX_COMMS]; /* highest seq */
 	int nentered;
 	uint8_t param_point;         /* report point now (params.c: rt_marker "rt.params") */
+	char shape_for[65];          /* an rt_param_shape waiting for this name's rt_param */
+	struct rt_vw_shape shape_next;
 	struct rt_vw_param_change *changes; /* placement changes in time order (params.c) */
 	uint32_t nchanges, changes_cap;
 };
@@ -169,12 +180,13 @@ extern const char *const rt_vw_param_point_names[RT_PP_COUNT]; /* wrap, first-fo
 /* One report of one parameter, and the live allocation its data pointer fell in. */
 struct rt_vw_placement {
 	bool seen, in_alloc;
+	struct rt_vw_shape shape;
 	uint8_t place;    /* enum rt_vw_place */
 	int8_t device;    /* the tensor's device index (cuda), -1 otherwise */
 	uint8_t dtype;    /* the probe's code: rt_vw_dtype_name() */
 	int8_t alloc_dev; /* the allocation's device, -1 host memory */
 	uint16_t alloc_call; /* event id of the call that made it */
-	uint64_t numel, bytes, ptr, alloc_base, alloc_size, ts;
+	uint64_t numel, bytes, ptr, alloc_base, alloc_size, ts; /* bytes: its storage's */
 };
 
 /* A parameter's placement changed (Perfetto shows these as instants). */
@@ -203,6 +215,13 @@ int rt_vw_fault_spec(const struct rt_vw_event *e, char *out, size_t n);
 
 /* params.c */
 const char *rt_vw_dtype_name(unsigned code);
+/* Bytes of one element of the probe's dtype code, 0 when unknown. */
+unsigned rt_vw_dtype_size(unsigned code);
+/* The parameter's own bytes at a report (elements x element size; not the
+ * storage it lies in), or -1 when its dtype is unknown. */
+int64_t rt_vw_param_bytes(const struct rt_vw_placement *pl);
+/* "[32, 64]", "[]" (a scalar), "-" (no shape reported); snprintf's result. */
+int rt_vw_shape_str(const struct rt_vw_shape *s, char *out, size_t n);
 /* "cuda:1", "cpu", "meta", "storage freed", "-" (never reported); snprintf's result. */
 int rt_vw_placement_str(const struct rt_vw_placement *pl, char *out, size_t n);
 /* Every parameter name of t (matching glob, if not NULL), in the order the
@@ -214,6 +233,13 @@ struct rt_vw_names {
 	size_t n;
 };
 int rt_vw_param_names(const struct rt_vw_trace *t, const char *glob, struct rt_vw_names *out);
+/* The report of p shown for point at (RT_PP_WRAP, RT_PP_FIRST_FORWARD, or
+ * RT_VW_AT_LAST: the latest), and the change of place that led to it:
+ * *from (NULL when none) at point *from_at. params, report and diff read
+ * the same. */
+#define RT_VW_AT_LAST RT_PP_COUNT
+const struct rt_vw_placement *rt_vw_param_at(const struct rt_vw_param *p, int at,
+					     const struct rt_vw_placement **from, int *from_at);
 /* Rank r's record of parameter name, or NULL. */
 const struct rt_vw_param *rt_vw_find_param(const struct rt_vw_rank *r, const char *name);
 /* diagnosis.c: findings as view and report show them. Identical findings

@@ -145,6 +145,10 @@ bool rt_vw_teardown_crash(const struct rt_vw_rank *r);
 void rt_vw_unwrapped_support(const struct rt_vw_rank *r, uint64_t *freed, uint64_t *views);
 void rt_vw_describe_unwrapped(const struct rt_vw_trace *t, const int *idx, int k, char *out,
 			      size_t n);
+/* rt_param_shape: kept for the next rt_param of the rank (params.c) */
+void rt_vw_param_shape(struct rt_vw_rank *r, const struct rt_vw_event *e);
+/* The shape waiting for parameter name's report, if any; clears it. */
+struct rt_vw_shape rt_vw_take_shape(struct rt_vw_rank *r, const char *name);
 
 /* ---- completeness and verdict rules (completeness.c) ---- */
 

@@ -15,13 +15,65 @@ const char *const rt_vw_place_names[RT_P_COUNT] = { "cuda", "cpu", "meta", "stor
 const char *const rt_vw_param_point_names[RT_PP_COUNT] = { "wrap", "first-forward",
 							   "root-forward" };
 
-/* The probe's dtype codes (python/ranktrace_probe: _dtype_code). */
-static const char *const dtypes[] = { "float32", "float16", "bfloat16", "float64", "int64",
-				      "int32", "int8", "uint8", "bool" };
+/* The probe's dtype codes (python/ranktrace_probe: _dtype_code) and sizes. */
+static const struct { const char *name; unsigned size; } dtypes[] = {
+	{ "float32", 4 }, { "float16", 2 }, { "bfloat16", 2 }, { "float64", 8 }, { "int64", 8 },
+	{ "int32", 4 }, { "int8", 1 }, { "uint8", 1 }, { "bool", 1 },
+};
+#define NDTYPES (sizeof(dtypes) / sizeof(dtypes[0]))
 
 const char *rt_vw_dtype_name(unsigned code)
 {
-	return code < sizeof(dtypes) / sizeof(dtypes[0]) ? dtypes[code] : "?";
+	return code < NDTYPES ? dtypes[code].name : "?";
+}
+
+unsigned rt_vw_dtype_size(unsigned code)
+{
+	return code < NDTYPES ? dtypes[code].size : 0;
+}
+
+int64_t rt_vw_param_bytes(const struct rt_vw_placement *pl)
+{
+	unsigned size = rt_vw_dtype_size(pl->dtype);
+
+	return size ? (int64_t)(pl->numel * size) : -1;
+}
+
+int rt_vw_shape_str(const struct rt_vw_shape *s, char *out, size_t n)
+{
+	size_t len = 0;
+
+	if (!s->known)
+		return snprintf(out, n, "-");
+	len += (size_t)snprintf(out, n, "[");
+	for (int i = 0; i < s->ndim && i < RT_VW_MAX_DIMS && len < n; i++)
+		len += (size_t)snprintf(out + len, n - len, "%s%u", i ? ", " : "", s->dim[i]);
+	if (s->ndim > RT_VW_MAX_DIMS && len < n)
+		len += (size_t)snprintf(out + len, n - len, ", ...");
+	if (len < n)
+		len += (size_t)snprintf(out + len, n - len, "]");
+	return (int)len;
+}
+
+void rt_vw_param_shape(struct rt_vw_rank *r, const struct rt_vw_event *e)
+{
+	static const enum rt_fname dims[RT_VW_MAX_DIMS] = { RT_FN_dim0, RT_FN_dim1, RT_FN_dim2,
+							    RT_FN_dim3, RT_FN_dim4, RT_FN_dim5 };
+
+	rt_field_text(e->id, e->fields, RT_FN_name, r->shape_for);
+	r->shape_next = (struct rt_vw_shape){ .known = true, .ndim = (uint8_t)rt_vw_fld(e, RT_FN_ndim) };
+	for (int i = 0; i < RT_VW_MAX_DIMS; i++)
+		r->shape_next.dim[i] = (uint32_t)rt_vw_fld(e, dims[i]);
+}
+
+struct rt_vw_shape rt_vw_take_shape(struct rt_vw_rank *r, const char *name)
+{
+	struct rt_vw_shape s = { 0 };
+
+	if (r->shape_next.known && !strcmp(r->shape_for, name))
+		s = r->shape_next;
+	r->shape_next.known = false;
+	return s;
 }
 
 void rt_vw_param_marker(struct rt_vw_rank *r, const struct rt_vw_event *e)
@@ -194,6 +246,29 @@ int rt_vw_param_names(const struct rt_vw_trace *t, const char *glob, struct rt_v
 	out->n = n;
 	free(refs);
 	return 0;
+}
+
+const struct rt_vw_placement *rt_vw_param_at(const struct rt_vw_param *p, int at,
+					     const struct rt_vw_placement **from, int *from_at)
+{
+	const struct rt_vw_placement *pl = at == RT_VW_AT_LAST ? &p->last : &p->at[at];
+
+	*from = NULL;
+	if (at == RT_VW_AT_LAST) {
+		if (p->before.seen) {
+			*from = &p->before;
+			*from_at = p->changed_at;
+		}
+		return pl;
+	}
+	for (int k = at - 1; k >= 0 && pl->seen; k--)
+		if (p->at[k].seen) {
+			if (p->at[k].place != pl->place || p->at[k].device != pl->device)
+				*from = &p->at[k];
+			*from_at = at;
+			break;
+		}
+	return pl;
 }
 
 const struct rt_vw_param *rt_vw_find_param(const struct rt_vw_rank *r, const char *name)

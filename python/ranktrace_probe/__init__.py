@@ -64,6 +64,10 @@ def _load_library():
         lib.rt_param.argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.c_int, ctypes.c_int,
                                  ctypes.c_uint64, ctypes.c_uint64, ctypes.c_void_p]
         lib.rt_param.restype = None
+        shape = getattr(lib, "rt_param_shape", None)   # absent from older libraries
+        if shape is not None:
+            shape.argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.POINTER(ctypes.c_int64)]
+            shape.restype = None
         lib.rt_fsdp_forward.argtypes = [ctypes.c_int, ctypes.c_int]
         lib.rt_fsdp_forward.restype = None
         lib.rt_marker.argtypes = [ctypes.c_char_p, ctypes.c_int64]
@@ -140,12 +144,15 @@ def report_params(module, force=False):
     n = 0
     for name, t in _tensors(module):
         devtype, index, nbytes, ptr = _placement(t)
-        sig = (devtype, index, nbytes > 0, ptr)
+        shape = tuple(t.shape)
+        sig = (devtype, index, nbytes > 0, ptr, shape)
         if not force and _last.get(name) == sig:
             continue
         _last[name] = sig
-        _lib.rt_param(name.encode("utf-8", "replace")[:63], devtype, index, _dtype_code(t),
-                      t.numel(), nbytes, ptr)
+        cname = name.encode("utf-8", "replace")[:63]
+        if hasattr(_lib, "rt_param_shape"):   # the shape first: it goes with the next report
+            _lib.rt_param_shape(cname, len(shape), (ctypes.c_int64 * max(1, len(shape)))(*shape))
+        _lib.rt_param(cname, devtype, index, _dtype_code(t), t.numel(), nbytes, ptr)
         n += 1
     return n
 

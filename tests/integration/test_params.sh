@@ -4,7 +4,8 @@
 # GPUs): transformers 4.52.4 has every parameter on cuda:N on rank N after its
 # root forwards; 4.53.0 has every parameter's storage freed on every rank and no
 # root forward; as loaded (--at wrap) rank 0 holds them on cpu, the others on
-# meta. --json is checked against docs/params.schema.json.
+# meta. --json is checked against docs/params.schema.json. Then real PyTorch with
+# use_orig_params=True: shapes, elements and own bytes per rank and report point.
 source "$(dirname "$0")/lib.sh"
 RT="$B/bin/ranktrace"
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
@@ -30,6 +31,9 @@ for p in d['params']:
         pl = r['placement']
         assert (pl['where'], pl['device'], pl['label']) == ('cuda', r['rank'], 'cuda:%d' % r['rank']), (p['name'], r)
         assert pl['numel'] > 0 and pl['bytes'] == 4 * pl['numel'] and pl['dtype'] == 'float32', pl
+        assert pl['param_bytes'] == pl['bytes'], pl          # a whole tensor: its own storage
+        want = [32, 16] if 'embed' in p['name'] else [16, 16] if p['name'].endswith('weight') else [16]
+        assert pl['shape'] == want and pl['ndim'] == len(want), (p['name'], pl['shape'])
 "
 check "4.53.0: every parameter's storage freed on every rank, every rank wrong" python3 -c "
 import json
@@ -106,6 +110,79 @@ specs = [e['args']['spec'] for e in ev if e.get('name') == 'rt_fault']
 assert specs == ['cudaMalloc:error=cudaErrorMemoryAllocation'], specs
 "
 check "Perfetto: the exports pass the structural check" bash -c "python3 '$(dirname "$0")/check_perfetto.py' '$T/4.52.4.pf.json' 4 >/dev/null && python3 '$(dirname "$0")/check_perfetto.py' '$T/inj.pf.json' 2 > /dev/null"
+
+# Real PyTorch (CPU, gloo, FSDP v1, 2 ranks) with use_orig_params=True, transformers'
+# default: after wrapping, each rank's parameter is a 1-D view of its part of the flat
+# shard. Elements, shape and own bytes are each rank's at each report point; the
+# storage (the flat shard) is its own field.
+PY="$B/venv-torch/bin/python"
+W="$(cd "$(dirname "$0")/../python" && pwd)/fsdp_cpu.py"
+if "$PY" -c 'import torch' 2>/dev/null; then
+  for v in 4.52.4 4.53.0; do
+    timeout -k 5 300 "$RT" run -o "$T/orig$v" -- "$B/bin/rt-launch" -n 2 "$PY" "$W" --steps 3 \
+      --orig-params --trainer-version $v > "$T/orig$v.log" 2>&1
+  done
+  check "use_orig_params 4.53.0: dies as transformers 4.53.0 did ('weight' must be 2-D)" \
+    grep -q "RuntimeError: 'weight' must be 2-D" "$T/orig4.53.0.log"
+  for at in wrap last; do
+    "$RT" params --json --at $at "$T/orig4.52.4" > "$T/orig.$at.json"
+    check "use_orig_params --at $at: --json valid against the schema" python3 "$(dirname "$0")/schema_check.py" "$SCHEMA" "$T/orig.$at.json"
+  done
+  check "use_orig_params --at wrap: every rank reports the module's shapes, own bytes = 4 x elements" python3 -c "
+import json
+want = {'embed_tokens.weight': [64, 32], 'layers.0.norm.weight': [32], 'layers.1.mlp.weight': [32, 32],
+        'layers.1.mlp.bias': [32], 'lm_head.weight': [64, 32]}
+d = json.load(open('$T/orig.wrap.json'))
+assert len(d['params']) == 10, [p['name'] for p in d['params']]
+for p in d['params']:
+    for r in p['ranks']:
+        pl = r['placement']
+        n = 1
+        for k in pl['shape']:
+            n *= k
+        assert pl['numel'] == n and pl['ndim'] == len(pl['shape']) and pl['param_bytes'] == 4 * n, (p['name'], r)
+        if p['name'] in want:
+            assert pl['shape'] == want[p['name']], (p['name'], pl['shape'])
+"
+  check "use_orig_params --at last: per rank a 1-D view of its part; the ranks' parts add up to the parameter" python3 -c "
+import json
+wrap = {p['name']: p['ranks'][0]['placement']['numel'] for p in json.load(open('$T/orig.wrap.json'))['params']}
+d = json.load(open('$T/orig.last.json'))
+split = 0
+for p in d['params']:
+    pls = [r['placement'] for r in p['ranks']]
+    assert [r['rank'] for r in p['ranks']] == [0, 1]
+    for pl in pls:
+        assert pl['ndim'] == 1 and pl['shape'] == [pl['numel']], (p['name'], pl)
+        assert pl['param_bytes'] == 4 * pl['numel'] and pl['bytes'] >= pl['param_bytes'], (p['name'], pl)
+    assert sum(pl['numel'] for pl in pls) == wrap[p['name']], (p['name'], [pl['numel'] for pl in pls], wrap[p['name']])
+    split += len({pl['numel'] for pl in pls}) > 1
+assert split >= 2, 'expected parameters whose elements differ between the ranks'
+assert any(pl['bytes'] > pl['param_bytes'] > 0 for p in d['params'] for pl in [r['placement'] for r in p['ranks']]), \
+    'the flat shard (storage) is larger than a parameter in it'
+"
+  "$RT" params "$T/orig4.52.4" > "$T/orig.txt"
+  check "use_orig_params text: elements, shape, bytes and storage columns are each rank's (as --json)" python3 -c "
+import json
+d = json.load(open('$T/orig.last.json'))
+want = {(p['name'], r['rank']): r['placement'] for p in d['params'] for r in p['ranks']}
+rows, name = {}, None
+for line in open('$T/orig.txt'):
+    f = line.split()
+    if len(f) < 9 or f[0] == 'parameter' or not (f[2] == 'cpu' or f[1] == 'cpu'):
+        continue
+    if f[1] == 'cpu':            # a continuation row: no name
+        f = [name] + f
+    name = f[0]
+    rows[(name, int(f[1]))] = f
+for (n, rank), pl in want.items():
+    f = rows[(n, rank)]
+    assert int(f[3]) == pl['numel'] and f[4] == '[%d]' % pl['numel'], (n, rank, f, pl)
+"
+  check "use_orig_params text: no cuda:N footnote (CUDA was not used)" bash -c "! grep -q '^cuda:N' '$T/orig.txt'"
+else
+  bad "no torch venv at $B/venv-torch (make test runs scripts/setup-torch.sh)"
+fi
 
 "$RT" params --at bogus "$T/4.52.4" 2> "$T/err"; rc=$?
 check "--at bogus: exit 2, 'ranktrace params: --at bogus'" bash -c "[ $rc -eq 2 ] && grep -q '^ranktrace params: --at bogus' '$T/err'"

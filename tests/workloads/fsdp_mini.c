@@ -231,6 +231,8 @@ static void share_unique_id(ncclUniqueId *id)
 struct param {
 	char name[64];
 	size_t offset, numel;
+	int ndim;
+	int64_t shape[2];
 };
 
 struct unit {
@@ -273,17 +275,17 @@ static void build_units(struct model *m)
 	m->units = calloc((size_t)m->nunits, sizeof(*m->units));
 	if (!m->units)
 		die(1);
+	m->units[0].params[0] = (struct param){ .numel = (size_t)V * D, .ndim = 2, .shape = { V, D } };
 	snprintf(m->units[0].params[0].name, 64, "model.embed_tokens.weight");
-	m->units[0].params[0].numel = (size_t)V * D;
 	m->units[0].nparams = 1;
 	for (int l = 1; l < m->nunits; l++) {
 		struct unit *u = &m->units[l];
 
+		u->params[0] = (struct param){ .numel = (size_t)D * D, .ndim = 2, .shape = { D, D } };
+		u->params[1] = (struct param){ .offset = (size_t)D * D, .numel = (size_t)D, .ndim = 1,
+					       .shape = { D } };
 		snprintf(u->params[0].name, 64, "model.layers.%d.mlp.weight", l - 1);
-		u->params[0].numel = (size_t)D * D;
 		snprintf(u->params[1].name, 64, "model.layers.%d.mlp.bias", l - 1);
-		u->params[1].offset = (size_t)D * D;
-		u->params[1].numel = (size_t)D;
 		u->nparams = 2;
 	}
 	for (int i = 0; i < m->nunits; i++) {
@@ -409,6 +411,7 @@ static void report_params(const struct model *m, int devtype)
 				dev = -1;
 				data = u->host_init ? u->host_init + pr->offset : NULL;
 			}
+			rt_param_shape_if_traced(pr->name, pr->ndim, pr->shape);
 			rt_param_if_traced(pr->name, type, dev, 0 /* fp32 */, pr->numel,
 					   type == RT_DEV_META ? 0
 					   : type == RT_DEV_CPU ? pr->numel * sizeof(float)
