@@ -195,15 +195,15 @@ def _label(path, mod):
 
 
 def _where(f):
-    """'transformers/trainer.py:3791 compute_loss' for a frame."""
-    fn = f.f_code.co_filename
-    for mark in ("site-packages/", "dist-packages/"):
-        i = fn.rfind(mark)
-        if i >= 0:
-            fn = fn[i + len(mark):]
-            break
-    else:
-        fn = os.path.basename(fn)
+    """'transformers/trainer.py:3791 compute_loss' for a frame: the file as
+    imported (relative to the longest sys.path entry holding it), else its name."""
+    fn = os.path.abspath(f.f_code.co_filename)
+    best = ""
+    for p in sys.path:
+        p = os.path.join(os.path.abspath(p or "."), "")
+        if fn.startswith(p) and len(p) > len(best) and os.sep in fn[len(p):]:
+            best = p
+    fn = fn[len(best):] if best else os.path.basename(fn)
     return f"{fn}:{f.f_lineno} {f.f_code.co_name}"
 
 

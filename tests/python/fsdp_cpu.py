@@ -5,7 +5,7 @@ drives it, for the probe's tests. No downloads: a tiny model built here.
   python fsdp_cpu.py [--trainer-version 4.52.4|4.53.0] [--steps N] [--meta-rank1] [--time]
                      [--orig-params] [--no-auto-wrap] [--manual-wrap] [--cpu-offload]
                      [--mixed-precision] [--checkpointing reentrant|non-reentrant|wrapper]
-                     [--eval] [--generate] [--ddp]
+                     [--eval] [--generate] [--ddp] [--teardown-abort]
 
 Launch with rt-launch or torchrun (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT).
 4.53.0 trains the unwrapped module after wrapping, as transformers 4.53.0 did:
@@ -21,14 +21,18 @@ keeps its materialised (uninitialised) values.
 The configurations the probe's evidence must hold across (test_probe.sh runs
 them): --orig-params (use_orig_params=True, transformers' default: then 4.53.0
 dies with "'weight' must be 2-D"), --no-auto-wrap (one FSDP unit),
---manual-wrap (each block wrapped by hand, then the root), --cpu-offload,
+--manual-wrap (each block wrapped by hand, then the root), --cpu-offload (needs
+CUDA: FSDP pins the offloaded parameters),
 --mixed-precision (bf16 params), --checkpointing (each block's forward
 recomputed in backward: torch.utils.checkpoint reentrant or not, or FSDP's
 checkpoint_wrapper), --eval (an evaluation forward under no_grad after each
 step, through the model the trainer trains), --generate (after training, a
 greedy decode of the unwrapped module under summon_full_params, as
-Seq2SeqTrainer does), --ddp (DistributedDataParallel instead of FSDP)."""
+Seq2SeqTrainer does), --ddp (DistributedDataParallel instead of FSDP),
+--teardown-abort (rank 1 aborts after destroy_process_group, as gloo's
+teardown sometimes does: "crashed in teardown, after training finished")."""
 import argparse
+import os
 import time
 
 import torch
@@ -86,6 +90,7 @@ def options():
     ap.add_argument("--eval", action="store_true")
     ap.add_argument("--generate", action="store_true")
     ap.add_argument("--ddp", action="store_true")
+    ap.add_argument("--teardown-abort", action="store_true")
     return ap.parse_args()
 
 
@@ -169,6 +174,8 @@ def main():
     # exception", SIGABRT; about 1 run in 10 on this VM, traced or not).
     dist.barrier()
     dist.destroy_process_group()
+    if args.teardown_abort and rank == 1:
+        os.abort()
 
 
 if __name__ == "__main__":
