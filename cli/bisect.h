@@ -18,6 +18,8 @@
 #define BS_EXIT_NOT_FOUND 1
 #define BS_EXIT_USAGE 2
 #define BS_MAX_WITH 16
+#define BS_MAX_ENV 32
+#define BS_NO_SPACE "no-space" /* a worker's verdict: an install refused for free space */
 
 enum bs_source { BS_PIP, BS_GIT, BS_VERSIONS };
 enum bs_judged { BS_UNTESTED, BS_GOOD, BS_BAD, BS_SKIP };
@@ -39,9 +41,11 @@ struct bs_opts {
 	const char *repo, *setup, *pythonpath, *versions;
 	const char *signature, *like, *launcher, *dir;
 	const char *with[BS_MAX_WITH];
-	int nwith, jobs, retries;
-	bool pre, isolated, first_parent, resume, json;
+	const char *env[BS_MAX_ENV]; /* --env NAME=VALUE, in order */
+	int nwith, nenv, jobs, retries;
+	bool pre, isolated, first_parent, resume, json, keep;
 	double timeout;
+	unsigned long long min_free; /* --min-free: bytes an install needs at least (0: default) */
 	char **cmd;
 	int ncmd;
 };
@@ -59,6 +63,7 @@ struct bs_ctx {
 	int argc;               /* the bisect's own arguments, saved for --resume */
 	char **argv;
 	bool tty, save_warned;
+	char fatal[320];        /* why the bisect stopped (an install refused for space) */
 };
 
 extern volatile sig_atomic_t bs_stop;
@@ -72,6 +77,8 @@ int bs_pip_index_args(const struct bs_ctx *x, char **argv, int k);
 
 /* bisect_proc.c: child processes in their own process group. */
 struct bs_env {
+	const char *const *vars; /* --env NAME=VALUE, set first */
+	int nvars;
 	const char *pythonpath; /* prepended to PYTHONPATH */
 	const char *path;       /* prepended to PATH */
 	const char *venv;       /* VIRTUAL_ENV */
@@ -99,6 +106,25 @@ void bs_trace_dir(const struct bs_ctx *x, int i, int run, char *out, size_t n);
 void bs_judge(const struct bs_ctx *x, int i, struct bs_result *r);
 void bs_candidate_env(const struct bs_ctx *x, int i, struct bs_env *env, char *pp, char *path,
 		      char *venv, size_t n);
+int bs_step(const struct bs_ctx *x, int fd, const char *what, char *const *argv, const char *cwd,
+	    const struct bs_env *env, char *why, size_t n);
+int bs_pip_install(const struct bs_ctx *x, const char *version, int fd, const char *venv_py,
+		   const char *target, char *why, size_t n);
+
+/* bisect_env.c: --isolated environments (one shared base, a thin venv per
+ * candidate), disk space before installs, removal of judged environments.
+ * bs_base_prepare: 0, or -1 with the reason in x->fatal. bs_prepare_venv:
+ * 0, -1 set-up failed, -2 refused for free space (why). */
+void bs_base_dir(const struct bs_ctx *x, char *out, size_t n);
+int bs_base_prepare(struct bs_ctx *x);
+int bs_prepare_venv(const struct bs_ctx *x, int i, int fd, char *why, size_t n);
+int bs_space_check(const char *dir, const char *what, unsigned long long need, char *why,
+		   size_t n);
+unsigned long long bs_need(const struct bs_ctx *x, unsigned long long largest);
+unsigned long long bs_du(const char *path);
+void bs_record_size(const char *dir, const char *file);
+unsigned long long bs_read_size(const char *file);
+void bs_remove_envs(const struct bs_ctx *x, int lo, int hi);
 
 /* bisect_search.c: the rounds. Returns the exit code. */
 int bs_search(struct bs_ctx *x);

@@ -48,7 +48,8 @@ static void prepend_env(const char *name, const char *value)
 	free(v);
 }
 
-/* In the child, before exec: own group, environment, cwd, output. */
+/* In the child, before exec: own group, environment (--env first, then the
+ * candidate's PYTHONPATH / PATH in front), cwd, output. */
 static void child_setup(const char *cwd, int out_fd, const struct bs_env *env)
 {
 	int devnull = open("/dev/null", O_RDONLY);
@@ -65,6 +66,17 @@ static void child_setup(const char *cwd, int out_fd, const struct bs_env *env)
 		dup2(out_fd, 2);
 	}
 	if (env) {
+		for (int k = 0; k < env->nvars; k++) { /* NAME=VALUE, checked by the parser */
+			char name[256];
+			const char *eq = strchr(env->vars[k], '=');
+			size_t len = eq ? (size_t)(eq - env->vars[k]) : 0;
+
+			if (len && len < sizeof(name)) {
+				memcpy(name, env->vars[k], len);
+				name[len] = '\0';
+				setenv(name, eq + 1, 1);
+			}
+		}
 		prepend_env("PYTHONPATH", env->pythonpath);
 		prepend_env("PATH", env->path);
 		if (env->venv)

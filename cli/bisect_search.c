@@ -22,6 +22,7 @@
 #include "bisect.h"
 
 #define EXIT_INTERRUPTED 130
+#define EXIT_FATAL (-3) /* x->fatal says why; exit 1 after saying it */
 
 struct worker {
 	pid_t pid;
@@ -218,6 +219,10 @@ static int run_round(struct bs_ctx *x, const int *idx, int m, double t0, int ste
 			}
 			struct bs_cand *c = &x->c[w[k].i];
 
+			if (!strcmp(r.verdict, BS_NO_SPACE)) { /* stays untested for --resume */
+				snprintf(x->fatal, sizeof(x->fatal), "%s", r.reason);
+				continue;
+			}
 			c->judged = r.judged;
 			c->runs = r.runs;
 			c->seconds = r.seconds;
@@ -235,7 +240,7 @@ static int run_round(struct bs_ctx *x, const int *idx, int m, double t0, int ste
 				bar(x, idx, m, steps_left);
 		}
 	}
-	return bs_stop ? EXIT_INTERRUPTED : 0;
+	return bs_stop ? EXIT_INTERRUPTED : x->fatal[0] ? EXIT_FATAL : 0;
 }
 
 /* A bad endpoint sets the signature; a failure other than the signature
@@ -309,20 +314,17 @@ static int endpoints(struct bs_ctx *x, double t0)
 	return endpoint_error(x);
 }
 
-static void remove_worktrees(const struct bs_ctx *x, int lo, int hi)
+/* The bisect stops short (no space for an install): one line, the JSON's
+ * error, exit 1; the state is saved, so --resume continues after freeing. */
+static int stop_fatal(struct bs_ctx *x)
 {
-	for (int i = 0; x->o.source == BS_GIT && i < x->n; i++) {
-		char wd[PATH_MAX], src[PATH_MAX + 8], *o = NULL;
-		char *rm[] = { "git", "-C", (char *)x->repo, "worktree", "remove", "--force", src, NULL };
-
-		if (i == lo || i == hi)
-			continue;
-		bs_work_dir(x, i, wd, sizeof(wd));
-		snprintf(src, sizeof(src), "%s/src", wd);
-		if (access(src, F_OK) == 0)
-			bs_capture(rm, NULL, &o, true);
-		free(o);
-	}
+	if (x->tty)
+		fprintf(stderr, "\r\033[K");
+	fprintf(stderr, "ranktrace bisect: %s (state saved: `ranktrace bisect --resume -o %s`)\n",
+		x->fatal, x->dir);
+	if (x->o.json)
+		bs_report_error(x, x->fatal);
+	return BS_EXIT_NOT_FOUND;
 }
 
 int bs_search(struct bs_ctx *x)
@@ -336,7 +338,7 @@ int bs_search(struct bs_ctx *x)
 	handle_stop_signals();
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	t0 = (double)ts.tv_sec;
-	rc = endpoints(x, t0);
+	rc = bs_base_prepare(x) ? EXIT_FATAL : endpoints(x, t0);
 	while (!rc) {
 		int p = x->o.jobs, k = 0;
 
@@ -355,8 +357,12 @@ int bs_search(struct bs_ctx *x)
 		rc = run_round(x, pick, k, t0, (rounds_left(m, x->o.jobs) - 1) * x->o.jobs);
 		for (int j = 0; j < k; j++)
 			settle(x, pick[j]);
+		bounds(x, &lo, &hi);
+		bs_remove_envs(x, lo, hi);
 	}
 	free(u);
+	if (rc == EXIT_FATAL)
+		return stop_fatal(x);
 	if (rc == EXIT_INTERRUPTED) {
 		if (x->tty)
 			fprintf(stderr, "\r\033[K");
@@ -369,7 +375,7 @@ int bs_search(struct bs_ctx *x)
 	if (x->tty)
 		fprintf(stderr, "\r\033[K");
 	bounds(x, &lo, &hi);
-	remove_worktrees(x, lo, hi);
+	bs_remove_envs(x, lo, hi);
 	bs_report(x, lo, hi, hi == lo + 1);
 	return hi == lo + 1 ? BS_EXIT_FOUND : BS_EXIT_NOT_FOUND;
 }

@@ -197,6 +197,60 @@ static void json_cand(const struct bs_ctx *x, int i, FILE *f)
 	fputc('}', f);
 }
 
+/* --env's value of NAME, or NULL. */
+static const char *env_value(const struct bs_env *env, const char *name)
+{
+	const char *v = NULL;
+	size_t k = strlen(name);
+
+	for (int i = 0; i < env->nvars; i++)
+		if (!strncmp(env->vars[i], name, k) && env->vars[i][k] == '=')
+			v = env->vars[i] + k + 1;
+	return v;
+}
+
+/* VAR=prefix:rest, rest being --env's value or the shell's own. */
+static void repro_prepend(FILE *f, const struct bs_env *env, const char *name, const char *prefix)
+{
+	const char *given = env_value(env, name);
+
+	fprintf(f, "%s=", name);
+	bs_shell_quote(f, prefix);
+	if (given && *given) {
+		fputc(':', f);
+		bs_shell_quote(f, given);
+	} else if (!given) {
+		fprintf(f, "${%s:+:$%s}", name, name);
+	}
+	fputc(' ', f);
+}
+
+/* The candidate's environment as shell assignments: --env (the last of a
+ * name wins, as in the run), then PYTHONPATH / PATH with its own first. */
+static void repro_env(FILE *f, const struct bs_env *env)
+{
+	for (int i = 0; i < env->nvars; i++) {
+		const char *eq = strchr(env->vars[i], '=');
+		char name[256];
+
+		snprintf(name, sizeof(name), "%.*s", (int)(eq - env->vars[i]), env->vars[i]);
+		if (env_value(env, name) != eq + 1 || (env->pythonpath && !strcmp(name, "PYTHONPATH")) ||
+		    (env->path && !strcmp(name, "PATH")))
+			continue;
+		fprintf(f, "%s=", name);
+		bs_shell_quote(f, eq + 1);
+		fputc(' ', f);
+	}
+	if (env->pythonpath)
+		repro_prepend(f, env, "PYTHONPATH", env->pythonpath);
+	if (env->path) {
+		fputs("VIRTUAL_ENV=", f);
+		bs_shell_quote(f, env->venv);
+		fputc(' ', f);
+		repro_prepend(f, env, "PATH", env->path);
+	}
+}
+
 /* The command that runs candidate i again, traced, into DIR/<name>.repro. */
 static char *repro(const struct bs_ctx *x, int i)
 {
@@ -216,18 +270,7 @@ static char *repro(const struct bs_ctx *x, int i)
 		bs_shell_quote(f, wd);
 		fputs(" && ", f);
 	}
-	if (env.pythonpath) {
-		fputs("PYTHONPATH=", f);
-		bs_shell_quote(f, env.pythonpath);
-		fputs("${PYTHONPATH:+:$PYTHONPATH} ", f);
-	}
-	if (env.path) {
-		fputs("VIRTUAL_ENV=", f);
-		bs_shell_quote(f, env.venv);
-		fputs(" PATH=", f);
-		bs_shell_quote(f, env.path);
-		fputs(":$PATH ", f);
-	}
+	repro_env(f, &env);
 	if (x->o.launcher)
 		fprintf(f, "%s ", x->o.launcher);
 	snprintf(out, sizeof(out), "%s/%s.repro", x->dir, x->c[i].name);

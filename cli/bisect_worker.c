@@ -10,6 +10,7 @@
  * Every step's output goes to BISECT_DIR/.bisect/<candidate>/log. The
  * verdict comes from `ranktrace verdict` on the trace, so its rules (125 for
  * a damaged or incomplete trace) are the bisect's rules. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
@@ -24,6 +25,7 @@
 #include "bisect.h"
 
 #define HEALTHY "healthy"
+#define OVERLAY_SIZE ".rt-bytes" /* an overlay's size, recorded at install */
 
 void bs_work_dir(const struct bs_ctx *x, int i, char *out, size_t n)
 {
@@ -76,10 +78,15 @@ void bs_candidate_env(const struct bs_ctx *x, int i, struct bs_env *env, char *p
 
 	memset(env, 0, sizeof(*env));
 	env->candidate = x->c[i].id;
+	env->vars = x->o.env;
+	env->nvars = x->o.nenv;
 	bs_work_dir(x, i, wd, sizeof(wd));
 	if (x->o.source == BS_PIP && x->o.isolated) {
+		char base[PATH_MAX];
+
+		bs_base_dir(x, base, sizeof(base)); /* its console scripts after the candidate's */
 		snprintf(venv, n, "%s/venv", wd);
-		snprintf(path, n, "%s/venv/bin", wd);
+		snprintf(path, n, "%s/venv/bin:%s/venv/bin", wd, base);
 		env->venv = venv;
 		env->path = path;
 	} else if (x->o.source == BS_PIP) {
@@ -108,8 +115,8 @@ static void log_step(int fd, char *const *argv)
 	dprintf(fd, "\n");
 }
 
-/* Run one set-up step; 0 when it exited 0. */
-static int step(const struct bs_ctx *x, int fd, const char *what, char *const *argv,
+/* Run one set-up step; 0 when it exited 0, else -1 with why. */
+int bs_step(const struct bs_ctx *x, int fd, const char *what, char *const *argv,
 		const char *cwd, const struct bs_env *env, char *why, size_t n)
 {
 	bool timed_out;
@@ -128,15 +135,16 @@ static int step(const struct bs_ctx *x, int fd, const char *what, char *const *a
 	return -1;
 }
 
-/* pip install PKG==V [--with pins] into target (an overlay, --no-deps) or,
- * with dependencies, into the venv of interpreter venv_py (pip --python). */
-static int pip_install(const struct bs_ctx *x, int i, int fd, const char *venv_py,
-		       const char *target, char *why, size_t n)
+/* pip install PKG==VERSION [--with pins] into target (an overlay, --no-deps)
+ * or, with dependencies, into the venv of interpreter venv_py (pip --python).
+ * No VERSION: the pins alone. */
+int bs_pip_install(const struct bs_ctx *x, const char *version, int fd, const char *venv_py,
+		   const char *target, char *why, size_t n)
 {
 	char spec[256], *argv[24 + BS_MAX_WITH];
 	int k = 0;
 
-	snprintf(spec, sizeof(spec), "%s==%s", x->o.pkg, x->c[i].id);
+	snprintf(spec, sizeof(spec), "%s==%s", x->o.pkg, version ? version : "");
 	argv[k++] = (char *)x->o.python;
 	argv[k++] = "-m";
 	argv[k++] = "pip";
@@ -153,13 +161,38 @@ static int pip_install(const struct bs_ctx *x, int i, int fd, const char *venv_p
 		argv[k++] = (char *)target;
 	}
 	k = bs_pip_index_args(x, argv, k);
-	argv[k++] = spec;
+	if (version)
+		argv[k++] = spec;
 	for (int w = 0; w < x->o.nwith; w++)
 		argv[k++] = (char *)x->o.with[w];
 	argv[k] = NULL;
-	return step(x, fd, "pip install", argv, NULL, NULL, why, n);
+	return bs_step(x, fd, "pip install", argv, NULL, NULL, why, n);
 }
 
+/* The largest overlay of this package in the cache (as recorded at install). */
+static unsigned long long largest_overlay(const struct bs_ctx *x)
+{
+	char dir[PATH_MAX], f[PATH_MAX + 96];
+	unsigned long long max = 0, b;
+	struct dirent *e;
+	DIR *d;
+	size_t k = strlen(x->o.pkg);
+
+	snprintf(dir, sizeof(dir), "%s/overlays", x->cache);
+	d = opendir(dir);
+	while (d && (e = readdir(d))) {
+		if (strncmp(e->d_name, x->o.pkg, k) || e->d_name[k] != '-')
+			continue;
+		snprintf(f, sizeof(f), "%s/%s/" OVERLAY_SIZE, dir, e->d_name);
+		b = bs_read_size(f);
+		max = b > max ? b : max;
+	}
+	if (d)
+		closedir(d);
+	return max;
+}
+
+/* 0 ready, -1 set-up failed (why), -2 refused for free space (why). */
 static int prepare_overlay(const struct bs_ctx *x, int i, int fd, char *why, size_t n)
 {
 	char dir[PATH_MAX], tmp[PATH_MAX + 32], parent[PATH_MAX + 16];
@@ -174,11 +207,19 @@ static int prepare_overlay(const struct bs_ctx *x, int i, int fd, char *why, siz
 		snprintf(why, n, "cannot create %s: %s", parent, strerror(errno));
 		return -1;
 	}
+	if (bs_space_check(parent, "an overlay", bs_need(x, largest_overlay(x)), why, n) != 0)
+		return -2;
 	snprintf(tmp, sizeof(tmp), "%s/.tmp-%s-%d", parent, x->c[i].name, (int)getpid());
 	bs_rm_rf(tmp);
-	if (pip_install(x, i, fd, NULL, tmp, why, n) != 0) {
+	if (bs_pip_install(x, x->c[i].id, fd, NULL, tmp, why, n) != 0) {
 		bs_rm_rf(tmp);
 		return -1;
+	}
+	{
+		char size[PATH_MAX + 48];
+
+		snprintf(size, sizeof(size), "%s/" OVERLAY_SIZE, tmp);
+		bs_record_size(tmp, size);
 	}
 	if (rename(tmp, dir) != 0) {
 		bs_rm_rf(tmp); /* another bisect made it first: use theirs */
@@ -189,19 +230,6 @@ static int prepare_overlay(const struct bs_ctx *x, int i, int fd, char *why, siz
 	}
 	dprintf(fd, "== overlay %s (installed)\n", dir);
 	return 0;
-}
-
-static int prepare_venv(const struct bs_ctx *x, int i, int fd, const char *wd, char *why, size_t n)
-{
-	char venv[PATH_MAX + 8], py[PATH_MAX + 24];
-	char *mk[] = { (char *)x->o.python, "-m", "venv", "--without-pip", venv, NULL };
-
-	snprintf(venv, sizeof(venv), "%s/venv", wd);
-	snprintf(py, sizeof(py), "%s/bin/python", venv);
-	bs_rm_rf(venv);
-	if (step(x, fd, "python -m venv", mk, NULL, NULL, why, n) != 0)
-		return -1;
-	return pip_install(x, i, fd, py, NULL, why, n);
 }
 
 static int prepare_worktree(const struct bs_ctx *x, int i, int fd, const char *wd, char *why,
@@ -225,8 +253,8 @@ static int prepare_worktree(const struct bs_ctx *x, int i, int fd, const char *w
 	while (lfd >= 0 && flock(lfd, LOCK_EX) != 0 && errno == EINTR && !bs_stop)
 		;
 	for (int attempt = 0; attempt < 5 && rc && !bs_stop; attempt++) {
-		step(x, fd, "git worktree prune", prune, NULL, NULL, why, n);
-		rc = step(x, fd, "git worktree add", add, NULL, NULL, why, n);
+		bs_step(x, fd, "git worktree prune", prune, NULL, NULL, why, n);
+		rc = bs_step(x, fd, "git worktree add", add, NULL, NULL, why, n);
 		if (rc) {
 			bs_rm_rf(src);
 			usleep(200000u * (unsigned)(attempt + 1));
@@ -237,7 +265,8 @@ static int prepare_worktree(const struct bs_ctx *x, int i, int fd, const char *w
 	return rc;
 }
 
-/* Set-up of candidate i; 0, or -1 with why (and the log's last line). */
+/* Set-up of candidate i; 0, -1 with why (and the log's last line), or -2:
+ * an install refused for free space (why). */
 static int prepare(const struct bs_ctx *x, int i, int fd, char *why, size_t n)
 {
 	char wd[PATH_MAX], cd[PATH_MAX], pp[PATH_MAX], path[PATH_MAX], venv[PATH_MAX], *setup;
@@ -247,7 +276,7 @@ static int prepare(const struct bs_ctx *x, int i, int fd, char *why, size_t n)
 	bs_work_dir(x, i, wd, sizeof(wd));
 	code_dir(x, i, cd, sizeof(cd));
 	if (x->o.source == BS_PIP)
-		rc = x->o.isolated ? prepare_venv(x, i, fd, wd, why, n) : prepare_overlay(x, i, fd, why, n);
+		rc = x->o.isolated ? bs_prepare_venv(x, i, fd, why, n) : prepare_overlay(x, i, fd, why, n);
 	else if (x->o.source == BS_GIT)
 		rc = prepare_worktree(x, i, fd, wd, why, n);
 	if (rc != 0 || !x->o.setup)
@@ -260,7 +289,7 @@ static int prepare(const struct bs_ctx *x, int i, int fd, char *why, size_t n)
 	{
 		char *argv[] = { "/bin/sh", "-c", setup, NULL };
 
-		rc = step(x, fd, "--setup", argv, cd, &env, why, n);
+		rc = bs_step(x, fd, "--setup", argv, cd, &env, why, n);
 	}
 	free(setup);
 	return rc;
@@ -366,14 +395,19 @@ void bs_judge(const struct bs_ctx *x, int i, struct bs_result *r)
 {
 	char wd[PATH_MAX], why[200] = "", last[160], logp[PATH_MAX + 8];
 	struct timespec t0, t1;
-	int fd;
+	int fd, rc;
 
 	memset(r, 0, sizeof(*r));
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	bs_work_dir(x, i, wd, sizeof(wd));
 	bs_mkdir_p(wd);
 	fd = log_open(x, i);
-	if (prepare(x, i, fd, why, sizeof(why)) != 0) {
+	rc = prepare(x, i, fd, why, sizeof(why));
+	if (rc == -2) { /* not judged: the bisect stops, --resume tries it again */
+		r->judged = BS_UNTESTED;
+		snprintf(r->verdict, sizeof(r->verdict), BS_NO_SPACE);
+		snprintf(r->reason, sizeof(r->reason), "%s", why);
+	} else if (rc != 0) {
 		snprintf(logp, sizeof(logp), "%s/log", wd);
 		bs_last_line(logp, last, sizeof(last));
 		r->judged = BS_SKIP;

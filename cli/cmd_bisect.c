@@ -12,6 +12,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -40,8 +41,14 @@ static void usage(FILE *f)
 		"                       (RANKTRACE_CACHE_DIR, default ~/.cache/ranktrace/overlays)\n"
 		"    --find-links DIR | --index-url URL   where pip looks;  --pre  pre-releases too\n"
 		"    --with REQ         also install REQ in every candidate (e.g. 'tokenizers<0.22')\n"
-		"    --isolated         a full venv per candidate (with dependencies) instead\n"
+		"    --isolated         a venv per candidate, with dependencies, instead: over one\n"
+		"                       shared base (the --with pins and PKG's dependencies at\n"
+		"                       the bad endpoint, in BISECT_DIR/.bisect/base), each adds\n"
+		"                       only what its version needs\n"
 		"    --python PY        the interpreter whose pip is used (default python3)\n"
+		"    --min-free SIZE    free space an install needs at least (default 512M, 2G for\n"
+		"                       the base, or twice the largest install so far); below it\n"
+		"                       the bisect stops, saying how much is needed (--resume)\n"
 		"  --git REPO --good REV --bad REV   the commits between, a worktree each; CMD\n"
 		"                       and --setup run in the worktree\n"
 		"    --first-parent     follow first parents only (merges as single steps)\n"
@@ -66,6 +73,12 @@ static void usage(FILE *f)
 		"                       not exist or be empty; state in DIR/.bisect/ after each step\n"
 		"  --jobs P             P candidates at once (about log_(P+1) N rounds)\n"
 		"  --launcher 'PREFIX'  run each candidate through PREFIX, e.g. 'srun -N2'\n"
+		"  --env NAME=VALUE     set NAME in every candidate's --setup and run (repeatable;\n"
+		"                       a candidate's overlay or venv still comes first on\n"
+		"                       PYTHONPATH and PATH); kept for --resume and in the\n"
+		"                       reproducing command\n"
+		"  --keep               keep every judged candidate's venv or worktree (default:\n"
+		"                       only the last good's and the first bad's stay)\n"
 		"  --resume             continue the bisect saved in -o DIR (after Ctrl-C)\n"
 		"  --json               the result as JSON (schema ranktrace.bisect/1) on stdout\n"
 		"\n"
@@ -75,11 +88,13 @@ static void usage(FILE *f)
 		"Exit status: 0 found, 1 not found, 2 usage error, 130 interrupted.\n"
 		"\n"
 		"examples:\n"
-		"  ranktrace bisect --pip transformers --good 4.52.4 --bad 4.53.1 \\\n"
-		"      --with 'tokenizers<0.22' -- torchrun --nproc-per-node 8 train.py\n"
+		"  ranktrace bisect --pip transformers --good 4.51.3 --bad 4.53.0 \\\n"
+		"      --env PYTHONPATH=$PWD/deps -- torchrun --nproc-per-node 8 train.py\n"
+		"  ranktrace bisect --pip transformers --good 4.52.4 --bad 4.53.0 --isolated \\\n"
+		"      --with accelerate==1.8.1 --with torch -- accelerate launch train.py\n"
 		"  ranktrace bisect --git ~/src/trainer --good v1.0 --bad main --pythonpath src \\\n"
 		"      --jobs 4 --launcher 'srun -N1 --gpus-per-node 8' -- python -m trainer\n"
-		"  ranktrace bisect --versions 4.52.4,4.53.0,4.53.1 \\\n"
+		"  ranktrace bisect --versions 4.52.4,4.53.0 \\\n"
 		"      -- rt-launch -n 4 fsdp_mini --trainer-version {version}\n");
 }
 
@@ -120,6 +135,9 @@ static const struct option opts[] = {
 	{ "retries", required_argument, NULL, 'r' },
 	{ "timeout", required_argument, NULL, 't' },
 	{ "jobs", required_argument, NULL, 'j' },
+	{ "env", required_argument, NULL, 'E' },
+	{ "keep", no_argument, NULL, 'K' },
+	{ "min-free", required_argument, NULL, 'M' },
 	{ "launcher", required_argument, NULL, 'L' },
 	{ "resume", no_argument, NULL, 'R' },
 	{ "json", no_argument, NULL, 'J' },
@@ -127,6 +145,14 @@ static const struct option opts[] = {
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
+
+/* NAME=VALUE, NAME a shell variable name. */
+static bool env_ok(const char *s)
+{
+	size_t k = strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_");
+
+	return k > 0 && s[k] == '=' && (s[0] < '0' || s[0] > '9');
+}
 
 /* One option into o; 0, 1 for --help, or exit code 2. */
 static int take(struct bs_opts *o, int c, const char *arg)
@@ -159,6 +185,22 @@ static int take(struct bs_opts *o, int c, const char *arg)
 			return bad_usage("--with: at most %s pins", "16");
 		o->with[o->nwith++] = arg;
 		break;
+	case 'E':
+		if (o->nenv == BS_MAX_ENV)
+			return bad_usage("--env: at most %s variables", "32");
+		if (!env_ok(arg))
+			return bad_usage("--env %s: expected NAME=VALUE (NAME: letters, digits, _)", arg);
+		o->env[o->nenv++] = arg;
+		break;
+	case 'K': o->keep = true; break;
+	case 'M': {
+		uint64_t b;
+
+		if (rt_cli_parse_size(arg, &b) != 0)
+			return bad_usage("--min-free %s: expected a size, e.g. 2G or 500M", arg);
+		o->min_free = b ? b : 1; /* 0: no floor beyond the largest install */
+		break;
+	}
 	case 'r':
 		if (!parse_num(arg, 0, 10, &v) || v != (int)v)
 			return bad_usage("--retries %s: expected 0 to 10", arg);
@@ -186,9 +228,9 @@ static int check_source(const struct bs_opts *o, int nsources)
 		return bad_usage("%s", nsources ? "give only one of --pip, --git, --versions"
 				 : "say where the candidates come from: --pip, --git or --versions");
 	if (o->source != BS_PIP && (o->find_links || o->index_url || o->pre || o->nwith ||
-				    o->isolated))
-		return bad_usage("%s", "--find-links, --index-url, --pre, --with and --isolated go "
-				 "with --pip");
+				    o->isolated || o->min_free))
+		return bad_usage("%s", "--find-links, --index-url, --pre, --with, --isolated and "
+				 "--min-free go with --pip");
 	if (o->source != BS_GIT && (o->first_parent || o->pythonpath))
 		return bad_usage("%s", "--first-parent and --pythonpath go with --git");
 	if (o->source != BS_VERSIONS && (!o->good || !o->bad))

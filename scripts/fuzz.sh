@@ -40,7 +40,8 @@ echo "fuzz_plan: ${SECONDS_EACH}s"
 # bisect's state file: seeded with the state of a short (failing) bisect
 mkdir -p "$corpus/state"
 if [ -x "$B/bin/ranktrace" ]; then
-  "$B/bin/ranktrace" bisect -o "$corpus/b" --versions 1.0,1.1,2.0 --setup 'echo {version}' -- true > /dev/null 2>&1 || true
+  "$B/bin/ranktrace" bisect -o "$corpus/b" --versions 1.0,1.1,2.0 --setup 'echo {version}' \
+    --env 'RT_SEED=a b' --keep -- true > /dev/null 2>&1 || true
   [ -f "$corpus/b/.bisect/state" ] && cp "$corpus/b/.bisect/state" "$corpus/state/s0"
   rm -rf "$corpus/b"
 fi
