@@ -27,6 +27,10 @@
  * one): one packet, 256 KiB at most (tracer/chunk.c), 1 MiB with room.
  * More is a zero-filled or sparse file: damage, found without reading it. */
 #define RT_ZERO_TAIL_MAX ((size_t)1 << 20)
+/* The smallest packet: writers make 8 KiB and more (tracer/chunk.c), the
+ * tests 4 KiB. Smaller ones are damage, and no scan walks a file a few
+ * bytes at a time (8 GiB of 80-byte packets: 100 million reads). */
+#define RT_MIN_PACKET_BYTES 4096u
 
 struct rt_vw_cursor {
 	char path[4200];
@@ -161,7 +165,7 @@ static int load_packet(struct rt_vw_cursor *c)
 	}
 	psize = h.packet_bytes;
 	content = h.content_bytes;
-	if (psize < RT_PACKET_HEADER_BYTES || content < RT_PACKET_HEADER_BYTES ||
+	if (psize < RT_MIN_PACKET_BYTES || content < RT_PACKET_HEADER_BYTES ||
 	    content > psize || psize > c->size - c->pkt) {
 		char what[160];
 
@@ -336,7 +340,7 @@ static uint64_t first_real_ts(const char *path)
 	while (pread(fd, h, sizeof(h), (off_t)off) == (ssize_t)sizeof(h)) {
 		struct rt_fmt_packet p;
 
-		if (!rt_fmt_packet_get(h, &p) || p.packet_bytes < RT_PACKET_HEADER_BYTES) {
+		if (!rt_fmt_packet_get(h, &p) || p.packet_bytes < RT_MIN_PACKET_BYTES) {
 			key = rt_fmt_packet_magic(h) == 0 ? key : UINT64_MAX - 1;
 			break;
 		}

@@ -250,6 +250,25 @@ Test(reader, a_zero_tail_longer_than_a_packet_is_damage_found_without_reading_it
 	unlink(path);
 }
 
+/* Packets are 4 KiB at least (writers make 8 KiB and more): a file of
+ * 80-byte ones is damage, not millions of reads through a large file. */
+Test(reader, packets_under_4_KiB_are_damage)
+{
+	uint8_t buf[3 * RT_PACKET_HEADER_BYTES];
+	struct rt_fmt_packet h = { NULL, 1000000, 1000000, RT_PACKET_HEADER_BYTES, RT_PACKET_HEADER_BYTES,
+				   0, 42, 43 };
+	char path[] = "/tmp/rt-reader-XXXXXX", err[512] = "";
+	int fd = mkstemp(path);
+
+	close(fd);
+	for (int i = 0; i < 3; i++)
+		rt_fmt_packet_put(buf + i * RT_PACKET_HEADER_BYTES, &h);
+	write_file(path, buf, sizeof(buf));
+	cr_assert_eq(rt_vw_read_stream(path, NULL, NULL, NULL, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "offset 0: packet sizes out of bounds (packet 80"), "%s", err);
+	unlink(path);
+}
+
 /* A stream file is published whole: an empty one (ext4 after a power loss)
  * lost its events and says so. */
 Test(reader, an_empty_stream_file_is_damage)
