@@ -52,6 +52,12 @@ static int made_first;       /* the process's first file is made */
 static int no_tmpfile;       /* O_TMPFILE refused here once: hidden files */
 static void *life_map;       /* a page of the first file: keeps it (and its lock) open */
 #define LIFE_BYTES 4096
+/* Descriptors held in the program's table at once (while a file is made or
+ * trimmed): thousands of threads starting together never take the
+ * program's numbers. Past it, a file is asked of the helper (its own
+ * table) or waited for (prep.c); a trim is skipped. */
+#define FD_BUDGET 8
+static int fds_out;
 
 #define SMALLEST_PACKET (8u << 10)
 
@@ -63,6 +69,12 @@ uint64_t rt_tr_bytes_used(void)
 int rt_tr_stopped(void)
 {
 	return __atomic_load_n(&stop_reason, __ATOMIC_ACQUIRE);
+}
+
+/* The -errno tracing stopped with, 0 while it goes on. */
+int rt_tr_stop_error(void)
+{
+	return rt_tr_stopped() ? __atomic_load_n(&stop_err, __ATOMIC_ACQUIRE) : 0;
 }
 
 int rt_tr_stop_reason_of(int err)
@@ -80,17 +92,33 @@ int rt_tr_stop_reason_of(int err)
 /* The errno a stop reports (its event's `error`, the warning). */
 int rt_tr_stop_errno(int err)
 {
-	return err == -RT_TR_E_FSIZE ? EFBIG : -err;
+	return err == -RT_TR_E_FSIZE ? EFBIG : err == -RT_TR_E_FDS ? EMFILE : -err;
 }
 
 /* The first stop wins; later chunk requests fail with the same error. */
-static void stop_process(int err)
+void rt_tr_stop_process(int err)
 {
 	int none = 0;
 
 	if (__atomic_compare_exchange_n(&stop_reason, &none, rt_tr_stop_reason_of(err), false,
 					__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
 		__atomic_store_n(&stop_err, err, __ATOMIC_RELEASE);
+}
+
+static bool fd_slot_take(void)
+{
+	if (rt_tr_fds_private)
+		return true;
+	if (__atomic_add_fetch(&fds_out, 1, __ATOMIC_ACQ_REL) <= FD_BUDGET)
+		return true;
+	__atomic_sub_fetch(&fds_out, 1, __ATOMIC_RELEASE);
+	return false;
+}
+
+static void fd_slot_give(void)
+{
+	if (!rt_tr_fds_private)
+		__atomic_sub_fetch(&fds_out, 1, __ATOMIC_RELEASE);
 }
 
 /* Fork child: its own budget, its own lock, not stopped. */
@@ -100,7 +128,7 @@ void rt_tr_chunk_forget_process(void)
 	if (life_map)
 		munmap(life_map, LIFE_BYTES);
 	life_map = NULL;
-	made_first = 0;
+	made_first = fds_out = 0;
 	bytes_used = allocations = 0;
 	stop_reason = stop_err = 0;
 }
@@ -292,7 +320,8 @@ static void life_keep(int fd)
 
 /* Make s's next stream file into *ch, ready to be written with stores
  * only: 0, or -errno (-EFBIG: size cap; -RT_TR_E_RESERVE: free space;
- * -RT_TR_E_FSIZE: RLIMIT_FSIZE). No descriptor stays open. */
+ * -RT_TR_E_FSIZE: RLIMIT_FSIZE; -RT_TR_E_FDS: the descriptor budget is in
+ * use, try later). No descriptor stays open. */
 int rt_tr_chunk_make(struct rt_tr_stream *s, struct rt_tr_chunk *ch)
 {
 	bool tmpfile, first = !__atomic_load_n(&made_first, __ATOMIC_ACQUIRE);
@@ -305,12 +334,16 @@ int rt_tr_chunk_make(struct rt_tr_stream *s, struct rt_tr_chunk *ch)
 	chunk_plan(s->nchunks, &ch->size, &ch->pkt_bytes);
 	err = fit_file_limit(&ch->size, &ch->pkt_bytes);
 	if (err) {
-		stop_process(err);
+		rt_tr_stop_process(err);
 		return err;
 	}
+	if (!fd_slot_take())
+		return -RT_TR_E_FDS;
 	fd = create(s, &tmpfile);
-	if (fd < 0)
+	if (fd < 0) {
+		fd_slot_give();
 		return fd;
+	}
 	err = fstat(fd, &st) == 0 ? 0 : -errno;
 	ch->dev = (uint64_t)st.st_dev;
 	ch->ino = (uint64_t)st.st_ino;
@@ -331,6 +364,7 @@ int rt_tr_chunk_make(struct rt_tr_stream *s, struct rt_tr_chunk *ch)
 		s->nchunks++;
 	}
 	close(fd);
+	fd_slot_give();
 	if (err) {
 		if (!tmpfile) {
 			char path[4300];
@@ -338,7 +372,7 @@ int rt_tr_chunk_make(struct rt_tr_stream *s, struct rt_tr_chunk *ch)
 			chunk_path(s, 0, true, path, sizeof(path));
 			unlink(path);
 		}
-		stop_process(err);
+		rt_tr_stop_process(err);
 		rt_tr_chunk_drop(s, ch, false);
 	}
 	return err;
@@ -368,15 +402,15 @@ void rt_tr_chunk_trim(const struct rt_tr_stream *s, const struct rt_tr_chunk *ch
 	char path[4300];
 	int fd;
 
-	if (!ch->base || keep >= ch->size)
+	if (!ch->base || keep >= ch->size || !fd_slot_take())
 		return;
 	chunk_path(s, ch->seq, false, path, sizeof(path));
 	fd = open(path, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	if (rt_tr_fd_is(fd, ch->dev, ch->ino) && ftruncate(fd, (off_t)keep) == 0)
+	if (fd >= 0 && rt_tr_fd_is(fd, ch->dev, ch->ino) && ftruncate(fd, (off_t)keep) == 0)
 		__atomic_sub_fetch(&bytes_used, ch->size - keep, __ATOMIC_RELAXED);
-	close(fd);
+	if (fd >= 0)
+		close(fd);
+	fd_slot_give();
 }
 
 /* Unmap ch; remove: also unlink its file (an unused one). */

@@ -39,6 +39,7 @@ static struct rt_tr_stream *registry;
 static pid_t helper_pid;  /* process whose helper runs, 0: none */
 static uint32_t work;     /* futex word: bumped when there is work */
 static uint32_t started;  /* futex word: 1 once the helper runs its own code */
+static int helper_private; /* the helper works in a descriptor table of its own */
 
 static void futex_wake(void *word)
 {
@@ -95,12 +96,25 @@ void rt_tr_prep_ask(struct rt_tr_stream *s)
 	futex_wake(&work);
 }
 
-/* The next chunk of s, from the helper or made here: 0 or -errno. */
+/* The next chunk of s, from the helper or made here: 0 or -errno. When
+ * the program's descriptor table is full (EMFILE here), the helper, whose
+ * own table has room, is asked and waited for (1 s at most). When the
+ * tracer's budget of descriptors in that table is in use (threads starting
+ * together), a slot is waited for (10 s at most: its holders are making
+ * files, a millisecond each). s is registered. */
 int rt_tr_prep_take(struct rt_tr_stream *s, struct rt_tr_chunk *ch)
 {
+	const struct timespec slice = { 0, 10 * 1000 * 1000 };
+	bool asked = false;
+	int waited = 0, slot_waits = 0;
+
 	for (;;) {
 		int st = __atomic_load_n(&s->next_state, __ATOMIC_ACQUIRE), err;
 
+		if (asked && st == RT_TR_NEXT_ASKED && waited++ < 100 && helper_running()) {
+			futex_wait(&s->next_state, RT_TR_NEXT_ASKED, &slice);
+			continue;
+		}
 		switch (st) {
 		case RT_TR_NEXT_READY:
 		case RT_TR_NEXT_FAILED:
@@ -117,6 +131,16 @@ int rt_tr_prep_take(struct rt_tr_stream *s, struct rt_tr_chunk *ch)
 				continue;
 			err = rt_tr_chunk_make(s, ch);
 			__atomic_store_n(&s->next_state, RT_TR_NEXT_IDLE, __ATOMIC_RELEASE);
+			if (err == -EMFILE && !asked && helper_running() &&
+			    __atomic_load_n(&helper_private, __ATOMIC_ACQUIRE)) {
+				asked = true;
+				rt_tr_prep_ask(s);
+				continue;
+			}
+			if (err == -RT_TR_E_FDS && slot_waits++ < 10000) {
+				nanosleep(&(struct timespec){ 0, 1000 * 1000 }, NULL);
+				continue;
+			}
 			return err;
 		}
 	}
@@ -212,6 +236,7 @@ static int own_table(void)
 	if (!close_all_here())
 		return -1;
 	rt_tr_fds_private = true;
+	__atomic_store_n(&helper_private, 1, __ATOMIC_RELEASE);
 	return 0;
 }
 
@@ -316,7 +341,7 @@ void rt_tr_prep_after_fork(void)
 
 	pthread_mutex_init(&rt_tr_lock, NULL);
 	registry = NULL;
-	helper_pid = 0;
+	helper_pid = helper_private = 0;
 	for (; s; s = next) {
 		next = s->reg_next;
 		if (!rt_tr_config.ring_bytes) { /* else cur and prev are views of ring slots */

@@ -164,6 +164,7 @@ int rt_tr_comm_device(const void *comm);
 int rt_tr_write_metadata(const char *dir, bool replace);
 void rt_tr_stream_forget_inherited(void);
 void rt_tr_stream_release(struct rt_tr_stream *s);
+void rt_tr_stream_note_stop(void);
 extern uint8_t rt_tr_trace_uuid[16];
 /* chunk.c: stream files */
 int rt_tr_chunk_make(struct rt_tr_stream *s, struct rt_tr_chunk *ch);
@@ -173,11 +174,13 @@ void rt_tr_chunk_drop(const struct rt_tr_stream *s, struct rt_tr_chunk *ch, bool
 void rt_tr_chunk_forget_process(void);
 uint64_t rt_tr_bytes_used(void);
 int rt_tr_stopped(void);
-void rt_tr_stop_process(int reason);
+void rt_tr_stop_process(int err);
+int rt_tr_stop_error(void);
 int rt_tr_stop_reason_of(int err);
 int rt_tr_stop_errno(int err);
 #define RT_TR_E_RESERVE 4096 /* -RT_TR_E_RESERVE: the free-space reserve is reached */
 #define RT_TR_E_FSIZE 4097   /* -RT_TR_E_FSIZE: the file would pass RLIMIT_FSIZE */
+#define RT_TR_E_FDS 4098     /* -RT_TR_E_FDS: the descriptor budget is in use (chunk.c) */
 /* own.c: the program's descriptors and signals stay its own */
 struct rt_tr_quiet {
 	sigset_t old, before;

@@ -247,6 +247,22 @@ void rt_tr_stream_next(struct rt_tr_stream *s, uint64_t now, unsigned need)
 	count_discarded(s);
 }
 
+/* At exit: tracing stopped (maybe for a thread that never had a file to say
+ * so in) and this thread's stream has not said it yet: it says it now, in
+ * the room every packet keeps for it. */
+void rt_tr_stream_note_stop(void)
+{
+	struct rt_tr_stream *s = rt_tr_stream_tls;
+	int err = rt_tr_stop_error();
+
+	if (!err || !s || s->pid != rt_tr_pid || s->scratch || !s->last_real_pkt || rt_tr_depth)
+		return;
+	rt_tr_depth = 1;
+	write_stop(s, rt_tr_now(), err);
+	enter_scratch(s);
+	rt_tr_depth = 0;
+}
+
 /* ---- process set-up: rank directory and metadata ---- */
 
 static int write_all(int fd, const char *buf, size_t n)
@@ -378,8 +394,21 @@ static int process_setup(void)
 	return 0;
 }
 
-/* First file and packet for s (process already set up). */
-static int stream_start(struct rt_tr_stream *s)
+/* ch, made for s, becomes its first file, its first packet open. */
+static void adopt_first(struct rt_tr_stream *s, const struct rt_tr_chunk *ch)
+{
+	if (rt_tr_config.ring_bytes) {
+		s->ring[0] = *ch;
+		s->ring_used = 1;
+	}
+	s->cur = *ch;
+	packet_open(s, ch->base, rt_tr_now());
+}
+
+/* First file and packet for s (process already set up). registered: s is
+ * in the helper's registry (the helper may make its file when this
+ * thread cannot), else a signal handler's spare stream. */
+static int stream_start(struct rt_tr_stream *s, bool registered)
 {
 	struct rt_tr_chunk ch;
 	int err;
@@ -390,15 +419,10 @@ static int stream_start(struct rt_tr_stream *s)
 		rt_tr_lttng_stream_init(s);
 		return 0;
 	}
-	err = rt_tr_chunk_make(s, &ch);
+	err = registered ? rt_tr_prep_take(s, &ch) : rt_tr_chunk_make(s, &ch);
 	if (err)
 		return err;
-	if (rt_tr_config.ring_bytes) {
-		s->ring[0] = ch;
-		s->ring_used = 1;
-	}
-	s->cur = ch;
-	packet_open(s, ch.base, rt_tr_now());
+	adopt_first(s, &ch);
 	return 0;
 }
 
@@ -410,7 +434,7 @@ struct rt_tr_stream *rt_tr_stream_for_signal(void)
 
 	if (!s || !rt_tr_process_traced())
 		return NULL;
-	if (stream_start(s) != 0)
+	if (stream_start(s, false) != 0)
 		return NULL;
 	rt_tr_stream_tls = s;
 	return s;
@@ -434,21 +458,26 @@ struct rt_tr_stream *rt_tr_stream_open(void)
 	if (!err && !__atomic_load_n(&spare, __ATOMIC_ACQUIRE))
 		__atomic_store_n(&spare, calloc(1, sizeof(*spare)), __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&rt_tr_lock);
-	if (!err)
-		err = stream_start(s);
+	if (!err) {
+		rt_tr_prep_register(s); /* before its first file: the helper may make it */
+		err = stream_start(s, true);
+		if (err)
+			rt_tr_prep_unregister(s); /* nothing is asked of the helper any more */
+	}
 	if (err) {
 		if (!rt_tr_process_traced()) {
 			rt_tr_warn_once(&warned_io, "cannot write the trace in %s (%s): the program "
 					"continues untraced", rt_tr_config.dir, strerror(-err));
 			rt_tr_off = 1;
 		} else {
+			/* this thread's events have no file to be counted in: the
+			 * trace must not look whole (rt_tr_stream_note_stop) */
+			rt_tr_stop_process(err);
 			warn_stop(err);
 		}
 		enter_scratch(s);
 	}
 	rt_tr_stream_tls = s;
 	pthread_setspecific(stream_key, s);
-	if (!err)
-		rt_tr_prep_register(s);
 	return s;
 }

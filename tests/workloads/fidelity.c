@@ -12,7 +12,8 @@
  *   dup2 FILE       CUDA calls, dup2 FILE over every number 3..63, more
  *                   calls from a thread that then ends, write through each
  *   nofile FILE     CUDA calls, RLIMIT_NOFILE 16, CUDA calls, open FILE as
- *                   often as the limit allows, print the count
+ *                   often as the limit allows, print the count, then CUDA
+ *                   calls from a new thread and the main one
  *   fsize K FILE    RLIMIT_FSIZE K KiB, CUDA calls from 4 threads, write
  *                   K/2 KiB to FILE, print the size
  *   fsize-late K FILE  the same, the limit set after 100 calls
@@ -33,16 +34,21 @@
 
 #define CALLS 60000 /* enough events to go through several stream files */
 
+static long ncalls; /* CUDA calls made, printed last: a whole trace holds them all */
+
 static void calls(long n)
 {
 	void *p;
 	int d;
 
 	for (long i = 0; i < n; i++) {
-		if (i % 3 == 0 && cudaMalloc(&p, 64) == cudaSuccess)
+		if (i % 3 == 0 && cudaMalloc(&p, 64) == cudaSuccess) {
 			cudaFree(p);
-		else
+			__atomic_add_fetch(&ncalls, 2, __ATOMIC_RELAXED);
+		} else {
 			cudaGetDevice(&d);
+			__atomic_add_fetch(&ncalls, 1, __ATOMIC_RELAXED);
+		}
 	}
 }
 
@@ -159,6 +165,7 @@ static int nofile(const char *path)
 	while (open(path, O_RDONLY | O_CREAT, 0644) >= 0)
 		n++;
 	printf("opened %d files (%s)\n", n, strerror(errno));
+	calls_in_thread(CALLS); /* a new thread's first CUDA call, no number left */
 	calls(CALLS);
 	return 0;
 }
@@ -197,6 +204,7 @@ static void *one_call(void *arg)
 
 	(void)arg;
 	cudaGetDevice(&d);
+	__atomic_add_fetch(&ncalls, 1, __ATOMIC_RELAXED);
 	pthread_barrier_wait(&all_called); /* every thread alive at once */
 	pthread_barrier_wait(&all_called); /* until main has written its file */
 	return NULL;
@@ -235,9 +243,8 @@ static int threads(int n, const char *path)
 	return fd < 0 ? 1 : check_file(path, text);
 }
 
-int main(int argc, char **argv)
+static int run(int argc, char **argv)
 {
-	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc == 3 && !strcmp(argv[1], "closeall"))
 		return closeall(argv[2]);
 	if (argc == 3 && !strcmp(argv[1], "dup2"))
@@ -250,6 +257,19 @@ int main(int argc, char **argv)
 		return fsize(atol(argv[2]), true, argv[3]);
 	if (argc == 4 && !strcmp(argv[1], "threads"))
 		return threads(atoi(argv[2]), argv[3]);
+	return -1;
+}
+
+int main(int argc, char **argv)
+{
+	int rc;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	rc = run(argc, argv);
+	if (rc >= 0) {
+		printf("%ld CUDA calls\n", ncalls);
+		return rc;
+	}
 	fprintf(stderr, "usage: fidelity closeall|dup2|nofile FILE | fsize|fsize-late KIB FILE | "
 			"threads N FILE\n");
 	return 2;
