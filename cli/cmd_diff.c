@@ -1,15 +1,17 @@
 /* SPDX-License-Identifier: MIT */
-/* cmd_diff.c - `ranktrace diff A B`: where two traces first diverge, per rank,
- * and whether B shows A's failure signature. */
-#include <errno.h>
+/* cmd_diff.c - `ranktrace diff A B [--json]`: prints the comparison the
+ * viewer makes (viewer/diff.c), the decisive difference first: the probe's
+ * counts per rank, parameter placement and shapes, each rank's collectives,
+ * allocations and ending; then both verdicts and whether B shows A's failure
+ * signature. JSON: schema ranktrace.diff/1 (docs/json.md). */
 #include <getopt.h>
-#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+#include "diff.h"
 
 static void call_str(const struct rt_vw_call_sig *c, char *out, size_t n)
 {
@@ -17,172 +19,258 @@ static void call_str(const struct rt_vw_call_sig *c, char *out, size_t n)
 		 (unsigned long long)c->count);
 }
 
-/* Where parameter name lives across t's ranks, in one phrase: "cuda:N" (each
- * rank on its own device), "storage freed on every rank", "rank 0 cpu, ranks
- * 1-3 meta", "not reported". */
-static void placement_phrase(const struct rt_vw_trace *t, const char *name, char *out, size_t n)
+static const char *verdict_line(const struct rt_vw_diff *d)
 {
-	char text[64][32]; /* the first 64 ranks */
-	int nr = t->nranks < 64 ? t->nranks : 64, ranks[64];
-	bool done[64] = { false };
-	size_t len = 0;
-
-	for (int i = 0; i < nr; i++) {
-		const struct rt_vw_rank *r = &t->ranks[i];
-		const struct rt_vw_param *p = rt_vw_find_param(r, name);
-		int own = r->meta.local_rank >= 0 ? r->meta.local_rank : r->meta.rank;
-
-		if (!p)
-			snprintf(text[i], sizeof(text[i]), "not reported");
-		else if (p->last.place == RT_P_CUDA && p->last.device == own)
-			snprintf(text[i], sizeof(text[i]), "cuda:N");
-		else
-			rt_vw_placement_str(&p->last, text[i], sizeof(text[i]));
-	}
-	out[0] = '\0';
-	for (int i = 0; i < nr && len < n; i++) {
-		char list[160];
-		int k = 0;
-
-		if (done[i])
-			continue;
-		for (int j = i; j < nr; j++)
-			if (!done[j] && !strcmp(text[i], text[j])) {
-				done[j] = true;
-				ranks[k++] = t->ranks[j].meta.rank;
-			}
-		if (k == nr) {
-			snprintf(out, n, strcmp(text[i], "cuda:N") ? "%s on every rank" : "%s", text[i]);
-			return;
-		}
-		rt_vw_rank_list(ranks, k, list, sizeof(list));
-		len += (size_t)snprintf(out + len, n - len, "%s%s %s %s", len ? ", " : "",
-					k > 1 ? "ranks" : "rank", list, text[i]);
-	}
+	if (!d->same_verdict)
+		return "different";
+	return d->a->verdict == RT_V_HEALTHY ? "both healthy" : "B shows the same failure signature as A";
 }
 
-/* Parameters placed differently in A and B: one line per kind of difference,
- * naming an example ("B: model.embed_tokens.weight storage freed on every
- * rank, A: cuda:N; 5 of 5 parameters alike"). */
-static void diff_placement(const struct rt_vw_trace *a, const struct rt_vw_trace *b)
+static void print_kinds(const struct rt_vw_diff_kind *k, int nk, const char *what, size_t total)
 {
-	struct rt_vw_names na = { 0 };
-	struct { char pa[200], pb[200]; const char *example; int n; } kinds[16];
-	int nkinds = 0, other = 0;
+	for (int i = 0; i < nk; i++)
+		printf("  B: %s %s%s, A: %s; %zu of %zu parameters alike\n", rt_cli_esc(k[i].example), what, k[i].b,
+		       k[i].a, k[i].n, total);
+}
 
-	if (rt_vw_param_names(a, NULL, &na) != 0 || !na.n) {
-		free(na.v);
+static void print_rank(const struct rt_vw_diff_rank *r)
+{
+	char x[96], y[96];
+
+	if (!r->a || !r->b) {
+		printf("rank %d: only in %s\n", r->rank, r->a ? "A" : "B");
 		return;
 	}
-	for (size_t q = 0; q < na.n; q++) {
-		char pa[200], pb[200];
-		int k;
-
-		placement_phrase(a, na.v[q], pa, sizeof(pa));
-		placement_phrase(b, na.v[q], pb, sizeof(pb));
-		if (!strcmp(pa, pb))
-			continue;
-		for (k = 0; k < nkinds; k++)
-			if (!strcmp(kinds[k].pa, pa) && !strcmp(kinds[k].pb, pb))
-				break;
-		if (k == nkinds && nkinds == 16) {
-			other++;
-			continue;
-		}
-		if (k == nkinds) {
-			snprintf(kinds[k].pa, sizeof(kinds[k].pa), "%s", pa);
-			snprintf(kinds[k].pb, sizeof(kinds[k].pb), "%s", pb);
-			kinds[k].example = na.v[q];
-			kinds[k].n = 0;
-			nkinds++;
-		}
-		kinds[k].n++;
+	if (!r->calls_differ) {
+		printf("rank %d: same %u collectives", r->rank, r->same_calls);
+	} else {
+		if (r->next_a)
+			call_str(r->next_a, x, sizeof(x));
+		else
+			snprintf(x, sizeof(x), "nothing more (%s)", r->end_a);
+		if (r->next_b)
+			call_str(r->next_b, y, sizeof(y));
+		else
+			snprintf(y, sizeof(y), "nothing more (%s)", r->end_b);
+		printf("rank %d: first divergence after %u identical collectives%s: A %s, B %s", r->rank,
+		       r->same_calls, r->init_broadcasts ? " (the init broadcasts)" : "", x, y);
 	}
-	printf("\nparameter placement (latest report)%s\n", nkinds ? ":" : ": the same in A and B");
-	for (int k = 0; k < nkinds; k++)
-		printf("  B: %s %s, A: %s; %d of %zu parameters alike\n", rt_cli_esc(kinds[k].example),
-		       kinds[k].pb, kinds[k].pa, kinds[k].n, na.n);
-	if (other)
-		printf("  and %d more parameters placed differently\n", other);
-	free(na.v);
+	printf("; allocations A %llu, B %llu", (unsigned long long)r->a->allocs,
+	       (unsigned long long)r->b->allocs);
+	if (strcmp(r->end_a, r->end_b))
+		printf("; end A %s, B %s", r->end_a, r->end_b);
+	printf("\n");
+}
+
+static void print_text(const struct rt_vw_diff *d)
+{
+	printf("A %s: %s\nB %s: %s\n\n", rt_cli_esc(d->a->dir), rt_vw_verdict_names[d->a->verdict],
+	       rt_cli_esc(d->b->dir),
+	       rt_vw_verdict_names[d->b->verdict]);
+	for (int c = 0; c < RT_VW_DC_COUNT; c++) {
+		char pa[200], pb[200];
+
+		if (!d->count_differs[c])
+			continue;
+		rt_vw_diff_count_phrase(d, c, 0, pa, sizeof(pa));
+		rt_vw_diff_count_phrase(d, c, 1, pb, sizeof(pb));
+		printf("%s: A %s, B %s\n", rt_vw_diff_count_labels[c], pa, pb);
+	}
+	if (d->nparams)
+		printf("parameter placement and shapes (latest report)%s\n",
+		       d->nparams_differ ? ":" : ": the same in A and B");
+	print_kinds(d->place_kinds, d->nplace_kinds, "", d->nparams);
+	if (d->place_other)
+		printf("  and %zu more parameters placed differently\n", d->place_other);
+	print_kinds(d->shape_kinds, d->nshape_kinds, "shape ", d->nparams);
+	if (d->shape_other)
+		printf("  and %zu more parameters shaped differently\n", d->shape_other);
+	for (int i = 0; i < d->nranks; i++)
+		print_rank(&d->ranks[i]);
+	printf("\nverdicts: A %s, B %s: %s\n", rt_vw_verdict_names[d->a->verdict],
+	       rt_vw_verdict_names[d->b->verdict], verdict_line(d));
+}
+
+/* ---- JSON: schema ranktrace.diff/1 ---- */
+
+static void json_kinds(const char *key, const struct rt_vw_diff_kind *k, int nk, size_t other)
+{
+	printf(", \"%s\": [", key);
+	for (int i = 0; i < nk; i++) {
+		printf("%s{\"example\": ", i ? ", " : "");
+		rt_cli_json_str(stdout, k[i].example);
+		printf(", \"a\": ");
+		rt_cli_json_str(stdout, k[i].a);
+		printf(", \"b\": ");
+		rt_cli_json_str(stdout, k[i].b);
+		printf(", \"params\": %zu}", k[i].n);
+	}
+	printf("], \"%s_more\": %zu", key, other);
+}
+
+static void json_params(const struct rt_vw_diff *d)
+{
+	printf(",\n \"params\": {\"at\": \"last\", \"compared\": %zu, \"placement_differ\": %zu, "
+	       "\"shape_differ\": %zu", d->nparams, d->placement_differ, d->shape_differ);
+	json_kinds("placement", d->place_kinds, d->nplace_kinds, d->place_other);
+	json_kinds("shapes", d->shape_kinds, d->nshape_kinds, d->shape_other);
+	printf(", \"differing\": [");
+	for (size_t q = 0; q < d->nparams_differ; q++) {
+		const struct rt_vw_diff_param *p = &d->params[q];
+
+		printf("%s\n  {\"name\": ", q ? "," : "");
+		rt_cli_json_str(stdout, p->name);
+		printf(", \"placement\": %s, \"shape\": %s, \"a\": {\"placement\": ",
+		       p->placement ? "true" : "false", p->shape ? "true" : "false");
+		rt_cli_json_str(stdout, p->place_a);
+		printf(", \"shape\": ");
+		rt_cli_json_str(stdout, p->shape_a);
+		printf("}, \"b\": {\"placement\": ");
+		rt_cli_json_str(stdout, p->place_b);
+		printf(", \"shape\": ");
+		rt_cli_json_str(stdout, p->shape_b);
+		printf("}}");
+	}
+	printf("]}");
+}
+
+static void json_call(const struct rt_vw_call_sig *c)
+{
+	if (!c) {
+		printf("null");
+		return;
+	}
+	printf("{\"kind\": \"%s\", \"seq\": %u, \"count\": %llu, \"dtype\": %u, \"op\": %u, "
+	       "\"root\": %d}", rt_coll_names[c->kind], c->seq, (unsigned long long)c->count, c->dtype,
+	       c->op, c->root);
+}
+
+static void json_side_str(bool present, const char *s)
+{
+	if (present)
+		rt_cli_json_str(stdout, s);
+	else
+		printf("null");
+}
+
+static void json_rank(const struct rt_vw_diff_rank *r)
+{
+	printf("{\"rank\": %d, \"in\": \"%s\", \"counts\": {", r->rank,
+	       r->a && r->b ? "both" : r->a ? "a" : "b");
+	for (int c = 0; c < RT_VW_DC_COUNT; c++) {
+		printf("%s\"%s\": {\"a\": ", c ? ", " : "", rt_vw_diff_count_ids[c]);
+		r->a ? printf("%llu", (unsigned long long)r->count[c][0]) : printf("null");
+		printf(", \"b\": ");
+		r->b ? printf("%llu", (unsigned long long)r->count[c][1]) : printf("null");
+		printf("}");
+	}
+	printf("}, \"collectives\": ");
+	if (r->a && r->b) {
+		printf("{\"identical\": %u, \"diverged\": %s, \"init_broadcasts\": %s, \"a\": ",
+		       r->same_calls, r->calls_differ ? "true" : "false",
+		       r->init_broadcasts ? "true" : "false");
+		json_call(r->next_a);
+		printf(", \"b\": ");
+		json_call(r->next_b);
+		printf("}");
+	} else {
+		printf("null");
+	}
+	printf(", \"allocations\": {\"a\": ");
+	r->a ? printf("%llu", (unsigned long long)r->a->allocs) : printf("null");
+	printf(", \"b\": ");
+	r->b ? printf("%llu", (unsigned long long)r->b->allocs) : printf("null");
+	printf("}, \"end\": {\"a\": ");
+	json_side_str(r->a, r->end_a);
+	printf(", \"b\": ");
+	json_side_str(r->b, r->end_b);
+	printf("}}");
+}
+
+static void print_json(const struct rt_vw_diff *d)
+{
+	const char *dec = rt_vw_diff_section_id(d->decisive);
+
+	printf("{\"schema\": \"ranktrace.diff/1\", \"a\": {\"dir\": ");
+	rt_cli_json_str(stdout, d->a->dir);
+	printf(", \"verdict\": \"%s\"}, \"b\": {\"dir\": ", rt_vw_verdict_names[d->a->verdict]);
+	rt_cli_json_str(stdout, d->b->dir);
+	printf(", \"verdict\": \"%s\"},\n \"decisive\": ", rt_vw_verdict_names[d->b->verdict]);
+	json_side_str(dec != NULL, dec ? dec : "");
+	printf(", \"counts\": [");
+	for (int c = 0; c < RT_VW_DC_COUNT; c++)
+		printf("%s{\"id\": \"%s\", \"label\": \"%s\", \"differ\": %s}", c ? ", " : "",
+		       rt_vw_diff_count_ids[c], rt_vw_diff_count_labels[c],
+		       d->count_differs[c] ? "true" : "false");
+	printf("]");
+	json_params(d);
+	printf(",\n \"ranks\": [");
+	for (int i = 0; i < d->nranks; i++) {
+		printf("%s\n  ", i ? "," : "");
+		json_rank(&d->ranks[i]);
+	}
+	printf("],\n \"verdicts\": {\"same\": %s, \"text\": \"%s\"}}\n",
+	       d->same_verdict ? "true" : "false", verdict_line(d));
+}
+
+static const char *const usage = "usage: ranktrace diff A B [--json]\n";
+
+static void help(void)
+{
+	printf("%s\nCompares two traces, the decisive difference first: the probe's counts per\n"
+	       "rank where they differ (FSDP root forwards, calls of the unwrapped module); where\n"
+	       "each parameter lives and its shape (latest report); then rank by rank where the\n"
+	       "sequence of collectives first diverges, allocation counts and how each rank\n"
+	       "ended; then both verdicts and whether B shows A's failure signature.\n\n"
+	       "  --json   schema ranktrace.diff/1 (docs/json.md)\n\n"
+	       "Exit status: 0 same verdict, 1 different verdicts, 2 a usage error, 3\n"
+	       "unreadable input.\n", usage);
 }
 
 int rt_cli_cmd_diff(int argc, char **argv)
 {
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
 	struct rt_vw_trace *a, *b;
-	bool same;
+	struct rt_vw_diff d;
+	bool json = false;
+	int c, rc;
 
-	if (argc >= 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
-		printf("usage: ranktrace diff A B\n\nCompares two traces rank by rank: where the\n"
-		       "sequence of collectives first diverges, allocation counts and peaks, how each\n"
-		       "rank ended; then both verdicts and whether B shows A's failure signature.\n"
-		       "Exit status: 0 same verdict, 1 different verdicts, 3 unreadable input.\n");
-		return 0;
+	while ((c = getopt_long(argc, argv, "jh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'j': json = true; break;
+		case 'h': help(); return 0;
+		default: fputs(usage, stderr); return EXIT_USAGE;
+		}
 	}
-	if (argc != 3) {
-		fprintf(stderr, "ranktrace diff: expected two trace directories, A and B\n"
-			"usage: ranktrace diff A B\n");
+	if (argc - optind != 2) {
+		fprintf(stderr, "ranktrace diff: expected two trace directories, A and B\n%s", usage);
 		return EXIT_USAGE;
 	}
-	if (rt_cli_check_dir("diff", argv[1]) || rt_cli_check_dir("diff", argv[2]))
+	if (rt_cli_check_dir("diff", argv[optind]) || rt_cli_check_dir("diff", argv[optind + 1]))
 		return EXIT_USAGE;
-	a = rt_cli_load("diff", argv[1]);
-	b = a ? rt_cli_load("diff", argv[2]) : NULL;
+	a = rt_cli_load("diff", argv[optind]);
+	b = a ? rt_cli_load("diff", argv[optind + 1]) : NULL;
 	if (!a || !b) {
 		rt_vw_free(a);
 		return RT_VW_ERR_CORRUPT;
 	}
-	printf("A %s: %s\nB %s: %s\n\n", rt_cli_esc(a->dir), rt_vw_verdict_names[a->verdict], rt_cli_esc(b->dir),
-	       rt_vw_verdict_names[b->verdict]);
-	for (int i = 0; i < a->nranks; i++) {
-		const struct rt_vw_rank *ra = &a->ranks[i];
-		int j = rt_vw_rank_index(b, ra->meta.rank);
-		const struct rt_vw_rank *rb = j >= 0 ? &b->ranks[j] : NULL;
-		char x[96], y[96], ea[80], eb[80];
-		uint32_t k = 0;
-
-		if (!rb) {
-			printf("rank %d: only in A\n", ra->meta.rank);
-			continue;
-		}
-		while (k < ra->ncalls && k < rb->ncalls && ra->calls[k].kind == rb->calls[k].kind &&
-		       ra->calls[k].count == rb->calls[k].count && ra->calls[k].root == rb->calls[k].root)
-			k++;
-		rt_vw_rank_end(ra, ea, sizeof(ea));
-		rt_vw_rank_end(rb, eb, sizeof(eb));
-		if (k == ra->ncalls && k == rb->ncalls) {
-			printf("rank %d: same %u collectives", ra->meta.rank, k);
-		} else {
-			if (k < ra->ncalls)
-				call_str(&ra->calls[k], x, sizeof(x));
-			else
-				snprintf(x, sizeof(x), "nothing more (%s)", ea);
-			if (k < rb->ncalls)
-				call_str(&rb->calls[k], y, sizeof(y));
-			else
-				snprintf(y, sizeof(y), "nothing more (%s)", eb);
-			printf("rank %d: first divergence after %u identical collectives%s: A %s, B %s",
-			       ra->meta.rank, k,
-			       k && ra->calls[k - 1].kind == RT_CK_Broadcast &&
-					       ra->broadcasts_before_allgather == k ? " (the init broadcasts)" : "",
-			       x, y);
-		}
-		printf("; allocations A %llu, B %llu", (unsigned long long)ra->allocs,
-		       (unsigned long long)rb->allocs);
-		if (strcmp(ea, eb))
-			printf("; end A %s, B %s", ea, eb);
-		printf("\n");
+	if (rt_vw_diff(a, b, &d) != 0) {
+		fprintf(stderr, "ranktrace diff: out of memory\n");
+		rt_vw_free(a);
+		rt_vw_free(b);
+		return 1;
 	}
-	for (int j = 0; j < b->nranks; j++)
-		if (rt_vw_rank_index(a, b->ranks[j].meta.rank) < 0)
-			printf("rank %d: only in B\n", b->ranks[j].meta.rank);
-	diff_placement(a, b);
-	same = a->verdict == b->verdict;
-	printf("\nverdicts: A %s, B %s: %s\n", rt_vw_verdict_names[a->verdict],
-	       rt_vw_verdict_names[b->verdict],
-	       same ? (a->verdict == RT_V_HEALTHY ? "both healthy" : "B shows the same failure signature as A")
-		    : "different");
+	if (json)
+		print_json(&d);
+	else
+		print_text(&d);
+	rc = d.same_verdict ? 0 : 1;
+	rt_vw_diff_free(&d);
 	rt_vw_free(a);
 	rt_vw_free(b);
-	return same ? 0 : 1;
+	return rc;
 }

@@ -117,6 +117,14 @@ static bool same_sig(const struct sig *a, const struct sig *b)
 				      a->kind == RT_CK_Broadcast);
 }
 
+bool rt_vw_same_call(const struct rt_vw_call_sig *a, const struct rt_vw_call_sig *b)
+{
+	struct sig x = { a->kind, a->dtype, a->op, 1, a->root, a->count };
+	struct sig y = { b->kind, b->dtype, b->op, 1, b->root, b->count };
+
+	return same_sig(&x, &y);
+}
+
 /* All ranks that reported seq: the minority signature is the divergence. */
 static void check_entry(struct matcher *m, struct centry *e)
 {

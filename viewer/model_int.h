@@ -122,6 +122,9 @@ void rt_vw_add_finding(struct rt_vw_trace *t, int severity, enum rt_vw_verdict s
 /* A finding about one rank (view --rank N shows it only for N). */
 void rt_vw_add_rank_finding(struct rt_vw_trace *t, int rank, int severity, enum rt_vw_verdict sigv,
 			     const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+/* The matcher's rule for "the same collective" (kind, count, datatype, op
+ * where it has one, root), for calls a rank made (diff.c). */
+bool rt_vw_same_call(const struct rt_vw_call_sig *a, const struct rt_vw_call_sig *b);
 void rt_vw_match(struct matcher *m, int ri, uint64_t comm_id, uint32_t seq, struct sig s);
 void rt_vw_matcher_finish(struct matcher *m);
 void rt_vw_on_event(struct matcher *m, int ri, const struct rt_vw_event *e);

@@ -180,6 +180,18 @@ for (n, rank), pl in want.items():
     assert int(f[3]) == pl['numel'] and f[4] == '[%d]' % pl['numel'], (n, rank, f, pl)
 "
   check "use_orig_params text: no cuda:N footnote (CUDA was not used)" bash -c "! grep -q '^cuda:N' '$T/orig.txt'"
+  "$RT" diff --json "$T/orig4.52.4" "$T/orig4.53.0" > "$T/orig.diff.json"; rc=$?
+  check "use_orig_params diff 4.52.4 4.53.0: exit 1, valid, led by the root forwards (3 a rank against 0), then unwrapped-module calls (0 against some)" python3 -c "
+import json, subprocess
+d = json.load(open('$T/orig.diff.json'))
+assert $rc == 1
+assert subprocess.call(['python3', '$(dirname "$0")/schema_check.py', '$SRC/docs/diff.schema.json', '$T/orig.diff.json']) == 0
+assert d['decisive'] == 'fsdp_root_forwards', d['decisive']
+assert [(r['rank'], r['counts']['fsdp_root_forwards']) for r in d['ranks']] == [(0, {'a': 3, 'b': 0}), (1, {'a': 3, 'b': 0})], d['ranks']
+assert [c['id'] for c in d['counts'] if c['differ']] == ['fsdp_root_forwards', 'unwrapped_calls'], d['counts']
+assert all(r['counts']['unwrapped_calls']['a'] == 0 < r['counts']['unwrapped_calls']['b'] for r in d['ranks']), d['ranks']
+assert (d['a']['verdict'], d['b']['verdict']) == ('healthy', 'skipped-fsdp-root'), (d['a'], d['b'])
+"
 else
   bad "no torch venv at $B/venv-torch (make test runs scripts/setup-torch.sh)"
 fi

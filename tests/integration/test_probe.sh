@@ -71,6 +71,15 @@ assert [r['wrong'] for r in d['ranks']] == [True, True], d['ranks']
 run2 v453 -- "$B/bin/rt-launch" -n 2 "$PY" "$W" --steps 3 --trainer-version 4.53.0
 "$RT" diff "$T/v453" "$T/skip" > "$T/diff"; rc=$?
 check "4.53.0 vs the injected run: the same failure signature" bash -c "[ $rc -eq 0 ] && grep -q 'B shows the same failure signature as A' '$T/diff'"
+"$RT" diff --json "$T/good" "$T/v453" > "$T/diff.json"; rc=$?
+check "diff 4.52.4 4.53.0 (real FSDP, no collective, placement alike): led by the root forwards, 3 a rank against 0" python3 -c "
+import json
+d = json.load(open('$T/diff.json'))
+assert $rc == 1 and d['decisive'] == 'fsdp_root_forwards', ($rc, d['decisive'])
+assert [(r['rank'], r['counts']['fsdp_root_forwards']) for r in d['ranks']] == [(0, {'a': 3, 'b': 0}), (1, {'a': 3, 'b': 0})], d['ranks']
+assert all(r['counts']['unwrapped_calls']['a'] == 0 < r['counts']['unwrapped_calls']['b'] for r in d['ranks']), d['ranks']
+assert d['params']['compared'] == 10 and d['params']['placement_differ'] == 0, d['params']
+"
 
 run2 meta -- "$B/bin/rt-launch" -n 2 "$PY" "$W" --steps 2 --meta-rank1
 "$RT" view --json "$T/meta" > "$T/meta.json"

@@ -106,17 +106,45 @@ assert all(r['collectives']['Broadcast'] == 3 and r['collectives']['AllGather'] 
 assert d['findings'][0]['signature'] == 'skipped-fsdp-root'
 "
 
+"$RT" diff --json "$T/good" "$T/bad" > "$T/diff.json"; rc=$?
+check "diff --json good bad: exit 1, valid against docs/diff.schema.json" bash -c "[ $rc -eq 1 ] &&
+  python3 '$(dirname "$0")/schema_check.py' '$(dirname "$0")/../../docs/diff.schema.json' '$T/diff.json'"
+check "diff: led by the root forwards (2 a rank in A, 0 in B), then placement: all 5 storage freed in B, cuda:N in A" python3 -c "
+import json
+d = json.load(open('$T/diff.json'))
+assert d['decisive'] == 'fsdp_root_forwards', d['decisive']
+assert [c['id'] for c in d['counts'] if c['differ']] == ['fsdp_root_forwards']
+assert [r['counts']['fsdp_root_forwards'] for r in d['ranks']] == [{'a': 2, 'b': 0}] * 4, d['ranks']
+p = d['params']
+assert (p['compared'], p['placement_differ'], p['shape_differ']) == (5, 5, 0), p
+assert [(k['a'], k['b'], k['params']) for k in p['placement']] == [('cuda:N', 'storage freed on every rank', 5)], p['placement']
+"
+check "diff: every rank diverges after the 3 init broadcasts: A's AllGather #4, B nothing more (exit 1)" python3 -c "
+import json
+d = json.load(open('$T/diff.json'))
+for r in d['ranks']:
+    c = r['collectives']
+    assert (r['in'], c['identical'], c['diverged'], c['init_broadcasts']) == ('both', 3, True, True), r
+    assert (c['a']['kind'], c['a']['seq'], c['b']) == ('AllGather', 4, None), c
+    assert r['end'] == {'a': 'exit 0', 'b': 'exit 1'}, r['end']
+"
 "$RT" diff "$T/good" "$T/bad" > "$T/diff"
-check "diff compares placement: B's parameters storage freed on every rank, A's cuda:N (all 5)" \
-  grep -qE '^  B: model\.[a-z_.0-9]+ storage freed on every rank, A: cuda:N; 5 of 5 parameters alike$' "$T/diff"
-"$RT" diff "$T/good" "$T/good" > "$T/diff.same"
-check "diff of a trace with itself: placement the same" grep -q '^parameter placement (latest report): the same in A and B' "$T/diff.same"
-for r in 0 1 2 3; do
-  check "diff: rank $r diverges after the init broadcasts (no all-gather)" grep -q "^rank $r: first divergence after 3 identical collectives (the init broadcasts): A AllGather #4" "$T/diff"
-done
+check "diff text: the root forwards lead, placement next, the ranks after" bash -c "
+  sed -n 4p '$T/diff' | grep -qx 'FSDP root forwards: A 2 on every rank, B 0 on every rank' &&
+  sed -n 5p '$T/diff' | grep -q '^parameter placement and shapes (latest report):' && sed -n 7p '$T/diff' | grep -q '^rank 0: '"
+"$RT" diff --json "$T/good" "$T/good" > "$T/diff.same"; rc=$?
+check "diff of a trace with itself: nothing differs, both healthy (exit 0)" python3 -c "
+import json
+d = json.load(open('$T/diff.same'))
+assert $rc == 0 and d['decisive'] is None and d['params']['differing'] == [] and d['verdicts']['text'] == 'both healthy', d
+"
 trace inj --trainer-version 4.53.0
-"$RT" diff "$T/bad" "$T/inj" > "$T/diff2"; rc=$?
-check "diff of two 4.53.0 runs: same failure signature, exit 0" bash -c "[ $rc -eq 0 ] && grep -q 'B shows the same failure signature as A' '$T/diff2'"
+"$RT" diff --json "$T/bad" "$T/inj" > "$T/diff2"; rc=$?
+check "diff of two 4.53.0 runs: same failure signature, exit 0" python3 -c "
+import json
+d = json.load(open('$T/diff2'))
+assert $rc == 0 and d['verdicts'] == {'same': True, 'text': 'B shows the same failure signature as A'}, d['verdicts']
+"
 
 # damaged traces: a clear error naming file and offset, other ranks analysed
 cp -r "$T/good" "$T/cut"
