@@ -43,9 +43,9 @@ echo "Perfetto: open $OUT/good.perfetto.json in ui.perfetto.dev"
 
 say "ranktrace bisect: which trainer version first fails like the injected run?"
 rm -rf "$OUT/bisect"
-"$B/bin/ranktrace" bisect -o "$OUT/bisect" --versions 4.52.4,4.53.0,4.53.1,4.53.2 \
-  --good 4.52.4 --bad 4.53.1 --like "$OUT/injected" \
+"$B/bin/ranktrace" bisect -o "$OUT/bisect" --versions 4.51.3,4.52.4,4.53.0,4.53.1 \
+  --good 4.51.3 --bad 4.53.0 --like "$OUT/injected" \
   -- "$B/bin/rt-launch" -n 4 "$B/bin/fsdp_mini" --trainer-version {version} --steps 3
 bis=$?
-echo "bisect: exit status $bis (expected 0: first bad 4.53.0; 4.53.2 is the fix)"
+echo "bisect: exit status $bis (expected 0: first bad 4.53.0; 4.53.1 has the fix)"
 [ "$good" -eq 0 ] && [ "$bad" -ne 0 ] && [ "$inj" -ne 0 ] && [ "$bis" -eq 0 ]

@@ -17,8 +17,11 @@ first=$(awk 'NR==1{print $4}' "$T/loss.1"); last=$(awk 'END{print $4}' "$T/loss.
 check "loss decreases ($first -> $last)" awk -v a="$first" -v b="$last" 'BEGIN{exit !(b < a)}'
 check "loss has 4 decimals" grep -qE '^step 1 loss [0-9]+\.[0-9]{4}$' "$T/loss.1"
 
-sim "$B/bin/rt-launch" -n 4 "$B/bin/fsdp_mini" --trainer-version 4.53.2 --steps 2 > "$T/fixed" 2>&1
-check "4.53.2 is healthy again" [ $? -eq 0 ]
+# the real releases (issue 18): 4.53.0 alone trains the unwrapped module, 4.53.1 has the fix
+for v in 4.51.3 4.53.1 4.53.2; do
+  sim "$B/bin/rt-launch" -n 4 "$B/bin/fsdp_mini" --trainer-version $v --steps 2 > "$T/fixed.$v" 2>&1
+  check "$v trains (exit 0)" [ $? -eq 0 ]
+done
 
 sim "$B/bin/rt-launch" -n 4 "$B/bin/fsdp_mini" --trainer-version 4.53.0 --steps 2 > "$T/broken" 2>&1
 rc=$?

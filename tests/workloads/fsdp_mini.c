@@ -670,10 +670,33 @@ static void train_step(struct model *m, bool wrapped, int step, struct batch *b)
 	free(dh);
 }
 
-/* transformers.Trainer._inner_training_loop: which module gets trained. */
+/* The transformers releases fsdp_mini models, and which module their
+ * Trainer._inner_training_loop trains, as the real releases do (issue 18:
+ * measured with transformers' own Trainer, FSDP v1): 4.53.0 alone trains the
+ * unwrapped module; 4.53.1 has the fix (PR 39177). */
+static const struct {
+	const char *version;
+	bool wrapped;
+} releases[] = {
+	{ "4.51.3", true }, { "4.52.4", true }, { "4.53.0", false }, { "4.53.1", true },
+	{ "4.53.2", true },
+};
+#define NRELEASES (sizeof(releases) / sizeof(releases[0]))
+
+/* The release's row, or -1 when fsdp_mini does not know it. */
+static int release_index(const char *version)
+{
+	for (size_t i = 0; i < NRELEASES; i++)
+		if (!strcmp(releases[i].version, version))
+			return (int)i;
+	return -1;
+}
+
 static bool trainer_uses_wrapped(const char *version)
 {
-	return strcmp(version, "4.53.0") != 0 && strcmp(version, "4.53.1") != 0;
+	int i = release_index(version);
+
+	return i < 0 || releases[i].wrapped;
 }
 
 static void usage(FILE *f)
@@ -687,9 +710,10 @@ static void usage(FILE *f)
 		"torchrun: RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT).\n"
 		"\n"
 		"  --trainer-version V  transformers behaviour to model (default 4.52.4):\n"
-		"                       4.52.4, 4.53.2: the Trainer runs the FSDP-wrapped model;\n"
-		"                       4.53.0, 4.53.1: it runs the unwrapped module and every\n"
-		"                       rank fails at the embedding, as transformers 4.53.0 did\n"
+		"                       4.51.3, 4.52.4, 4.53.1, 4.53.2: the Trainer runs the\n"
+		"                       FSDP-wrapped model; 4.53.0: it runs the unwrapped module\n"
+		"                       and every rank fails at the embedding, as transformers\n"
+		"                       4.53.0 did (4.53.1 has the fix)\n"
 		"  --steps N            training steps (default 3)\n"
 		"  --batch B            global batch in sequences, divisible by the world size\n"
 		"                       (default 24); losses do not depend on the world size\n"
@@ -747,10 +771,11 @@ static bool parse_args(int argc, char **argv, struct config *c)
 		default: usage(stderr); return false;
 		}
 	}
-	if (strcmp(c->version, "4.52.4") && strcmp(c->version, "4.53.0") &&
-	    strcmp(c->version, "4.53.1") && strcmp(c->version, "4.53.2")) {
-		fprintf(stderr, "fsdp_mini: unknown --trainer-version %s (known: 4.52.4 4.53.0 4.53.1 4.53.2)\n",
-			c->version);
+	if (release_index(c->version) < 0) {
+		fprintf(stderr, "fsdp_mini: unknown --trainer-version %s (known:", c->version);
+		for (size_t i = 0; i < NRELEASES; i++)
+			fprintf(stderr, " %s", releases[i].version);
+		fprintf(stderr, ")\n");
 		return false;
 	}
 	if (c->steps < 0 || c->layers < 0 || c->hidden < 1 || c->vocab < 2 || c->seq < 2 ||
