@@ -175,7 +175,7 @@ enum rt_event_size {
 #undef RT_DRV
 #undef F
 #undef O
-	RT_SIZE_MAX_PAYLOAD = 96
+	RT_SIZE_MAX_PAYLOAD = 136 /* the largest: rt_unwrapped_call, two names and a count */
 };
 
 #define RT_EVENT_MAX_BYTES (RT_HEADER_EXTENDED_BYTES + RT_COMMON_BYTES + RT_SIZE_MAX_PAYLOAD)

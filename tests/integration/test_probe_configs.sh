@@ -94,6 +94,18 @@ assert 'rank 1 crashed in teardown, after training finished' in f[0]['text'], f
 assert not [f for f in d['findings'] if f['id'] == 'killed'], d['findings']
 PY
 
+# the LTTng backend records the same evidence (from the same table)
+if command -v lttng > /dev/null && command -v babeltrace2 > /dev/null; then
+  read -ra opts <<< "${CONFIGS[0]#*|}"
+  run lttng.v453 --backend lttng -- --steps 1 --trainer-version 4.53.0 "${opts[@]}"
+  expect lttng.v453 skipped 0
+  check "LTTng: the same unwrapped-call evidence as the native trace" python3 -c "
+import json
+a, b = (json.load(open('$T/' + n + '.json')) for n in ('orig-manual-reentrant.v453', 'lttng.v453'))
+assert [r['unwrapped'] for r in a['ranks']] == [r['unwrapped'] for r in b['ranks']], (a['ranks'], b['ranks'])
+"
+fi
+
 # DDP and FSDP2 know no FSDP v1 root: the injection finds nothing to skip
 run ddp.inj --inject skip-fsdp-root -- --steps 2 --ddp --eval --generate
 expect ddp.inj healthy 0
