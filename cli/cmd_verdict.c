@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* cmd_verdict.c - `ranktrace verdict`: one word and an exit code for
- * `git bisect run` (0 healthy, 1 bad, 125 skip). */
+ * `git bisect run` (0 healthy, 1 bad, 125 skip; a usage error 128, which
+ * stops a bisection: git counts 2 as bad). */
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -10,6 +11,9 @@
 #include <string.h>
 
 #include "cli.h"
+
+/* Not 2: `git bisect run` counts 1-127 (but 125) as bad, and stops on 128+. */
+#define EXIT_VERDICT_USAGE 128
 
 static int parse_verdict(const char *s)
 {
@@ -26,15 +30,22 @@ static void usage_verdict(FILE *f)
 		   "collective-mismatch, crashed, hung or inconclusive (why goes to stderr).\n"
 		   "Exit status, for `git bisect run`: 0 healthy; 1 the signature asked for with\n"
 		   "--bad (by default any failure); 125 inconclusive, or another failure than\n"
-		   "--bad; 2 a usage error.\n\n"
+		   "--bad; 128 a usage error (a typo in --bad): git bisect run stops on 128 or\n"
+		   "more, where 2 would have counted the commit as bad.\n\n"
 		   "A verdict never guesses. It is inconclusive (125, with the reason) whenever\n"
 		   "the evidence for a signature is incomplete: a rank's trace damaged, capped\n"
 		   "(tracing stopped early) or missing (the world size says it exists), two\n"
 		   "directories claiming one rank, or a job still running but not stalled. A\n"
 		   "failure shown by complete evidence is still named despite damage elsewhere.\n"
 		   "hung: the job's ranks are alive and none of their calls returned for\n"
-		   "--stall (default 30s); stderr names each rank's open call and its age, and\n"
-		   "which rank never entered the collective the others wait in.\n");
+		   "--stall (default 30s); stderr names each rank's open call and its age,\n"
+		   "which rank never entered the collective the others wait in, and a rank\n"
+		   "whose process is stopped (SIGSTOP, Ctrl-Z, a debugger; seen on the host\n"
+		   "that ran it).\n"
+		   "An interrupted job (every rank stopped by SIGINT, SIGTERM or SIGHUP, as a\n"
+		   "launcher does when run gets Ctrl-C or a scheduler's stop) is inconclusive:\n"
+		   "its ranks stopped a collective apart, which is no mismatch and no crash;\n"
+		   "it is hung if, when it was stopped, no call had returned for --stall.\n");
 }
 
 /* How each rank ended, ranks that ended alike on one line ("ranks 0-3
@@ -90,21 +101,21 @@ int rt_cli_cmd_verdict(int argc, char **argv)
 				fprintf(stderr, "ranktrace verdict: --bad %s: expected one of "
 					"skipped-fsdp-root, device-misplacement, collective-mismatch, crashed, "
 					"hung\n", optarg);
-				return EXIT_USAGE;
+				return EXIT_VERDICT_USAGE;
 			}
 			break;
 		case 's':
 			if (rt_cli_parse_duration("verdict", "stall", optarg, &stall_ns) != 0)
-				return EXIT_USAGE;
+				return EXIT_VERDICT_USAGE;
 			break;
 		case 'h': usage_verdict(stdout); return 0;
-		default: usage_verdict(stderr); return EXIT_USAGE;
+		default: usage_verdict(stderr); return EXIT_VERDICT_USAGE;
 		}
 	}
 	if (optind != argc - 1) {
 		fprintf(stderr, "ranktrace verdict: expected one trace directory\n");
 		usage_verdict(stderr);
-		return EXIT_USAGE;
+		return EXIT_VERDICT_USAGE;
 	}
 	if (rt_cli_check_dir("verdict", argv[optind]) != 0) {
 		printf("inconclusive\n"); /* no trace here: nothing to judge, skip */
@@ -122,6 +133,8 @@ int rt_cli_cmd_verdict(int argc, char **argv)
 	for (int i = 0; t->verdict == RT_V_HUNG && i < t->nfindings; i++)
 		if (t->findings[i].signature == RT_V_HUNG)
 			fprintf(stderr, "ranktrace verdict: %s\n", rt_cli_esc(t->findings[i].text));
+	if (t->interrupted && t->verdict == RT_V_INCONCLUSIVE)
+		print_endings(t);
 	if (t->verdict != RT_V_HEALTHY && t->verdict != RT_V_INCONCLUSIVE &&
 	    t->verdict != RT_V_HUNG) {
 		/* why, and how each rank ended */

@@ -28,10 +28,17 @@ for c in $cmds; do
     # shellcheck disable=SC2086
     "$RT" "$c" $args > /dev/null 2> "$T/err"; rc=$?
     first=$(head -1 "$T/err")
-    check "ranktrace $c ${args:-(no args)}: exit 2, the error begins 'ranktrace $c:' ($first)" \
-      bash -c "[ $rc -eq 2 ] && [[ \"\$(head -1 '$T/err')\" == 'ranktrace $c: '* ]]"
+    # verdict's usage error is 128: `git bisect run` stops on it (2 counts as bad)
+    want=2; [ "$c" = verdict ] && want=128
+    check "ranktrace $c ${args:-(no args)}: exit $want ($rc), the error begins 'ranktrace $c:' ($first)" \
+      bash -c "[ $rc -eq $want ] && [[ \"\$(head -1 '$T/err')\" == 'ranktrace $c: '* ]]"
   done
 done
+"$RT" verdict --bad crahsed "$T" > /dev/null 2> "$T/err"; rc=$?
+check "verdict --bad with a typo: exit 128 ($rc), which stops git bisect run instead of counting bad" \
+  bash -c "[ $rc -eq 128 ] && grep -q 'expected one of' '$T/err'"
+"$RT" verdict --help > "$T/vh"
+check "verdict --help documents the usage exit 128" grep -q '128 a usage error' "$T/vh"
 "$RT" run --inject 'cudaMalloc:error=ncclSystemError' -- true 2> "$T/err"; rc=$?
 check "run --inject with a bad plan: exit 2, 'ranktrace run: bad fault plan'" \
   bash -c "[ $rc -eq 2 ] && head -1 '$T/err' | grep -q '^ranktrace run: bad fault plan'"
