@@ -177,7 +177,11 @@ __attribute__((destructor)) static void at_unload(void)
 
 /* ---- fatal signals: record, then the default action as before ---- */
 
-static const int fatal_signals[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM };
+/* Faults, and the signals that stop a job from outside (a launcher passes
+ * SIGINT, SIGTERM or SIGHUP to its ranks as torchrun does): the viewer tells
+ * an interrupted job from a crash by them. */
+static const int fatal_signals[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT,
+				     SIGTERM, SIGINT, SIGHUP };
 
 static void on_fatal(int signo, siginfo_t *info, void *uc)
 {
@@ -193,14 +197,16 @@ static void on_fatal(int signo, siginfo_t *info, void *uc)
 		__atomic_store_n(&exit_recorded, 1, __ATOMIC_RELAXED);
 		/* a launcher's SIGTERM outside CUDA: CUPTI's buffers can still be
 		 * flushed; after a fault, flushing (which allocates) could deadlock */
-		if (signo == SIGTERM)
+		if (signo == SIGTERM || signo == SIGINT || signo == SIGHUP)
 			rt_tr_cupti_flush(true);
 		rt_tr_ev_rt_signal(signo);
 	}
 	errno = saved;
-	/* SA_RESETHAND restored the default: a fault re-executes and dies with
-	 * the same signal; a sent signal (si_code <= 0) is raised again. */
-	if (!info || info->si_code <= 0 || signo == SIGABRT || signo == SIGTERM)
+	/* SA_RESETHAND restored the default: a fault the kernel raised (si_code
+	 * > 0) re-executes and dies with the same signal; any other signal (sent,
+	 * or a terminal's SIGINT/SIGHUP, SI_KERNEL) is raised again. */
+	if (!info || info->si_code <= 0 || (signo != SIGSEGV && signo != SIGBUS &&
+					    signo != SIGFPE && signo != SIGILL))
 		raise(signo);
 }
 

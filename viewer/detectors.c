@@ -10,6 +10,7 @@
  * and the liveness pass add their own findings (matcher.c, hang.c). */
 #include <inttypes.h>
 #include <stdarg.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,6 +73,8 @@ static const char *nccl_host(const struct rt_vw_rank *r)
 bool rt_vw_crashed(const struct rt_vw_rank *r)
 {
 	if (r->state == RT_S_RUNNING) /* alive: not dead, whatever its trace lacks */
+		return false;
+	if (r->interrupted) /* stopped with the whole job from outside (hang.c) */
 		return false;
 	return r->signo || (r->exit_seen && r->exit_status > 0) || r->died_in[0] ||
 	       (!r->exit_seen && r->readable);
@@ -376,9 +379,28 @@ static void d_other_device(struct rt_vw_trace *t, const struct detector *d)
 static void d_killed(struct rt_vw_trace *t, const struct detector *d)
 {
 	FOR_ENDED_TRAINING(t, i, r)
-		if (r->signo)
+		if (r->signo && !r->interrupted)
 			emit(t, d, r->meta.rank, "rank %d was killed by signal %d%s%s", r->meta.rank,
 			     r->signo, r->died_in[0] ? " inside " : "", r->died_in);
+}
+
+/* The whole job stopped from outside (hang.c): no failure of its own, and
+ * nothing known of what came next; the verdict's reason unless a rank's
+ * evidence gives a more basic one. */
+static void d_interrupted(struct rt_vw_trace *t, const struct detector *d)
+{
+	int s = t->interrupted;
+	char why[300];
+
+	if (!s)
+		return;
+	snprintf(why, sizeof(why), "job interrupted: every rank was stopped by signal %d (%s), sent "
+		 "from outside (by the user or a scheduler, through the launcher), not by a failure "
+		 "of its own; what it would have done next is not in the trace", s,
+		 s == SIGINT ? "SIGINT" : s == SIGTERM ? "SIGTERM" : "SIGHUP");
+	emit(t, d, -1, "%s", why);
+	if (!t->inconclusive[0])
+		snprintf(t->inconclusive, sizeof(t->inconclusive), "%s", why);
 }
 
 static void d_died_inside(struct rt_vw_trace *t, const struct detector *d)
@@ -500,6 +522,10 @@ static const struct detector detectors[] = {
 	  RT_VW_ERROR, ADV_DEVICE },
 	{ "killed", 40, RT_V_CRASHED, d_killed, "a rank was killed by a signal",
 	  RT_VW_ERROR, ADV_CRASH },
+	{ "interrupted", 39, RT_V_INCONCLUSIVE, d_interrupted,
+	  "the whole job was stopped from outside (SIGINT, SIGTERM or SIGHUP to every rank)",
+	  RT_VW_WARNING, "rerun it to the end; `ranktrace verdict --stall` tells whether it was "
+	  "hung when it was stopped" },
 	{ "died-inside", 40, RT_V_CRASHED, d_died_inside, "a rank died inside a call",
 	  RT_VW_ERROR, ADV_CRASH },
 	{ "exit-status", 45, RT_V_CRASHED, d_exit_status, "a rank exited with a non-zero status",

@@ -1,15 +1,27 @@
 /* SPDX-License-Identifier: MIT */
 /* hang.c - live jobs: each rank's open calls and their ages, hung or not,
  * and the laggard analysis of a hang (who waits in which collective, who
- * never entered it and what it is inside instead).
+ * never entered it and what it is inside instead, whose process is
+ * stopped); interrupted jobs, seen as they stood when they were stopped.
  *
  * rt_vw_track_calls runs per event during the merge (no allocation: fixed
- * tables per rank); rt_vw_liveness once after rt_vw_completeness. Ages are
- * measured on the trace's clock (rt_vw_trace_now): exact on the host that
- * wrote it, through the realtime offset elsewhere. */
+ * tables per rank); rt_vw_interruption and rt_vw_liveness once after
+ * rt_vw_completeness. Ages are measured on the trace's clock
+ * (rt_vw_trace_now): exact on the host that wrote it, through the realtime
+ * offset elsewhere; an interrupted rank's at its stop (its last event).
+ *
+ * An interrupted job: SIGINT, SIGTERM or SIGHUP to `run` (Ctrl-C, a
+ * scheduler's stop) reaches the launcher, which stops every rank with it.
+ * The ranks die a collective apart, as they happened to be: what a rank had
+ * not called yet when it was stopped is no evidence that it never would,
+ * and its kill is no crash of the program. */
 #include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "model.h"
 #include "model_int.h"
@@ -50,7 +62,9 @@ void rt_vw_track_calls(struct rt_vw_rank *r, const struct rt_vw_event *e)
 	if (ck >= 0 && comm && ck != RT_CK_Send && ck != RT_CK_Recv)
 		note_entered(r, comm, seq);
 	if (!e->pending) {
-		if (e->ts + e->dur > r->last_done_ts)
+		/* a signal's record is no call that returned: a job hung, then
+		 * interrupted, stays hung as it stood */
+		if (e->id != RT_ID_rt_signal && e->ts + e->dur > r->last_done_ts)
 			r->last_done_ts = e->ts + e->dur;
 		return;
 	}
@@ -68,6 +82,81 @@ void rt_vw_track_calls(struct rt_vw_rank *r, const struct rt_vw_event *e)
 		return;
 	}
 	r->open[k] = (struct rt_vw_open_call){ e->id, e->tid, e->ts, comm, seq, -1 };
+}
+
+/* Alive, or stopped with the whole job: in the stall analysis. */
+static bool frozen(const struct rt_vw_rank *r)
+{
+	return r->state == RT_S_RUNNING || r->interrupted;
+}
+
+void rt_vw_interruption(struct rt_vw_trace *t)
+{
+	int sig = 0;
+
+	t->interrupted = 0;
+	for (int i = 0; i < t->nranks; i++) {
+		const struct rt_vw_rank *r = &t->ranks[i];
+
+		if (!r->readable)
+			continue;
+		if (r->state != RT_S_KILLED ||
+		    (r->signo != SIGINT && r->signo != SIGTERM && r->signo != SIGHUP))
+			return;
+		sig = sig ? sig : r->signo;
+	}
+	t->interrupted = sig;
+	for (int i = 0; i < t->nranks; i++)
+		t->ranks[i].interrupted = sig && t->ranks[i].readable;
+}
+
+/* Has process pid mapped a file under dir (its rank directory's stream
+ * files)? Proves the pid is the rank's, not another process's in another
+ * pid namespace. */
+static bool maps_file_in(int pid, const char *dir)
+{
+	char path[64], line[PATH_MAX + 128], *p;
+	size_t n = strlen(dir);
+	bool found = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	f = fopen(path, "re");
+	while (f && !found && fgets(line, sizeof(line), f)) {
+		p = strchr(line, '/');
+		found = p && !strncmp(p, dir, n) && p[n] == '/';
+	}
+	if (f)
+		fclose(f);
+	return found;
+}
+
+/* A live rank on this host: its process's state ('T': stopped), else 0. */
+static char proc_state(const struct rt_vw_trace *t, const struct rt_vw_rank *r)
+{
+	char host[256] = "", abs[PATH_MAX], dir[PATH_MAX + 80], buf[512], *p;
+	FILE *f;
+	size_t k;
+
+	if (gethostname(host, sizeof(host) - 1) != 0 || strcmp(host, r->meta.hostname) ||
+	    r->meta.pid <= 0 || !realpath(t->dir, abs))
+		return 0;
+	snprintf(dir, sizeof(dir), "%s/%s", abs, r->name);
+	if (!maps_file_in(r->meta.pid, dir))
+		return 0;
+	snprintf(buf, sizeof(buf), "/proc/%d/stat", r->meta.pid);
+	f = fopen(buf, "re");
+	k = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+	if (f)
+		fclose(f);
+	buf[k] = '\0';
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' ? p[2] : 0;
+}
+
+static bool is_stopped(const struct rt_vw_rank *r)
+{
+	return r->proc_state == 'T' || r->proc_state == 't';
 }
 
 static void call_name(char *out, size_t n, const struct rt_vw_open_call *c)
@@ -100,13 +189,12 @@ static const struct rt_vw_open_call *waited_collective(const struct rt_vw_trace 
 		const struct rt_vw_open_call *o = oldest_open(&t->ranks[i]);
 		int n = 0;
 
-		if (t->ranks[i].state != RT_S_RUNNING || !o || rt_vw_coll_kind(o->id) < 0 || !o->comm_id)
+		if (!frozen(&t->ranks[i]) || !o || rt_vw_coll_kind(o->id) < 0 || !o->comm_id)
 			continue;
 		for (int j = 0; j < t->nranks; j++) {
 			const struct rt_vw_open_call *p = oldest_open(&t->ranks[j]);
 
-			n += t->ranks[j].state == RT_S_RUNNING && p && p->comm_id == o->comm_id &&
-			     p->seq == o->seq;
+			n += frozen(&t->ranks[j]) && p && p->comm_id == o->comm_id && p->seq == o->seq;
 		}
 		if (n > best_n || (n == best_n && best && o->seq < best->seq)) {
 			best = o;
@@ -116,23 +204,49 @@ static const struct rt_vw_open_call *waited_collective(const struct rt_vw_trace 
 	return best;
 }
 
+/* "rank 2 is stopped (...), the others wait for it; " for stopped live
+ * ranks: the one the others wait for, whatever collective they all appear
+ * to be in. The length written into t->laggard. */
+static size_t stopped_ranks(struct rt_vw_trace *t)
+{
+	char list[200] = "";
+	size_t len = 0;
+	int n = 0;
+
+	for (int i = 0; i < t->nranks; i++)
+		if (t->ranks[i].state == RT_S_RUNNING && is_stopped(&t->ranks[i]) &&
+		    len < sizeof(list) - 12) {
+			len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%d", n ? "," : "",
+						t->ranks[i].meta.rank);
+			n++;
+		}
+	if (!n)
+		return 0;
+	return (size_t)snprintf(t->laggard, sizeof(t->laggard), "rank%s %s %s stopped (process "
+				"state T: SIGSTOP, Ctrl-Z or a debugger), the others wait for %s; ",
+				n > 1 ? "s" : "", list, n > 1 ? "are" : "is", n > 1 ? "them" : "it");
+}
+
 /* "ranks 0,1,3 wait in ncclAllReduce #58 (120 s); rank 2 never entered #58:
  * it has been inside cudaMalloc for 121 s" */
 static void laggards(struct rt_vw_trace *t)
 {
 	const struct rt_vw_open_call *w = waited_collective(t);
 	char waiting[200] = "", name[80];
-	size_t len = 0, wl = 0;
+	size_t len = stopped_ranks(t), wl = 0;
 	double age = 0;
 
-	if (!w)
+	if (!w) {
+		if (len >= 2)
+			t->laggard[len - 2] = '\0'; /* "rank 2 is stopped (...), the others wait for it" */
 		return;
+	}
 	call_name(name, sizeof(name), w);
 	for (int i = 0; i < t->nranks; i++) {
 		const struct rt_vw_rank *r = &t->ranks[i];
 		const struct rt_vw_open_call *o = oldest_open(r);
 
-		if (r->state != RT_S_RUNNING || !o || o->comm_id != w->comm_id || o->seq != w->seq)
+		if (!frozen(r) || !o || o->comm_id != w->comm_id || o->seq != w->seq)
 			continue;
 		if (wl < sizeof(waiting) - 12)
 			wl += (size_t)snprintf(waiting + wl, sizeof(waiting) - wl, "%s%d", wl ? "," : "",
@@ -140,9 +254,9 @@ static void laggards(struct rt_vw_trace *t)
 		if (o->age_s > age)
 			age = o->age_s;
 	}
-	len = (size_t)snprintf(t->laggard, sizeof(t->laggard), "rank%s %s wait%s in %s (%.0f s)",
-			       strchr(waiting, ',') ? "s" : "", waiting, strchr(waiting, ',') ? "" : "s",
-			       name, age);
+	len += (size_t)snprintf(t->laggard + len, sizeof(t->laggard) - len,
+				"rank%s %s wait%s in %s (%.0f s)", strchr(waiting, ',') ? "s" : "",
+				waiting, strchr(waiting, ',') ? "" : "s", name, age);
 	for (int i = 0; i < t->nranks && len < sizeof(t->laggard) - 1; i++) {
 		const struct rt_vw_rank *r = &t->ranks[i];
 		const struct rt_vw_open_call *o = oldest_open(r);
@@ -150,7 +264,7 @@ static void laggards(struct rt_vw_trace *t)
 
 		if (!r->readable || entered_seq(r, w->comm_id) >= w->seq)
 			continue;
-		if (r->state != RT_S_RUNNING) {
+		if (!frozen(r)) {
 			snprintf(inside, sizeof(inside), "%s", r->state == RT_S_KILLED ? "it was killed" :
 				 r->state == RT_S_EXITED ? "it exited" : "its process is gone");
 		} else if (o) {
@@ -160,53 +274,73 @@ static void laggards(struct rt_vw_trace *t)
 			snprintf(inside, sizeof(inside), "no call open, idle for %.0f s", r->idle_s);
 		len += (size_t)snprintf(t->laggard + len, sizeof(t->laggard) - len,
 					"; rank %d never entered #%u: %s%s", r->meta.rank, w->seq,
-					r->state == RT_S_RUNNING && o ? "it has been inside " : "", inside);
+					frozen(r) && o ? "it has been inside " : "", inside);
+	}
+}
+
+/* Ages of r's open calls and its idle time, now (at its stop, if interrupted). */
+static void ages(struct rt_vw_rank *r)
+{
+	uint64_t now = r->state == RT_S_RUNNING ? rt_vw_trace_now(&r->meta) : r->last_ts;
+
+	r->idle_s = now > r->last_done_ts ? (double)(now - r->last_done_ts) / 1e9 : 0;
+	for (int k = 0; k < r->nopen; k++)
+		r->open[k].age_s = now > r->open[k].ts ? (double)(now - r->open[k].ts) / 1e9 : 0;
+}
+
+static void rank_findings(struct rt_vw_trace *t)
+{
+	for (int i = 0; i < t->nranks; i++) {
+		const struct rt_vw_rank *r = &t->ranks[i];
+		const struct rt_vw_open_call *o = oldest_open(r);
+		const char *stopped = is_stopped(r) ? " (its process is stopped: SIGSTOP, Ctrl-Z or "
+						      "a debugger)" : "";
+		char name[80];
+
+		if (!frozen(r))
+			continue;
+		if (o) {
+			call_name(name, sizeof(name), o);
+			rt_vw_add_rank_finding(t, r->meta.rank, 2, RT_V_HUNG, "rank %d has been inside %s "
+					       "for %.0f s%s", r->meta.rank, name, o->age_s, stopped);
+		} else {
+			rt_vw_add_rank_finding(t, r->meta.rank, 2, RT_V_HUNG, "rank %d is alive, no call "
+					       "returned for %.0f s%s", r->meta.rank, r->idle_s, stopped);
+		}
 	}
 }
 
 void rt_vw_liveness(struct rt_vw_trace *t)
 {
-	bool all_stalled = t->running > 0;
+	const char *when = t->interrupted ? " when the job was interrupted" : "";
+	bool all_stalled = true;
+	int n = 0;
 
 	t->hung = false;
 	t->laggard[0] = '\0';
 	for (int i = 0; i < t->nranks; i++) {
 		struct rt_vw_rank *r = &t->ranks[i];
-		uint64_t now;
 
 		r->idle_s = -1;
-		if (r->state != RT_S_RUNNING)
+		r->proc_state = 0;
+		if (!frozen(r))
 			continue;
-		now = rt_vw_trace_now(&r->meta);
-		r->idle_s = now > r->last_done_ts ? (double)(now - r->last_done_ts) / 1e9 : 0;
-		for (int k = 0; k < r->nopen; k++)
-			r->open[k].age_s = now > r->open[k].ts ? (double)(now - r->open[k].ts) / 1e9 : 0;
+		n++;
+		ages(r);
 		if (r->idle_s * 1e9 < (double)t->stall_ns)
 			all_stalled = false;
 	}
-	if (!all_stalled)
+	if (!n || !all_stalled)
 		return;
 	t->hung = true;
+	for (int i = 0; i < t->nranks; i++)
+		if (t->ranks[i].state == RT_S_RUNNING)
+			t->ranks[i].proc_state = proc_state(t, &t->ranks[i]);
 	laggards(t);
 	if (t->laggard[0])
-		rt_vw_add_finding(t, 1, RT_V_HUNG, "hung: %s", t->laggard);
+		rt_vw_add_finding(t, 1, RT_V_HUNG, "hung%s: %s", when, t->laggard);
 	else
-		rt_vw_add_finding(t, 1, RT_V_HUNG, "hung: no call returned on any live rank for %.0f s",
-				  (double)t->stall_ns / 1e9);
-	for (int i = 0; i < t->nranks; i++) {
-		const struct rt_vw_rank *r = &t->ranks[i];
-		const struct rt_vw_open_call *o = oldest_open(r);
-		char name[80];
-
-		if (r->state != RT_S_RUNNING)
-			continue;
-		if (o) {
-			call_name(name, sizeof(name), o);
-			rt_vw_add_rank_finding(t, r->meta.rank, 2, RT_V_HUNG, "rank %d has been inside %s for %.0f s",
-					  r->meta.rank, name, o->age_s);
-		} else {
-			rt_vw_add_rank_finding(t, r->meta.rank, 2, RT_V_HUNG, "rank %d is alive, no call returned for %.0f s",
-					  r->meta.rank, r->idle_s);
-		}
-	}
+		rt_vw_add_finding(t, 1, RT_V_HUNG, "hung%s: no call returned on any %srank for %.0f s",
+				  when, t->interrupted ? "" : "live ", (double)t->stall_ns / 1e9);
+	rank_findings(t);
 }

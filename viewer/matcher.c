@@ -282,9 +282,12 @@ void rt_vw_matcher_finish(struct matcher *m)
 		if (any >= 0)
 			describe(a, sizeof(a), &first->by_rank[any]);
 		/* "never called" rests on the absence of events: only from ranks
-		 * whose whole run is in the trace */
+		 * whose whole run is in the trace and that were not stopped from
+		 * outside before they got there (an interrupted job's ranks are a
+		 * collective apart; a hang before it is hang.c's to tell) */
 		for (int r = 0; r < t->nranks && len; r++)
-			if (!first->by_rank[r].seen && !rt_vw_evidence_complete(t, r))
+			if (!first->by_rank[r].seen &&
+			    (!rt_vw_evidence_complete(t, r) || t->ranks[r].interrupted))
 				len = 0;
 		if (len && !t->nmissing) {
 			rt_vw_add_finding(t, 25, RT_V_COLLECTIVE_MISMATCH,

@@ -251,6 +251,7 @@ void rt_vw_model_finish(struct matcher *m)
 	if (!m->t->stall_ns)
 		m->t->stall_ns = RT_VW_STALL_DEFAULT_NS;
 	rt_vw_completeness(m->t, m);
+	rt_vw_interruption(m->t);
 	rt_vw_matcher_finish(m);
 	rt_vw_liveness(m->t);
 	rt_vw_analyse(m->t);

@@ -157,6 +157,8 @@ struct rt_vw_rank {
 	int nopen;
 	uint64_t last_done_ts;       /* end of the last call that returned */
 	double idle_s;               /* live: seconds since last_done_ts, else -1 */
+	bool interrupted;            /* stopped from outside with the whole job (hang.c) */
+	char proc_state;             /* live on this host: its process's state ('T': stopped), else 0 */
 	struct { uint64_t comm_id; uint32_t seq; } entered[RT_VW_MAX_COMMS]; /* highest seq */
 	int nentered;
 	uint8_t param_point;         /* report point now (params.c: rt_marker "rt.params") */
@@ -327,6 +329,7 @@ struct rt_vw_trace {
 	int running;                 /* ranks whose process is alive */
 	bool hung;
 	char laggard[600];           /* the laggard analysis of a hang */
+	int interrupted;             /* every rank stopped by this signal (INT, TERM, HUP), else 0 */
 	struct rt_vw_bt2 *lttng; /* an LTTng trace, read at load (read_bt2.c); else NULL */
 };
 

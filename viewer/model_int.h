@@ -169,8 +169,14 @@ void rt_vw_decide(struct rt_vw_trace *t, bool any_crashed);
 
 /* Per event: open calls, collective sequences entered, last return. */
 void rt_vw_track_calls(struct rt_vw_rank *r, const struct rt_vw_event *e);
+/* A job interrupted from outside: every readable rank ended by SIGINT,
+ * SIGTERM or SIGHUP (t->interrupted, each rank's interrupted). After
+ * rt_vw_completeness, before rt_vw_matcher_finish ("never called" does not
+ * rest on a rank stopped before it got there). */
+void rt_vw_interruption(struct rt_vw_trace *t);
 /* Ages of open calls, idle time, hung or not, the laggard analysis and its
- * findings. After rt_vw_completeness. */
+ * findings; an interrupted job as it stood when it was stopped. After
+ * rt_vw_completeness and rt_vw_interruption. */
 void rt_vw_liveness(struct rt_vw_trace *t);
 
 /* The time an event takes effect, for ordering events of different threads:

@@ -316,6 +316,54 @@ static void s_damaged_elsewhere(void)
 	t->damaged = 1;
 }
 
+/* SIGTERM to every rank a collective apart (Ctrl-C to `run`, through the
+ * launcher): ranks 0, 2, 3 inside all-reduce #2, rank 1 not there yet */
+static void s_interrupted(void)
+{
+	init_all();
+	coll_all(RT_ID_ncclAllReduce, 1, 128);
+	for (int i = 0; i < t->nranks; i++)
+		if (i != 1)
+			ev(i, RT_ID_ncclAllReduce, i, 0, true, RT_FN_comm_id, COMM, RT_FN_seq, U(2),
+			   RT_FN_count, U(128), -1);
+	for (int i = 0; i < t->nranks; i++)
+		OK(i, rt_signal, i, RT_FN_signo, U(15));
+}
+
+/* SIGINT (a terminal's Ctrl-C passed on by the launcher): the same */
+static void s_interrupted_int(void)
+{
+	init_all();
+	coll_all(RT_ID_ncclAllReduce, 1, 128);
+	ev(0, RT_ID_ncclAllReduce, 0, 0, true, RT_FN_comm_id, COMM, RT_FN_seq, U(2), RT_FN_count,
+	   U(128), -1);
+	for (int i = 0; i < t->nranks; i++)
+		OK(i, rt_signal, i, RT_FN_signo, U(2));
+}
+
+/* one rank SIGTERMed, the others failed on their own: no interruption */
+static void s_one_terminated(void)
+{
+	init_all();
+	OK(1, rt_signal, 1, RT_FN_signo, U(15));
+	for (int i = 0; i < t->nranks; i++)
+		if (i != 1)
+			OK(i, rt_exit, i, RT_FN_status, U(1));
+}
+
+/* interrupted after a real divergence: rank 1 called an all-gather where
+ * the others called all-reduce #2; that evidence still decides */
+static void s_interrupted_after_mismatch(void)
+{
+	init_all();
+	coll_all(RT_ID_ncclAllReduce, 1, 128);
+	for (int i = 0; i < t->nranks; i++)
+		ev(i, i == 1 ? RT_ID_ncclAllGather : RT_ID_ncclAllReduce, i, 0, true, RT_FN_comm_id, COMM,
+		   RT_FN_seq, U(2), RT_FN_count, U(128), -1);
+	for (int i = 0; i < t->nranks; i++)
+		OK(i, rt_signal, i, RT_FN_signo, U(15));
+}
+
 struct scase {
 	const char *name;
 	void (*build)(void);
@@ -357,6 +405,14 @@ static const struct scase cases[] = {
 	{ "duplicate_rank", s_duplicate, RT_V_INCONCLUSIVE, "rank-00001 and rank-00003 both claim rank 1", NULL },
 	{ "capped_is_not_never_called", s_capped_never_reached, RT_V_INCONCLUSIVE, "rank 1 trace incomplete", "never called" },
 	{ "damaged_elsewhere_still_classifies", s_damaged_elsewhere, RT_V_DEVICE_MISPLACEMENT, "rank 1 used device 0", NULL },
+	{ "interrupted_is_not_never_called", s_interrupted, RT_V_INCONCLUSIVE,
+	  "job interrupted: every rank was stopped by signal 15 (SIGTERM)", "never called" },
+	{ "interrupted_is_not_crashed", s_interrupted_int, RT_V_INCONCLUSIVE,
+	  "job interrupted: every rank was stopped by signal 2 (SIGINT)", "killed by signal" },
+	{ "one_rank_terminated_is_no_interruption", s_one_terminated, RT_V_CRASHED,
+	  "rank 1 was killed by signal 15", "interrupted" },
+	{ "interrupted_after_mismatch_keeps_it", s_interrupted_after_mismatch, RT_V_COLLECTIVE_MISMATCH,
+	  "collective mismatch at sequence 2", NULL },
 };
 
 static const struct scase *find_case(const char *name)
@@ -410,6 +466,10 @@ Test(model, address_reused_across_threads) { run_case("address_reused_across_thr
 Test(model, discarded) { run_case("discarded"); }
 Test(model, collective_mismatch) { run_case("collective_mismatch"); }
 Test(model, never_reached) { run_case("never_reached"); }
+Test(model, interrupted_is_not_never_called) { run_case("interrupted_is_not_never_called"); }
+Test(model, interrupted_is_not_crashed) { run_case("interrupted_is_not_crashed"); }
+Test(model, one_rank_terminated_is_no_interruption) { run_case("one_rank_terminated_is_no_interruption"); }
+Test(model, interrupted_after_mismatch_keeps_it) { run_case("interrupted_after_mismatch_keeps_it"); }
 Test(model, split_communicators_close) { run_case("split_communicators_close"); }
 Test(model, split_sized_rank_by_rank) { run_case("split_sized_rank_by_rank"); }
 Test(model, missing_ranks) { run_case("missing_ranks"); }
