@@ -30,6 +30,7 @@
  * calls and stores only - no malloc, no lock. Thread-safe for distinct
  * streams; the counters here are atomics. */
 #include <fcntl.h>
+#include <linux/futex.h>
 #include <stdio.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -54,10 +55,10 @@ static void *life_map;       /* a page of the first file: keeps it (and its lock
 #define LIFE_BYTES 4096
 /* Descriptors held in the program's table at once (while a file is made or
  * trimmed): thousands of threads starting together never take the
- * program's numbers. Past it, a file is asked of the helper (its own
- * table) or waited for (prep.c); a trim is skipped. */
-#define FD_BUDGET 8
-static int fds_out;
+ * program's numbers. 32 where they are lifted to the top of the range
+ * (own.c), 2 under a soft RLIMIT_NOFILE of 256. Past it, a slot is waited
+ * for (rt_tr_fd_slot_wait); a trim is skipped. */
+static int fds_out, fds_waiting;
 
 #define SMALLEST_PACKET (8u << 10)
 
@@ -105,11 +106,18 @@ void rt_tr_stop_process(int err)
 		__atomic_store_n(&stop_err, err, __ATOMIC_RELEASE);
 }
 
+static int fd_budget(void)
+{
+	struct rlimit rl;
+
+	return getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur >= 256 ? 32 : 2;
+}
+
 static bool fd_slot_take(void)
 {
 	if (rt_tr_fds_private)
 		return true;
-	if (__atomic_add_fetch(&fds_out, 1, __ATOMIC_ACQ_REL) <= FD_BUDGET)
+	if (__atomic_add_fetch(&fds_out, 1, __ATOMIC_ACQ_REL) <= fd_budget())
 		return true;
 	__atomic_sub_fetch(&fds_out, 1, __ATOMIC_RELEASE);
 	return false;
@@ -117,8 +125,23 @@ static bool fd_slot_take(void)
 
 static void fd_slot_give(void)
 {
-	if (!rt_tr_fds_private)
-		__atomic_sub_fetch(&fds_out, 1, __ATOMIC_RELEASE);
+	if (rt_tr_fds_private)
+		return;
+	__atomic_sub_fetch(&fds_out, 1, __ATOMIC_RELEASE);
+	if (__atomic_load_n(&fds_waiting, __ATOMIC_ACQUIRE))
+		syscall(SYS_futex, &fds_out, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+/* Sleep until a descriptor slot may be free (ms milliseconds at most). */
+void rt_tr_fd_slot_wait(int ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+	int seen = __atomic_load_n(&fds_out, __ATOMIC_ACQUIRE);
+
+	__atomic_add_fetch(&fds_waiting, 1, __ATOMIC_ACQ_REL);
+	if (seen >= fd_budget())
+		syscall(SYS_futex, &fds_out, FUTEX_WAIT_PRIVATE, seen, &ts, NULL, 0);
+	__atomic_sub_fetch(&fds_waiting, 1, __ATOMIC_RELEASE);
 }
 
 /* Fork child: its own budget, its own lock, not stopped. */
@@ -128,7 +151,7 @@ void rt_tr_chunk_forget_process(void)
 	if (life_map)
 		munmap(life_map, LIFE_BYTES);
 	life_map = NULL;
-	made_first = fds_out = 0;
+	made_first = fds_out = fds_waiting = 0;
 	bytes_used = allocations = 0;
 	stop_reason = stop_err = 0;
 }

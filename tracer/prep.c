@@ -100,8 +100,9 @@ void rt_tr_prep_ask(struct rt_tr_stream *s)
  * the program's descriptor table is full (EMFILE here), the helper, whose
  * own table has room, is asked and waited for (1 s at most). When the
  * tracer's budget of descriptors in that table is in use (threads starting
- * together), a slot is waited for (10 s at most: its holders are making
- * files, a millisecond each). s is registered. */
+ * together), a slot is waited for: woken as one frees, 6000 tries of 10 ms
+ * at most (its holders are making files, a millisecond each when the
+ * machine is not overloaded). s is registered. */
 int rt_tr_prep_take(struct rt_tr_stream *s, struct rt_tr_chunk *ch)
 {
 	const struct timespec slice = { 0, 10 * 1000 * 1000 };
@@ -137,8 +138,8 @@ int rt_tr_prep_take(struct rt_tr_stream *s, struct rt_tr_chunk *ch)
 				rt_tr_prep_ask(s);
 				continue;
 			}
-			if (err == -RT_TR_E_FDS && slot_waits++ < 10000) {
-				nanosleep(&(struct timespec){ 0, 1000 * 1000 }, NULL);
+			if (err == -RT_TR_E_FDS && slot_waits++ < 6000) {
+				rt_tr_fd_slot_wait(10);
 				continue;
 			}
 			return err;

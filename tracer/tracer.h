@@ -164,10 +164,11 @@ int rt_tr_comm_device(const void *comm);
 int rt_tr_write_metadata(const char *dir, bool replace);
 void rt_tr_stream_forget_inherited(void);
 void rt_tr_stream_release(struct rt_tr_stream *s);
-void rt_tr_stream_note_stop(void);
+void rt_tr_stream_note_stop(struct rt_tr_stream *s);
 extern uint8_t rt_tr_trace_uuid[16];
 /* chunk.c: stream files */
 int rt_tr_chunk_make(struct rt_tr_stream *s, struct rt_tr_chunk *ch);
+void rt_tr_fd_slot_wait(int ms);
 void rt_tr_chunk_recycle(struct rt_tr_chunk *ch, uint64_t discarded);
 void rt_tr_chunk_trim(const struct rt_tr_stream *s, const struct rt_tr_chunk *ch, uint64_t keep);
 void rt_tr_chunk_drop(const struct rt_tr_stream *s, struct rt_tr_chunk *ch, bool remove);

@@ -78,6 +78,8 @@ static void stream_gone(void *p)
 
 	if (!s)
 		return;
+	if (s->pid == rt_tr_pid)
+		rt_tr_stream_note_stop(s);
 	if (rt_tr_stream_tls == s)
 		rt_tr_stream_tls = NULL;
 	if (s->pid == rt_tr_pid && rt_tr_prep_unregister(s))
@@ -247,12 +249,11 @@ void rt_tr_stream_next(struct rt_tr_stream *s, uint64_t now, unsigned need)
 	count_discarded(s);
 }
 
-/* At exit: tracing stopped (maybe for a thread that never had a file to say
- * so in) and this thread's stream has not said it yet: it says it now, in
- * the room every packet keeps for it. */
-void rt_tr_stream_note_stop(void)
+/* At exit or thread end: tracing stopped (maybe for a thread that never had
+ * a file to say so in) and this thread's stream s has not said it yet: it
+ * says it now, in the room every packet keeps for it. */
+void rt_tr_stream_note_stop(struct rt_tr_stream *s)
 {
-	struct rt_tr_stream *s = rt_tr_stream_tls;
 	int err = rt_tr_stop_error();
 
 	if (!err || !s || s->pid != rt_tr_pid || s->scratch || !s->last_real_pkt || rt_tr_depth)
