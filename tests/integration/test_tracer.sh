@@ -51,7 +51,7 @@ bt_clean "$T/bad"
 for r in 0 1 2 3; do
   pid=$(awk -F' = |;' '/^\tpid = / {print $2}' "$T/bad/rank-0000$r/metadata")
   # probe events (rt_param, rt_marker...) may follow the last call: look at calls and the end
-  grep "pid = $pid," "$T/bt.out" | sed -E 's/^.*\] \(.*\) [^ ]+ ([A-Za-z_0-9]+): .*/\1/' | grep -vE '^rt_(param|marker|fsdp_forward|fault)$' | tail -2 | tr '\n' ' ' > "$T/tail.$r"
+  grep "pid = $pid," "$T/bt.out" | sed -E 's/^.*\] \(.*\) [^ ]+ ([A-Za-z_0-9]+): .*/\1/' | grep -vE '^rt_(param|param_shape|unwrapped_call|marker|fsdp_forward|fault)$' | tail -2 | tr '\n' ' ' > "$T/tail.$r"
   check "rank $r trace ends: last call cudaMalloc, then exit 1" grep -qx 'cudaMalloc rt_exit ' "$T/tail.$r"
   check "rank $r: exit status 1 recorded" bash -c "grep 'pid = $pid,' '$T/bt.out' | tail -1 | grep -q 'rt_exit: .*status = 1 }'"
   check "rank $r: no all-gather after the init broadcasts" bash -c "! grep 'pid = $pid,' '$T/bt.out' | grep -q ncclAllGather"
