@@ -116,6 +116,13 @@ static bool tsdl_whole(const char *s, size_t n, char *why, size_t whylen)
 	return true;
 }
 
+/* The clock offset: a damaged metadata's may be anything, and signed
+ * overflow is undefined (the fuzzer's UBSan): it wraps, as no real one does. */
+static void add_offset(struct rt_vw_rank_meta *m, uint64_t ns)
+{
+	m->clock_offset_ns = (int64_t)((uint64_t)m->clock_offset_ns + ns);
+}
+
 /* The env and clock blocks' facts into m. */
 static void parse_env(const char *s, struct rt_vw_rank_meta *m)
 {
@@ -147,8 +154,8 @@ static void parse_env(const char *s, struct rt_vw_rank_meta *m)
 		else if (!strcmp(key, "ring_bytes")) m->ring_bytes = strtoull(val, NULL, 10);
 		else if (!strcmp(key, "rank_source")) snprintf(m->rank_source, sizeof(m->rank_source), "%s", val);
 		else if (!strcmp(key, "uuid")) snprintf(m->clock_uuid, sizeof(m->clock_uuid), "%s", val);
-		else if (!strcmp(key, "offset_s")) m->clock_offset_ns += strtoll(val, NULL, 10) * 1000000000ll;
-		else if (!strcmp(key, "offset")) m->clock_offset_ns += strtoll(val, NULL, 10);
+		else if (!strcmp(key, "offset_s")) add_offset(m, (uint64_t)strtoll(val, NULL, 10) * 1000000000ull);
+		else if (!strcmp(key, "offset")) add_offset(m, (uint64_t)strtoll(val, NULL, 10));
 	}
 }
 
