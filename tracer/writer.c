@@ -381,7 +381,11 @@ static int process_setup(void)
 	if (rt_tr_lttng_wanted) { /* identity as an event, no files (lttng_backend.c) */
 		err = rt_tr_lttng_setup();
 	} else {
+		struct rt_tr_quiet q;
+
+		rt_tr_quiet_begin(&q); /* rank.c writes the run id: no SIGXFSZ (own.c) */
 		err = rt_tr_rank_dir_create(rt_tr_trace_uuid);
+		rt_tr_quiet_end(&q, -err);
 		if (!err)
 			err = rt_tr_write_metadata(rt_tr_rank.dir, false);
 	}

@@ -19,12 +19,14 @@ fidelity() {
   local name=$1 o; shift
   o="$T/$name"
   mkdir -p "$o"
+  # (stdout through a pipe: RLIMIT_FSIZE does not apply to the program's own output)
   (ulimit -n "${NOFILE:-$(ulimit -n)}" && sim timeout -k 5 120 "$FID" "$@" "$o/plain.file" \
-    > "$o/plain.out" 2> "$o/plain.err"; echo $? > "$o/plain.rc")
+    2> "$o/plain.err" | cat > "$o/plain.out"; echo "${PIPESTATUS[0]}" > "$o/plain.rc")
   for helper in 1 0; do
     local d="$o/trace-$helper"
     (ulimit -n "${NOFILE:-$(ulimit -n)}" && RANKTRACE_HELPER=$helper RANKTRACE_DIR="$d" LD_PRELOAD="$LIB" \
-      sim timeout -k 5 120 "$FID" "$@" "$o/traced.file" > "$o/traced.out" 2> "$o/traced.err"; echo $? > "$o/traced.rc")
+      sim timeout -k 5 120 "$FID" "$@" "$o/traced.file" 2> "$o/traced.err" | cat > "$o/traced.out"
+      echo "${PIPESTATUS[0]}" > "$o/traced.rc")
     check "$name (helper=$helper): same stdout traced and untraced" cmp "$T/$name/plain.out" "$T/$name/traced.out"
     check "$name (helper=$helper): same exit status ($(cat "$T/$name/plain.rc")/$(cat "$T/$name/traced.rc"))" \
       cmp -s "$T/$name/plain.rc" "$T/$name/traced.rc"
@@ -105,6 +107,9 @@ check "RLIMIT_NOFILE 16, no helper: the warning names the cause" grep -q 'I/O er
 TRACE_EXPECT=untraced fidelity fsize16 fsize 16
 check "RLIMIT_FSIZE 16 KiB: the warning names the limit's error" grep -q 'File too large' "$T/fsize16/traced.err"
 fidelity fsize24 fsize 24
+# ... 0 (ulimit -f 0), a run id to write in the rank directory: untraced,
+#     not killed by that write nor by the warning on a stderr file
+RANKTRACE_RUN_ID=fidelity-run TRACE_EXPECT=untraced fidelity fsize0 fsize 0
 fidelity fsize-late16 fsize-late 16
 TRACE_EXPECT=capped fidelity fsize-late4 fsize-late 4
 check "RLIMIT_FSIZE 4 KiB: the warning names the limit's error" grep -q 'File too large' "$T/fsize-late4/traced.err"

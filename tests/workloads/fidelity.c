@@ -191,7 +191,8 @@ static int fsize(long kib, bool late, const char *path)
 	calls(CALLS);
 	memset(block, 'x', sizeof(block));
 	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	printf("wrote %zd bytes\n", write(fd, block, n < sizeof(block) ? n : sizeof(block)));
+	/* (at a limit of 0 even an empty write raises SIGXFSZ) */
+	printf("wrote %zd bytes\n", n ? write(fd, block, n < sizeof(block) ? n : sizeof(block)) : 0);
 	close(fd);
 	return 0;
 }
