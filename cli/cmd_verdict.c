@@ -49,8 +49,9 @@ static void usage_verdict(FILE *f)
 }
 
 /* How each rank ended, ranks that ended alike on one line ("ranks 0-3
- * exited: exit 1"): a thousand ranks killed by the launcher read as one. */
-static void print_endings(const struct rt_vw_trace *t)
+ * exited: exit 1"): a thousand ranks killed by the launcher read as one.
+ * Ranks marked in named had their ending said already. */
+static void print_endings(const struct rt_vw_trace *t, const bool *named)
 {
 	char (*how)[128] = calloc((size_t)t->nranks, sizeof(*how));
 	int *same = calloc((size_t)t->nranks, sizeof(*same));
@@ -60,6 +61,7 @@ static void print_endings(const struct rt_vw_trace *t)
 	for (int i = 0; how && same && done && i < t->nranks; i++) {
 		char end[96];
 
+		done[i] = named && named[i];
 		rt_vw_rank_end(&t->ranks[i], end, sizeof(end));
 		snprintf(how[i], sizeof(how[i]), "%s: %s", rt_vw_state_names[t->ranks[i].state], end);
 	}
@@ -79,6 +81,29 @@ static void print_endings(const struct rt_vw_trace *t)
 	free(how);
 	free(same);
 	free(done);
+}
+
+/* Why: the findings that decided the verdict, the same finding on several
+ * ranks said once ("ranks 0-1 exited with status 1"). A crash's finding
+ * names those ranks' endings: they are marked in named, not said again. */
+static void print_why(const struct rt_vw_trace *t, bool *named)
+{
+	struct rt_vw_diag *g;
+	int hidden, n = rt_vw_diagnose(t, -1, true, &g, &hidden);
+
+	for (int k = 0; k < n; k++) {
+		if (t->findings[g[k].first].signature != t->verdict)
+			continue;
+		fprintf(stderr, "ranktrace verdict: %s\n", rt_cli_esc(g[k].text));
+		for (int j = 0; named && t->verdict == RT_V_CRASHED && j < g[k].nranks; j++) {
+			int i = rt_vw_rank_index(t, g[k].ranks[j]);
+
+			if (i >= 0)
+				named[i] = true;
+		}
+		break;
+	}
+	free(g);
 }
 
 int rt_cli_cmd_verdict(int argc, char **argv)
@@ -134,16 +159,15 @@ int rt_cli_cmd_verdict(int argc, char **argv)
 		if (t->findings[i].signature == RT_V_HUNG)
 			fprintf(stderr, "ranktrace verdict: %s\n", rt_cli_esc(t->findings[i].text));
 	if (t->interrupted && t->verdict == RT_V_INCONCLUSIVE)
-		print_endings(t);
+		print_endings(t, NULL);
 	if (t->verdict != RT_V_HEALTHY && t->verdict != RT_V_INCONCLUSIVE &&
 	    t->verdict != RT_V_HUNG) {
-		/* why, and how each rank ended */
-		for (int i = 0; i < t->nfindings; i++)
-			if (t->findings[i].signature == t->verdict) {
-				fprintf(stderr, "ranktrace verdict: %s\n", rt_cli_esc(t->findings[i].text));
-				break;
-			}
-		print_endings(t);
+		/* why, and how each rank ended: each ending once */
+		bool *named = calloc((size_t)t->nranks + 1, sizeof(*named));
+
+		print_why(t, named);
+		print_endings(t, named);
+		free(named);
 	}
 	if (t->verdict == RT_V_HEALTHY)
 		rc = 0;

@@ -75,6 +75,28 @@ run4 abort 'ncclAllGather:abort:when=1:rank=3' --steps 1
 check "abort: rank 3 was killed by SIGABRT" grep -qE 'rank 3 +.*signal 6' "$T/abort.log"
 check "abort: its trace ends with the fault, then the signal" bash -c "babeltrace2 '$T/abort' 2>/dev/null | grep 'pid = $(pid_of abort 3),' | tail -2 | grep -c -E 'rt_fault|rt_signal' | grep -qx 2"
 
+# verdict's stderr names each rank's ending once (issue 18): the crash finding's
+# ranks are not listed again with the other endings
+ends_once() {  # stderr of verdict, ranks expected
+  python3 - "$1" "$2" <<'PY'
+import re, sys
+said = []
+for line in open(sys.argv[1]):
+    m = re.search(r'\branks? ([0-9][0-9,-]*)', line)
+    for part in (m.group(1).split(',') if m else []):
+        a, _, b = part.partition('-')
+        said += range(int(a), int(b or a) + 1)
+assert sorted(said) == list(range(int(sys.argv[2]))), (said, open(sys.argv[1]).read())
+PY
+}
+"$RT" verdict "$T/abort" > /dev/null 2> "$T/abort.err"
+check "abort: verdict's stderr says each rank's ending once (rank 3's in the crash finding)" ends_once "$T/abort.err" 4
+sim "$RT" run -o "$T/oom1" --inject 'cudaMalloc:error=cudaErrorMemoryAllocation:when=1' -- \
+  "$B/bin/rt-launch" -n 3 "$B/bin/fsdp_mini" --steps 1 > /dev/null 2>&1
+check "every rank exits 1: verdict crashed" [ "$("$RT" verdict "$T/oom1" 2> "$T/oom1.err")" = crashed ]
+check "every rank exits 1: one line says so for ranks 0-2, nothing else" bash -c "
+  [ \$(wc -l < '$T/oom1.err') -eq 1 ] && grep -q '^ranktrace verdict: ranks 0-2 exited with status 1' '$T/oom1.err'"
+
 # same plan and seed: the same faults at the same calls
 for k in 1 2; do
   sim "$RT" run -o "$T/seed$k" --inject 'cudaGetDevice:error=cudaErrorInvalidValue:prob=0.3:seed=42' -- "$B/bin/callstorm" --calls 2000 --cheap > /dev/null 2>&1
