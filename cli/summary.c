@@ -29,9 +29,31 @@ static void peaks_str(const struct rt_vw_rank *r, char *out, size_t n)
 		snprintf(out, n, "-");
 }
 
+/* A rank that made no CUDA or NCCL call: what the probe recorded instead
+ * ("no CUDA or NCCL call; probe: 10 parameters, 3 FSDP root forwards");
+ * false when it recorded nothing either. */
+static bool probe_only(const struct rt_vw_rank *r, char *out, size_t n)
+{
+	size_t len;
+
+	if (r->api_events || !(r->params_reported || r->fsdp_root_forwards || r->unwrapped_calls ||
+			       r->markers || r->faults))
+		return false;
+	len = (size_t)snprintf(out, n, "no CUDA or NCCL call; probe: %u parameter%s, %" PRIu64
+			       " FSDP root forward%s", r->nparams, r->nparams == 1 ? "" : "s",
+			       r->fsdp_root_forwards, r->fsdp_root_forwards == 1 ? "" : "s");
+	if (r->unwrapped_calls && len < n)
+		len += (size_t)snprintf(out + len, n - len, ", %" PRIu64 " unwrapped-module call%s",
+					r->unwrapped_calls, r->unwrapped_calls == 1 ? "" : "s");
+	if (r->faults && len < n)
+		snprintf(out + len, n - len, ", %" PRIu64 " injected fault%s", r->faults,
+			 r->faults == 1 ? "" : "s");
+	return true;
+}
+
 static void print_rank(const struct rt_vw_rank *r, const char *discard_why)
 {
-	char who[80], devs[256], how[128], peaks[512];
+	char who[80], devs[256], how[128], peaks[512], probe[200];
 
 	if (r->meta.rank >= 0 && r->meta.rank < 100000)
 		snprintf(who, sizeof(who), "rank %d", r->meta.rank);
@@ -40,9 +62,12 @@ static void print_rank(const struct rt_vw_rank *r, const char *discard_why)
 	rt_cli_devices_str(r->devices_used, devs, sizeof(devs));
 	rt_vw_rank_end(r, how, sizeof(how));
 	peaks_str(r, peaks, sizeof(peaks));
-	printf("  %-12s %-10s %8" PRIu64 " events  device%s %-8s %-16s  %" PRIu64 " allocation%s, peak %s",
-	       who, rt_cli_esc(r->meta.hostname), r->events, strchr(devs, ',') ? "s" : " ", devs, how, r->allocs,
-	       r->allocs == 1 ? "" : "s", peaks);
+	printf("  %-12s %-10s %8" PRIu64 " events  device%s %-8s %-16s  ", who,
+	       rt_cli_esc(r->meta.hostname), r->events, strchr(devs, ',') ? "s" : " ", devs, how);
+	if (probe_only(r, probe, sizeof(probe)))
+		printf("%s", probe);
+	else
+		printf("%" PRIu64 " allocation%s, peak %s", r->allocs, r->allocs == 1 ? "" : "s", peaks);
 	if (r->discarded)
 		printf("  (%" PRIu64 " events discarded: %s)", r->discarded,
 		       r->stopped && rt_stop_prose(r->stop_reason) ? rt_stop_prose(r->stop_reason)

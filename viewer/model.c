@@ -224,6 +224,7 @@ int rt_vw_fault_spec(const struct rt_vw_event *e, char *out, size_t n)
 static void on_any(struct rt_vw_rank *r, const struct rt_vw_event *e)
 {
 	r->events++;
+	r->api_events += e->id < RT_ID_FIRST_TRACER;
 	r->cur_ts = e->ts;
 	rt_vw_track_calls(r, e);
 	if (!r->first_ts || e->ts < r->first_ts)

@@ -86,6 +86,7 @@ struct rt_vw_rank {
 	bool readable;
 	char damaged[512];           /* first error reading it, if any */
 	uint64_t events, discarded;
+	uint64_t api_events;         /* of them, interposed calls (CUDA, NCCL, driver) */
 	uint64_t first_ts, last_ts;
 	/* memory */
 	struct rt_vw_alloc_map *live;

@@ -124,6 +124,11 @@ if "$PY" -c 'import torch' 2>/dev/null; then
   done
   check "use_orig_params 4.53.0: dies as transformers 4.53.0 did ('weight' must be 2-D)" \
     grep -q "RuntimeError: 'weight' must be 2-D" "$T/orig4.53.0.log"
+  check "run's summary of a job with no CUDA or NCCL call says what the probe recorded" bash -c "
+    [ \$(grep -c '^  rank [01]  .*  no CUDA or NCCL call; probe: 10 parameters, 3 FSDP root forwards\$' '$T/orig4.52.4.log') -eq 2 ] &&
+    [ \$(grep -cE '^  rank [01]  .*  no CUDA or NCCL call; probe: 10 parameters, 0 FSDP root forwards, [0-9]+ unwrapped-module calls?\$' '$T/orig4.53.0.log') -eq 2 ]"
+  check "run's summary of fsdp_mini (CUDA used): allocations and peaks as before" bash -c "
+    [ \$(grep -cE '^  rank [0-3]  .* exit 0  *[0-9]+ allocations, peak [0-9]:[0-9]+ B\$' '$T/4.52.4.log') -eq 4 ]"
   for at in wrap last; do
     "$RT" params --json --at $at "$T/orig4.52.4" > "$T/orig.$at.json"
     check "use_orig_params --at $at: --json valid against the schema" python3 "$(dirname "$0")/schema_check.py" "$SCHEMA" "$T/orig.$at.json"
