@@ -116,7 +116,7 @@ void rt_vw_describe_unwrapped(const struct rt_vw_trace *t, const int *idx, int k
 	const struct rt_vw_rank *r0 = &t->ranks[idx[0]];
 	uint64_t calls = 0, freed = 0, views = 0, before = 0;
 	char list[256], place[96] = "", when[48] = "no root forward ran before";
-	int ranks[64], nr = 0;
+	int ranks[64] = { 0 }, nr = 0;
 
 	for (int i = 0; i < k; i++) {
 		const struct rt_vw_rank *r = &t->ranks[idx[i]];
