@@ -40,3 +40,7 @@ us = (time.perf_counter() - t0) / n * 1e6
 step_ms = float(sys.argv[1])
 print(f"probe work per root forward: {us:.2f} us = {us / (step_ms * 10):.4f}% of a {step_ms} ms step")
 PY
+
+# The watch for unwrapped calls (a global forward pre-hook), with and without it.
+RANKTRACE_DIR="$T/hook" LD_PRELOAD="$B/lib/libranktrace.so" PYTHONPATH="$B/python" "$PY" \
+  "$(dirname "$0")/probe_hook.py" 2>&1 | grep -v 'Warning\|_init_core_state'
