@@ -38,7 +38,7 @@ void rt_cli_usage(FILE *f)
 		"  verdict DIR [--bad SIGNATURE] [--stall D] one-word classification; exit code for\n"
 		"                                           git bisect run: 0 healthy, 1 bad, 125 skip\n"
 		"                                           (evidence incomplete: says why)\n"
-		"  diff A B                                 where two traces first diverge, per rank\n"
+		"  diff A B [--json]                        what differs, the decisive difference first\n"
 		"  export DIR --perfetto OUT.json           Chrome trace JSON for ui.perfetto.dev\n"
 		"  report DIR -o REPORT.html [--stall D]    one self-contained HTML report\n"
 		"  bisect --pip PKG | --git REPO | --versions A,B,... [--good X --bad Y] -- CMD...\n"
