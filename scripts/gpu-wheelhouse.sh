@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # gpu-wheelhouse.sh [DIR] - run on a machine with PyPI: downloads the wheels
-# tests/gpu/stage_bisect.sh bisects (transformers 4.52.4, 4.53.0, 4.53.1,
+# tests/gpu/stage_bisect.sh bisects (transformers 4.52.4 and 4.53.0,
 # for CPython 3.12 on x86_64 Linux) and the pins they need that a Trainer
 # environment may lack (tokenizers, huggingface-hub, safetensors), into DIR
 # (default: wheelhouse/ at the top of the tree, where the GPU script looks),
@@ -11,8 +11,8 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 D=${1:-$ROOT/wheelhouse}
 PY=${PYTHON:-python3}
-VERSIONS=(4.52.4 4.53.0 4.53.1)
-# what transformers 4.52.4 ... 4.53.1 require of these (their METADATA)
+VERSIONS=(4.52.4 4.53.0)
+# what transformers 4.52.4 and 4.53.0 require of these (their METADATA)
 PINS=('tokenizers>=0.21,<0.22' 'huggingface-hub>=0.30.0,<1.0' 'safetensors>=0.4.3')
 mkdir -p "$D"
 target=(--only-binary=:all: --no-deps --python-version 3.12 --implementation cp

@@ -10,7 +10,8 @@
 #              (healthy), 4.53.0 and --inject skip-fsdp-root (skipped-fsdp-root)
 #   trainer    transformers Trainer, FSDP v1 (fsdp_config version 1), 2 ranks
 #              through python3 -m torch.distributed.run: untraced, traced,
-#              skip-fsdp-root, traced with expandable segments (driver VMM)
+#              skip-fsdp-root (use_orig_params false, then true: traced and
+#              skip-fsdp-root again), traced with expandable segments (driver VMM)
 #   cupti      ranktrace run --cupti
 #   stage_*.sh optional extra stages next to this script (see "hook" below)
 # With one GPU both ranks share it: LOCAL_RANK=0 and a per-rank NCCL_HOSTID
@@ -24,14 +25,16 @@
 # --rehearse: the same stages on CPU: the simulated cluster (one simulated
 # GPU, so the NCCL_HOSTID sharing path runs), torch on CPU (gloo) for the
 # Trainer rows (tests/python/fsdp_cpu.py, the same FSDP v1 calls, when
-# transformers is not installed), the simulated driver for the VMM row.
+# transformers is not installed; the rows left out, said so, without torch),
+# the simulated driver for the VMM row. JSON is read with python3.
+# RT_GPU_REUSE_BUILD=DIR (rehearsal only): use that build instead of making one.
 #
 # Hook: every tests/gpu/stage_*.sh is run (bash, after the built-in stages)
 # with RT B W PY LIBS SHIM NR REHEARSE exported and $1 = seconds it may use; it
 # prints rows as "name<TAB>expected<TAB>observed<TAB>ok|FAIL<TAB>detail" on
 # stdout and writes its logs under $W/logs.
 set -uo pipefail
-usage() { sed -n '3,33p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '3,35p' "$0" | sed 's/^# \{0,1\}//'; }
 REHEARSE=0
 case "${1:-}" in
   --rehearse) REHEARSE=1 ;;
@@ -85,13 +88,21 @@ GEN=()
 command -v ninja > /dev/null && GEN=(-G Ninja)
 TARGETS=(ranktrace ranktrace-cli fsdp_mini rt-launch driver_probe python-probe)
 [ $REHEARSE = 1 ] && TARGETS+=(simcudart simcuda simnccl)
-log "build (${GEN[*]:-make}; NCCL_ROOT=${NCCL_ROOT:-toolkit})"
-run_for $((REHEARSE ? 300 : 150)) build bash -c 'cmake -S "$0" -B "$1" "${@:3}" -DRT_TESTS=OFF -DCMAKE_BUILD_TYPE=Release &&
-  cmake --build "$1" -j"$(nproc)" --target $2' "$ROOT" "$B" "${TARGETS[*]}" "${GEN[@]}" \
-  ${NCCL_ROOT:+-DNCCL_ROOT="$NCCL_ROOT"}
-rc=$?
+if [ $REHEARSE = 1 ] && [ -n "${RT_GPU_REUSE_BUILD:-}" ]; then
+  B=$(cd "$RT_GPU_REUSE_BUILD" && pwd) # a rehearsal over a build made already
+  echo "reusing $B" > "$W/logs/build.log"
+  rc=0
+else
+  log "build (${GEN[*]:-make}; NCCL_ROOT=${NCCL_ROOT:-toolkit})"
+  run_for $((REHEARSE ? 300 : 150)) build bash -c 'cmake -S "$0" -B "$1" "${@:3}" -DRT_TESTS=OFF -DCMAKE_BUILD_TYPE=Release &&
+    cmake --build "$1" -j"$(nproc)" --target $2' "$ROOT" "$B" "${TARGETS[*]}" "${GEN[@]}" \
+    ${NCCL_ROOT:+-DNCCL_ROOT="$NCCL_ROOT"}
+  rc=$?
+fi
 RT="$B/bin/ranktrace"
-if [ $rc -eq 0 ] && [ -x "$RT" ]; then
+if [ $rc -eq 0 ] && [ -x "$RT" ] && [ -n "${RT_GPU_REUSE_BUILD:-}" ]; then
+  row build "built" "reused $B" ok ""
+elif [ $rc -eq 0 ] && [ -x "$RT" ]; then
   row build "built" "built (${GEN[*]:-make}, NCCL ${NCCL_ROOT:+pip }$(sed -n 's/^NCCL_LIBRARY:FILEPATH=//p' "$B/CMakeCache.txt"))" ok ""
 else
   err=$(grep -m3 -E 'error|Error|not found' "$W/logs/build.log" | tr '\t\n' '  ' | cut -c1-200)
@@ -123,9 +134,11 @@ fi
 chmod +x "$SHIM"
 log "$NGPU GPU(s); $VERS; $NR ranks$([ "$NGPU" -lt 2 ] && echo ' sharing GPU 0 (per-rank NCCL_HOSTID)')"
 
+# JSON is read with python3, never $PY: a rehearsal without torch still judges
+# every row it can
 # verdict/figures of a trace: "verdict events devices vmm_handles driver_bytes cupti"
 facts() {
-  "$RT" view --json "$1" 2> /dev/null | "$PY" -c '
+  "$RT" view --json "$1" 2> /dev/null | python3 -c '
 import json, sys
 d = json.load(sys.stdin); r = d["ranks"]
 print(d["verdict"], sum(x["events"] for x in r), len({v for x in r for v in x["devices"]}),
@@ -135,7 +148,7 @@ print(d["verdict"], sum(x["events"] for x in r), len({v for x in r for v in x["d
 }
 # parameter placement of a trace (`ranktrace params`), one summary per kind of rank
 placement() {
-  "$RT" params "$1" --json 2> /dev/null | "$PY" -c '
+  "$RT" params "$1" --json 2> /dev/null | python3 -c '
 import json, sys
 print("; ".join(sorted({r["summary"] for r in json.load(sys.stdin)["ranks"]})))' 2> /dev/null
 }
@@ -197,8 +210,13 @@ if [ -x "$RT" ]; then
   judge "fsdp_mini skip-fsdp-root" $BAD "$W/traces/m-skip" $?
 fi
 
-# ---- stage: Trainer with FSDP v1 ----
-if [ -x "$RT" ]; then
+# ---- stage: Trainer with FSDP v1, use_orig_params false and true ----
+HAVE_TORCH=0
+"$PY" -c 'import torch' 2> /dev/null && HAVE_TORCH=1
+if [ -x "$RT" ] && [ $REHEARSE = 1 ] && [ $HAVE_TORCH = 0 ]; then
+  row "Trainer stage (torch CPU)" "torch importable" "skipped: no torch" ok "$PY cannot import torch; its rows are left out"
+fi
+if [ -x "$RT" ] && { [ $REHEARSE = 0 ] || [ $HAVE_TORCH = 1 ]; }; then
   if [ $REHEARSE = 1 ] && [ $HAVE_HF = 0 ]; then
     TNAME="FSDP v1 CPU (fsdp_cpu.py; no transformers)"
     TRAIN=("$PY" "$ROOT/tests/python/fsdp_cpu.py" --steps 4 --time)
@@ -229,8 +247,20 @@ if [ -x "$RT" ]; then
   run_for 75 t-skip "$RT" run -o "$W/traces/t-skip" --max-size 64M --inject skip-fsdp-root -- \
     "${LAUNCH[@]}" "${TRAIN[@]}"
   judge "$TNAME skip-fsdp-root" $BAD "$W/traces/t-skip" $?
-  # expandable segments: PyTorch maps memory with cuMemCreate/cuMemMap through
-  # cudaGetDriverEntryPointByVersion; on CPU the simulated driver stands in
+  # transformers' default, use_orig_params=true: parameters are views into the
+  # flat shard, the skipped root must still be named
+  log "$TNAME use_orig_params=true, traced and --inject skip-fsdp-root"
+  trainer_run t-orig "$W/traces/t-orig" \
+    "$RT" run -o "$W/traces/t-orig" --max-size 64M -- "${LAUNCH[@]}" "${TRAIN[@]}" --orig-params
+  judge "$TNAME use_orig_params=true traced" healthy "$W/traces/t-orig" $?
+  [ -n "$NOTE" ] && sed -i "\$s/\$/; $NOTE/" "$ROWS"
+  run_for 75 t-orig-skip "$RT" run -o "$W/traces/t-orig-skip" --max-size 64M --inject skip-fsdp-root -- \
+    "${LAUNCH[@]}" "${TRAIN[@]}" --orig-params
+  judge "$TNAME use_orig_params=true skip-fsdp-root" $BAD "$W/traces/t-orig-skip" $?
+fi
+# expandable segments: PyTorch maps memory with cuMemCreate/cuMemMap through
+# cudaGetDriverEntryPointByVersion; on CPU the simulated driver stands in
+if [ -x "$RT" ] && { [ $REHEARSE = 1 ] || [ $HAVE_TORCH = 1 ]; }; then
   if [ $REHEARSE = 1 ]; then
     export LD_LIBRARY_PATH="$LIBS${LD0:+:$LD0}"
     XNAME="driver VMM (sim driver_probe; no GPU)"

@@ -6,7 +6,11 @@ Launch with python3 -m torch.distributed.run (or accelerate launch);
 tests/gpu/run.sh runs it untraced, traced, with `--inject skip-fsdp-root` and
 with expandable segments.
 
-  python3 -m torch.distributed.run --nproc-per-node N trainer_fsdp.py [--steps 20] [--cpu]
+  python3 -m torch.distributed.run --nproc-per-node N trainer_fsdp.py [--steps 20] [--cpu] \\
+      [--orig-params]
+
+--orig-params: FSDP use_orig_params=true (transformers' default); without it
+false, as in peft's FSDP examples. The skipped root must be named either way.
 
 Prints "ms_per_step=..." (rank 0, steady state) at the end."""
 import argparse
@@ -48,6 +52,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--cpu", action="store_true", help="gloo on CPU (to try the script without GPUs)")
+    ap.add_argument("--orig-params", action="store_true", help="use_orig_params=true")
     args = ap.parse_args()
     torch.manual_seed(0)
     cfg = LlamaConfig(vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
@@ -60,7 +65,7 @@ def main():
         # "version": 1 - transformers 5.x picks FSDP2 otherwise, where the 4.53.0
         # failure point (the FSDP v1 root forward) does not exist
         fsdp_config={"version": 1, "transformer_layer_cls_to_wrap": ["LlamaDecoderLayer"],
-                     "use_orig_params": False},
+                     "use_orig_params": args.orig_params},
         ddp_backend="gloo" if args.cpu else None, dataloader_num_workers=0)
     timer = StepTimer()
     trainer = Trainer(model=model, args=targs, train_dataset=Bytes(), callbacks=[timer])
