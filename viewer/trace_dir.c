@@ -108,9 +108,16 @@ static bool tsdl_whole(const char *s, size_t n, char *why, size_t whylen)
 			snprintf(why, whylen, "no \"%s}\" block: cut short", blocks[b] + 1);
 			return false;
 		}
-	if (events != RT_ID_COUNT) {
-		snprintf(why, whylen, "it declares %d events, the schema %d: cut short, or another "
-			 "schema", events, RT_ID_COUNT);
+	/* Events are only ever appended to the schema: an older tracer declared
+	 * fewer, and said nothing of how many; ours say (event_count), so a cut
+	 * between two event blocks is told from an older trace. */
+	const char *count = strstr(s, "\n\tevent_count = ");
+	int want = count ? atoi(count + 15) : events;
+
+	if (events != want || events < 1 || events > RT_ID_COUNT) {
+		snprintf(why, whylen, "it declares %d events, %s %d: cut short, or another schema",
+			 events, count ? "its env block" : "this schema at most",
+			 count ? want : RT_ID_COUNT);
 		return false;
 	}
 	return true;

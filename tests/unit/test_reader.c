@@ -443,6 +443,41 @@ Test(schema, metadata_cut_anywhere_or_with_a_nul_is_damage)
 	rmdir(dir);
 }
 
+/* Events are only appended: a trace of an older tracer (no event_count in
+ * its env block, fewer events) still reads; ours, cut between two event
+ * blocks, does not. */
+Test(schema, an_older_tracers_metadata_with_fewer_events_reads)
+{
+	static char buf[1 << 16];
+	struct rt_trace_env env = { .hostname = "h", .rank = 1, .world_size = 2, .pid = 9,
+				    .rank_source = "env:RANK" };
+	long n = rt_schema_tsdl(buf, sizeof(buf), &env);
+	char dir[] = "/tmp/rt-meta-XXXXXX", path[600], err[512];
+	struct rt_vw_rank_meta m;
+	char *count = strstr(buf, "\tevent_count = ");
+	long two_short;
+
+	cr_assert_gt(n, 0);
+	cr_assert_not_null(count, "the env block says how many events follow");
+	two_short = (long)(strrchr(buf, '\n') - buf); /* after the final "};" */
+	for (int k = 0; k < 3; k++) /* back over the last two event blocks */
+		while (--two_short > 0 && strncmp(buf + two_short, "\nevent {", 8))
+			;
+	two_short++;
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/metadata", dir);
+	write_file(path, (const uint8_t *)buf, (size_t)two_short);
+	cr_assert_eq(rt_vw_read_metadata(dir, &m, err, sizeof(err)), -1, "ours, cut: damage");
+	cr_assert(strstr(err, "its env block"), "%s", err);
+	memset(count, ' ', strcspn(count, "\n")); /* as an older tracer wrote it */
+	write_file(path, (const uint8_t *)buf, (size_t)two_short);
+	err[0] = '\0';
+	cr_assert_eq(rt_vw_read_metadata(dir, &m, err, sizeof(err)), 0, "older: %s", err);
+	cr_assert_eq(m.rank, 1);
+	unlink(path);
+	rmdir(dir);
+}
+
 Test(schema, payload_sizes_are_the_sum_of_their_fields)
 {
 	for (unsigned id = 0; id < RT_ID_COUNT; id++) {
