@@ -28,6 +28,8 @@ test: build
 # Integration: the CLI, viewer and workloads are the instrumented ones; the
 # preloaded tracer and the simulated libraries come from the plain build,
 # since they also load into uninstrumented processes (python, bash).
+# The real-trainer tests (label trainers: minutes of pip and PyTorch, the
+# same C code paths as the rest) run in `make test` only.
 test-asan: build
 	@cmake -S . -B $(ASAN_BUILD) -DRT_SANITIZE=ON $(CMAKE_FLAGS) >/dev/null
 	@cmake --build $(ASAN_BUILD) -j$(JOBS)
@@ -36,7 +38,7 @@ test-asan: build
 	cd $(ASAN_BUILD) && RT_PLAIN_BUILD=$(abspath $(BUILD)) \
 	  ASAN_OPTIONS=detect_leaks=0:verify_asan_link_order=0:abort_on_error=0:handle_segv=0:handle_sigbus=0 \
 	  UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-	  ctest --output-on-failure -j$(JOBS) -L integration
+	  ctest --output-on-failure -j$(JOBS) -L integration -LE trainers
 
 # libFuzzer targets, a short run each (corpus seeded from real traces).
 fuzz: setup
