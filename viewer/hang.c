@@ -95,6 +95,11 @@ void rt_vw_interruption(struct rt_vw_trace *t)
 	int sig = 0;
 
 	t->interrupted = 0;
+	/* A rank that left no trace may be the one that died: the launcher's
+	 * SIGTERM to the others is then its consequence (torchrun, rt-launch),
+	 * no interruption from outside. */
+	if (t->nmissing)
+		return;
 	for (int i = 0; i < t->nranks; i++) {
 		const struct rt_vw_rank *r = &t->ranks[i];
 
