@@ -125,6 +125,23 @@ bool rt_vw_same_call(const struct rt_vw_call_sig *a, const struct rt_vw_call_sig
 	return same_sig(&x, &y);
 }
 
+/* The earliest divergence so far is kept for the stall analysis; true only
+ * for the first mismatch, the one reported (the rest follow from it). */
+static bool first_mismatch(struct matcher *m, const struct centry *e)
+{
+	struct rt_vw_trace *t = m->t;
+
+	if (!t->diverged || e->seq < t->div_seq) {
+		t->diverged = true;
+		t->div_comm = e->comm_id;
+		t->div_seq = e->seq;
+	}
+	if (m->mismatch_reported)
+		return false;
+	m->mismatch_reported = true;
+	return true;
+}
+
 /* All ranks that reported seq: the minority signature is the divergence. */
 static void check_entry(struct matcher *m, struct centry *e)
 {
@@ -161,14 +178,8 @@ static void check_entry(struct matcher *m, struct centry *e)
 						t->ranks[r].meta.rank);
 	describe(a, sizeof(a), &e->by_rank[groups[major]]);
 	describe(b, sizeof(b), &e->by_rank[groups[minor]]);
-	if (!t->diverged || e->seq < t->div_seq) {
-		t->diverged = true;
-		t->div_comm = e->comm_id;
-		t->div_seq = e->seq;
-	}
-	if (m->mismatch_reported)
+	if (!first_mismatch(m, e))
 		return;
-	m->mismatch_reported = true;
 	rt_vw_add_finding(t, 20, RT_V_COLLECTIVE_MISMATCH,
 		    "collective mismatch at sequence %u of communicator %016" PRIx64 ": rank%s %s "
 		    "called %s where %d rank%s called %s (a rank skipped or added a collective)",
@@ -183,14 +194,8 @@ static void local_mismatch(struct matcher *m, struct centry *e, int ri, const st
 	struct rt_vw_trace *t = m->t;
 	char a[96], b[96];
 
-	if (!t->diverged || e->seq < t->div_seq) {
-		t->diverged = true;
-		t->div_comm = e->comm_id;
-		t->div_seq = e->seq;
-	}
-	if (m->mismatch_reported)
+	if (!first_mismatch(m, e))
 		return;
-	m->mismatch_reported = true;
 	describe(a, sizeof(a), &e->by_rank[ri]);
 	describe(b, sizeof(b), s);
 	rt_vw_add_finding(t, 20, RT_V_COLLECTIVE_MISMATCH,
