@@ -11,6 +11,7 @@
 
 #include "encode_args.h"
 #include "model_int.h"
+#include "trace_rig.h"
 
 #define COMM 0xC0ull
 
@@ -19,28 +20,14 @@ static struct rt_vw_trace *t;
 static uint64_t now = 1000;
 static uint32_t next_pid; /* the next event's pid when not 0 (a child process) */
 
-/* A fresh model of n ranks. */
+/* A fresh model of n ranks (trace_rig.h's, kept in the statics above). */
 static void rig(int n)
 {
-	m = calloc(1, sizeof(*m));
-	t = m->t = calloc(1, sizeof(*t));
-	snprintf(t->dir, sizeof(t->dir), "/nonexistent/ranktrace-test");
-	t->nranks = n;
-	t->ranks = calloc((size_t)n, sizeof(*t->ranks));
-	for (int i = 0; i < n; i++) {
-		struct rt_vw_rank *r = &t->ranks[i];
+	struct rig g;
 
-		snprintf(r->name, sizeof(r->name), "rank-%05d", i);
-		r->readable = true;
-		r->meta.rank = i;
-		r->meta.local_rank = i;
-		r->meta.world_size = n;
-		r->meta.pid = 100 + i;
-		snprintf(r->meta.hostname, sizeof(r->meta.hostname), "node");
-		r->live = calloc(1, sizeof(*r->live));
-		r->comm_device = r->init_device = -1;
-		r->dup_of = -1;
-	}
+	rig_init(&g, n, 0, "/nonexistent/ranktrace-test");
+	m = g.m;
+	t = g.t;
 }
 
 /* One event of rank ri: id on device dev with result ret (pending: it
@@ -73,7 +60,6 @@ static void ev(int ri, unsigned id, int dev, int ret, bool pending, ...)
 	rt_vw_on_event(m, ri, &e);
 }
 
-#define U(x) ((uint64_t)(x))
 #define OK(ri, id, dev, ...) ev(ri, RT_ID_##id, dev, 0, false, __VA_ARGS__, -1)
 #define NOARGS -1
 
