@@ -63,4 +63,45 @@ static void ev(int ri, unsigned id, int dev, int ret, bool pending, ...)
 #define OK(ri, id, dev, ...) ev(ri, RT_ID_##id, dev, 0, false, __VA_ARGS__, -1)
 #define NOARGS -1
 
+/* A scenario: build() feeds rig(4)'s events; the model must end with
+ * verdict and a finding containing finding (NULL: no finding at all), and
+ * no finding containing absent. */
+struct rig_case {
+	const char *name;
+	void (*build)(void);
+	enum rt_vw_verdict verdict;
+	const char *finding;
+	const char *absent;
+};
+
+/* The case called name in cases[0..n), built, modelled and judged. */
+static void rig_run_case(const struct rig_case *cases, size_t n, const char *name)
+{
+	const struct rig_case *c = NULL;
+	bool found, absent = true;
+
+	for (size_t i = 0; i < n && !c; i++)
+		if (!strcmp(cases[i].name, name))
+			c = &cases[i];
+	cr_assert(c, "no case %s", name);
+	found = c->finding == NULL;
+	rig(4);
+	c->build();
+	rt_vw_model_finish(m);
+	for (int i = 0; i < t->nfindings; i++) {
+		found = found || strstr(t->findings[i].text, c->finding);
+		absent = absent && !(c->absent && strstr(t->findings[i].text, c->absent));
+	}
+	if (!c->finding && !c->absent)
+		cr_expect_eq(t->nfindings, 0, "%s: unexpected finding: %s", name,
+			     t->nfindings ? t->findings[0].text : "");
+	cr_expect(found, "%s: no finding contains \"%s\" (first: %s)", name, c->finding,
+		  t->nfindings ? t->findings[0].text : "none");
+	cr_expect(absent, "%s: a finding contains \"%s\"", name, c->absent);
+	cr_expect_eq(t->verdict, c->verdict, "%s: verdict %s, expected %s", name,
+		     rt_vw_verdict_names[t->verdict], rt_vw_verdict_names[c->verdict]);
+	rt_vw_free(t);
+	free(m);
+}
+
 #endif

@@ -373,15 +373,7 @@ static void s_interrupted_after_mismatch(void)
 		OK(i, rt_signal, i, RT_FN_signo, U(15));
 }
 
-struct scase {
-	const char *name;
-	void (*build)(void);
-	enum rt_vw_verdict verdict;
-	const char *finding;  /* a finding's text contains it (NULL: no finding at all) */
-	const char *absent;   /* no finding contains it */
-};
-
-static const struct scase cases[] = {
+static const struct rig_case cases[] = {
 	{ "healthy", s_healthy, RT_V_HEALTHY, NULL, NULL },
 	{ "root_forward_nccl", s_root_nccl, RT_V_SKIPPED_FSDP_ROOT, "no all-gather followed", "(probe)" },
 	{ "root_forward_probe", s_root_probe, RT_V_SKIPPED_FSDP_ROOT, "never ran (probe)", "no all-gather" },
@@ -426,36 +418,9 @@ static const struct scase cases[] = {
 	  "collective mismatch at sequence 2", NULL },
 };
 
-static const struct scase *find_case(const char *name)
-{
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
-		if (!strcmp(cases[i].name, name))
-			return &cases[i];
-	return NULL;
-}
-
 static void run_case(const char *name)
 {
-	const struct scase *c = find_case(name);
-	bool found = c->finding == NULL, absent = true;
-
-	rig(4);
-	c->build();
-	rt_vw_model_finish(m);
-	for (int i = 0; i < t->nfindings; i++) {
-		found = found || strstr(t->findings[i].text, c->finding);
-		absent = absent && !(c->absent && strstr(t->findings[i].text, c->absent));
-	}
-	if (!c->finding && !c->absent)
-		cr_expect_eq(t->nfindings, 0, "%s: unexpected finding: %s", name,
-			     t->nfindings ? t->findings[0].text : "");
-	cr_expect(found, "%s: no finding contains \"%s\" (first: %s)", name, c->finding,
-		  t->nfindings ? t->findings[0].text : "none");
-	cr_expect(absent, "%s: a finding contains \"%s\"", name, c->absent);
-	cr_expect_eq(t->verdict, c->verdict, "%s: verdict %s, expected %s", name,
-		     rt_vw_verdict_names[t->verdict], rt_vw_verdict_names[c->verdict]);
-	rt_vw_free(t);
-	free(m);
+	rig_run_case(cases, sizeof(cases) / sizeof(cases[0]), name);
 }
 
 /* one ctest entry per row */

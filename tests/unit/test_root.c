@@ -233,15 +233,7 @@ static void s_teardown_and_real_crash(void)
 	}
 }
 
-struct rcase {
-	const char *name;
-	void (*build)(void);
-	enum rt_vw_verdict verdict;
-	const char *finding; /* a finding's text contains it (NULL: no finding at all) */
-	const char *absent;  /* no finding contains it */
-};
-
-static const struct rcase cases[] = {
+static const struct rig_case cases[] = {
 	{ "trainer_453_orig_params", s_trainer_453_orig_params, RT_V_SKIPPED_FSDP_ROOT,
 	  "FSDP root forward skipped (probe): ranks 0-3 called LlamaForCausalLM from " TRAINER
 	  " while no FSDP root forward ran (4 calls in all; no root forward ran before; their "
@@ -278,31 +270,7 @@ static const struct rcase cases[] = {
 
 static void run_case(const char *name)
 {
-	const struct rcase *c = NULL;
-	bool found, absent = true;
-
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]) && !c; i++)
-		if (!strcmp(cases[i].name, name))
-			c = &cases[i];
-	cr_assert(c, "no case %s", name);
-	found = c->finding == NULL;
-	rig(4);
-	c->build();
-	rt_vw_model_finish(m);
-	for (int i = 0; i < t->nfindings; i++) {
-		found = found || strstr(t->findings[i].text, c->finding);
-		absent = absent && !(c->absent && strstr(t->findings[i].text, c->absent));
-	}
-	if (!c->finding && !c->absent)
-		cr_expect_eq(t->nfindings, 0, "%s: unexpected finding: %s", name,
-			     t->nfindings ? t->findings[0].text : "");
-	cr_expect(found, "%s: no finding contains \"%s\" (first: %s)", name, c->finding,
-		  t->nfindings ? t->findings[0].text : "none");
-	cr_expect(absent, "%s: a finding contains \"%s\"", name, c->absent);
-	cr_expect_eq(t->verdict, c->verdict, "%s: verdict %s, expected %s", name,
-		     rt_vw_verdict_names[t->verdict], rt_vw_verdict_names[c->verdict]);
-	rt_vw_free(t);
-	free(m);
+	rig_run_case(cases, sizeof(cases) / sizeof(cases[0]), name);
 }
 
 Test(root, trainer_453_orig_params) { run_case("trainer_453_orig_params"); }
