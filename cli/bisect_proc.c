@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "bisect.h"
+#include "rt_util.h"
 
 volatile sig_atomic_t bs_stop;
 
@@ -225,20 +226,7 @@ int bs_rm_rf(const char *path)
 /* mkdir -p PATH (0700 for what it creates). 0 or -errno. */
 int bs_mkdir_p(const char *path)
 {
-	char tmp[PATH_MAX];
-
-	snprintf(tmp, sizeof(tmp), "%s", path);
-	for (char *p = tmp + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(tmp, 0700) != 0 && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	if (mkdir(tmp, 0700) != 0 && errno != EEXIST)
-		return -errno;
-	return 0;
+	return rt_mkdir_p(path, 0700, 0700);
 }
 
 /* S quoted for a POSIX shell (bare when it needs no quotes). */

@@ -28,29 +28,8 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "rt_util.h"
 #include "read_bt2.h" /* RT_VW_LTTNG_RUN_FILE: the owner file, every backend */
-
-/* mkdir -p path: 0 or -errno. */
-static int mkdir_p(const char *path)
-{
-	char buf[PATH_MAX];
-	size_t len = strlen(path);
-
-	if (len == 0 || len >= sizeof(buf))
-		return -ENAMETOOLONG;
-	memcpy(buf, path, len + 1);
-	for (char *p = buf + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(buf, 0755) != 0 && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	if (mkdir(buf, 0700) != 0 && errno != EEXIST)
-		return -errno;
-	return 0;
-}
 
 /* Refuse rank-* entries: any (a fresh run) or all but our own directories
  * (--append). */
@@ -136,7 +115,7 @@ int rt_cli_prepare_dir(const char *dir, enum rt_cli_join join, char *run_id, cha
 		snprintf(err, errlen, "-o %s: not a directory", dir);
 		return -ENOTDIR;
 	}
-	rc = mkdir_p(dir);
+	rc = rt_mkdir_p(dir, 0755, 0700);
 	if (rc) {
 		snprintf(err, errlen, "cannot create %s: %s", dir, strerror(-rc));
 		return rc;
