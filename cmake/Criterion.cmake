@@ -1,6 +1,7 @@
 # Criterion.cmake - the Criterion::Criterion imported target (pkg-config) and
 # rt_add_criterion_test(): one ctest entry per Test()/ParameterizedTest()/Theory()
-# found in the sources, run with --filter suite/name.
+# and per RIG_CASE() row (tests/unit/model_rig.h: a scenario row that is its own
+# Test()) found in the sources, run with --filter suite/name.
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(CRITERION REQUIRED IMPORTED_TARGET criterion)
 if(NOT TARGET Criterion::Criterion)
@@ -23,7 +24,7 @@ function(rt_add_criterion_test target)
     endif()
     file(READ ${src} text)
     set(names "")
-    string(REGEX MATCHALL "\n(Test|Theory)\\((\\([^)]*\\),[ \t\n]*)?[A-Za-z0-9_]+,[ \t\n]*[A-Za-z0-9_]+" plain "${text}")
+    string(REGEX MATCHALL "\n(Test|Theory|RIG_CASE)\\((\\([^)]*\\),[ \t\n]*)?[A-Za-z0-9_]+,[ \t\n]*[A-Za-z0-9_]+" plain "${text}")
     string(REGEX MATCHALL "\nParameterizedTest\\([^,]*,[ \t\n]*[A-Za-z0-9_]+,[ \t\n]*[A-Za-z0-9_]+" param "${text}")
     foreach(d IN LISTS plain param)
       string(REGEX MATCH "([A-Za-z0-9_]+),[ \t\n]*([A-Za-z0-9_]+)$" pair "${d}")

@@ -74,16 +74,12 @@ struct rig_case {
 	const char *absent;
 };
 
-/* The case called name in cases[0..n), built, modelled and judged. */
-static void rig_run_case(const struct rig_case *cases, size_t n, const char *name)
+/* Case c built, modelled and judged. */
+static void rig_judge(const struct rig_case *c)
 {
-	const struct rig_case *c = NULL;
+	const char *name = c->name;
 	bool found, absent = true;
 
-	for (size_t i = 0; i < n && !c; i++)
-		if (!strcmp(cases[i].name, name))
-			c = &cases[i];
-	cr_assert(c, "no case %s", name);
 	found = c->finding == NULL;
 	rig(4);
 	c->build();
@@ -103,5 +99,15 @@ static void rig_run_case(const struct rig_case *cases, size_t n, const char *nam
 	rt_vw_free(t);
 	free(m);
 }
+
+/* A scenario and its runner in one line: RIG_CASE(suite, name, build,
+ * verdict, finding, absent) is a Test(suite, name) judging that row, so no
+ * row exists without its test (cmake/Criterion.cmake registers every
+ * RIG_CASE as a ctest entry, as it does Test()). */
+#define RIG_CASE(suite, tname, build, verdict, finding, absent)                                   \
+	Test(suite, tname)                                                                        \
+	{                                                                                         \
+		rig_judge(&(const struct rig_case){ #tname, build, verdict, finding, absent });    \
+	}
 
 #endif

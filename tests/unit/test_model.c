@@ -373,85 +373,51 @@ static void s_interrupted_after_mismatch(void)
 		OK(i, rt_signal, i, RT_FN_signo, U(15));
 }
 
-static const struct rig_case cases[] = {
-	{ "healthy", s_healthy, RT_V_HEALTHY, NULL, NULL },
-	{ "root_forward_nccl", s_root_nccl, RT_V_SKIPPED_FSDP_ROOT, "no all-gather followed", "(probe)" },
-	{ "root_forward_probe", s_root_probe, RT_V_SKIPPED_FSDP_ROOT, "never ran (probe)", "no all-gather" },
-	{ "injected_faults", s_faults, RT_V_HEALTHY, "1 injected fault fired (first: cudaMalloc:error=cudaErrorMemoryAllocation at call 3)", NULL },
-	{ "params_other_device", s_params_other_device, RT_V_DEVICE_MISPLACEMENT,
-	  "point into memory of another device", NULL },
-	{ "params_meta_later", s_params_meta_later, RT_V_HEALTHY, "materialised later", "still on meta" },
-	{ "params_still_meta", s_params_still_meta, RT_V_CRASHED, "still on meta when it ended", NULL },
-	{ "shared_device", s_shared_device, RT_V_DEVICE_MISPLACEMENT, "all use device 0 on host node", NULL },
-	{ "other_device", s_other_device, RT_V_DEVICE_MISPLACEMENT, "rank 1 used device 0, expected device 1", NULL },
-	{ "killed", s_killed, RT_V_CRASHED, "rank 1 was killed by signal 9 inside cudaMalloc", NULL },
-	{ "died_inside", s_died_inside, RT_V_CRASHED, "rank 1 died inside cudaMalloc", NULL },
-	{ "exit_status", s_exit_status, RT_V_CRASHED, "rank 1 exited with status 3; first error: cudaMalloc returned cudaErrorMemoryAllocation", NULL },
-	{ "no_end", s_no_end, RT_V_CRASHED, "has no recorded end", NULL },
-	{ "unknown_frees", s_unknown_frees, RT_V_HEALTHY, "freed 1 pointer(s) it never allocated", NULL },
-	{ "address_reused_across_threads", s_address_reused_across_threads, RT_V_HEALTHY, NULL,
-	  "never allocated" },
-	{ "discarded", s_discarded, RT_V_INCONCLUSIVE, "rank 1: 12 events discarded", NULL },
-	{ "collective_mismatch", s_mismatch, RT_V_COLLECTIVE_MISMATCH, "Broadcast", NULL },
-	{ "never_reached", s_never_reached, RT_V_COLLECTIVE_MISMATCH, "1", NULL },
-	{ "split_communicators_close", s_split, RT_V_HEALTHY, NULL, NULL },
-	{ "split_sized_rank_by_rank", s_split_rank_major, RT_V_HEALTHY, NULL, NULL },
-	{ "missing_ranks", s_missing, RT_V_INCONCLUSIVE, "missing", NULL },
-	{ "missing_by_communicator", s_missing_by_comm, RT_V_INCONCLUSIVE, "ranks 4,5 missing", NULL },
-	{ "missing_huge_world", s_missing_huge_world, RT_V_INCONCLUSIVE,
-	  "ranks 4,5,6,7,8,9,10,11,12,13,14,15,16", NULL },
-	{ "init_all_is_one_process", s_init_all, RT_V_HEALTHY, NULL, NULL },
-	{ "init_all_devices_disagree", s_init_all_mismatch, RT_V_COLLECTIVE_MISMATCH,
-	  "the devices of rank 0 (ncclCommInitAll) called AllReduce(count 64) and AllGather(count 64)", NULL },
-	{ "duplicate_rank", s_duplicate, RT_V_INCONCLUSIVE, "rank-00001 and rank-00003 both claim rank 1", NULL },
-	{ "capped_is_not_never_called", s_capped_never_reached, RT_V_INCONCLUSIVE, "rank 1 trace incomplete", "never called" },
-	{ "damaged_elsewhere_still_classifies", s_damaged_elsewhere, RT_V_DEVICE_MISPLACEMENT, "rank 1 used device 0", NULL },
-	{ "interrupted_is_not_never_called", s_interrupted, RT_V_INCONCLUSIVE,
-	  "job interrupted: every rank was stopped by signal 15 (SIGTERM)", "never called" },
-	{ "interrupted_is_not_crashed", s_interrupted_int, RT_V_INCONCLUSIVE,
-	  "job interrupted: every rank was stopped by signal 2 (SIGINT)", "killed by signal" },
-	{ "one_rank_terminated_is_no_interruption", s_one_terminated, RT_V_CRASHED,
-	  "rank 1 was killed by signal 15", "interrupted" },
-	{ "a_missing_rank_is_no_interruption", s_terminated_after_a_missing_rank, RT_V_CRASHED,
-	  "killed by signal 15", "interrupted" },
-	{ "interrupted_after_mismatch_keeps_it", s_interrupted_after_mismatch, RT_V_COLLECTIVE_MISMATCH,
-	  "collective mismatch at sequence 2", NULL },
-};
+/* one ctest entry per row: each RIG_CASE is its own Test() */
+RIG_CASE(model, healthy, s_healthy, RT_V_HEALTHY, NULL, NULL)
+RIG_CASE(model, root_forward_nccl, s_root_nccl, RT_V_SKIPPED_FSDP_ROOT, "no all-gather followed", "(probe)")
+RIG_CASE(model, root_forward_probe, s_root_probe, RT_V_SKIPPED_FSDP_ROOT, "never ran (probe)", "no all-gather")
+RIG_CASE(model, injected_faults, s_faults, RT_V_HEALTHY, "1 injected fault fired (first: cudaMalloc:error=cudaErrorMemoryAllocation at call 3)", NULL)
+RIG_CASE(model, params_other_device, s_params_other_device, RT_V_DEVICE_MISPLACEMENT,
+	 "point into memory of another device", NULL)
+RIG_CASE(model, params_meta_later, s_params_meta_later, RT_V_HEALTHY, "materialised later", "still on meta")
+RIG_CASE(model, params_still_meta, s_params_still_meta, RT_V_CRASHED, "still on meta when it ended", NULL)
+RIG_CASE(model, shared_device, s_shared_device, RT_V_DEVICE_MISPLACEMENT, "all use device 0 on host node", NULL)
+RIG_CASE(model, other_device, s_other_device, RT_V_DEVICE_MISPLACEMENT, "rank 1 used device 0, expected device 1", NULL)
+RIG_CASE(model, killed, s_killed, RT_V_CRASHED, "rank 1 was killed by signal 9 inside cudaMalloc", NULL)
+RIG_CASE(model, died_inside, s_died_inside, RT_V_CRASHED, "rank 1 died inside cudaMalloc", NULL)
+RIG_CASE(model, exit_status, s_exit_status, RT_V_CRASHED, "rank 1 exited with status 3; first error: cudaMalloc returned cudaErrorMemoryAllocation", NULL)
+RIG_CASE(model, no_end, s_no_end, RT_V_CRASHED, "has no recorded end", NULL)
+RIG_CASE(model, unknown_frees, s_unknown_frees, RT_V_HEALTHY, "freed 1 pointer(s) it never allocated", NULL)
+RIG_CASE(model, address_reused_across_threads, s_address_reused_across_threads, RT_V_HEALTHY, NULL,
+	 "never allocated")
+RIG_CASE(model, discarded, s_discarded, RT_V_INCONCLUSIVE, "rank 1: 12 events discarded", NULL)
+RIG_CASE(model, collective_mismatch, s_mismatch, RT_V_COLLECTIVE_MISMATCH, "Broadcast", NULL)
+RIG_CASE(model, never_reached, s_never_reached, RT_V_COLLECTIVE_MISMATCH, "1", NULL)
+RIG_CASE(model, split_communicators_close, s_split, RT_V_HEALTHY, NULL, NULL)
+RIG_CASE(model, split_sized_rank_by_rank, s_split_rank_major, RT_V_HEALTHY, NULL, NULL)
+RIG_CASE(model, missing_ranks, s_missing, RT_V_INCONCLUSIVE, "missing", NULL)
+RIG_CASE(model, missing_by_communicator, s_missing_by_comm, RT_V_INCONCLUSIVE, "ranks 4,5 missing", NULL)
+RIG_CASE(model, missing_huge_world, s_missing_huge_world, RT_V_INCONCLUSIVE,
+	 "ranks 4,5,6,7,8,9,10,11,12,13,14,15,16", NULL)
+RIG_CASE(model, init_all_is_one_process, s_init_all, RT_V_HEALTHY, NULL, NULL)
+RIG_CASE(model, init_all_devices_disagree, s_init_all_mismatch, RT_V_COLLECTIVE_MISMATCH,
+	 "the devices of rank 0 (ncclCommInitAll) called AllReduce(count 64) and AllGather(count 64)", NULL)
+RIG_CASE(model, duplicate_rank, s_duplicate, RT_V_INCONCLUSIVE, "rank-00001 and rank-00003 both claim rank 1", NULL)
+RIG_CASE(model, capped_is_not_never_called, s_capped_never_reached, RT_V_INCONCLUSIVE, "rank 1 trace incomplete", "never called")
+RIG_CASE(model, damaged_elsewhere_still_classifies, s_damaged_elsewhere, RT_V_DEVICE_MISPLACEMENT, "rank 1 used device 0", NULL)
+RIG_CASE(model, interrupted_is_not_never_called, s_interrupted, RT_V_INCONCLUSIVE,
+	 "job interrupted: every rank was stopped by signal 15 (SIGTERM)", "never called")
+RIG_CASE(model, interrupted_is_not_crashed, s_interrupted_int, RT_V_INCONCLUSIVE,
+	 "job interrupted: every rank was stopped by signal 2 (SIGINT)", "killed by signal")
+RIG_CASE(model, one_rank_terminated_is_no_interruption, s_one_terminated, RT_V_CRASHED,
+	 "rank 1 was killed by signal 15", "interrupted")
+RIG_CASE(model, a_missing_rank_is_no_interruption, s_terminated_after_a_missing_rank, RT_V_CRASHED,
+	 "killed by signal 15", "interrupted")
+RIG_CASE(model, interrupted_after_mismatch_keeps_it, s_interrupted_after_mismatch, RT_V_COLLECTIVE_MISMATCH,
+	 "collective mismatch at sequence 2", NULL)
 
-static void run_case(const char *name)
-{
-	rig_run_case(cases, sizeof(cases) / sizeof(cases[0]), name);
-}
 
-/* one ctest entry per row */
-Test(model, healthy) { run_case("healthy"); }
-Test(model, root_forward_nccl) { run_case("root_forward_nccl"); }
-Test(model, root_forward_probe) { run_case("root_forward_probe"); }
-Test(model, injected_faults) { run_case("injected_faults"); }
-Test(model, params_other_device) { run_case("params_other_device"); }
-Test(model, params_meta_later) { run_case("params_meta_later"); }
-Test(model, params_still_meta) { run_case("params_still_meta"); }
-Test(model, shared_device) { run_case("shared_device"); }
-Test(model, other_device) { run_case("other_device"); }
-Test(model, killed) { run_case("killed"); }
-Test(model, died_inside) { run_case("died_inside"); }
-Test(model, exit_status) { run_case("exit_status"); }
-Test(model, no_end) { run_case("no_end"); }
-Test(model, unknown_frees) { run_case("unknown_frees"); }
-Test(model, address_reused_across_threads) { run_case("address_reused_across_threads"); }
-Test(model, discarded) { run_case("discarded"); }
-Test(model, collective_mismatch) { run_case("collective_mismatch"); }
-Test(model, never_reached) { run_case("never_reached"); }
-Test(model, interrupted_is_not_never_called) { run_case("interrupted_is_not_never_called"); }
-Test(model, interrupted_is_not_crashed) { run_case("interrupted_is_not_crashed"); }
-Test(model, one_rank_terminated_is_no_interruption) { run_case("one_rank_terminated_is_no_interruption"); }
-Test(model, a_missing_rank_is_no_interruption) { run_case("a_missing_rank_is_no_interruption"); }
-Test(model, interrupted_after_mismatch_keeps_it) { run_case("interrupted_after_mismatch_keeps_it"); }
-Test(model, split_communicators_close) { run_case("split_communicators_close"); }
-Test(model, split_sized_rank_by_rank) { run_case("split_sized_rank_by_rank"); }
-Test(model, missing_ranks) { run_case("missing_ranks"); }
-Test(model, missing_by_communicator) { run_case("missing_by_communicator"); }
-Test(model, missing_huge_world) { run_case("missing_huge_world"); }
 Test(model, missing_huge_world_list)
 {
 	rig(4);
@@ -464,11 +430,6 @@ Test(model, missing_huge_world_list)
 	rt_vw_free(t);
 	free(m);
 }
-Test(model, init_all_is_one_process) { run_case("init_all_is_one_process"); }
-Test(model, init_all_devices_disagree) { run_case("init_all_devices_disagree"); }
-Test(model, duplicate_rank) { run_case("duplicate_rank"); }
-Test(model, capped_is_not_never_called) { run_case("capped_is_not_never_called"); }
-Test(model, damaged_elsewhere_still_classifies) { run_case("damaged_elsewhere_still_classifies"); }
 
 /* ---- the model's numbers, beside the findings ---- */
 

@@ -233,62 +233,41 @@ static void s_teardown_and_real_crash(void)
 	}
 }
 
-static const struct rig_case cases[] = {
-	{ "trainer_453_orig_params", s_trainer_453_orig_params, RT_V_SKIPPED_FSDP_ROOT,
-	  "FSDP root forward skipped (probe): ranks 0-3 called LlamaForCausalLM from " TRAINER
-	  " while no FSDP root forward ran (4 calls in all; no root forward ran before; their "
-	  "parameters then: 4 shard views", "never ran (probe)" },
-	{ "trainer_453", s_trainer_453, RT_V_SKIPPED_FSDP_ROOT, "4 at storage FSDP freed",
-	  "never ran (probe)" },
-	{ "eval_unwrapped", s_eval_unwrapped, RT_V_SKIPPED_FSDP_ROOT,
-	  "from transformers/trainer.py:4500 prediction_step while no FSDP root forward ran "
-	  "(4 calls in all; after 2 root forwards", NULL },
-	{ "one_rank", s_one_rank, RT_V_SKIPPED_FSDP_ROOT, "rank 2 called lm_head (Linear) from "
-	  "train.py:88 main", NULL },
-	{ "unwrapped_finished", s_unwrapped_finished, RT_V_HEALTHY, "no rank crashed", "skipped" },
-	{ "checkpointing_healthy", s_checkpointing_healthy, RT_V_HEALTHY, NULL, NULL },
-	{ "fsdp2_healthy", s_fsdp2_healthy, RT_V_HEALTHY, NULL, NULL },
-	{ "ddp_healthy", s_ddp_healthy, RT_V_HEALTHY, NULL, NULL },
-	{ "teardown_abort", s_teardown_abort, RT_V_HEALTHY, "rank 1 crashed in teardown, after "
-	  "training finished (signal 6 after destroy_process_group began", "killed by signal" },
-	{ "teardown_at_exit", s_teardown_at_exit, RT_V_HEALTHY, "rank 3 crashed in teardown, after "
-	  "training finished (vanished (no end) after the program's main code returned",
-	  "no recorded end" },
-	{ "teardown_in_comm_destroy", s_teardown_in_comm_destroy, RT_V_HEALTHY,
-	  "rank 0 crashed in teardown", "died inside" },
-	{ "teardown_exception_in_flight", s_teardown_exception_in_flight, RT_V_CRASHED,
-	  "killed by signal 6", "teardown" },
-	{ "teardown_exit_status", s_teardown_exit_status, RT_V_CRASHED, "rank 1 exited with status 2",
-	  "teardown" },
-	{ "teardown_training_followed", s_teardown_training_followed, RT_V_CRASHED,
-	  "rank 1 was killed by signal 6", "teardown" },
-	{ "teardown_child_marker", s_teardown_child_marker, RT_V_CRASHED,
-	  "rank 1 was killed by signal 6", "teardown" },
-	{ "teardown_and_real_crash", s_teardown_and_real_crash, RT_V_CRASHED,
-	  "rank 2 exited with status 1", "rank 0 was killed" },
-};
+/* one ctest entry per row: each RIG_CASE is its own Test() */
+RIG_CASE(root, trainer_453_orig_params, s_trainer_453_orig_params, RT_V_SKIPPED_FSDP_ROOT,
+	 "FSDP root forward skipped (probe): ranks 0-3 called LlamaForCausalLM from " TRAINER
+	 " while no FSDP root forward ran (4 calls in all; no root forward ran before; their "
+	 "parameters then: 4 shard views", "never ran (probe)")
+RIG_CASE(root, trainer_453, s_trainer_453, RT_V_SKIPPED_FSDP_ROOT, "4 at storage FSDP freed",
+	 "never ran (probe)")
+RIG_CASE(root, eval_unwrapped, s_eval_unwrapped, RT_V_SKIPPED_FSDP_ROOT,
+	 "from transformers/trainer.py:4500 prediction_step while no FSDP root forward ran "
+	 "(4 calls in all; after 2 root forwards", NULL)
+RIG_CASE(root, one_rank, s_one_rank, RT_V_SKIPPED_FSDP_ROOT, "rank 2 called lm_head (Linear) from "
+	 "train.py:88 main", NULL)
+RIG_CASE(root, unwrapped_finished, s_unwrapped_finished, RT_V_HEALTHY, "no rank crashed", "skipped")
+RIG_CASE(root, checkpointing_healthy, s_checkpointing_healthy, RT_V_HEALTHY, NULL, NULL)
+RIG_CASE(root, fsdp2_healthy, s_fsdp2_healthy, RT_V_HEALTHY, NULL, NULL)
+RIG_CASE(root, ddp_healthy, s_ddp_healthy, RT_V_HEALTHY, NULL, NULL)
+RIG_CASE(root, teardown_abort, s_teardown_abort, RT_V_HEALTHY, "rank 1 crashed in teardown, after "
+	 "training finished (signal 6 after destroy_process_group began", "killed by signal")
+RIG_CASE(root, teardown_at_exit, s_teardown_at_exit, RT_V_HEALTHY, "rank 3 crashed in teardown, after "
+	 "training finished (vanished (no end) after the program's main code returned",
+	 "no recorded end")
+RIG_CASE(root, teardown_in_comm_destroy, s_teardown_in_comm_destroy, RT_V_HEALTHY,
+	 "rank 0 crashed in teardown", "died inside")
+RIG_CASE(root, teardown_exception_in_flight, s_teardown_exception_in_flight, RT_V_CRASHED,
+	 "killed by signal 6", "teardown")
+RIG_CASE(root, teardown_exit_status, s_teardown_exit_status, RT_V_CRASHED, "rank 1 exited with status 2",
+	 "teardown")
+RIG_CASE(root, teardown_training_followed, s_teardown_training_followed, RT_V_CRASHED,
+	 "rank 1 was killed by signal 6", "teardown")
+RIG_CASE(root, teardown_child_marker, s_teardown_child_marker, RT_V_CRASHED,
+	 "rank 1 was killed by signal 6", "teardown")
+RIG_CASE(root, teardown_and_real_crash, s_teardown_and_real_crash, RT_V_CRASHED,
+	 "rank 2 exited with status 1", "rank 0 was killed")
 
-static void run_case(const char *name)
-{
-	rig_run_case(cases, sizeof(cases) / sizeof(cases[0]), name);
-}
 
-Test(root, trainer_453_orig_params) { run_case("trainer_453_orig_params"); }
-Test(root, trainer_453) { run_case("trainer_453"); }
-Test(root, eval_unwrapped) { run_case("eval_unwrapped"); }
-Test(root, one_rank) { run_case("one_rank"); }
-Test(root, unwrapped_finished) { run_case("unwrapped_finished"); }
-Test(root, checkpointing_healthy) { run_case("checkpointing_healthy"); }
-Test(root, fsdp2_healthy) { run_case("fsdp2_healthy"); }
-Test(root, ddp_healthy) { run_case("ddp_healthy"); }
-Test(root, teardown_abort) { run_case("teardown_abort"); }
-Test(root, teardown_at_exit) { run_case("teardown_at_exit"); }
-Test(root, teardown_in_comm_destroy) { run_case("teardown_in_comm_destroy"); }
-Test(root, teardown_exception_in_flight) { run_case("teardown_exception_in_flight"); }
-Test(root, teardown_exit_status) { run_case("teardown_exit_status"); }
-Test(root, teardown_training_followed) { run_case("teardown_training_followed"); }
-Test(root, teardown_child_marker) { run_case("teardown_child_marker"); }
-Test(root, teardown_and_real_crash) { run_case("teardown_and_real_crash"); }
 
 /* the probe reports a (module, caller) at its 1st, 2nd, 4th call: counted once */
 Test(root, counts_replace_not_add)
