@@ -10,7 +10,7 @@
 # (release, setting) cell runs once; the launchers alternate so that every
 # release and every setting meets both. Plus peft LoRA and gradient
 # checkpointing, healthy on 4.52.4 and skipped-fsdp-root on 4.53.0.
-# RT_TRAINER_FULL=1: every cell under both launchers (the README's table).
+# RT_TRAINER_FULL=1: every cell under both launchers (docs/guide.md's table).
 # Asserts on `ranktrace verdict`'s exit code and word and on `view --json`;
 # tests/python/hf_trainer.py checks that accelerate prepared a
 # FullyShardedDataParallel with the setting asked for. Skipped (77) when no
