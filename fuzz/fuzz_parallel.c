@@ -108,7 +108,7 @@ static void one_event(struct in *in, uint32_t *seq, uint64_t *latest)
  * the default), as one string (malloc'd). */
 static char *model(int jobs, int window)
 {
-	struct matcher *m = calloc(1, sizeof(*m));
+	struct rt_vw_matcher *m = calloc(1, sizeof(*m));
 	struct rt_vw_trace *t = calloc(1, sizeof(*t));
 	struct rt_vw_src srcs[MAXR * MAXS];
 	char *out = NULL, num[16];

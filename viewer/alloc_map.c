@@ -33,7 +33,7 @@ static size_t hash_ptr(uint64_t p, size_t cap)
 static bool map_grow(struct rt_vw_alloc_map *m)
 {
 	size_t cap = !m->cap ? 128 : (m->live + 1) * 4 > m->cap ? m->cap * 2 : m->cap;
-	struct alloc *n = calloc(cap, sizeof(*n));
+	struct rt_vw_alloc *n = calloc(cap, sizeof(*n));
 
 	if (!n)
 		return false;
@@ -126,12 +126,12 @@ static void ix_rebuild(struct rt_vw_alloc_map *m)
 			ix_add(m, m->slots[j].ptr, m->slots[j].size);
 }
 
-struct alloc *rt_vw_map_holding(struct rt_vw_alloc_map *m, uint64_t p)
+struct rt_vw_alloc *rt_vw_map_holding(struct rt_vw_alloc_map *m, uint64_t p)
 {
 	size_t i;
 
 	if (m->ix_state) { /* the holder with the highest base, as the index finds */
-		struct alloc *best = NULL;
+		struct rt_vw_alloc *best = NULL;
 
 		for (size_t j = 0; j < m->cap; j++)
 			if (m->slots[j].used == 1 && p >= m->slots[j].ptr &&
@@ -159,7 +159,7 @@ void rt_vw_map_free(struct rt_vw_alloc_map *m)
 	free(m->ix);
 }
 
-struct alloc *rt_vw_map_put(struct rt_vw_alloc_map *m, uint64_t ptr, uint64_t size, int dev)
+struct rt_vw_alloc *rt_vw_map_put(struct rt_vw_alloc_map *m, uint64_t ptr, uint64_t size, int dev)
 {
 	size_t j, reuse = SIZE_MAX;
 
@@ -184,11 +184,11 @@ struct alloc *rt_vw_map_put(struct rt_vw_alloc_map *m, uint64_t ptr, uint64_t si
 		j = reuse;
 	m->live++;
 	ix_add(m, ptr, size);
-	m->slots[j] = (struct alloc){ .ptr = ptr, .size = size, .dev = (int8_t)dev, .used = 1 };
+	m->slots[j] = (struct rt_vw_alloc){ .ptr = ptr, .size = size, .dev = (int8_t)dev, .used = 1 };
 	return &m->slots[j];
 }
 
-void rt_vw_map_drop(struct rt_vw_alloc_map *m, struct alloc *a, bool ghost)
+void rt_vw_map_drop(struct rt_vw_alloc_map *m, struct rt_vw_alloc *a, bool ghost)
 {
 	ix_del(m, a->ptr);
 	a->used = ghost ? 3 : 2;
@@ -200,7 +200,7 @@ void rt_vw_map_drop(struct rt_vw_alloc_map *m, struct alloc *a, bool ghost)
 	}
 }
 
-struct alloc *rt_vw_map_find_ghost(struct rt_vw_alloc_map *m, uint64_t ptr)
+struct rt_vw_alloc *rt_vw_map_find_ghost(struct rt_vw_alloc_map *m, uint64_t ptr)
 {
 	if (!m->cap)
 		return NULL;
@@ -210,7 +210,7 @@ struct alloc *rt_vw_map_find_ghost(struct rt_vw_alloc_map *m, uint64_t ptr)
 	return NULL;
 }
 
-struct alloc *rt_vw_map_find(struct rt_vw_alloc_map *m, uint64_t ptr)
+struct rt_vw_alloc *rt_vw_map_find(struct rt_vw_alloc_map *m, uint64_t ptr)
 {
 	if (!m->cap)
 		return NULL;

@@ -99,7 +99,7 @@ static void find_duplicates(struct rt_vw_trace *t)
 }
 
 /* Ranks below the world size (metadata, communicators) without a directory. */
-static void find_missing(struct rt_vw_trace *t, const struct matcher *m)
+static void find_missing(struct rt_vw_trace *t, const struct rt_vw_matcher *m)
 {
 	int world = 0, n = 0;
 	bool *seen;
@@ -183,7 +183,7 @@ static void rank_completeness(const struct rt_vw_trace *t, struct rt_vw_rank *r)
 	}
 }
 
-void rt_vw_completeness(struct rt_vw_trace *t, const struct matcher *m)
+void rt_vw_completeness(struct rt_vw_trace *t, const struct rt_vw_matcher *m)
 {
 	size_t len = 0;
 

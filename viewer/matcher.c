@@ -7,9 +7,12 @@
  * once every rank of the communicator has reported it. The communicator's
  * size is learned from its init events (a split records its size, from
  * ncclCommCount; without it the ranks that joined are counted). Each rank's
- * own init precedes its collectives, whatever the merge's window does. What stays open at the end is a
- * collective some ranks never reached (matcher_finish). Memory: open
- * collectives only. */
+ * own init precedes its collectives, whatever the merge's window does. What
+ * stays open at the end is a collective some ranks never reached
+ * (matcher_finish). Memory: open collectives only.
+ *
+ * One thread: the parallel pass's replay (parallel.c) or a test feeding
+ * rank models through rt_vw_matcher_sink. Calls nothing of the pass. */
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -19,14 +22,14 @@
 #include "model.h"
 #include "model_int.h"
 
-struct centry {
+struct rt_vw_centry {
 	uint64_t comm_id;
 	uint32_t seq;
 	int nranks;     /* ranks expected */
 	int seen;
 	bool local;     /* a ncclCommInitAll communicator: all its ranks are one trace rank's */
-	struct sig *by_rank; /* indexed by trace rank index */
-	struct centry *next;
+	struct rt_vw_sig *by_rank; /* indexed by trace rank index */
+	struct rt_vw_centry *next;
 };
 
 static struct rt_vw_comm *comm_find(const struct rt_vw_trace *t, uint64_t id)
@@ -59,24 +62,22 @@ int rt_vw_comm_size(const struct rt_vw_trace *t, uint64_t id)
 	return c && c->nranks > 0 ? c->nranks : t->nranks;
 }
 
-static int comm_nranks(struct matcher *m, uint64_t id)
+static int comm_nranks(struct rt_vw_matcher *m, uint64_t id)
 {
 	return rt_vw_comm_size(m->t, id);
 }
 
-static bool comm_local(struct matcher *m, uint64_t id)
+static bool comm_local(struct rt_vw_matcher *m, uint64_t id)
 {
 	const struct rt_vw_comm *c = comm_find(m->t, id);
 
 	return c && c->local;
 }
 
-void rt_vw_comm_learn(struct matcher *m, uint64_t id, int nranks, bool local)
+void rt_vw_comm_learn(struct rt_vw_matcher *m, uint64_t id, int nranks, bool local)
 {
 	struct rt_vw_comm *c;
 
-	if (rt_vw_defer_learn(id, nranks, local))
-		return;
 	if (nranks <= 0 || comm_find(m->t, id))
 		return;
 	c = comm_add(m->t, id);
@@ -86,12 +87,10 @@ void rt_vw_comm_learn(struct matcher *m, uint64_t id, int nranks, bool local)
 	}
 }
 
-void rt_vw_comm_join(struct matcher *m, uint64_t id)
+void rt_vw_comm_join(struct rt_vw_matcher *m, uint64_t id)
 {
 	struct rt_vw_comm *c;
 
-	if (rt_vw_defer_join(id))
-		return;
 	c = comm_find(m->t, id);
 	if (!c && (c = comm_add(m->t, id)) != NULL)
 		c->split = true;
@@ -99,7 +98,7 @@ void rt_vw_comm_join(struct matcher *m, uint64_t id)
 		c->nranks++;
 }
 
-static void describe(char *out, size_t n, const struct sig *s)
+static void describe(char *out, size_t n, const struct rt_vw_sig *s)
 {
 	snprintf(out, n, "%s(count %" PRIu64 "%s)", rt_coll_names[s->kind], s->count,
 		 s->kind == RT_CK_Broadcast || s->kind == RT_CK_Reduce ? ", root" : "");
@@ -110,7 +109,7 @@ static void describe(char *out, size_t n, const struct sig *s)
 	}
 }
 
-static bool same_sig(const struct sig *a, const struct sig *b)
+static bool same_sig(const struct rt_vw_sig *a, const struct rt_vw_sig *b)
 {
 	return a->kind == b->kind && a->count == b->count && a->dtype == b->dtype &&
 	       a->root == b->root && (a->op == b->op || a->kind == RT_CK_AllGather ||
@@ -119,15 +118,15 @@ static bool same_sig(const struct sig *a, const struct sig *b)
 
 bool rt_vw_same_call(const struct rt_vw_call_sig *a, const struct rt_vw_call_sig *b)
 {
-	struct sig x = { a->kind, a->dtype, a->op, 1, a->root, a->count };
-	struct sig y = { b->kind, b->dtype, b->op, 1, b->root, b->count };
+	struct rt_vw_sig x = { a->kind, a->dtype, a->op, 1, a->root, a->count };
+	struct rt_vw_sig y = { b->kind, b->dtype, b->op, 1, b->root, b->count };
 
 	return same_sig(&x, &y);
 }
 
 /* The earliest divergence so far is kept for the stall analysis; true only
  * for the first mismatch, the one reported (the rest follow from it). */
-static bool first_mismatch(struct matcher *m, const struct centry *e)
+static bool first_mismatch(struct rt_vw_matcher *m, const struct rt_vw_centry *e)
 {
 	struct rt_vw_trace *t = m->t;
 
@@ -143,7 +142,7 @@ static bool first_mismatch(struct matcher *m, const struct centry *e)
 }
 
 /* All ranks that reported seq: the minority signature is the divergence. */
-static void check_entry(struct matcher *m, struct centry *e)
+static void check_entry(struct rt_vw_matcher *m, struct rt_vw_centry *e)
 {
 	struct rt_vw_trace *t = m->t;
 	int groups[64], sizes[64], ng = 0;
@@ -189,7 +188,7 @@ static void check_entry(struct matcher *m, struct centry *e)
 
 /* Two devices of one process called different collectives at one sequence
  * of their ncclCommInitAll communicator. */
-static void local_mismatch(struct matcher *m, struct centry *e, int ri, const struct sig *s)
+static void local_mismatch(struct rt_vw_matcher *m, struct rt_vw_centry *e, int ri, const struct rt_vw_sig *s)
 {
 	struct rt_vw_trace *t = m->t;
 	char a[96], b[96];
@@ -204,19 +203,17 @@ static void local_mismatch(struct matcher *m, struct centry *e, int ri, const st
 			  "or added a collective)", e->seq, e->comm_id, t->ranks[ri].meta.rank, a, b);
 }
 
-static void entry_free(struct centry *e)
+static void entry_free(struct rt_vw_centry *e)
 {
 	free(e->by_rank);
 	free(e);
 }
 
-void rt_vw_match(struct matcher *m, int ri, uint64_t comm_id, uint32_t seq, struct sig s)
+void rt_vw_match(struct rt_vw_matcher *m, int ri, uint64_t comm_id, uint32_t seq, struct rt_vw_sig s)
 {
-	size_t b = (size_t)((comm_id ^ (seq * 0x9E3779B97F4A7C15ull)) % CBUCKETS);
-	struct centry **link, *e;
+	size_t b = (size_t)((comm_id ^ (seq * 0x9E3779B97F4A7C15ull)) % RT_VW_CBUCKETS);
+	struct rt_vw_centry **link, *e;
 
-	if (rt_vw_defer_match(comm_id, seq, &s))
-		return;
 	for (link = &m->buckets[b]; (e = *link); link = &e->next)
 		if (e->comm_id == comm_id && e->seq == seq)
 			break;
@@ -258,14 +255,34 @@ void rt_vw_match(struct matcher *m, int ri, uint64_t comm_id, uint32_t seq, stru
 	m->open--;
 }
 
+static void sink_learn(void *m, uint64_t comm, int nranks, bool local)
+{
+	rt_vw_comm_learn(m, comm, nranks, local);
+}
+
+static void sink_join(void *m, uint64_t comm)
+{
+	rt_vw_comm_join(m, comm);
+}
+
+static void sink_match(void *m, int ri, uint64_t comm, uint32_t seq, const struct rt_vw_sig *s)
+{
+	rt_vw_match(m, ri, comm, seq, *s);
+}
+
+struct rt_vw_sink rt_vw_matcher_sink(struct rt_vw_matcher *m)
+{
+	return (struct rt_vw_sink){ sink_learn, sink_join, sink_match, m };
+}
+
 /* Collectives some ranks reached and others did not. */
-void rt_vw_matcher_finish(struct matcher *m)
+void rt_vw_matcher_finish(struct rt_vw_matcher *m)
 {
 	struct rt_vw_trace *t = m->t;
-	struct centry *first = NULL;
+	struct rt_vw_centry *first = NULL;
 
-	for (int b = 0; b < CBUCKETS; b++)
-		for (struct centry *e = m->buckets[b]; e; e = e->next) {
+	for (int b = 0; b < RT_VW_CBUCKETS; b++)
+		for (struct rt_vw_centry *e = m->buckets[b]; e; e = e->next) {
 			check_entry(m, e);
 			if (!first || e->seq < first->seq)
 				first = e;
@@ -306,11 +323,11 @@ void rt_vw_matcher_finish(struct matcher *m)
 			}
 		}
 	}
-	for (int b = 0; b < CBUCKETS; b++) {
-		struct centry *e = m->buckets[b];
+	for (int b = 0; b < RT_VW_CBUCKETS; b++) {
+		struct rt_vw_centry *e = m->buckets[b];
 
 		while (e) {
-			struct centry *n = e->next;
+			struct rt_vw_centry *n = e->next;
 
 			entry_free(e);
 			e = n;

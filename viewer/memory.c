@@ -74,7 +74,7 @@ void rt_vw_memory_alloc(struct rt_vw_rank *r, const struct rt_vw_event *e, uint6
 	uint64_t ptr = (uint64_t)rt_vw_fld(e, RT_FN_ptr);
 	unsigned path = path_of(e->id);
 	int dev = host ? -1 : e->dev;
-	struct alloc *a;
+	struct rt_vw_alloc *a;
 	uint8_t again = 0;
 
 	if (e->pending)
@@ -112,7 +112,7 @@ void rt_vw_memory_free(struct rt_vw_rank *r, const struct rt_vw_event *e)
 {
 	uint64_t ptr = (uint64_t)rt_vw_fld(e, RT_FN_ptr);
 	unsigned path = path_of(e->id);
-	struct alloc *a;
+	struct rt_vw_alloc *a;
 
 	if (e->pending || e->ret != 0 || ptr == 0)
 		return;
@@ -200,7 +200,7 @@ static void vmm_release(struct rt_vw_rank *r, const struct rt_vw_event *e)
 static void vmm_map(struct rt_vw_rank *r, const struct rt_vw_event *e)
 {
 	struct vmm_handle *v;
-	struct alloc *a;
+	struct rt_vw_alloc *a;
 
 	if (e->pending || e->ret != 0)
 		return;
@@ -223,7 +223,7 @@ static void vmm_map(struct rt_vw_rank *r, const struct rt_vw_event *e)
 static void vmm_unmap(struct rt_vw_rank *r, const struct rt_vw_event *e)
 {
 	uint64_t cur = (uint64_t)rt_vw_fld(e, RT_FN_ptr), end = cur + (uint64_t)rt_vw_fld(e, RT_FN_size);
-	struct alloc *a;
+	struct rt_vw_alloc *a;
 
 	if (e->pending || e->ret != 0)
 		return;
@@ -295,7 +295,7 @@ void rt_vw_memory_free_rank(struct rt_vw_rank *r)
 bool rt_vw_alloc_at(const struct rt_vw_rank *r, uint64_t ptr, struct rt_vw_alloc_info *out)
 {
 	const struct rt_vw_alloc_map *m = r->live;
-	const struct alloc *a = ptr && m ? rt_vw_map_find((struct rt_vw_alloc_map *)m, ptr) : NULL;
+	const struct rt_vw_alloc *a = ptr && m ? rt_vw_map_find((struct rt_vw_alloc_map *)m, ptr) : NULL;
 
 	if (!a && ptr && m)
 		a = rt_vw_map_holding((struct rt_vw_alloc_map *)m, ptr);

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-/* merge.c - every stream of every rank, merged by time, through the model.
+/* merge.c - a trace's streams as sources, and all of them merged by time.
  *
- * rt_vw_load opens each rank's streams (reader.c), runs the model's pass on
- * them (parallel.c: each rank's streams merged by time, ranks on all cores)
- * and then the detectors (detectors.c).
- * rt_vw_foreach replays the same merge for the exports. */
+ * rt_vw_open_sources opens a cursor on each stream of each readable rank
+ * (reader.c; an LTTng trace's events were read at load, read_bt2.c); the
+ * pass (parallel.c) takes each source's events with rt_vw_src_first/next.
+ * rt_vw_foreach merges every stream of every rank by order time
+ * (rt_vw_order_ts) for the exports. A rank's read errors are noted on it
+ * (rt_vw_note_damage: the first one, thread-safe). */
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -14,8 +16,6 @@
 #include "model.h"
 #include "model_int.h"
 #include "read_bt2.h"
-
-/* ---- the merge ---- */
 
 /* Heap entries carry the key inline: with a thousand ranks, comparing
  * through pointers to the sources costs a cache miss per level. */
@@ -42,7 +42,7 @@ static void heap_down(struct hnode *h, int n, int i)
 	h[i] = x;
 }
 
-static void note_damage(struct rt_vw_trace *t, int ri, const char *msg)
+void rt_vw_note_damage(struct rt_vw_trace *t, int ri, const char *msg)
 {
 	if (!t->ranks[ri].damaged[0]) {
 		snprintf(t->ranks[ri].damaged, sizeof(t->ranks[ri].damaged), "%s", msg);
@@ -73,7 +73,7 @@ static int merge_streams(struct rt_vw_trace *t, struct rt_vw_src *srcs, int nsrc
 		if (rc == 1)
 			heap[hn++] = (struct hnode){ rt_vw_order_ts(&srcs[k].e), &srcs[k] };
 		else if (rc < 0 && t)
-			note_damage(t, srcs[k].rank, rt_vw_cursor_error(srcs[k].c));
+			rt_vw_note_damage(t, srcs[k].rank, rt_vw_cursor_error(srcs[k].c));
 	}
 	for (int i = hn / 2 - 1; i >= 0; i--)
 		heap_down(heap, hn, i);
@@ -87,7 +87,7 @@ static int merge_streams(struct rt_vw_trace *t, struct rt_vw_src *srcs, int nsrc
 			heap[0].ts = rt_vw_order_ts(&s->e);
 		} else {
 			if (rc < 0 && t)
-				note_damage(t, s->rank, rt_vw_cursor_error(s->c));
+				rt_vw_note_damage(t, s->rank, rt_vw_cursor_error(s->c));
 			if (t)
 				t->ranks[s->rank].discarded += rt_vw_cursor_info(s->c)->discarded;
 			heap[0] = heap[--hn];
@@ -113,11 +113,11 @@ bool rt_vw_src_first(struct rt_vw_trace *t, struct rt_vw_src *s)
 			 "duration %" PRIu64 ": a time no clock reaches (2^62 ns or more), it cannot be "
 			 "ordered", rt_vw_cursor_path(s->c), rt_vw_cursor_info(s->c)->events,
 			 rt_events[s->e.id].name, s->e.ts, s->e.pending ? 0 : s->e.dur);
-		note_damage(t, s->rank, msg);
+		rt_vw_note_damage(t, s->rank, msg);
 		rc = 0;
 	}
 	if (rc < 0)
-		note_damage(t, s->rank, rt_vw_cursor_error(s->c));
+		rt_vw_note_damage(t, s->rank, rt_vw_cursor_error(s->c));
 	if (rc != 1)
 		t->ranks[s->rank].discarded += rt_vw_cursor_info(s->c)->discarded;
 	return rc == 1;
@@ -156,34 +156,7 @@ static int lttng_sources(struct rt_vw_trace *t, struct rt_vw_src **out, int *nou
 	return 0;
 }
 
-/* The ranks of an LTTng trace, as read_bt2.c grouped its processes. */
-static int lttng_ranks(struct rt_vw_trace *t, char *err, size_t errlen)
-{
-	t->lttng = rt_vw_bt2_load(t->dir, err, errlen);
-	if (!t->lttng)
-		return -1;
-	t->ranks = calloc((size_t)t->lttng->nranks + 1, sizeof(*t->ranks));
-	if (!t->ranks) {
-		snprintf(err, errlen, "%s: out of memory", t->dir);
-		return -1;
-	}
-	t->nranks = t->lttng->nranks;
-	for (int i = 0; i < t->nranks; i++) {
-		struct rt_vw_rank *r = &t->ranks[i];
-
-		snprintf(r->name, sizeof(r->name), "%s", t->lttng->ranks[i].name);
-		r->meta = t->lttng->ranks[i].meta;
-		r->comm_device = r->init_device = -1;
-		r->live = rt_vw_map_new();
-		if (r->meta.rank < 0)
-			r->meta.rank = 100000 + i; /* pid-named: keep them apart */
-		r->readable = true;
-	}
-	return 0;
-}
-
-/* Open a cursor on every stream of every readable rank of t. */
-static int open_sources(struct rt_vw_trace *t, struct rt_vw_src **out, int *nout)
+int rt_vw_open_sources(struct rt_vw_trace *t, struct rt_vw_src **out, int *nout)
 {
 	struct rt_vw_src *srcs = NULL;
 	int nsrc = 0, cap = 0;
@@ -222,7 +195,7 @@ static int open_sources(struct rt_vw_trace *t, struct rt_vw_src **out, int *nout
 			if (srcs[nsrc].c)
 				nsrc++;
 			else
-				note_damage(t, i, e2);
+				rt_vw_note_damage(t, i, e2);
 		}
 		rt_vw_free_names(streams, ns > 0 ? ns : 0);
 	}
@@ -237,128 +210,17 @@ int rt_vw_foreach(const struct rt_vw_trace *t, void (*fn)(void *arg, int rank, c
 	struct rt_vw_src *srcs;
 	int nsrc, rc;
 
-	if (open_sources((struct rt_vw_trace *)t, &srcs, &nsrc) != 0)
+	if (rt_vw_open_sources((struct rt_vw_trace *)t, &srcs, &nsrc) != 0)
 		return -1;
 	rc = merge_streams(NULL, srcs, nsrc, fn, arg);
-	for (int k = 0; k < nsrc; k++)
-		rt_vw_cursor_close(srcs[k].c);
-	free(srcs);
+	rt_vw_close_sources(srcs, nsrc);
 	return rc;
 }
 
-void rt_vw_model_finish(struct matcher *m)
+void rt_vw_close_sources(struct rt_vw_src *srcs, int nsrc)
 {
-	if (!m->t->stall_ns)
-		m->t->stall_ns = RT_VW_STALL_DEFAULT_NS;
-	rt_vw_completeness(m->t, m);
-	rt_vw_interruption(m->t);
-	rt_vw_matcher_finish(m);
-	rt_vw_liveness(m->t);
-	rt_vw_analyse(m->t);
-}
-
-struct rt_vw_trace *rt_vw_load(const char *dir, unsigned flags, char *err, size_t errlen)
-{
-	return rt_vw_load_stall(dir, flags, 0, err, errlen);
-}
-
-struct rt_vw_trace *rt_vw_load_stall(const char *dir, unsigned flags, uint64_t stall_ns, char *err,
-				     size_t errlen)
-{
-	struct rt_vw_trace *t = calloc(1, sizeof(*t));
-	struct matcher *m = calloc(1, sizeof(*m));
-	struct rt_vw_src *srcs = NULL;
-	char **names = NULL;
-	int n = 0, nsrc = 0, readable = 0;
-
-	if (!t || !m)
-		goto out_oom;
-	snprintf(t->dir, sizeof(t->dir), "%s", dir);
-	t->flags = flags;
-	if (rt_vw_is_lttng(dir)) {
-		if (lttng_ranks(t, err, errlen) != 0)
-			goto out_fail;
-		m->t = t;
-		goto read_events;
-	}
-	n = rt_vw_list_ranks(dir, &names);
-	if (n <= 0) {
-		snprintf(err, errlen, "%s: no rank traces (rank-*/ directories) here", dir);
-		goto out_fail;
-	}
-	t->nranks = n;
-	t->ranks = calloc((size_t)n, sizeof(*t->ranks));
-	if (!t->ranks)
-		goto out_oom;
-	m->t = t;
-	for (int i = 0; i < n; i++) {
-		struct rt_vw_rank *r = &t->ranks[i];
-		char rd[4400], e2[512];
-
-		snprintf(r->name, sizeof(r->name), "%s", names[i]);
-		r->comm_device = r->init_device = -1;
-		r->live = rt_vw_map_new();
-		snprintf(rd, sizeof(rd), "%s/%s", dir, names[i]);
-		if (rt_vw_read_metadata(rd, &r->meta, e2, sizeof(e2)) != 0) {
-			r->meta.rank = -1;
-			note_damage(t, i, e2);
-			continue;
-		}
-		if (r->meta.rank < 0)
-			r->meta.rank = 100000 + i; /* pid-named: keep them apart */
-		r->readable = true;
-		readable++;
-	}
-	if (!readable) {
-		snprintf(err, errlen, "%s: no readable rank trace (%s)", dir, t->ranks[0].damaged);
-		goto out_fail;
-	}
-read_events:
-	if (open_sources(t, &srcs, &nsrc) != 0)
-		goto out_oom;
-	if (rt_vw_parallel_pass(t, m, srcs, nsrc) != 0)
-		goto out_oom;
-	for (int k = 0; k < nsrc; k++)
-		rt_vw_cursor_close(srcs[k].c);
-	nsrc = 0;
-	t->stall_ns = stall_ns ? stall_ns : RT_VW_STALL_DEFAULT_NS;
-	rt_vw_model_finish(m);
-	free(srcs);
-	free(m);
-	rt_vw_free_names(names, n);
-	return t;
-
-out_oom:
-	snprintf(err, errlen, "%s: out of memory", dir);
-out_fail:
 	for (int k = 0; k < nsrc; k++)
 		rt_vw_cursor_close(srcs[k].c);
 	free(srcs);
-	free(m);
-	if (names)
-		rt_vw_free_names(names, t && t->nranks ? t->nranks : 0);
-	rt_vw_free(t);
-	return NULL;
 }
 
-void rt_vw_free(struct rt_vw_trace *t)
-{
-	if (!t)
-		return;
-	for (int i = 0; i < t->nranks && t->ranks; i++) {
-		if (t->ranks[i].live)
-			rt_vw_map_free(t->ranks[i].live);
-		free(t->ranks[i].live);
-		rt_vw_memory_free_rank(&t->ranks[i]);
-		free(t->ranks[i].calls);
-		free(t->ranks[i].params);
-		free(t->ranks[i].mem);
-		free(t->ranks[i].changes);
-	}
-	free(t->ranks);
-	free(t->findings);
-	free(t->missing);
-	free(t->comms);
-	rt_vw_bt2_free(t->lttng);
-	free(t);
-}

@@ -2,10 +2,14 @@
 /* model.c - one rank's model, event by event: memory, devices,
  * communicator init, collectives, errors, parameters, how it ended.
  *
- * on_event is called for every event of every rank in time order (merge.c).
- * It updates the rank (live allocation map, bytes per device, devices used,
- * counters) and hands each collective to the matcher (matcher.c). Nothing
- * here looks at other ranks: that is the matcher's and the detectors' job. */
+ * rt_vw_on_event is called for every event of one rank in that rank's time
+ * order (parallel.c merges each rank's streams; ranks run on several
+ * threads, each rank on one at a time). It updates the rank (live
+ * allocation map, bytes per device, devices used, counters) and hands what
+ * concerns other ranks (communicator sizes, collectives) to the sink it is
+ * given (struct rt_vw_sink: the matcher, or parallel.c's per-rank log).
+ * Nothing here looks at other ranks: that is the matcher's and the
+ * detectors' job. */
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -96,9 +100,9 @@ static void on_free(struct rt_vw_rank *r, const struct rt_vw_event *e)
 /* The live allocation holding ptr: its base first, then (when scan) every
  * live allocation's range (rt_vw_map_holding). NULL if none. The tracer
  * records copy pointers; their devices are resolved here. */
-static struct alloc *alloc_holding(struct rt_vw_rank *r, uint64_t ptr, bool scan)
+static struct rt_vw_alloc *alloc_holding(struct rt_vw_rank *r, uint64_t ptr, bool scan)
 {
-	struct alloc *a = ptr ? rt_vw_map_find(r->live, ptr) : NULL;
+	struct rt_vw_alloc *a = ptr ? rt_vw_map_find(r->live, ptr) : NULL;
 
 	if (!a && ptr && scan)
 		a = rt_vw_map_holding(r->live, ptr);
@@ -108,7 +112,7 @@ static struct alloc *alloc_holding(struct rt_vw_rank *r, uint64_t ptr, bool scan
 static int device_of(struct rt_vw_rank *r, uint64_t ptr)
 {
 	/* copies are many: scan only small maps */
-	struct alloc *a = alloc_holding(r, ptr, r->live->live < 4096);
+	struct rt_vw_alloc *a = alloc_holding(r, ptr, r->live->live < 4096);
 
 	return a ? a->dev : -1;
 }
@@ -134,7 +138,7 @@ static void on_param(struct rt_vw_rank *r, const struct rt_vw_event *e)
 	else
 		place = RT_P_CUDA;
 	if (place == RT_P_CUDA && ptr) {
-		struct alloc *a = alloc_holding(r, ptr, true);
+		struct rt_vw_alloc *a = alloc_holding(r, ptr, true);
 
 		if (a && a->dev >= 0 && a->dev != dev) {
 			place = RT_P_WRONG_DEVICE;
@@ -171,7 +175,7 @@ static void on_param(struct rt_vw_rank *r, const struct rt_vw_event *e)
 	r->params_reported++;
 	{
 		/* freed storage keeps a stale pointer: it falls in no allocation of its own */
-		struct alloc *a = ptr && place != RT_P_FREED && place != RT_P_META ?
+		struct rt_vw_alloc *a = ptr && place != RT_P_FREED && place != RT_P_META ?
 			alloc_holding(r, ptr, place != RT_P_CPU || r->live->live < 4096) : NULL;
 		struct rt_vw_placement pl = {
 			.shape = rt_vw_take_shape(r, name), .place = place, .device = (int8_t)dev, .dtype = (uint8_t)rt_vw_fld(e, RT_FN_dtype),
@@ -250,7 +254,7 @@ static void on_any(struct rt_vw_rank *r, const struct rt_vw_event *e)
 
 /* A call by its role in the call table: memory, devices, streams,
  * communicators. False: not one of these. */
-static bool on_role(struct matcher *m, struct rt_vw_rank *r, const struct rt_vw_event *e)
+static bool on_role(const struct rt_vw_sink *to, struct rt_vw_rank *r, const struct rt_vw_event *e)
 {
 	switch (rt_events[e->id].role) {
 	case RT_R_ALLOC:
@@ -287,8 +291,8 @@ static bool on_role(struct matcher *m, struct rt_vw_rank *r, const struct rt_vw_
 		if (e->ret == 0 && !e->pending) {
 			if (r->comm_device < 0)
 				r->comm_device = e->dev;
-			rt_vw_comm_learn(m, (uint64_t)rt_vw_fld(e, RT_FN_comm_id),
-					 (int)rt_vw_fld(e, RT_FN_nranks), false);
+			to->learn(to->ctx, (uint64_t)rt_vw_fld(e, RT_FN_comm_id),
+				  (int)rt_vw_fld(e, RT_FN_nranks), false);
 			use_device(r, e->dev);
 		}
 		return true;
@@ -296,16 +300,16 @@ static bool on_role(struct matcher *m, struct rt_vw_rank *r, const struct rt_vw_
 		if (e->ret != 0 || e->pending || !rt_vw_fld(e, RT_FN_comm_id))
 			return true;
 		if (rt_vw_fld(e, RT_FN_nranks) > 0)
-			rt_vw_comm_learn(m, (uint64_t)rt_vw_fld(e, RT_FN_comm_id),
-					 (int)rt_vw_fld(e, RT_FN_nranks), false);
+			to->learn(to->ctx, (uint64_t)rt_vw_fld(e, RT_FN_comm_id),
+				  (int)rt_vw_fld(e, RT_FN_nranks), false);
 		else
-			rt_vw_comm_join(m, (uint64_t)rt_vw_fld(e, RT_FN_comm_id));
+			to->join(to->ctx, (uint64_t)rt_vw_fld(e, RT_FN_comm_id));
 		return true;
 	case RT_R_COMM_INIT_ALL: /* all its ranks are this process's devices */
 		if (e->ret == 0 && !e->pending) {
 			r->multi_device = true;
-			rt_vw_comm_learn(m, (uint64_t)rt_vw_fld(e, RT_FN_comm_id),
-					 (int)rt_vw_fld(e, RT_FN_nranks), true);
+			to->learn(to->ctx, (uint64_t)rt_vw_fld(e, RT_FN_comm_id),
+				  (int)rt_vw_fld(e, RT_FN_nranks), true);
 		}
 		return true;
 	default:
@@ -370,7 +374,8 @@ static bool on_tracer_event(struct rt_vw_rank *r, const struct rt_vw_event *e)
 }
 
 /* A collective or point-to-point call: counted, kept for diff, matched. */
-static void on_collective(struct matcher *m, int ri, struct rt_vw_rank *r, const struct rt_vw_event *e)
+static void on_collective(const struct rt_vw_sink *to, unsigned flags, int ri, struct rt_vw_rank *r,
+			  const struct rt_vw_event *e)
 {
 	int ck;
 
@@ -382,7 +387,7 @@ static void on_collective(struct matcher *m, int ri, struct rt_vw_rank *r, const
 	if (ck == RT_CK_Broadcast && r->colls[RT_CK_AllGather] == 0)
 		r->broadcasts_before_allgather++;
 	{
-		struct sig s = { .kind = (uint8_t)ck, .dtype = (uint8_t)rt_vw_fld(e, RT_FN_datatype),
+		struct rt_vw_sig s = { .kind = (uint8_t)ck, .dtype = (uint8_t)rt_vw_fld(e, RT_FN_datatype),
 				 .op = (uint8_t)rt_vw_fld(e, RT_FN_op), .root = (int32_t)rt_vw_fld(e, RT_FN_root),
 				 .count = (uint64_t)rt_vw_fld(e, RT_FN_count) };
 		uint64_t comm = (uint64_t)rt_vw_fld(e, RT_FN_comm_id);
@@ -390,7 +395,7 @@ static void on_collective(struct matcher *m, int ri, struct rt_vw_rank *r, const
 
 		if (ck == RT_CK_Send || ck == RT_CK_Recv)
 			s.root = (int32_t)rt_vw_fld(e, RT_FN_peer);
-		if ((m->t->flags & RT_VW_KEEP_CALLS) && r->ncalls < RT_VW_MAX_CALLS) {
+		if ((flags & RT_VW_KEEP_CALLS) && r->ncalls < RT_VW_MAX_CALLS) {
 			if (r->ncalls == r->calls_cap) {
 				uint32_t cap = r->calls_cap ? r->calls_cap * 2 : 64;
 				void *p = realloc(r->calls, sizeof(*r->calls) * cap);
@@ -405,17 +410,18 @@ static void on_collective(struct matcher *m, int ri, struct rt_vw_rank *r, const
 										 s.count, comm, seq };
 		}
 		if (ck != RT_CK_Send && ck != RT_CK_Recv && comm)
-			rt_vw_match(m, ri, comm, seq, s);
+			to->match(to->ctx, ri, comm, seq, &s);
 	}
 }
 
-void rt_vw_on_event(struct matcher *m, int ri, const struct rt_vw_event *e)
+void rt_vw_on_event(struct rt_vw_trace *t, const struct rt_vw_sink *to, int ri,
+		    const struct rt_vw_event *e)
 {
-	struct rt_vw_rank *r = &m->t->ranks[ri];
+	struct rt_vw_rank *r = &t->ranks[ri];
 
-	r->keep_mem = (m->t->flags & RT_VW_KEEP_MEMORY) != 0;
+	r->keep_mem = (t->flags & RT_VW_KEEP_MEMORY) != 0;
 	on_any(r, e);
 	rt_vw_teardown_activity(r, e);
-	if (!on_role(m, r, e) && !on_tracer_event(r, e))
-		on_collective(m, ri, r, e);
+	if (!on_role(to, r, e) && !on_tracer_event(r, e))
+		on_collective(to, t->flags, ri, r, e);
 }

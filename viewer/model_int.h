@@ -1,8 +1,15 @@
 /* SPDX-License-Identifier: MIT */
-/* model_int.h - the viewer's parts, shared between its files only: the live
- * allocation map (alloc_map.c), the collective matcher (matcher.c), the rank
- * model (model.c), the merge (merge.c) and the detectors (detectors.c).
- * Not for the CLI: it sees model.h. */
+/* model_int.h - the model's parts, shared between the viewer's files that
+ * build or finish the model: loading (load.c), sources and merge (merge.c),
+ * the pass (parallel.c), the rank model (model.c, memory.c, alloc_map.c,
+ * params.c, root.c), the matcher (matcher.c), completeness (completeness.c),
+ * liveness (hang.c), the detectors (detectors.c), and diff.c (the matcher's
+ * "same collective" rule); the unit tests and fuzz_parallel feed events
+ * through it. Not for the CLI or the exports: they see model.h.
+ *
+ * The data flow: load.c -> merge.c (sources) -> parallel.c -> model.c (per
+ * rank) -> struct rt_vw_sink -> matcher.c; then load.c's rt_vw_model_finish
+ * -> completeness.c, hang.c, matcher.c, detectors.c. */
 #ifndef RT_MODEL_INT_H
 #define RT_MODEL_INT_H
 
@@ -16,7 +23,7 @@
 
 /* ---- live allocation map (alloc_map.c) ---- */
 
-struct alloc {
+struct rt_vw_alloc {
 	uint64_t ptr, size;
 	int8_t dev;   /* -1: host memory */
 	uint8_t used; /* 0 empty, 1 live, 2 deleted, 3 ghost (freed, other paths' free pending) */
@@ -40,66 +47,108 @@ struct rt_vw_range {
 };
 
 struct rt_vw_alloc_map {
-	struct alloc *slots;
+	struct rt_vw_alloc *slots;
 	size_t cap, live, used;
 	struct rt_vw_range *ix;
 	size_t nix, ixcap;
 	int ix_state; /* 0 in step, 1 off: too many live, 2 off: ranges overlap */
 };
 
-/* ---- collective matcher (matcher.c) ---- */
+/* ---- what crosses ranks: model.c hands it to a sink ---- */
 
 /* What ranks must agree on for one collective (16 bytes: the parallel
- * pass logs one per collective). */
-struct sig {
+ * pass logs one per collective; seen is the matcher's, and the log's kind
+ * of record while logged). */
+struct rt_vw_sig {
 	uint8_t kind, dtype, op, seen;
 	int32_t root;
 	uint64_t count;
 };
 
-#define CBUCKETS 4096
+/* Where a rank's model puts what concerns other ranks: a communicator's
+ * size learned from an init (local: ncclCommInitAll made it, all its ranks
+ * are in the process that logged it), one more rank joining a split
+ * communicator, a collective to match (rank index ri, communicator,
+ * sequence). Two sinks: the matcher itself (rt_vw_matcher_sink: one thread
+ * in time order, the unit tests) and a rank's log in the parallel pass
+ * (parallel.c), replayed into the matcher in one order. */
+struct rt_vw_sink {
+	void (*learn)(void *ctx, uint64_t comm, int nranks, bool local);
+	void (*join)(void *ctx, uint64_t comm);
+	void (*match)(void *ctx, int ri, uint64_t comm, uint32_t seq, const struct rt_vw_sig *s);
+	void *ctx;
+};
 
-struct centry;
+/* model.c: one event of rank index ri into its model; what crosses ranks
+ * goes to `to`. Touches t->ranks[ri] only (and reads t->flags). */
+void rt_vw_on_event(struct rt_vw_trace *t, const struct rt_vw_sink *to, int ri,
+		    const struct rt_vw_event *e);
 
-/* One stream being read: its cursor, its current event, its rank (merge.c). */
+/* ---- the streams of a trace (merge.c) ---- */
+
+/* One stream being read: its cursor, its current event, its rank index. */
 struct rt_vw_src {
 	struct rt_vw_cursor *c;
 	struct rt_vw_event e;
 	int rank;
 };
+/* A source's first or next event (false: it ended; its damage and
+ * discarded count are noted on its rank). */
 bool rt_vw_src_first(struct rt_vw_trace *t, struct rt_vw_src *s);
 bool rt_vw_src_next(struct rt_vw_trace *t, struct rt_vw_src *s);
+/* A cursor on every stream of every readable rank of t (grouped by rank);
+ * each rank's read error noted on it. */
+int rt_vw_open_sources(struct rt_vw_trace *t, struct rt_vw_src **out, int *nout);
+void rt_vw_close_sources(struct rt_vw_src *srcs, int nsrc);
+/* A rank's first read error, kept (ranks are read on several threads). */
+void rt_vw_note_damage(struct rt_vw_trace *t, int ri, const char *msg);
 
-/* parallel.c: the model's pass, ranks on rt_vw_jobs threads (0: one per
- * core); what crosses ranks is logged by rt_vw_defer_* (true: logged, the
- * caller stops) and replayed into the matcher in one order. */
-extern int rt_vw_jobs;
-struct sig;
-struct matcher;
-int rt_vw_parallel_pass(struct rt_vw_trace *t, struct matcher *m, struct rt_vw_src *srcs, int nsrc);
-bool rt_vw_defer_learn(uint64_t id, int nranks, bool local);
-bool rt_vw_defer_join(uint64_t id);
-bool rt_vw_defer_match(uint64_t comm, uint32_t seq, const struct sig *s);
+/* ---- collective matcher (matcher.c) ---- */
 
-struct matcher {
-	/* read by every rank job while the replay changes the rest: alone on
-	 * its cache line, however the matcher is aligned */
+#define RT_VW_CBUCKETS 4096
+
+struct rt_vw_centry;
+
+struct rt_vw_matcher {
 	struct rt_vw_trace *t;
-	char pad_[64 - sizeof(struct rt_vw_trace *)];
-	struct centry *buckets[CBUCKETS];
+	struct rt_vw_centry *buckets[RT_VW_CBUCKETS];
 	size_t open, open_peak;
 	bool mismatch_reported;
 };
 
-struct alloc *rt_vw_map_put(struct rt_vw_alloc_map *m, uint64_t ptr, uint64_t size, int dev);
-struct alloc *rt_vw_map_find(struct rt_vw_alloc_map *m, uint64_t ptr);
-struct alloc *rt_vw_map_find_ghost(struct rt_vw_alloc_map *m, uint64_t ptr);
+/* The sink that hands everything to m at once. */
+struct rt_vw_sink rt_vw_matcher_sink(struct rt_vw_matcher *m);
+/* Communicator id has nranks ranks (from an init event; the first wins);
+ * local as in struct rt_vw_sink. */
+void rt_vw_comm_learn(struct rt_vw_matcher *m, uint64_t id, int nranks, bool local);
+/* One more rank joined split communicator id. */
+void rt_vw_comm_join(struct rt_vw_matcher *m, uint64_t id);
+void rt_vw_match(struct rt_vw_matcher *m, int ri, uint64_t comm_id, uint32_t seq, struct rt_vw_sig s);
+/* The matcher's rule for "the same collective" (kind, count, datatype, op
+ * where it has one, root), for calls a rank made (diff.c). */
+bool rt_vw_same_call(const struct rt_vw_call_sig *a, const struct rt_vw_call_sig *b);
+/* Collectives some ranks reached and others did not; frees the entries. */
+void rt_vw_matcher_finish(struct rt_vw_matcher *m);
+
+/* ---- the pass (parallel.c) ---- */
+
+/* Every event of srcs through the rank models, ranks on rt_vw_jobs threads
+ * (0: one per core), each into its rank's log; the logs replayed into m in
+ * one order. 0, or -1 out of memory. */
+extern int rt_vw_jobs;
+int rt_vw_parallel_pass(struct rt_vw_trace *t, struct rt_vw_matcher *m, struct rt_vw_src *srcs, int nsrc);
+
+/* ---- allocation map (alloc_map.c), memory (memory.c), rank details ---- */
+
+struct rt_vw_alloc *rt_vw_map_put(struct rt_vw_alloc_map *m, uint64_t ptr, uint64_t size, int dev);
+struct rt_vw_alloc *rt_vw_map_find(struct rt_vw_alloc_map *m, uint64_t ptr);
+struct rt_vw_alloc *rt_vw_map_find_ghost(struct rt_vw_alloc_map *m, uint64_t ptr);
 /* Remove a live entry; ghost: keep it findable by rt_vw_map_find_ghost. */
-void rt_vw_map_drop(struct rt_vw_alloc_map *m, struct alloc *a, bool ghost);
+void rt_vw_map_drop(struct rt_vw_alloc_map *m, struct rt_vw_alloc *a, bool ghost);
 /* The live allocation whose [ptr, ptr+size) holds p; of several (ranges
  * that overlap), the one with the highest base. By the sorted index when it
  * is in step, else by a scan of the slots. */
-struct alloc *rt_vw_map_holding(struct rt_vw_alloc_map *m, uint64_t p);
+struct rt_vw_alloc *rt_vw_map_holding(struct rt_vw_alloc_map *m, uint64_t p);
 /* An empty map on cache lines of its own (ranks' maps change on several
  * threads: rt_vw_parallel_pass); free() frees it. */
 struct rt_vw_alloc_map *rt_vw_map_new(void);
@@ -109,12 +158,6 @@ void rt_vw_memory_alloc(struct rt_vw_rank *r, const struct rt_vw_event *e, uint6
 void rt_vw_memory_free(struct rt_vw_rank *r, const struct rt_vw_event *e);
 bool rt_vw_memory_driver_event(struct rt_vw_rank *r, const struct rt_vw_event *e);
 void rt_vw_memory_free_rank(struct rt_vw_rank *r);
-/* Communicator id has nranks ranks (from an init event; the first wins);
- * local: ncclCommInitAll made it, every one of its ranks is in the process
- * that logged it (one rank directory), none elsewhere. */
-void rt_vw_comm_learn(struct matcher *m, uint64_t id, int nranks, bool local);
-/* One more rank joined split communicator id. */
-void rt_vw_comm_join(struct matcher *m, uint64_t id);
 /* Rank r's device dev changed (memory.c): note it when keeping memory. */
 void rt_vw_mem_note(struct rt_vw_rank *r, int dev);
 void rt_vw_add_finding(struct rt_vw_trace *t, int severity, enum rt_vw_verdict sigv,
@@ -122,15 +165,9 @@ void rt_vw_add_finding(struct rt_vw_trace *t, int severity, enum rt_vw_verdict s
 /* A finding about one rank (view --rank N shows it only for N). */
 void rt_vw_add_rank_finding(struct rt_vw_trace *t, int rank, int severity, enum rt_vw_verdict sigv,
 			     const char *fmt, ...) __attribute__((format(printf, 5, 6)));
-/* The matcher's rule for "the same collective" (kind, count, datatype, op
- * where it has one, root), for calls a rank made (diff.c). */
-bool rt_vw_same_call(const struct rt_vw_call_sig *a, const struct rt_vw_call_sig *b);
-void rt_vw_match(struct matcher *m, int ri, uint64_t comm_id, uint32_t seq, struct sig s);
-void rt_vw_matcher_finish(struct matcher *m);
-void rt_vw_on_event(struct matcher *m, int ri, const struct rt_vw_event *e);
 /* After the last event: completeness, open collectives, liveness, the
- * detectors and the verdict (merge.c; the unit tests call it too). */
-void rt_vw_model_finish(struct matcher *m);
+ * detectors and the verdict (load.c; the unit tests call it too). */
+void rt_vw_model_finish(struct rt_vw_matcher *m);
 void rt_vw_analyse(struct rt_vw_trace *t);
 bool rt_vw_crashed(const struct rt_vw_rank *r);
 /* params.c: a parameter report at the rank's current report point */
@@ -158,7 +195,7 @@ struct rt_vw_shape rt_vw_take_shape(struct rt_vw_rank *r, const char *name);
 /* Per rank and for the trace: state (locks), duplicates, missing ranks,
  * completeness and the first reason a verdict would guess. After the merge,
  * before rt_vw_matcher_finish. */
-void rt_vw_completeness(struct rt_vw_trace *t, const struct matcher *m);
+void rt_vw_completeness(struct rt_vw_trace *t, const struct rt_vw_matcher *m);
 /* May a finding rest on what rank ri's trace lacks? */
 bool rt_vw_evidence_complete(const struct rt_vw_trace *t, int ri);
 bool rt_vw_all_evidence_complete(const struct rt_vw_trace *t);

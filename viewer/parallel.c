@@ -4,9 +4,10 @@
  *
  * Phase 1 (rank jobs): a job takes one rank, merges that rank's streams by
  * time and runs the rank model (model.c) on its events. What crosses ranks
- * (communicator sizes learned, collectives to match) is not done there but
- * logged per rank (rt_vw_defer_*) under the rank's clock: the largest order
- * time (rt_vw_order_ts) of its events so far, so each log is sorted.
+ * (communicator sizes learned, collectives to match) is not done there: the
+ * rank model's sink (struct rt_vw_sink) is the rank's log, each record
+ * under the rank's clock: the largest order time (rt_vw_order_ts) of its
+ * events so far, so each log is sorted.
  * Phase 2 (replay): the logs merged in one order, (clock, rank, order
  * logged), into the matcher.
  *
@@ -54,7 +55,7 @@ enum { RT_CHUNK = 1024, RT_LOOKAHEAD = 2 };
 struct rec {
 	uint64_t ts;
 	uint64_t comm;
-	struct sig s;
+	struct rt_vw_sig s;
 	uint32_t seq;
 };
 
@@ -84,13 +85,8 @@ void rt_vw_set_jobs(int n)
 	rt_vw_jobs = n > 0 ? n : 0;
 }
 
-/* Which rank's log this thread writes (phase 1 only). */
-static _Thread_local struct rt_vw_log *cur_log;
-
-static void log_add(struct rec r)
+static void log_add(struct rt_vw_log *l, struct rec r)
 {
-	struct rt_vw_log *l = cur_log;
-
 	if (!l->tail || l->tail_n == RT_CHUNK) {
 		struct chunk *c = malloc(sizeof(*c));
 
@@ -111,32 +107,25 @@ static void log_add(struct rec r)
 	l->n++;
 }
 
-bool rt_vw_defer_learn(uint64_t id, int nranks, bool local)
+/* The rank job's sink: its rank's log (ctx); the rank is the log's. */
+static void log_learn(void *l, uint64_t id, int nranks, bool local)
 {
-	if (!cur_log)
-		return false;
-	log_add((struct rec){ .s.seen = local ? LOG_LEARN_LOCAL : LOG_LEARN, .comm = id,
-			      .seq = (uint32_t)nranks });
-	return true;
+	log_add(l, (struct rec){ .s.seen = local ? LOG_LEARN_LOCAL : LOG_LEARN, .comm = id,
+				 .seq = (uint32_t)nranks });
 }
 
-bool rt_vw_defer_join(uint64_t id)
+static void log_join(void *l, uint64_t id)
 {
-	if (!cur_log)
-		return false;
-	log_add((struct rec){ .s.seen = LOG_JOIN, .comm = id });
-	return true;
+	log_add(l, (struct rec){ .s.seen = LOG_JOIN, .comm = id });
 }
 
-bool rt_vw_defer_match(uint64_t comm, uint32_t seq, const struct sig *s)
+static void log_match(void *l, int ri, uint64_t comm, uint32_t seq, const struct rt_vw_sig *s)
 {
 	struct rec r = { .comm = comm, .seq = seq, .s = *s };
 
-	if (!cur_log)
-		return false;
+	(void)ri;
 	r.s.seen = LOG_MATCH;
-	log_add(r);
-	return true;
+	log_add(l, r);
 }
 
 /* One rank's streams and where its merge stands between rounds. Its
@@ -152,7 +141,7 @@ struct rank_job {
 
 struct pass {
 	struct rt_vw_trace *t;
-	struct matcher *m;
+	struct rt_vw_matcher *m;
 	struct rt_vw_src *srcs;
 	struct rt_vw_log *logs;
 	struct rank_job *rj;
@@ -177,6 +166,7 @@ static uint64_t model_rank(struct pass *p, struct rank_job *rj, uint64_t w)
 {
 	struct rt_vw_log *l = &p->logs[rj->ri];
 	struct rt_vw_src *s = rj->s;
+	const struct rt_vw_sink to = { log_learn, log_join, log_match, l };
 	int n = rj->n;
 	uint64_t count = 0;
 
@@ -185,7 +175,6 @@ static uint64_t model_rank(struct pass *p, struct rank_job *rj, uint64_t w)
 		for (int k = 0; k < n; k++)
 			rj->live[k] = rt_vw_src_first(p->t, &s[k]);
 	}
-	cur_log = l;
 	for (;;) {
 		int best = -1;
 		uint64_t key = 0;
@@ -202,11 +191,10 @@ static uint64_t model_rank(struct pass *p, struct rank_job *rj, uint64_t w)
 		}
 		if (key > l->clock)
 			l->clock = key;
-		rt_vw_on_event(p->m, rj->ri, &s[best].e);
+		rt_vw_on_event(p->t, &to, rj->ri, &s[best].e);
 		rj->live[best] = rt_vw_src_next(p->t, &s[best]);
 		count++;
 	}
-	cur_log = NULL;
 	return count;
 }
 
@@ -274,14 +262,14 @@ static void sift(struct head *h, int n, int i)
 	h[i] = x;
 }
 
-static void apply(struct matcher *m, int ri, const struct rec *r)
+static void apply(struct rt_vw_matcher *m, int ri, const struct rec *r)
 {
 	if (r->s.seen == LOG_LEARN || r->s.seen == LOG_LEARN_LOCAL)
 		rt_vw_comm_learn(m, r->comm, (int)r->seq, r->s.seen == LOG_LEARN_LOCAL);
 	else if (r->s.seen == LOG_JOIN)
 		rt_vw_comm_join(m, r->comm);
 	else
-		rt_vw_match(m, ri, r->comm, r->seq, (struct sig){ r->s.kind, r->s.dtype, r->s.op, 0,
+		rt_vw_match(m, ri, r->comm, r->seq, (struct rt_vw_sig){ r->s.kind, r->s.dtype, r->s.op, 0,
 								      r->s.root, r->s.count });
 }
 
@@ -494,9 +482,11 @@ static int plan(struct pass *p, int nsrc)
 	return 0;
 }
 
+/* Frees what plan and the pass allocated; also after a failed plan (logs
+ * NULL when their allocation failed). */
 static void unplan(struct pass *p)
 {
-	for (int i = 0; i < p->t->nranks; i++)
+	for (int i = 0; p->logs && i < p->t->nranks; i++)
 		while (p->logs[i].head) {
 			struct chunk *c = p->logs[i].head;
 
@@ -511,7 +501,7 @@ static void unplan(struct pass *p)
 	free(p->logs);
 }
 
-int rt_vw_parallel_pass(struct rt_vw_trace *t, struct matcher *m, struct rt_vw_src *srcs, int nsrc)
+int rt_vw_parallel_pass(struct rt_vw_trace *t, struct rt_vw_matcher *m, struct rt_vw_src *srcs, int nsrc)
 {
 	struct pass p = { .t = t, .m = m, .srcs = srcs };
 	pthread_t th[256];

@@ -15,7 +15,7 @@
 
 #define COMM 0xC0ull
 
-static struct matcher *m;
+static struct rt_vw_matcher *m;
 static struct rt_vw_trace *t;
 static uint64_t now = 1000;
 static uint32_t next_pid; /* the next event's pid when not 0 (a child process) */
@@ -57,7 +57,11 @@ static void ev(int ri, unsigned id, int dev, int ret, bool pending, ...)
 				  .tid = (uint32_t)t->ranks[ri].meta.pid };
 	next_pid = 0;
 	now += 1000;
-	rt_vw_on_event(m, ri, &e);
+	{
+		struct rt_vw_sink to = rt_vw_matcher_sink(m);
+
+		rt_vw_on_event(m->t, &to, ri, &e);
+	}
 }
 
 #define OK(ri, id, dev, ...) ev(ri, RT_ID_##id, dev, 0, false, __VA_ARGS__, -1)

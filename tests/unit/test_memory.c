@@ -11,7 +11,7 @@
 
 #define MiB (1ull << 20)
 
-static struct matcher *m;
+static struct rt_vw_matcher *m;
 static struct rt_vw_rank *r;
 
 static void setup(void)
@@ -48,7 +48,11 @@ static void feed_ret(unsigned id, int dev, int ret, ...)
 		memcpy(fields + rt_events[id].fields[i].offset, &v, rt_kind_size(rt_events[id].fields[i].kind));
 	}
 	va_end(ap);
-	rt_vw_on_event(m, 0, &e);
+	{
+		struct rt_vw_sink to = rt_vw_matcher_sink(m);
+
+		rt_vw_on_event(m->t, &to, 0, &e);
+	}
 }
 
 #define feed(id, dev, ...) feed_ret(id, dev, 0, __VA_ARGS__, NULL)
@@ -152,7 +156,7 @@ Test(memory, parameter_inside_a_mapping_on_another_device_is_misplaced)
 }
 
 /* The reference: every live slot's range, in slot order. */
-static struct alloc *scan_holding(struct rt_vw_alloc_map *mp, uint64_t p)
+static struct rt_vw_alloc *scan_holding(struct rt_vw_alloc_map *mp, uint64_t p)
 {
 	for (size_t j = 0; j < mp->cap; j++)
 		if (mp->slots[j].used == 1 && p >= mp->slots[j].ptr &&
@@ -184,7 +188,7 @@ static void probe_all(struct rt_vw_alloc_map *mp, int n)
 static void drop_random(struct rt_vw_alloc_map *mp, size_t down_to)
 {
 	while (mp->live > down_to) {
-		struct alloc *a = &mp->slots[rnd() % mp->cap];
+		struct rt_vw_alloc *a = &mp->slots[rnd() % mp->cap];
 
 		if (a->used == 1)
 			rt_vw_map_drop(mp, a, rnd() % 2);

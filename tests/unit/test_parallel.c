@@ -167,7 +167,7 @@ static void job_free(struct job *j)
  * (0: the default), as one string. */
 static char *model(struct job *j, int jobs, int window)
 {
-	struct matcher *m = calloc(1, sizeof(*m));
+	struct rt_vw_matcher *m = calloc(1, sizeof(*m));
 	struct rt_vw_trace *t = calloc(1, sizeof(*t));
 	struct rt_vw_src srcs[MAXR * MAXS];
 	int nsrc = 0;
@@ -390,4 +390,55 @@ Test(parallel, a_time_no_clock_reaches_is_damage_and_the_pass_ends, .timeout = 6
 		cr_assert(strstr(d, "verdict healthy"), "a plain time:\n%s", d);
 		free(d);
 	}
+}
+
+/* aligned_alloc, failing from its fail_at-th call on (-1: never): the
+ * pass's logs and rank jobs are its only users once the ranks exist. */
+static int fail_at = -1;
+
+void *aligned_alloc(size_t align, size_t size)
+{
+	void *p;
+
+	if (fail_at == 0)
+		return NULL;
+	if (fail_at > 0)
+		fail_at--;
+	return posix_memalign(&p, align, size) ? NULL : p;
+}
+
+/* Out of memory for the ranks' logs (the first aligned_alloc) or a rank
+ * job's sources (a later one): the pass fails, frees what it took and
+ * crashes nowhere (unplan used to walk the logs it failed to allocate). */
+Test(parallel, out_of_memory_fails_the_pass_and_frees_what_it_took)
+{
+	struct job j;
+
+	build(&j, 7);
+	for (int at = 0; at < 3; at++) {
+		struct rt_vw_matcher *m = calloc(1, sizeof(*m));
+		struct rt_vw_trace *t = calloc(1, sizeof(*t));
+		struct rt_vw_src srcs[MAXR * MAXS];
+		int nsrc = 0;
+
+		cr_assert(m && t);
+		m->t = t;
+		t->nranks = j.nranks;
+		t->ranks = calloc((size_t)j.nranks, sizeof(*t->ranks));
+		for (int r = 0; r < j.nranks; r++) {
+			t->ranks[r].live = rt_vw_map_new();
+			for (int s = 0; s < j.nstreams[r]; s++)
+				srcs[nsrc++] = (struct rt_vw_src){
+					.c = rt_vw_cursor_mem(j.s[r][s].ev, j.s[r][s].n, 0), .rank = r };
+		}
+		rt_vw_set_jobs(2);
+		fail_at = at;
+		cr_assert_eq(rt_vw_parallel_pass(t, m, srcs, nsrc), -1, "aligned_alloc call %d failed", at);
+		fail_at = -1;
+		for (int k = 0; k < nsrc; k++)
+			rt_vw_cursor_close(srcs[k].c);
+		rt_vw_free(t);
+		free(m);
+	}
+	job_free(&j);
 }

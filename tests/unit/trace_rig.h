@@ -15,7 +15,7 @@
 #include "model_int.h"
 
 struct rig {
-	struct matcher *m;
+	struct rt_vw_matcher *m;
 	struct rt_vw_trace *t;
 	uint64_t now;
 };
@@ -57,6 +57,7 @@ static inline void rig_ev(struct rig *g, int ri, unsigned id, int dev, int ret, 
 	int16_t r16;
 	int8_t d8;
 	va_list ap;
+	struct rt_vw_sink to = rt_vw_matcher_sink(g->m);
 
 	fields = rt_fmt_event_common(rt_fmt_event_header(buf, id, g->now, g->now), 10, (int16_t)ret, dev);
 	va_start(ap, ret);
@@ -65,7 +66,7 @@ static inline void rig_ev(struct rig *g, int ri, unsigned id, int dev, int ret, 
 	cr_assert_eq(rt_fmt_event_header_get(buf, sizeof(buf), &h), 0);
 	rt_fmt_event_common_get(buf + h.bytes, &dur, &r16, &d8);
 	g->now += 1000;
-	rt_vw_on_event(g->m, ri, &(struct rt_vw_event){
+	rt_vw_on_event(g->t, &to, ri, &(struct rt_vw_event){
 		.id = h.id, .ts = g->now, .dur = dur, .ret = r16, .dev = d8,
 		.fields = buf + h.bytes + RT_COMMON_BYTES, .pid = (uint32_t)g->t->ranks[ri].meta.pid,
 		.tid = (uint32_t)g->t->ranks[ri].meta.pid });

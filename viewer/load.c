@@ -1,0 +1,161 @@
+/* SPDX-License-Identifier: MIT */
+/* load.c - a trace directory read into the model: rt_vw_load.
+ *
+ * Lists the rank directories (trace_dir.c; an LTTng session's processes
+ * grouped into ranks by read_bt2.c), reads each rank's metadata, opens its
+ * streams (merge.c), runs the pass (parallel.c: rank models, the matcher)
+ * and then what needs every rank: completeness, interruption, the open
+ * collectives, liveness, detectors and verdict (rt_vw_model_finish).
+ * rt_vw_free frees what it built. Not thread-safe per trace; the CLI and
+ * the tests call it. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model.h"
+#include "model_int.h"
+#include "read_bt2.h"
+
+/* The ranks of an LTTng trace, as read_bt2.c grouped its processes. */
+static int lttng_ranks(struct rt_vw_trace *t, char *err, size_t errlen)
+{
+	t->lttng = rt_vw_bt2_load(t->dir, err, errlen);
+	if (!t->lttng)
+		return -1;
+	t->ranks = calloc((size_t)t->lttng->nranks + 1, sizeof(*t->ranks));
+	if (!t->ranks) {
+		snprintf(err, errlen, "%s: out of memory", t->dir);
+		return -1;
+	}
+	t->nranks = t->lttng->nranks;
+	for (int i = 0; i < t->nranks; i++) {
+		struct rt_vw_rank *r = &t->ranks[i];
+
+		snprintf(r->name, sizeof(r->name), "%s", t->lttng->ranks[i].name);
+		r->meta = t->lttng->ranks[i].meta;
+		r->comm_device = r->init_device = -1;
+		r->live = rt_vw_map_new();
+		if (r->meta.rank < 0)
+			r->meta.rank = 100000 + i; /* pid-named: keep them apart */
+		r->readable = true;
+	}
+	return 0;
+}
+
+/* After the pass: what needs every rank's whole model. */
+void rt_vw_model_finish(struct rt_vw_matcher *m)
+{
+	if (!m->t->stall_ns)
+		m->t->stall_ns = RT_VW_STALL_DEFAULT_NS;
+	rt_vw_completeness(m->t, m);
+	rt_vw_interruption(m->t);
+	rt_vw_matcher_finish(m);
+	rt_vw_liveness(m->t);
+	rt_vw_analyse(m->t);
+}
+
+struct rt_vw_trace *rt_vw_load(const char *dir, unsigned flags, char *err, size_t errlen)
+{
+	return rt_vw_load_stall(dir, flags, 0, err, errlen);
+}
+
+/* The ranks of a native trace: its rank-* directories and their metadata;
+ * a rank whose metadata cannot be read is kept, unreadable, with why. */
+static int native_ranks(struct rt_vw_trace *t, const char *dir, char *err, size_t errlen)
+{
+	char **names = NULL;
+	int n = rt_vw_list_ranks(dir, &names), readable = 0;
+
+	if (n <= 0) {
+		snprintf(err, errlen, "%s: no rank traces (rank-*/ directories) here", dir);
+		rt_vw_free_names(names, 0);
+		return -1;
+	}
+	t->ranks = calloc((size_t)n, sizeof(*t->ranks));
+	if (!t->ranks) {
+		snprintf(err, errlen, "%s: out of memory", dir);
+		rt_vw_free_names(names, n);
+		return -1;
+	}
+	t->nranks = n;
+	for (int i = 0; i < n; i++) {
+		struct rt_vw_rank *r = &t->ranks[i];
+		char rd[4400], e2[512];
+
+		snprintf(r->name, sizeof(r->name), "%s", names[i]);
+		r->comm_device = r->init_device = -1;
+		r->live = rt_vw_map_new();
+		snprintf(rd, sizeof(rd), "%s/%s", dir, names[i]);
+		if (rt_vw_read_metadata(rd, &r->meta, e2, sizeof(e2)) != 0) {
+			r->meta.rank = -1;
+			rt_vw_note_damage(t, i, e2);
+			continue;
+		}
+		if (r->meta.rank < 0)
+			r->meta.rank = 100000 + i; /* pid-named: keep them apart */
+		r->readable = true;
+		readable++;
+	}
+	rt_vw_free_names(names, n);
+	if (!readable) {
+		snprintf(err, errlen, "%s: no readable rank trace (%s)", dir, t->ranks[0].damaged);
+		return -1;
+	}
+	return 0;
+}
+
+struct rt_vw_trace *rt_vw_load_stall(const char *dir, unsigned flags, uint64_t stall_ns, char *err,
+				     size_t errlen)
+{
+	struct rt_vw_trace *t = calloc(1, sizeof(*t));
+	struct rt_vw_matcher *m = calloc(1, sizeof(*m));
+	struct rt_vw_src *srcs = NULL;
+	int nsrc = 0;
+
+	if (!t || !m)
+		goto out_oom;
+	snprintf(t->dir, sizeof(t->dir), "%s", dir);
+	t->flags = flags;
+	m->t = t;
+	if ((rt_vw_is_lttng(dir) ? lttng_ranks(t, err, errlen) : native_ranks(t, dir, err, errlen)) != 0)
+		goto out_fail;
+	if (rt_vw_open_sources(t, &srcs, &nsrc) != 0 || rt_vw_parallel_pass(t, m, srcs, nsrc) != 0)
+		goto out_oom;
+	rt_vw_close_sources(srcs, nsrc);
+	srcs = NULL;
+	nsrc = 0;
+	t->stall_ns = stall_ns ? stall_ns : RT_VW_STALL_DEFAULT_NS;
+	rt_vw_model_finish(m);
+	free(m);
+	return t;
+
+out_oom:
+	snprintf(err, errlen, "%s: out of memory", dir);
+out_fail:
+	rt_vw_close_sources(srcs, nsrc);
+	free(m);
+	rt_vw_free(t);
+	return NULL;
+}
+
+void rt_vw_free(struct rt_vw_trace *t)
+{
+	if (!t)
+		return;
+	for (int i = 0; i < t->nranks && t->ranks; i++) {
+		if (t->ranks[i].live)
+			rt_vw_map_free(t->ranks[i].live);
+		free(t->ranks[i].live);
+		rt_vw_memory_free_rank(&t->ranks[i]);
+		free(t->ranks[i].calls);
+		free(t->ranks[i].params);
+		free(t->ranks[i].mem);
+		free(t->ranks[i].changes);
+	}
+	free(t->ranks);
+	free(t->findings);
+	free(t->missing);
+	free(t->comms);
+	rt_vw_bt2_free(t->lttng);
+	free(t);
+}
