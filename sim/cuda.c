@@ -273,7 +273,10 @@ EXPORT CUresult cuCtxGetDevice(CUdevice *device)
 EXPORT CUresult cuCtxSynchronize(void)
 {
 	CHECK_INIT();
-	return ctx_device() < 0 ? CUDA_ERROR_INVALID_CONTEXT : CUDA_SUCCESS;
+	if (ctx_device() < 0)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	simgpu_device_sync(ctx_device());
+	return CUDA_SUCCESS;
 }
 
 /* ---- memory ---- */

@@ -5,8 +5,9 @@
  * of SIMGPU_DEVICES devices owns a private address range of SIMGPU_MEM bytes,
  * reserved lazily with mmap(MAP_NORESERVE), so pointers say which device they
  * live on, out-of-memory happens where a GPU's would, and a device pointer is
- * never a host pointer. Work is executed synchronously on the calling thread;
- * streams and events exist for their handles and ordering only.
+ * never a host pointer. Work is stream-ordered and asynchronous, as on a GPU:
+ * streams, events and copies are in stream.c on the engine of queue.c (one
+ * worker thread per device); SIMGPU_SYNC=1 runs it on the calling thread.
  *
  * Thread-safe: one mutex guards the allocation maps (this is a test bench,
  * not a hot path). The last error is per thread, as in CUDA. Functions that
@@ -25,12 +26,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "queue.h"
 #include "simgpu.h"
 
 #define SIM_MAX_DEVICES 64
 #define DEVICE_ALIGN 256
-#define STREAM_MAGIC 0x5354524du
-#define EVENT_MAGIC 0x4556454eu
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -52,22 +52,6 @@ struct heap {
 	bool managed;
 };
 
-struct sim_stream {
-	unsigned magic;
-	int device;
-	int priority;
-	unsigned flags;
-	struct sim_stream *next;
-};
-
-struct sim_event {
-	unsigned magic;
-	unsigned flags;
-	uint64_t when_ns;
-	bool recorded;
-	struct sim_event *next;
-};
-
 struct sim_pool {
 	int device;
 	struct sim_pool *next; /* created pools (cuMemPoolCreate) */
@@ -81,8 +65,6 @@ static double timeout_s = 60.0;
 static struct heap heaps[SIM_MAX_DEVICES];
 static struct heap managed_heap = { .managed = true, .device = 0 };
 static struct block *host_blocks; /* pinned host allocations */
-static struct sim_stream *streams;
-static struct sim_event *events;
 static struct sim_pool pools[SIM_MAX_DEVICES]; /* default pools */
 static struct sim_pool *created_pools;
 
@@ -163,6 +145,11 @@ static cudaError_t fail(cudaError_t e)
 	if (e != cudaSuccess)
 		last_error = e;
 	return e;
+}
+
+cudaError_t sq_fail(cudaError_t e)
+{
+	return fail(e);
 }
 
 static bool valid_device(int d)
@@ -567,6 +554,8 @@ EXPORT cudaError_t cudaDeviceGetStreamPriorityRange(int *least, int *greatest)
 
 EXPORT cudaError_t cudaDeviceSynchronize(void)
 {
+	config();
+	sq_device_sync(current_device);
 	return cudaSuccess;
 }
 
@@ -576,6 +565,7 @@ EXPORT cudaError_t cudaDeviceReset(void)
 	struct heap *h;
 
 	config();
+	sq_device_sync(current_device);
 	pthread_mutex_lock(&lock);
 	h = &heaps[current_device];
 	while (h->blocks)
@@ -607,7 +597,7 @@ static cudaError_t device_malloc(void **p, size_t size, int device)
 	return cudaSuccess;
 }
 
-static cudaError_t device_free(void *p)
+static cudaError_t device_free(void *p, bool wait)
 {
 	struct heap *h;
 	bool ok = false;
@@ -615,12 +605,47 @@ static cudaError_t device_free(void *p)
 	config();
 	if (!p)
 		return cudaSuccess;
+	if (wait) { /* cudaFree synchronises the device first, as CUDA's does */
+		int d = simgpu_range_device(p, 1);
+
+		sq_device_sync(d >= 0 ? d : current_device);
+	}
 	pthread_mutex_lock(&lock);
 	h = heap_of(p);
 	if (h)
 		ok = heap_free(h, p);
 	pthread_mutex_unlock(&lock);
 	return ok ? cudaSuccess : fail(cudaErrorInvalidValue);
+}
+
+int sq_free_now(void *p)
+{
+	return device_free(p, false) == cudaSuccess ? 0 : -1;
+}
+
+/* Is p the base of a live device or managed allocation? */
+static bool heap_known(const void *p)
+{
+	struct heap *h;
+	struct block *b = NULL;
+
+	config();
+	pthread_mutex_lock(&lock);
+	h = heap_of(p);
+	if (h)
+		b = find_block(h->blocks, (uintptr_t)p);
+	pthread_mutex_unlock(&lock);
+	return b && b->addr == (uintptr_t)p;
+}
+
+bool sq_host_pinned(const void *p)
+{
+	bool pinned;
+
+	pthread_mutex_lock(&lock);
+	pinned = find_block(host_blocks, (uintptr_t)p) != NULL;
+	pthread_mutex_unlock(&lock);
+	return pinned;
 }
 
 EXPORT cudaError_t cudaMalloc(void **devPtr, size_t size)
@@ -670,18 +695,21 @@ EXPORT cudaError_t cudaMallocFromPoolAsync(void **ptr, size_t size, cudaMemPool_
 
 EXPORT cudaError_t cudaFree(void *devPtr)
 {
-	return device_free(devPtr);
+	return device_free(devPtr, true);
 }
 
 EXPORT int simgpu_free(const void *p)
 {
-	return p && device_free((void *)p) == cudaSuccess ? 0 : -1;
+	return p && device_free((void *)p, true) == cudaSuccess ? 0 : -1;
 }
 
 EXPORT cudaError_t cudaFreeAsync(void *devPtr, cudaStream_t stream)
 {
-	(void)stream;
-	return device_free(devPtr);
+	if (!devPtr)
+		return cudaSuccess;
+	if (!heap_known(devPtr))
+		return fail(cudaErrorInvalidValue);
+	return sq_free_async(stream, devPtr);
 }
 
 EXPORT cudaError_t cudaMallocManaged(void **devPtr, size_t size, unsigned int flags)
@@ -846,7 +874,9 @@ static cudaError_t check_copy(void *dst, const void *src, size_t count, enum cud
 	}
 }
 
-EXPORT cudaError_t cudaMemcpy(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind)
+/* Check a copy; stream-ordered on `stream`, returning once done when wait. */
+static cudaError_t copy(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind,
+			cudaStream_t stream, bool wait)
 {
 	cudaError_t e;
 
@@ -857,15 +887,19 @@ EXPORT cudaError_t cudaMemcpy(void *dst, const void *src, size_t count, enum cud
 	e = check_copy(dst, src, count, kind);
 	if (e != cudaSuccess)
 		return fail(e);
-	memmove(dst, src, count);
-	return cudaSuccess;
+	return sq_copy(stream, dst, src, count, 0, false, wait);
+}
+
+/* Synchronous: on the legacy stream, after the work before it there. */
+EXPORT cudaError_t cudaMemcpy(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind)
+{
+	return copy(dst, src, count, kind, NULL, true);
 }
 
 EXPORT cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count,
 				   enum cudaMemcpyKind kind, cudaStream_t stream)
 {
-	(void)stream;
-	return cudaMemcpy(dst, src, count, kind);
+	return copy(dst, src, count, kind, stream, false);
 }
 
 EXPORT cudaError_t cudaMemcpyPeer(void *dst, int dstDevice, const void *src, int srcDevice,
@@ -876,217 +910,38 @@ EXPORT cudaError_t cudaMemcpyPeer(void *dst, int dstDevice, const void *src, int
 	if (count && (simgpu_range_device(dst, count) != dstDevice ||
 		      simgpu_range_device(src, count) != srcDevice))
 		return fail(cudaErrorInvalidValue);
-	return cudaMemcpy(dst, src, count, cudaMemcpyDeviceToDevice);
+	return copy(dst, src, count, cudaMemcpyDeviceToDevice, NULL, true);
 }
 
 EXPORT cudaError_t cudaMemcpyPeerAsync(void *dst, int dstDevice, const void *src, int srcDevice,
 				       size_t count, cudaStream_t stream)
 {
-	(void)stream;
-	return cudaMemcpyPeer(dst, dstDevice, src, srcDevice, count);
+	if (!valid_device(dstDevice) || !valid_device(srcDevice))
+		return fail(cudaErrorInvalidDevice);
+	if (count && (simgpu_range_device(dst, count) != dstDevice ||
+		      simgpu_range_device(src, count) != srcDevice))
+		return fail(cudaErrorInvalidValue);
+	return copy(dst, src, count, cudaMemcpyDeviceToDevice, stream, false);
 }
 
+/* cudaMemset may return before the device is done; this one waits (safer
+ * for programs that read device memory through the host pointer). */
 EXPORT cudaError_t cudaMemset(void *devPtr, int value, size_t count)
 {
 	if (count == 0)
 		return cudaSuccess;
 	if (simgpu_range_device(devPtr, count) < 0)
 		return fail(cudaErrorInvalidValue);
-	memset(devPtr, value, count);
-	return cudaSuccess;
+	return sq_copy(NULL, devPtr, NULL, count, value, true, true);
 }
 
 EXPORT cudaError_t cudaMemsetAsync(void *devPtr, int value, size_t count, cudaStream_t stream)
 {
-	(void)stream;
-	return cudaMemset(devPtr, value, count);
-}
-
-/* ---- streams and events ---- */
-
-static bool stream_ok(cudaStream_t s)
-{
-	bool ok = false;
-
-	if (s == NULL || s == cudaStreamLegacy || s == cudaStreamPerThread)
-		return true;
-	pthread_mutex_lock(&lock);
-	for (struct sim_stream *p = streams; p; p = p->next)
-		if ((void *)p == (void *)s)
-			ok = true;
-	pthread_mutex_unlock(&lock);
-	return ok;
-}
-
-EXPORT cudaError_t cudaStreamCreateWithPriority(cudaStream_t *pStream, unsigned int flags,
-						int priority)
-{
-	struct sim_stream *s;
-
-	config();
-	if (!pStream)
+	if (count == 0)
+		return cudaSuccess;
+	if (simgpu_range_device(devPtr, count) < 0)
 		return fail(cudaErrorInvalidValue);
-	s = calloc(1, sizeof(*s));
-	if (!s)
-		return fail(cudaErrorMemoryAllocation);
-	s->magic = STREAM_MAGIC;
-	s->device = current_device;
-	s->flags = flags;
-	s->priority = priority < -5 ? -5 : priority > 0 ? 0 : priority;
-	pthread_mutex_lock(&lock);
-	s->next = streams;
-	streams = s;
-	pthread_mutex_unlock(&lock);
-	*pStream = (cudaStream_t)s;
-	return cudaSuccess;
-}
-
-EXPORT cudaError_t cudaStreamCreateWithFlags(cudaStream_t *pStream, unsigned int flags)
-{
-	return cudaStreamCreateWithPriority(pStream, flags, 0);
-}
-
-EXPORT cudaError_t cudaStreamCreate(cudaStream_t *pStream)
-{
-	return cudaStreamCreateWithPriority(pStream, cudaStreamDefault, 0);
-}
-
-EXPORT cudaError_t cudaStreamDestroy(cudaStream_t stream)
-{
-	struct sim_stream *found = NULL;
-
-	pthread_mutex_lock(&lock);
-	for (struct sim_stream **link = &streams; *link; link = &(*link)->next) {
-		if ((void *)*link == (void *)stream) {
-			found = *link;
-			*link = found->next;
-			break;
-		}
-	}
-	pthread_mutex_unlock(&lock);
-	if (!found)
-		return fail(cudaErrorInvalidResourceHandle);
-	found->magic = 0;
-	free(found);
-	return cudaSuccess;
-}
-
-EXPORT cudaError_t cudaStreamGetPriority(cudaStream_t stream, int *priority)
-{
-	if (!priority || !stream_ok(stream))
-		return fail(cudaErrorInvalidResourceHandle);
-	*priority = (stream == NULL || stream == cudaStreamLegacy || stream == cudaStreamPerThread)
-			    ? 0 : ((struct sim_stream *)stream)->priority;
-	return cudaSuccess;
-}
-
-EXPORT cudaError_t cudaStreamSynchronize(cudaStream_t stream)
-{
-	return stream_ok(stream) ? cudaSuccess : fail(cudaErrorInvalidResourceHandle);
-}
-
-EXPORT cudaError_t cudaStreamQuery(cudaStream_t stream)
-{
-	return stream_ok(stream) ? cudaSuccess : fail(cudaErrorInvalidResourceHandle);
-}
-
-static bool event_ok(cudaEvent_t e)
-{
-	bool ok = false;
-
-	pthread_mutex_lock(&lock);
-	for (struct sim_event *p = events; p; p = p->next)
-		if ((void *)p == (void *)e)
-			ok = true;
-	pthread_mutex_unlock(&lock);
-	return ok;
-}
-
-EXPORT cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int flags)
-{
-	(void)flags;
-	if (!stream_ok(stream) || !event_ok(event))
-		return fail(cudaErrorInvalidResourceHandle);
-	return cudaSuccess;
-}
-
-EXPORT cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned int flags)
-{
-	struct sim_event *e;
-
-	if (!event)
-		return fail(cudaErrorInvalidValue);
-	e = calloc(1, sizeof(*e));
-	if (!e)
-		return fail(cudaErrorMemoryAllocation);
-	e->magic = EVENT_MAGIC;
-	e->flags = flags;
-	pthread_mutex_lock(&lock);
-	e->next = events;
-	events = e;
-	pthread_mutex_unlock(&lock);
-	*event = (cudaEvent_t)e;
-	return cudaSuccess;
-}
-
-EXPORT cudaError_t cudaEventCreate(cudaEvent_t *event)
-{
-	return cudaEventCreateWithFlags(event, cudaEventDefault);
-}
-
-EXPORT cudaError_t cudaEventDestroy(cudaEvent_t event)
-{
-	struct sim_event *found = NULL;
-
-	pthread_mutex_lock(&lock);
-	for (struct sim_event **link = &events; *link; link = &(*link)->next) {
-		if ((void *)*link == (void *)event) {
-			found = *link;
-			*link = found->next;
-			break;
-		}
-	}
-	pthread_mutex_unlock(&lock);
-	if (!found)
-		return fail(cudaErrorInvalidResourceHandle);
-	free(found);
-	return cudaSuccess;
-}
-
-EXPORT cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream)
-{
-	struct timespec ts;
-
-	if (!event_ok(event) || !stream_ok(stream))
-		return fail(cudaErrorInvalidResourceHandle);
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	((struct sim_event *)event)->when_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-	((struct sim_event *)event)->recorded = true;
-	return cudaSuccess;
-}
-
-EXPORT cudaError_t cudaEventSynchronize(cudaEvent_t event)
-{
-	return event_ok(event) ? cudaSuccess : fail(cudaErrorInvalidResourceHandle);
-}
-
-EXPORT cudaError_t cudaEventQuery(cudaEvent_t event)
-{
-	return event_ok(event) ? cudaSuccess : fail(cudaErrorInvalidResourceHandle);
-}
-
-EXPORT cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end)
-{
-	struct sim_event *a = (struct sim_event *)start, *b = (struct sim_event *)end;
-
-	if (!ms)
-		return fail(cudaErrorInvalidValue);
-	if (!event_ok(start) || !event_ok(end))
-		return fail(cudaErrorInvalidResourceHandle);
-	if (!a->recorded || !b->recorded)
-		return fail(cudaErrorInvalidResourceHandle);
-	*ms = (float)((double)((int64_t)(b->when_ns - a->when_ns)) / 1e6);
-	return cudaSuccess;
+	return sq_copy(stream, devPtr, NULL, count, value, true, false);
 }
 
 /* ---- driver entry points: the simulated libcuda.so.1 (sim/cuda.c) ---- */

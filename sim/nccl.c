@@ -83,7 +83,13 @@ struct ncclComm {
 	uint64_t barriers;         /* barriers this rank has arrived at */
 	uint64_t colls;            /* collectives issued (sequence number) */
 	unsigned splits;           /* ncclCommSplit calls on this communicator */
-	ncclResult_t async_error;
+	ncclResult_t async_error;  /* atomic: device workers set it (get/set_async_error) */
+	_Atomic int inflight;      /* ops enqueued on a device and not yet released */
+	_Atomic int aborted_local; /* ncclCommAbort: queued ops end at once */
+	uint64_t tickets;          /* device work items enqueued (host side) */
+	_Atomic uint64_t dev_done; /* ... and completed on the device, in order */
+	bool init_thread_live;     /* non-blocking init: join init_thread */
+	pthread_t init_thread;
 };
 
 enum op_type { OP_ALLREDUCE, OP_BROADCAST, OP_REDUCE, OP_ALLGATHER, OP_REDUCESCATTER,
@@ -106,13 +112,36 @@ struct op {
 	int phase;
 	uint64_t wait_for;
 	ncclResult_t result;
+	uint64_t seq;     /* the communicator's collective sequence number */
+	void *stream;     /* cudaStream_t it was enqueued on */
+	uint64_t ticket;  /* the communicator's device order (launch) */
 };
 
 static __thread int group_depth;
 static __thread struct op *group_ops;
 static __thread size_t group_n, group_cap;
 static __thread ncclResult_t group_error;
-static __thread char last_error[512];
+/* process-wide, as asynchronous errors are found on the device workers */
+static char last_error[512];
+static pthread_mutex_t last_error_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* A failure of the ops' communicator: recorded for ncclCommGetAsyncError. */
+static void set_async_error(struct ncclComm *c, ncclResult_t r)
+{
+	__atomic_store_n(&c->async_error, r, __ATOMIC_RELEASE);
+}
+
+static ncclResult_t get_async_error(struct ncclComm *c)
+{
+	return __atomic_load_n(&c->async_error, __ATOMIC_ACQUIRE);
+}
+
+/* Wait until the device workers hold no op of c (destroy, abort). */
+static void drain(struct ncclComm *c)
+{
+	while (atomic_load(&c->inflight) > 0)
+		nanosleep(&(struct timespec){ 0, 1000 * 1000 }, NULL);
+}
 
 /* ---- messages ---- */
 
@@ -122,11 +151,13 @@ static void warn(const char *fmt, ...)
 	va_list ap;
 
 	gethostname(host, sizeof(host) - 1);
+	pthread_mutex_lock(&last_error_lock);
 	va_start(ap, fmt);
 	vsnprintf(last_error, sizeof(last_error), fmt, ap);
 	va_end(ap);
 	fprintf(stderr, "%s:%d:%ld [%d] NCCL WARN %s\n", host, (int)getpid(),
 		(long)syscall(SYS_gettid), simgpu_current_device(), last_error);
+	pthread_mutex_unlock(&last_error_lock);
 }
 
 static const char *const nccl_texts[] = {
@@ -346,7 +377,8 @@ static void comm_release(struct ncclComm *c, bool unlink_name)
 {
 	if (unlink_name)
 		shm_unlink(c->shm_name);
-	munmap(c->shm, c->shm_size);
+	if (c->shm)
+		munmap(c->shm, c->shm_size);
 	c->magic = 0;
 	free(c);
 }
@@ -443,15 +475,89 @@ EXPORT ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId 
 	return init_rank(comm, nranks, name, rank);
 }
 
+/* A non-blocking init (config blocking=0): the handle is returned at once
+ * with ncclInProgress as its asynchronous error; this thread joins the others
+ * and then sets ncclSuccess or the failure. */
+struct init_job {
+	struct ncclComm *shell;
+	int nranks, rank, device;
+	char name[64];
+};
+
+static void *init_thread(void *arg)
+{
+	struct init_job *j = arg;
+	struct ncclComm *c = NULL, *sh = j->shell;
+	ncclResult_t r;
+
+	simgpu_set_current_device(j->device);
+	r = init_rank(&c, j->nranks, j->name, j->rank);
+	if (r == ncclSuccess) {
+		sh->rank = c->rank;
+		sh->nranks = c->nranks;
+		sh->device = c->device;
+		sh->shm = c->shm;
+		sh->shm_size = c->shm_size;
+		memcpy(sh->shm_name, c->shm_name, sizeof(sh->shm_name));
+		c->magic = 0;
+		free(c);
+	}
+	set_async_error(sh, r);
+	free(j);
+	return NULL;
+}
+
+static void init_join(struct ncclComm *c)
+{
+	if (c->init_thread_live)
+		pthread_join(c->init_thread, NULL);
+	c->init_thread_live = false;
+}
+
+static ncclResult_t init_nonblocking(ncclComm_t *comm, int nranks, const char *name, int rank)
+{
+	struct ncclComm *c = calloc(1, sizeof(*c));
+	struct init_job *j = calloc(1, sizeof(*j));
+
+	if (!c || !j) {
+		free(c);
+		free(j);
+		return ncclSystemError;
+	}
+	c->magic = COMM_MAGIC;
+	c->rank = rank;
+	c->nranks = nranks;
+	c->device = simgpu_current_device();
+	c->async_error = ncclInProgress;
+	*j = (struct init_job){ .shell = c, .nranks = nranks, .rank = rank, .device = c->device };
+	snprintf(j->name, sizeof(j->name), "%s", name);
+	if (pthread_create(&c->init_thread, NULL, init_thread, j) != 0) {
+		free(c);
+		free(j);
+		return ncclSystemError;
+	}
+	c->init_thread_live = true;
+	*comm = c;
+	return ncclInProgress;
+}
+
 EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUniqueId commId,
 					   int rank, ncclConfig_t *config)
 {
+	char name[64];
+
 	if (config && config->magic != 0xcafebeef) {
 		warn("ncclConfig_t not initialised with NCCL_CONFIG_INITIALIZER");
 		return ncclInvalidArgument;
 	}
-	/* blocking or not, the simulated init completes before returning */
-	return ncclCommInitRank(comm, nranks, commId, rank);
+	if (!config || config->blocking != 0)
+		return ncclCommInitRank(comm, nranks, commId, rank);
+	if (!comm)
+		return ncclInvalidArgument;
+	if (!id_ok(&commId))
+		return ncclInvalidArgument;
+	id_name(&commId, "", name, sizeof(name));
+	return init_nonblocking(comm, nranks, name, rank);
 }
 
 EXPORT ncclResult_t ncclCommInitAll(ncclComm_t *comms, int ndev, const int *devlist)
@@ -502,6 +608,8 @@ EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm)
 		return ncclSuccess;
 	if (!comm_ok(comm))
 		return ncclInvalidArgument;
+	init_join(comm);
+	drain(comm); /* NCCL's destroy waits for the communicator's operations */
 	comm_release(comm, false);
 	return ncclSuccess;
 }
@@ -512,8 +620,13 @@ EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm)
 		return ncclSuccess;
 	if (!comm_ok(comm))
 		return ncclInvalidArgument;
-	atomic_store(&comm->shm->aborted, comm->rank + 1);
-	bump(comm->shm);
+	atomic_store(&comm->aborted_local, 1);
+	init_join(comm);
+	if (comm->shm) {
+		atomic_store(&comm->shm->aborted, comm->rank + 1);
+		bump(comm->shm);
+	}
+	drain(comm); /* queued ops end at once: the communicator is aborted */
 	comm_release(comm, false);
 	return ncclSuccess;
 }
@@ -546,7 +659,7 @@ EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *asyncEr
 {
 	if (!comm_ok(comm) || !asyncError)
 		return ncclInvalidArgument;
-	*asyncError = comm->async_error;
+	*asyncError = get_async_error(comm);
 	return ncclSuccess;
 }
 
@@ -707,7 +820,7 @@ static bool signatures_match(struct op *o)
 		    (a->sig_type != OP_ALLGATHER && a->sig_type != OP_BROADCAST &&
 		     a->sig_op != b->sig_op)) {
 			warn("collective mismatch at sequence %llu: rank 0 called %s(count %zu), rank %d called %s(count %zu)",
-			     (unsigned long long)c->colls, op_names[a->sig_type], a->sig_count, r,
+			     (unsigned long long)o->seq, op_names[a->sig_type], a->sig_count, r,
 			     op_names[b->sig_type], b->sig_count);
 			return false;
 		}
@@ -860,76 +973,252 @@ static bool blocked_behind(const struct op *ops, size_t i)
 	return false;
 }
 
-/* Run ops until all are done or one fails; bounded by SIMGPU_TIMEOUT without
- * progress. */
-static ncclResult_t run_ops(struct op *ops, size_t n)
-{
-	double last_progress = now_s(), last_check = last_progress;
-	size_t left = 0;
+struct run_state {
+	double last_progress, last_check;
+	size_t left;
+	bool begun;
+};
 
+static void run_begin(struct op *ops, size_t n, struct run_state *st)
+{
+	st->last_progress = st->last_check = now_s();
+	st->left = 0;
+	st->begun = true;
 	for (size_t i = 0; i < n; i++)
 		if (ops[i].count == 0)
 			ops[i].phase = -1; /* nothing to move */
 		else
-			left++;
-	while (left) {
-		bool progress = false;
-		struct shm_hdr *wait_on = NULL;
-		uint32_t seen = 0;
+			st->left++;
+}
 
+/* No progress: dead or aborted peers (every 0.1 s), then SIMGPU_TIMEOUT. */
+static ncclResult_t run_checks(struct op *ops, size_t n, struct run_state *st)
+{
+	double t = now_s();
+
+	if (t - st->last_check > 0.1) {
+		st->last_check = t;
 		for (size_t i = 0; i < n; i++) {
-			struct op *o = &ops[i];
-			enum step s;
+			ncclResult_t r = ops[i].phase < 0 ? ncclSuccess : peers_alive(ops[i].comm);
 
-			if (o->phase < 0 || blocked_behind(ops, i))
-				continue;
-			if (!wait_on) {
-				wait_on = o->comm->shm;
-				seen = atomic_load(&wait_on->wake);
-			}
-			s = is_collective(o->type) ? step_collective(o) : step_p2p(o);
-			if (s == STEP_ERROR) {
-				o->comm->async_error = o->result;
-				return o->result;
-			}
-			if (s == STEP_WAIT)
-				continue;
-			progress = true;
-			if (s == STEP_DONE) {
-				o->phase = -1;
-				left--;
+			if (r != ncclSuccess) {
+				set_async_error(ops[i].comm, r);
+				return r;
 			}
 		}
-		if (progress) {
-			last_progress = now_s();
+	}
+	if (t - st->last_progress <= simgpu_timeout_s())
+		return ncclSuccess;
+	for (size_t i = 0; i < n; i++) {
+		if (ops[i].phase < 0)
 			continue;
-		}
-		double t = now_s();
+		warn("timeout after %.0f s in %s (sequence %llu): not every rank arrived",
+		     simgpu_timeout_s(), op_names[ops[i].type], (unsigned long long)ops[i].seq);
+		set_async_error(ops[i].comm, ncclSystemError);
+		break;
+	}
+	return ncclSystemError;
+}
 
-		if (t - last_check > 0.1) {
-			last_check = t;
-			for (size_t i = 0; i < n; i++) {
-				ncclResult_t r = ops[i].phase < 0 ? ncclSuccess
-								  : peers_alive(ops[i].comm);
-				if (r != ncclSuccess) {
-					ops[i].comm->async_error = r;
-					return r;
-				}
-			}
+/* One pass over ops: SIMGPU_DONE, SIMGPU_PROGRESS, SIMGPU_WAIT (with the
+ * futex word to sleep on), or -1 with the failure in *err. Never blocks. */
+static int run_pass(struct op *ops, size_t n, struct run_state *st, ncclResult_t *err,
+		    _Atomic uint32_t **wake, uint32_t *seen)
+{
+	bool progress = false;
+
+	*wake = NULL;
+	if (!st->begun)
+		run_begin(ops, n, st);
+	for (size_t i = 0; i < n && st->left; i++) {
+		struct op *o = &ops[i];
+		enum step s;
+
+		if (o->phase < 0 || blocked_behind(ops, i))
+			continue;
+		if (!*wake) {
+			*wake = &o->comm->shm->wake;
+			*seen = atomic_load(*wake);
 		}
-		if (t - last_progress > simgpu_timeout_s()) {
-			for (size_t i = 0; i < n; i++) {
-				if (ops[i].phase < 0)
+		s = is_collective(o->type) ? step_collective(o) : step_p2p(o);
+		if (s == STEP_ERROR) {
+			set_async_error(o->comm, o->result);
+			*err = o->result;
+			return -1;
+		}
+		if (s == STEP_WAIT)
+			continue;
+		progress = true;
+		if (s == STEP_DONE) {
+			o->phase = -1;
+			st->left--;
+		}
+	}
+	if (!st->left)
+		return SIMGPU_DONE;
+	if (progress) {
+		st->last_progress = now_s();
+		return SIMGPU_PROGRESS;
+	}
+	*err = run_checks(ops, n, st);
+	return *err == ncclSuccess ? SIMGPU_WAIT : -1;
+}
+
+/* Run ops on the calling thread until all are done or one fails; bounded by
+ * SIMGPU_TIMEOUT without progress. */
+static ncclResult_t run_ops(struct op *ops, size_t n)
+{
+	struct run_state st = { 0 };
+	ncclResult_t err = ncclSuccess;
+
+	for (;;) {
+		_Atomic uint32_t *wake;
+		uint32_t seen = 0;
+		int r = run_pass(ops, n, &st, &err, &wake, &seen);
+
+		if (r == SIMGPU_DONE)
+			return ncclSuccess;
+		if (r < 0)
+			return err;
+		if (r == SIMGPU_WAIT && wake)
+			syscall(SYS_futex, wake, FUTEX_WAIT, seen,
+				&(struct timespec){ 0, 10 * 1000 * 1000 }, NULL, 0);
+	}
+}
+
+/* ---- on the device: ops enqueued on a stream (the asynchronous default) ----
+ *
+ * A collective (or a group of ops) is a work item on its stream
+ * (simgpu_enqueue, sim/queue.c). The device worker calls dev_step: the first
+ * call is where the collective STARTS on the device (it reached the head of
+ * its stream, everything before it there is done); dev_step returning
+ * SIMGPU_DONE is where it COMPLETES on the device, successfully or not (the
+ * failure is then the communicator's asynchronous error, as in NCCL). The
+ * NCCL profiler plugin's device-side start/stop hook into dev_started and
+ * dev_completed. Under SIMGPU_SYNC=1, launch runs the ops inside the call
+ * (start at the call, completion at its return). */
+struct dev_work {
+	struct simgpu_work w;
+	struct run_state st;
+	bool started;
+	size_t n;
+	struct op ops[];
+};
+
+static void dev_started(struct dev_work *d)
+{
+	(void)d; /* profiler plugin: start of each op in d->ops, on the device */
+}
+
+static void dev_completed(struct dev_work *d, ncclResult_t r)
+{
+	(void)d; /* profiler plugin: stop of each op in d->ops, r its outcome */
+	(void)r;
+}
+
+/* An op on an aborted or failed communicator never runs (NCCL: the
+ * communicator's kernels are gone); the error is already recorded. */
+static bool dev_dropped(struct dev_work *d)
+{
+	for (size_t i = 0; i < d->n; i++)
+		if (atomic_load(&d->ops[i].comm->aborted_local) ||
+		    get_async_error(d->ops[i].comm) != ncclSuccess)
+			return true;
+	return false;
+}
+
+/* NCCL runs a communicator's operations in the order they were issued, whatever
+ * streams they are on: an item starts once the one before it on each of its
+ * communicators completed. */
+static bool dev_turn(struct dev_work *d)
+{
+	for (size_t i = 0; i < d->n; i++) {
+		struct ncclComm *c = d->ops[i].comm;
+
+		if (atomic_load(&c->dev_done) + 1 < d->ops[i].ticket) {
+			if (c->shm) {
+				d->w.wake = &c->shm->wake;
+				d->w.seen = atomic_load(d->w.wake);
+				if (atomic_load(&c->dev_done) + 1 >= d->ops[i].ticket)
 					continue;
-				warn("timeout after %.0f s in %s (sequence %llu): not every rank arrived",
-				     simgpu_timeout_s(), op_names[ops[i].type],
-				     (unsigned long long)ops[i].comm->colls);
-				ops[i].comm->async_error = ncclSystemError;
-				break;
 			}
-			return ncclSystemError;
+			return false;
 		}
-		wait_change(wait_on, seen, 10 * 1000 * 1000);
+	}
+	return true;
+}
+
+static int dev_finish(struct dev_work *d, ncclResult_t r)
+{
+	dev_completed(d, r);
+	for (size_t i = 0; i < d->n; i++) {
+		atomic_store(&d->ops[i].comm->dev_done, d->ops[i].ticket);
+		if (d->ops[i].comm->shm)
+			bump(d->ops[i].comm->shm);
+	}
+	return SIMGPU_DONE;
+}
+
+static int dev_step(struct simgpu_work *w)
+{
+	struct dev_work *d = (struct dev_work *)w;
+	ncclResult_t err = ncclSuccess;
+	int r;
+
+	if (!d->started) {
+		if (!dev_turn(d))
+			return SIMGPU_WAIT;
+		d->started = true;
+		dev_started(d);
+	}
+	if (dev_dropped(d))
+		return dev_finish(d, ncclRemoteError);
+	r = run_pass(d->ops, d->n, &d->st, &err, &d->w.wake, &d->w.seen);
+	if (r < 0)
+		return dev_finish(d, err);
+	if (r == SIMGPU_DONE)
+		return dev_finish(d, ncclSuccess);
+	return r;
+}
+
+static void dev_release(struct simgpu_work *w)
+{
+	struct dev_work *d = (struct dev_work *)w;
+
+	for (size_t i = 0; i < d->n; i++)
+		atomic_fetch_sub(&d->ops[i].comm->inflight, 1);
+	free(d);
+}
+
+/* Run ops: enqueued on the first op's stream (a group's ops all run there),
+ * or inside the call under SIMGPU_SYNC=1. */
+static ncclResult_t launch(struct op *ops, size_t n)
+{
+	struct dev_work *d;
+	int e;
+
+	if (!simgpu_async())
+		return run_ops(ops, n);
+	d = calloc(1, sizeof(*d) + n * sizeof(*ops));
+	if (!d)
+		return ncclSystemError;
+	d->w = (struct simgpu_work){ dev_step, dev_release, NULL, 0 };
+	d->n = n;
+	memcpy(d->ops, ops, n * sizeof(*ops));
+	for (size_t i = 0; i < n; i++) {
+		size_t j = 0;
+
+		while (j < i && d->ops[j].comm != d->ops[i].comm)
+			j++;
+		d->ops[i].ticket = j < i ? d->ops[j].ticket : ++d->ops[i].comm->tickets;
+		atomic_fetch_add(&ops[i].comm->inflight, 1);
+	}
+	e = simgpu_enqueue(ops[0].stream, &d->w);
+	if (e != 0) {
+		warn("%s : invalid stream %p (CUDA error %d)", op_names[ops[0].type], ops[0].stream,
+		     e);
+		dev_release(&d->w);
+		return ncclUnhandledCudaError;
 	}
 	return ncclSuccess;
 }
@@ -963,10 +1252,11 @@ static ncclResult_t submit(struct op o)
 		r = ncclInvalidArgument;
 		goto out;
 	}
-	if (c->async_error != ncclSuccess) {
-		warn("%s : communicator has an error (%s)", op_names[o.type],
-		     ncclGetErrorString(c->async_error));
-		r = c->async_error;
+	r = get_async_error(c);
+	if (r != ncclSuccess) {
+		if (r != ncclInProgress)
+			warn("%s : communicator has an error (%s)", op_names[o.type],
+			     ncclGetErrorString(r));
 		goto out;
 	}
 	in_bytes = out_bytes = o.count * es;
@@ -990,7 +1280,7 @@ static ncclResult_t submit(struct op o)
 		goto out;
 	}
 	if (is_collective(o.type))
-		c->colls++;
+		o.seq = ++c->colls;
 	if (group_depth > 0) {
 		if (group_n == group_cap) {
 			size_t cap = group_cap ? group_cap * 2 : 16;
@@ -1006,7 +1296,7 @@ static ncclResult_t submit(struct op o)
 		group_ops[group_n++] = o;
 		return ncclSuccess;
 	}
-	return run_ops(&o, 1);
+	return launch(&o, 1);
 out:
 	if (group_depth > 0 && group_error == ncclSuccess)
 		group_error = r;
@@ -1034,8 +1324,8 @@ EXPORT ncclResult_t ncclGroupEnd(void)
 	if (--group_depth > 0)
 		return ncclSuccess;
 	r = group_error;
-	if (r == ncclSuccess)
-		r = run_ops(group_ops, group_n);
+	if (r == ncclSuccess && group_n)
+		r = launch(group_ops, group_n);
 	group_n = 0;
 	group_error = ncclSuccess;
 	return r;
@@ -1045,8 +1335,7 @@ EXPORT ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, size_t c
 				  ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
 				  cudaStream_t stream)
 {
-	(void)stream;
-	return submit((struct op){ .type = OP_ALLREDUCE, .comm = comm, .send = sendbuff,
+	return submit((struct op){ .stream = stream, .type = OP_ALLREDUCE, .comm = comm, .send = sendbuff,
 				   .recv = recvbuff, .count = count, .dtype = datatype,
 				   .redop = op });
 }
@@ -1055,8 +1344,7 @@ EXPORT ncclResult_t ncclReduce(const void *sendbuff, void *recvbuff, size_t coun
 			       ncclDataType_t datatype, ncclRedOp_t op, int root, ncclComm_t comm,
 			       cudaStream_t stream)
 {
-	(void)stream;
-	return submit((struct op){ .type = OP_REDUCE, .comm = comm, .send = sendbuff,
+	return submit((struct op){ .stream = stream, .type = OP_REDUCE, .comm = comm, .send = sendbuff,
 				   .recv = recvbuff, .count = count, .dtype = datatype,
 				   .redop = op, .root = root });
 }
@@ -1065,8 +1353,7 @@ EXPORT ncclResult_t ncclBroadcast(const void *sendbuff, void *recvbuff, size_t c
 				  ncclDataType_t datatype, int root, ncclComm_t comm,
 				  cudaStream_t stream)
 {
-	(void)stream;
-	return submit((struct op){ .type = OP_BROADCAST, .comm = comm, .send = sendbuff,
+	return submit((struct op){ .stream = stream, .type = OP_BROADCAST, .comm = comm, .send = sendbuff,
 				   .recv = recvbuff, .count = count, .dtype = datatype,
 				   .root = root });
 }
@@ -1074,8 +1361,7 @@ EXPORT ncclResult_t ncclBroadcast(const void *sendbuff, void *recvbuff, size_t c
 EXPORT ncclResult_t ncclBcast(void *buff, size_t count, ncclDataType_t datatype, int root,
 			      ncclComm_t comm, cudaStream_t stream)
 {
-	(void)stream;
-	return submit((struct op){ .type = OP_BROADCAST, .comm = comm, .send = buff,
+	return submit((struct op){ .stream = stream, .type = OP_BROADCAST, .comm = comm, .send = buff,
 				   .recv = buff, .count = count, .dtype = datatype,
 				   .root = root });
 }
@@ -1083,8 +1369,7 @@ EXPORT ncclResult_t ncclBcast(void *buff, size_t count, ncclDataType_t datatype,
 EXPORT ncclResult_t ncclAllGather(const void *sendbuff, void *recvbuff, size_t sendcount,
 				  ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream)
 {
-	(void)stream;
-	return submit((struct op){ .type = OP_ALLGATHER, .comm = comm, .send = sendbuff,
+	return submit((struct op){ .stream = stream, .type = OP_ALLGATHER, .comm = comm, .send = sendbuff,
 				   .recv = recvbuff, .count = sendcount, .dtype = datatype });
 }
 
@@ -1092,8 +1377,7 @@ EXPORT ncclResult_t ncclReduceScatter(const void *sendbuff, void *recvbuff, size
 				      ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
 				      cudaStream_t stream)
 {
-	(void)stream;
-	return submit((struct op){ .type = OP_REDUCESCATTER, .comm = comm, .send = sendbuff,
+	return submit((struct op){ .stream = stream, .type = OP_REDUCESCATTER, .comm = comm, .send = sendbuff,
 				   .recv = recvbuff, .count = recvcount, .dtype = datatype,
 				   .redop = op });
 }
@@ -1101,16 +1385,14 @@ EXPORT ncclResult_t ncclReduceScatter(const void *sendbuff, void *recvbuff, size
 EXPORT ncclResult_t ncclSend(const void *sendbuff, size_t count, ncclDataType_t datatype, int peer,
 			     ncclComm_t comm, cudaStream_t stream)
 {
-	(void)stream;
-	return submit((struct op){ .type = OP_SEND, .comm = comm, .send = sendbuff,
+	return submit((struct op){ .stream = stream, .type = OP_SEND, .comm = comm, .send = sendbuff,
 				   .count = count, .dtype = datatype, .root = peer });
 }
 
 EXPORT ncclResult_t ncclRecv(void *recvbuff, size_t count, ncclDataType_t datatype, int peer,
 			     ncclComm_t comm, cudaStream_t stream)
 {
-	(void)stream;
-	return submit((struct op){ .type = OP_RECV, .comm = comm, .recv = recvbuff,
+	return submit((struct op){ .stream = stream, .type = OP_RECV, .comm = comm, .recv = recvbuff,
 				   .count = count, .dtype = datatype, .root = peer });
 }
 
@@ -1144,7 +1426,7 @@ EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_
 	mine = (struct split_entry){ color, key, comm->rank };
 	o = (struct op){ .type = OP_ALLGATHER, .comm = comm, .send = (const char *)&mine,
 			 .recv = (char *)all, .count = 3, .dtype = ncclInt32 };
-	comm->colls++;
+	o.seq = ++comm->colls;
 	r = run_ops(&o, 1);
 	if (r != ncclSuccess)
 		return r;

@@ -64,4 +64,31 @@ int simgpu_vmm_lookup(uintptr_t p, size_t len, int *device);
 /* Seconds a collective or init waits for missing ranks (SIMGPU_TIMEOUT). */
 double simgpu_timeout_s(void);
 
+/* ---- the devices' execution engine (queue.c) ----
+ *
+ * Asynchronous by default, as CUDA is: each device has a worker thread that
+ * runs the work enqueued on its streams in stream order; the API call that
+ * enqueues returns at once. SIMGPU_SYNC=1 runs every item to completion
+ * inside the call instead (the simulator before issue 20). Work is a step
+ * function the worker calls until it says SIMGPU_DONE; it must never block
+ * (it returns SIMGPU_WAIT, optionally naming a futex word and the value it saw,
+ * and the worker calls it again later), so one worker runs several streams
+ * and a collective waiting for its peers does not hold up other streams. */
+enum { SIMGPU_DONE, SIMGPU_WAIT, SIMGPU_PROGRESS };
+
+struct simgpu_work {
+	int (*step)(struct simgpu_work *w);    /* on the device worker */
+	void (*release)(struct simgpu_work *w); /* after SIMGPU_DONE; may free w */
+	_Atomic uint32_t *wake;                  /* set by step on SIMGPU_WAIT, or NULL */
+	uint32_t seen;
+};
+
+/* false under SIMGPU_SYNC=1. */
+bool simgpu_async(void);
+/* Enqueue w on a stream (NULL: the current device's legacy stream): a
+ * cudaError_t; on failure w was neither run nor released. */
+int simgpu_enqueue(void *stream, struct simgpu_work *w);
+/* Wait until every stream of the device has drained (cuCtxSynchronize). */
+void simgpu_device_sync(int device);
+
 #endif

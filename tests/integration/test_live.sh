@@ -81,7 +81,13 @@ sys.exit(sorted(seen) != [0, 1, 2, 3])
 PY"
 
 # ---- only rank 2 hangs, in cudaMalloc; the others wait in a collective ----
+# SIMGPU_SYNC=1: the simulator's synchronous mode, where a collective blocks
+# its caller. With the asynchronous default the others' host threads wait in
+# a stream synchronisation instead, and naming the collective they wait for
+# needs the device-side completion of issue 20 (item 2).
+export SIMGPU_SYNC=1
 start lag 'cudaMalloc:hang:rank=2:when=10'
+unset SIMGPU_SYNC
 check "laggard: 4 ranks running, each inside a call" wait_stuck "$T/lag"
 sleep 2.5
 timeout -k 2 30 "$RT" verdict "$T/lag" --stall 2s > "$T/lag.v" 2> "$T/lag.verr"; rc=$?

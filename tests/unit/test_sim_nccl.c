@@ -393,13 +393,18 @@ static int rank1_skips_allreduce(int rank, int n, ncclComm_t comm, void *arg)
 		sleep(4); /* alive, but never calls the collective */
 		return 0;
 	}
+	/* asynchronous, as NCCL: the call enqueues; the device times out */
 	r = ncclAllReduce(d, d, 16, ncclFloat32, ncclSum, comm, NULL);
-	CHECK(r == ncclSystemError, "got %d", r);
+	CHECK(r == ncclSuccess, "got %d", r);
+	CHECK(cudaStreamQuery(NULL) == cudaErrorNotReady, "stream idle before the timeout");
+	CHECK(cudaStreamSynchronize(NULL) == cudaSuccess, "sync");
 	CHECK(strstr(ncclGetLastError(comm), "timeout") != NULL, "%s", ncclGetLastError(comm));
 	ncclResult_t async;
 
 	ncclCommGetAsyncError(comm, &async);
 	CHECK(async == ncclSystemError, "async error %d", async);
+	r = ncclAllReduce(d, d, 16, ncclFloat32, ncclSum, comm, NULL);
+	CHECK(r == ncclSystemError, "a failed communicator refuses new work: got %d", r);
 	return 0;
 }
 
@@ -417,7 +422,10 @@ static int rank1_dies(int rank, int n, ncclComm_t comm, void *arg)
 	if (rank == 1)
 		_exit(0);
 	r = ncclAllReduce(d, d, 16, ncclFloat32, ncclSum, comm, NULL);
-	CHECK(r == ncclRemoteError, "got %d", r);
+	CHECK(r == ncclSuccess, "enqueued: got %d", r);
+	CHECK(cudaStreamSynchronize(NULL) == cudaSuccess, "sync");
+	ncclCommGetAsyncError(comm, &r);
+	CHECK(r == ncclRemoteError, "async error %d", r);
 	return 0;
 }
 
@@ -433,7 +441,10 @@ static int mismatched(int rank, int n, ncclComm_t comm, void *arg)
 	ncclResult_t r = rank == 0 ? ncclAllReduce(d, d, 16, ncclFloat32, ncclSum, comm, NULL)
 				   : ncclBroadcast(d, d, 16, ncclFloat32, 0, comm, NULL);
 
-	CHECK(r == ncclInvalidUsage, "got %d", r);
+	CHECK(r == ncclSuccess, "enqueued: got %d", r);
+	CHECK(cudaStreamSynchronize(NULL) == cudaSuccess, "sync");
+	ncclCommGetAsyncError(comm, &r);
+	CHECK(r == ncclInvalidUsage, "async error %d", r);
 	CHECK(strstr(ncclGetLastError(comm), "mismatch at sequence 1") != NULL, "%s",
 	      ncclGetLastError(comm));
 	return 0;

@@ -245,6 +245,8 @@ struct unit {
 	size_t storage_bytes; /* 0 once FSDP freed it */
 	float *shard_dev, *grad_shard_dev;
 	float *host_full;     /* host copy of the gathered parameter */
+	float *gathering;     /* all-gather enqueued, not yet waited for */
+	cudaEvent_t gathered; /* recorded on the unshard stream after the all-gather */
 	double *grad;         /* host gradient of the full parameter */
 };
 
@@ -254,6 +256,7 @@ struct model {
 	struct unit *units;
 	ncclComm_t comm;
 	cudaStream_t unshard_stream, post_backward_stream;
+	cudaEvent_t compute_ready, reduced; /* between the compute and NCCL streams */
 	bool lazy_init_done;
 	float *scalar_dev;
 	long root_forwards;
@@ -350,12 +353,15 @@ static void fsdp_wrap(struct model *m)
 		u->storage = NULL; /* never report a freed pointer: it may hold another allocation */
 		u->storage_bytes = 0;
 		u->on_meta = false;
+		CUDA(cudaEventCreateWithFlags, &u->gathered, cudaEventDisableTiming);
 		if (u->host_init) {
 			CUDA(cudaFreeHost, u->host_init);
 			u->host_init = NULL;
 		}
 	}
 	CUDA(cudaMalloc, (void **)&m->scalar_dev, sizeof(double));
+	CUDA(cudaEventCreateWithFlags, &m->compute_ready, cudaEventDisableTiming);
+	CUDA(cudaEventCreateWithFlags, &m->reduced, cudaEventDisableTiming);
 }
 
 /* FSDP reshard: free the gathered flat parameter. */
@@ -367,19 +373,38 @@ static void reshard(struct unit *u)
 	u->storage_bytes = 0;
 }
 
-/* FSDP unshard: all-gather the flat parameter and bring it to the host. */
-static void unshard(struct model *m, struct unit *u)
+/* FSDP unshard, first half: the all-gather is enqueued on the unshard stream
+ * (a separate NCCL stream, as PyTorch's) and an event recorded after it. The
+ * call returns at once; a prefetch is this half alone. */
+static void unshard_issue(struct model *m, struct unit *u)
 {
-	float *full;
-
-	CUDA(cudaMalloc, (void **)&full, u->padded * sizeof(float));
-	NCCL(m->comm, ncclAllGather, u->shard_dev, full, u->shard, ncclFloat32, m->comm,
+	if (u->gathering)
+		return; /* prefetched */
+	CUDA(cudaMalloc, (void **)&u->gathering, u->padded * sizeof(float));
+	NCCL(m->comm, ncclAllGather, u->shard_dev, u->gathering, u->shard, ncclFloat32, m->comm,
 	     m->unshard_stream);
-	CUDA(cudaMemcpy, u->host_full, full, u->padded * sizeof(float), cudaMemcpyDeviceToHost);
+	CUDA(cudaEventRecord, u->gathered, m->unshard_stream);
+}
+
+/* Second half: the compute stream (the legacy default stream) waits for the
+ * event, then the parameter comes to the host (a synchronous copy). */
+static void unshard_wait(struct model *m, struct unit *u)
+{
+	(void)m;
+	CUDA(cudaStreamWaitEvent, NULL, u->gathered, 0);
+	CUDA(cudaMemcpy, u->host_full, u->gathering, u->padded * sizeof(float),
+	     cudaMemcpyDeviceToHost);
 	/* the parameters are views of the gathered flat parameter until reshard() */
 	if (u->storage)
 		CUDA(cudaFree, u->storage);
-	u->storage = full;
+	u->storage = u->gathering;
+	u->gathering = NULL;
+}
+
+static void unshard(struct model *m, struct unit *u)
+{
+	unshard_issue(m, u);
+	unshard_wait(m, u);
 }
 
 /* A module's own parameter access: what PyTorch checks at the first op. */
@@ -563,6 +588,9 @@ static void reduce_gradient(struct model *m, struct unit *u)
 		tmp[k] = (float)u->grad[k];
 	CUDA(cudaMalloc, (void **)&full_grad, u->padded * sizeof(float));
 	CUDA(cudaMemcpy, full_grad, tmp, u->padded * sizeof(float), cudaMemcpyHostToDevice);
+	/* post_backward_stream.wait_stream(current_stream) */
+	CUDA(cudaEventRecord, m->compute_ready, NULL);
+	CUDA(cudaStreamWaitEvent, m->post_backward_stream, m->compute_ready, 0);
 	NCCL(m->comm, ncclReduceScatter, full_grad, u->grad_shard_dev, u->shard, ncclFloat32,
 	     ncclSum, m->comm, m->post_backward_stream);
 	CUDA(cudaFree, full_grad);
@@ -663,6 +691,9 @@ static void train_step(struct model *m, bool wrapped, int step, struct batch *b)
 	reduce_gradient(m, &m->units[0]);
 	for (int i = 0; i < m->nunits; i++)
 		reshard(&m->units[i]);
+	/* FSDP's _wait_for_post_backward: current_stream.wait_stream(post_backward) */
+	CUDA(cudaEventRecord, m->reduced, m->post_backward_stream);
+	CUDA(cudaStreamWaitEvent, NULL, m->reduced, 0);
 	sgd_step(m);
 	if (rank == 0)
 		printf("step %d loss %.4f\n", step, loss);

@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: MIT */
+/* queue.h - the simulated devices' execution engine, private to libcudart
+ * (queue.c: marks, work items, device workers; stream.c: the CUDA stream,
+ * event and asynchronous copy API on top of it). The simulated NCCL reaches
+ * the engine through simgpu.h (simgpu_enqueue). */
+#ifndef SIM_QUEUE_H
+#define SIM_QUEUE_H
+
+#include <cuda_runtime_api.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "simgpu.h"
+
+#define STREAM_MAGIC 0x5354524du
+#define EVENT_MAGIC 0x4556454eu
+
+/* Completion of one enqueued item: done (and when) once the device worker
+ * ran it. Reference counted under the engine's lock: a stream's last item, an
+ * event's last record and every waiter hold one. */
+struct mark {
+	int refs;
+	bool done;
+	uint64_t t_ns;
+};
+
+struct item;
+
+struct sim_stream {
+	unsigned magic;
+	int device;
+	int priority;
+	unsigned flags;       /* cudaStreamNonBlocking: no legacy-stream ordering */
+	bool legacy;          /* the device's legacy default stream (NULL handle) */
+	bool dead;            /* destroyed with work pending: freed once drained */
+	struct item *head, *tail;
+	struct mark *last;    /* last item enqueued, NULL when none yet */
+	struct sim_stream *next;
+};
+
+struct sim_event {
+	unsigned magic;
+	unsigned flags;
+	struct mark *mark;    /* the last cudaEventRecord's, NULL if never recorded */
+	struct sim_event *next;
+};
+
+/* queue.c */
+bool sq_async(void);
+/* The stream a handle names (NULL, cudaStreamLegacy and cudaStreamPerThread:
+ * the current device's legacy stream), or NULL when the handle is invalid. */
+struct sim_stream *sq_stream(cudaStream_t s);
+struct sim_stream *sq_stream_create(int device, unsigned flags, int priority);
+bool sq_stream_destroy(cudaStream_t s);
+/* Enqueue w on st; its mark (a reference for the caller when out != NULL). */
+cudaError_t sq_enqueue(struct sim_stream *st, struct simgpu_work *w, struct mark *wait_on,
+		       struct mark **out);
+/* Block until m is done; m NULL: at once. Drops the caller's reference. */
+void sq_wait(struct mark *m);
+void sq_mark_put(struct mark *m);
+/* Reference to st's last item (NULL when drained), or the event's last record. */
+struct mark *sq_stream_last(struct sim_stream *st);
+struct mark *sq_event_last(struct sim_event *e);
+void sq_event_set(struct sim_event *e, struct mark *m);
+/* Wait for every stream of a device, or of the stream's legacy ordering. */
+void sq_device_sync(int device);
+void sq_stream_sync(struct sim_stream *st);
+bool sq_stream_idle(struct sim_stream *st);
+bool sq_mark_done(struct mark *m);
+uint64_t sq_now_ns(void);
+
+/* stream.c: a copy (set: memset of value) on stream s, checked by the
+ * caller; wait: return once done. A free on s (cudaFreeAsync). */
+cudaError_t sq_copy(cudaStream_t s, void *dst, const void *src, size_t n, int value, bool set,
+		    bool wait);
+cudaError_t sq_free_async(cudaStream_t s, void *p);
+
+/* cudart.c */
+cudaError_t sq_fail(cudaError_t e);
+bool sq_host_pinned(const void *p);
+int sq_free_now(void *p); /* free without waiting for the device: 0 or -1 */
+
+#endif

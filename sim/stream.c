@@ -1,0 +1,388 @@
+/* SPDX-License-Identifier: MIT */
+/* stream.c - CUDA streams, events, host functions and stream-ordered copies
+ * of the simulated runtime, on the execution engine of queue.c.
+ *
+ * As on a GPU: cudaMemcpyAsync, cudaMemsetAsync, cudaEventRecord,
+ * cudaStreamWaitEvent and cudaLaunchHostFunc enqueue and return;
+ * cudaStreamQuery and cudaEventQuery answer cudaErrorNotReady until the work
+ * is done; the Synchronize calls block until it is. A copy from pageable host
+ * memory is staged at the call (CUDA returns once the source is consumed), a
+ * copy to pageable host memory returns once done (CUDA's rule for pageable
+ * destinations). */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "queue.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+static pthread_mutex_t elock = PTHREAD_MUTEX_INITIALIZER;
+static struct sim_event *events;
+
+/* ---- work items ---- */
+
+struct copy_work {
+	struct simgpu_work w;
+	void *dst;
+	const void *src;
+	size_t n;
+	int value;
+	bool set;
+	void *staging;
+};
+
+static int copy_step(struct simgpu_work *w)
+{
+	struct copy_work *c = (struct copy_work *)w;
+
+	if (c->set)
+		memset(c->dst, c->value, c->n);
+	else
+		memmove(c->dst, c->staging ? c->staging : c->src, c->n);
+	return SIMGPU_DONE;
+}
+
+static void copy_release(struct simgpu_work *w)
+{
+	struct copy_work *c = (struct copy_work *)w;
+
+	free(c->staging);
+	free(c);
+}
+
+static int nop_step(struct simgpu_work *w)
+{
+	(void)w;
+	return SIMGPU_DONE;
+}
+
+static void nop_release(struct simgpu_work *w)
+{
+	free(w);
+}
+
+/* Enqueue a copy (set: a memset of value) on stream s; wait: return once it
+ * is done. Arguments were checked by the caller. */
+cudaError_t sq_copy(cudaStream_t s, void *dst, const void *src, size_t n, int value, bool set,
+		    bool wait)
+{
+	struct sim_stream *st = sq_stream(s);
+	struct copy_work *c;
+	struct mark *m = NULL;
+	cudaError_t e;
+
+	if (!st)
+		return sq_fail(cudaErrorInvalidResourceHandle);
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return sq_fail(cudaErrorMemoryAllocation);
+	*c = (struct copy_work){ .w = { copy_step, copy_release, NULL, 0 }, .dst = dst,
+				 .src = src, .n = n, .value = value, .set = set };
+	if (!wait && !set && simgpu_range_device(dst, n) < 0 && !sq_host_pinned(dst))
+		wait = true;
+	if (!wait && !set && sq_async() && simgpu_range_device(src, n) < 0 && !sq_host_pinned(src)) {
+		c->staging = malloc(n);
+		if (!c->staging) {
+			free(c);
+			return sq_fail(cudaErrorMemoryAllocation);
+		}
+		memcpy(c->staging, src, n);
+	}
+	e = sq_enqueue(st, &c->w, NULL, wait ? &m : NULL);
+	if (e != cudaSuccess) {
+		copy_release(&c->w);
+		return sq_fail(e);
+	}
+	if (wait)
+		sq_wait(m);
+	return cudaSuccess;
+}
+
+struct free_work {
+	struct simgpu_work w;
+	void *p;
+};
+
+static int free_step(struct simgpu_work *w)
+{
+	sq_free_now(((struct free_work *)w)->p);
+	return SIMGPU_DONE;
+}
+
+cudaError_t sq_free_async(cudaStream_t s, void *p)
+{
+	struct sim_stream *st = sq_stream(s);
+	struct free_work *f;
+	cudaError_t e;
+
+	if (!st)
+		return sq_fail(cudaErrorInvalidResourceHandle);
+	f = calloc(1, sizeof(*f));
+	if (!f)
+		return sq_fail(cudaErrorMemoryAllocation);
+	*f = (struct free_work){ .w = { free_step, nop_release, NULL, 0 }, .p = p };
+	e = sq_enqueue(st, &f->w, NULL, NULL);
+	if (e != cudaSuccess) {
+		free(f);
+		return sq_fail(e);
+	}
+	return cudaSuccess;
+}
+
+struct host_work {
+	struct simgpu_work w;
+	cudaHostFn_t fn;
+	void *arg;
+};
+
+static int host_step(struct simgpu_work *w)
+{
+	struct host_work *h = (struct host_work *)w;
+
+	h->fn(h->arg);
+	return SIMGPU_DONE;
+}
+
+EXPORT cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void *userData)
+{
+	struct sim_stream *st = sq_stream(stream);
+	struct host_work *h;
+	cudaError_t e;
+
+	if (!st)
+		return sq_fail(cudaErrorInvalidResourceHandle);
+	if (!fn)
+		return sq_fail(cudaErrorInvalidValue);
+	h = calloc(1, sizeof(*h));
+	if (!h)
+		return sq_fail(cudaErrorMemoryAllocation);
+	*h = (struct host_work){ .w = { host_step, nop_release, NULL, 0 }, .fn = fn, .arg = userData };
+	e = sq_enqueue(st, &h->w, NULL, NULL);
+	if (e != cudaSuccess) {
+		free(h);
+		return sq_fail(e);
+	}
+	return cudaSuccess;
+}
+
+/* A no-op item on st after wait_on: its mark (a reference) in *out. */
+static cudaError_t enqueue_nop(struct sim_stream *st, struct mark *wait_on, struct mark **out)
+{
+	struct simgpu_work *w = calloc(1, sizeof(*w));
+	cudaError_t e;
+
+	if (!w)
+		return cudaErrorMemoryAllocation;
+	*w = (struct simgpu_work){ nop_step, nop_release, NULL, 0 };
+	e = sq_enqueue(st, w, wait_on, out);
+	if (e != cudaSuccess)
+		free(w);
+	return e;
+}
+
+/* ---- streams ---- */
+
+EXPORT cudaError_t cudaStreamCreateWithPriority(cudaStream_t *pStream, unsigned int flags,
+						int priority)
+{
+	struct sim_stream *s;
+
+	if (!pStream)
+		return sq_fail(cudaErrorInvalidValue);
+	s = sq_stream_create(simgpu_current_device(), flags,
+			     priority < -5 ? -5 : priority > 0 ? 0 : priority);
+	if (!s)
+		return sq_fail(cudaErrorMemoryAllocation);
+	*pStream = (cudaStream_t)s;
+	return cudaSuccess;
+}
+
+EXPORT cudaError_t cudaStreamCreateWithFlags(cudaStream_t *pStream, unsigned int flags)
+{
+	return cudaStreamCreateWithPriority(pStream, flags, 0);
+}
+
+EXPORT cudaError_t cudaStreamCreate(cudaStream_t *pStream)
+{
+	return cudaStreamCreateWithPriority(pStream, cudaStreamDefault, 0);
+}
+
+EXPORT cudaError_t cudaStreamDestroy(cudaStream_t stream)
+{
+	if (stream == NULL || stream == cudaStreamLegacy || stream == cudaStreamPerThread)
+		return sq_fail(cudaErrorInvalidResourceHandle);
+	return sq_stream_destroy(stream) ? cudaSuccess : sq_fail(cudaErrorInvalidResourceHandle);
+}
+
+EXPORT cudaError_t cudaStreamGetPriority(cudaStream_t stream, int *priority)
+{
+	struct sim_stream *st = sq_stream(stream);
+
+	if (!priority || !st)
+		return sq_fail(cudaErrorInvalidResourceHandle);
+	*priority = st->legacy ? 0 : st->priority;
+	return cudaSuccess;
+}
+
+EXPORT cudaError_t cudaStreamSynchronize(cudaStream_t stream)
+{
+	struct sim_stream *st = sq_stream(stream);
+
+	if (!st)
+		return sq_fail(cudaErrorInvalidResourceHandle);
+	sq_stream_sync(st);
+	return cudaSuccess;
+}
+
+EXPORT cudaError_t cudaStreamQuery(cudaStream_t stream)
+{
+	struct sim_stream *st = sq_stream(stream);
+
+	if (!st)
+		return sq_fail(cudaErrorInvalidResourceHandle);
+	/* cudaErrorNotReady is no error: the last error is left alone, as CUDA does */
+	return sq_stream_idle(st) ? cudaSuccess : cudaErrorNotReady;
+}
+
+/* ---- events ---- */
+
+static struct sim_event *event_of(cudaEvent_t e)
+{
+	struct sim_event *found = NULL;
+
+	pthread_mutex_lock(&elock);
+	for (struct sim_event *p = events; p; p = p->next)
+		if ((void *)p == (void *)e)
+			found = p;
+	pthread_mutex_unlock(&elock);
+	return found;
+}
+
+EXPORT cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int flags)
+{
+	struct sim_stream *st = sq_stream(stream);
+	struct sim_event *ev = event_of(event);
+	struct mark *m;
+	cudaError_t e;
+
+	(void)flags;
+	if (!st || !ev)
+		return sq_fail(cudaErrorInvalidResourceHandle);
+	m = sq_event_last(ev);
+	if (!m || sq_mark_done(m)) {
+		sq_mark_put(m);
+		return cudaSuccess;
+	}
+	e = enqueue_nop(st, m, NULL);
+	sq_mark_put(m);
+	return e == cudaSuccess ? cudaSuccess : sq_fail(e);
+}
+
+EXPORT cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned int flags)
+{
+	struct sim_event *e;
+
+	if (!event)
+		return sq_fail(cudaErrorInvalidValue);
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return sq_fail(cudaErrorMemoryAllocation);
+	e->magic = EVENT_MAGIC;
+	e->flags = flags;
+	pthread_mutex_lock(&elock);
+	e->next = events;
+	events = e;
+	pthread_mutex_unlock(&elock);
+	*event = (cudaEvent_t)e;
+	return cudaSuccess;
+}
+
+EXPORT cudaError_t cudaEventCreate(cudaEvent_t *event)
+{
+	return cudaEventCreateWithFlags(event, cudaEventDefault);
+}
+
+EXPORT cudaError_t cudaEventDestroy(cudaEvent_t event)
+{
+	struct sim_event *found = NULL;
+
+	pthread_mutex_lock(&elock);
+	for (struct sim_event **link = &events; *link; link = &(*link)->next) {
+		if ((void *)*link == (void *)event) {
+			found = *link;
+			*link = found->next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&elock);
+	if (!found)
+		return sq_fail(cudaErrorInvalidResourceHandle);
+	sq_event_set(found, NULL);
+	found->magic = 0;
+	free(found);
+	return cudaSuccess;
+}
+
+EXPORT cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream)
+{
+	struct sim_stream *st = sq_stream(stream);
+	struct sim_event *ev = event_of(event);
+	struct mark *m = NULL;
+	cudaError_t e;
+
+	if (!ev || !st)
+		return sq_fail(cudaErrorInvalidResourceHandle);
+	e = enqueue_nop(st, NULL, &m);
+	if (e != cudaSuccess)
+		return sq_fail(e);
+	sq_event_set(ev, m);
+	return cudaSuccess;
+}
+
+EXPORT cudaError_t cudaEventSynchronize(cudaEvent_t event)
+{
+	struct sim_event *ev = event_of(event);
+
+	if (!ev)
+		return sq_fail(cudaErrorInvalidResourceHandle);
+	sq_wait(sq_event_last(ev));
+	return cudaSuccess;
+}
+
+EXPORT cudaError_t cudaEventQuery(cudaEvent_t event)
+{
+	struct sim_event *ev = event_of(event);
+	struct mark *m;
+	bool done;
+
+	if (!ev)
+		return sq_fail(cudaErrorInvalidResourceHandle);
+	m = sq_event_last(ev);
+	done = sq_mark_done(m);
+	sq_mark_put(m);
+	return done ? cudaSuccess : cudaErrorNotReady;
+}
+
+EXPORT cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end)
+{
+	struct sim_event *a = event_of(start), *b = event_of(end);
+	struct mark *ma, *mb;
+	cudaError_t r = cudaSuccess;
+
+	if (!ms)
+		return sq_fail(cudaErrorInvalidValue);
+	if (!a || !b)
+		return sq_fail(cudaErrorInvalidResourceHandle);
+	ma = sq_event_last(a);
+	mb = sq_event_last(b);
+	if (!ma || !mb)
+		r = cudaErrorInvalidResourceHandle;
+	else if (!sq_mark_done(ma) || !sq_mark_done(mb))
+		r = cudaErrorNotReady;
+	else
+		*ms = (float)((double)((int64_t)(mb->t_ns - ma->t_ns)) / 1e6);
+	sq_mark_put(ma);
+	sq_mark_put(mb);
+	return r == cudaSuccess || r == cudaErrorNotReady ? r : sq_fail(r);
+}
