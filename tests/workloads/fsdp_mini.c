@@ -134,6 +134,14 @@ static bool is_collective(const char *fn)
 		if (e_ != cudaSuccess)                                                 \
 			cuda_failed(#fn, e_);                                          \
 	} while (0)
+/* Event and synchronisation calls: checked, not counted (the tracer does not
+ * record them: format/events.def). */
+#define CUDA_SYNC(fn, ...)                                                             \
+	do {                                                                           \
+		cudaError_t e_ = fn(__VA_ARGS__);                                      \
+		if (e_ != cudaSuccess)                                                 \
+			cuda_failed(#fn, e_);                                          \
+	} while (0)
 #define NCCL(comm, fn, ...)                                                            \
 	do {                                                                           \
 		ncclResult_t r_;                                                       \
@@ -353,15 +361,15 @@ static void fsdp_wrap(struct model *m)
 		u->storage = NULL; /* never report a freed pointer: it may hold another allocation */
 		u->storage_bytes = 0;
 		u->on_meta = false;
-		CUDA(cudaEventCreateWithFlags, &u->gathered, cudaEventDisableTiming);
+		CUDA_SYNC(cudaEventCreateWithFlags, &u->gathered, cudaEventDisableTiming);
 		if (u->host_init) {
 			CUDA(cudaFreeHost, u->host_init);
 			u->host_init = NULL;
 		}
 	}
 	CUDA(cudaMalloc, (void **)&m->scalar_dev, sizeof(double));
-	CUDA(cudaEventCreateWithFlags, &m->compute_ready, cudaEventDisableTiming);
-	CUDA(cudaEventCreateWithFlags, &m->reduced, cudaEventDisableTiming);
+	CUDA_SYNC(cudaEventCreateWithFlags, &m->compute_ready, cudaEventDisableTiming);
+	CUDA_SYNC(cudaEventCreateWithFlags, &m->reduced, cudaEventDisableTiming);
 }
 
 /* FSDP reshard: free the gathered flat parameter. */
@@ -383,7 +391,7 @@ static void unshard_issue(struct model *m, struct unit *u)
 	CUDA(cudaMalloc, (void **)&u->gathering, u->padded * sizeof(float));
 	NCCL(m->comm, ncclAllGather, u->shard_dev, u->gathering, u->shard, ncclFloat32, m->comm,
 	     m->unshard_stream);
-	CUDA(cudaEventRecord, u->gathered, m->unshard_stream);
+	CUDA_SYNC(cudaEventRecord, u->gathered, m->unshard_stream);
 }
 
 /* Second half: the compute stream (the legacy default stream) waits for the
@@ -391,7 +399,7 @@ static void unshard_issue(struct model *m, struct unit *u)
 static void unshard_wait(struct model *m, struct unit *u)
 {
 	(void)m;
-	CUDA(cudaStreamWaitEvent, NULL, u->gathered, 0);
+	CUDA_SYNC(cudaStreamWaitEvent, NULL, u->gathered, 0);
 	CUDA(cudaMemcpy, u->host_full, u->gathering, u->padded * sizeof(float),
 	     cudaMemcpyDeviceToHost);
 	/* the parameters are views of the gathered flat parameter until reshard() */
@@ -589,8 +597,8 @@ static void reduce_gradient(struct model *m, struct unit *u)
 	CUDA(cudaMalloc, (void **)&full_grad, u->padded * sizeof(float));
 	CUDA(cudaMemcpy, full_grad, tmp, u->padded * sizeof(float), cudaMemcpyHostToDevice);
 	/* post_backward_stream.wait_stream(current_stream) */
-	CUDA(cudaEventRecord, m->compute_ready, NULL);
-	CUDA(cudaStreamWaitEvent, m->post_backward_stream, m->compute_ready, 0);
+	CUDA_SYNC(cudaEventRecord, m->compute_ready, NULL);
+	CUDA_SYNC(cudaStreamWaitEvent, m->post_backward_stream, m->compute_ready, 0);
 	NCCL(m->comm, ncclReduceScatter, full_grad, u->grad_shard_dev, u->shard, ncclFloat32,
 	     ncclSum, m->comm, m->post_backward_stream);
 	CUDA(cudaFree, full_grad);
@@ -692,8 +700,8 @@ static void train_step(struct model *m, bool wrapped, int step, struct batch *b)
 	for (int i = 0; i < m->nunits; i++)
 		reshard(&m->units[i]);
 	/* FSDP's _wait_for_post_backward: current_stream.wait_stream(post_backward) */
-	CUDA(cudaEventRecord, m->reduced, m->post_backward_stream);
-	CUDA(cudaStreamWaitEvent, NULL, m->reduced, 0);
+	CUDA_SYNC(cudaEventRecord, m->reduced, m->post_backward_stream);
+	CUDA_SYNC(cudaStreamWaitEvent, NULL, m->reduced, 0);
 	sgd_step(m);
 	if (rank == 0)
 		printf("step %d loss %.4f\n", step, loss);
