@@ -38,84 +38,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "nccl_int.h"
 #include "simgpu.h"
 
-#define EXPORT __attribute__((visibility("default")))
-#define MAX_RANKS 64
-#define SLOT_BYTES ((size_t)4 << 20)
-#define P2P_BYTES ((size_t)256 << 10)
-#define ID_MAGIC 0x53494d4e43434c31ull /* "SIMNCCL1" */
-#define COMM_MAGIC 0x434f4d4du
-
-struct shm_rank {
-	_Atomic int joined;
-	int device;
-	int pid;
-	char host[64];
-	/* signature of the collective this rank posted in the current round */
-	int sig_type, sig_dtype, sig_op, sig_root;
-	size_t sig_count;
-};
-
-struct mailbox {
-	_Atomic uint64_t posted;
-	_Atomic uint64_t consumed;
-	size_t bytes;
-};
-
-struct shm_hdr {
-	uint64_t magic;
-	int nranks;
-	_Atomic uint64_t arrived; /* barrier arrivals, monotonic */
-	_Atomic uint32_t wake;    /* futex word, bumped on every change */
-	_Atomic int aborted;      /* rank+1 of a rank that called ncclCommAbort */
-	struct shm_rank ranks[MAX_RANKS];
-	struct mailbox mbox[MAX_RANKS][MAX_RANKS];
-	/* followed by nranks staging slots and nranks*nranks p2p buffers */
-};
-
-struct ncclComm {
-	unsigned magic;
-	int rank, nranks, device;
-	struct shm_hdr *shm;
-	size_t shm_size;
-	char shm_name[128];
-	uint64_t barriers;         /* barriers this rank has arrived at */
-	uint64_t colls;            /* collectives issued (sequence number) */
-	unsigned splits;           /* ncclCommSplit calls on this communicator */
-	ncclResult_t async_error;  /* atomic: device workers set it (get/set_async_error) */
-	_Atomic int inflight;      /* ops enqueued on a device and not yet released */
-	_Atomic int aborted_local; /* ncclCommAbort: queued ops end at once */
-	uint64_t tickets;          /* device work items enqueued (host side) */
-	_Atomic uint64_t dev_done; /* ... and completed on the device, in order */
-	bool init_thread_live;     /* non-blocking init: join init_thread */
-	pthread_t init_thread;
-};
-
-enum op_type { OP_ALLREDUCE, OP_BROADCAST, OP_REDUCE, OP_ALLGATHER, OP_REDUCESCATTER,
-	       OP_SEND, OP_RECV };
-
-static const char *const op_names[] = { "AllReduce", "Broadcast", "Reduce", "AllGather",
+const char *const op_names[] = { "AllReduce", "Broadcast", "Reduce", "AllGather",
 					"ReduceScatter", "Send", "Recv" };
-
-struct op {
-	enum op_type type;
-	struct ncclComm *comm;
-	const char *send;
-	char *recv;
-	size_t count;     /* elements: per rank for AllGather/ReduceScatter */
-	ncclDataType_t dtype;
-	ncclRedOp_t redop;
-	int root;         /* root, or peer for Send/Recv */
-	size_t done;      /* elements finished */
-	size_t round;     /* elements in the current round */
-	int phase;
-	uint64_t wait_for;
-	ncclResult_t result;
-	uint64_t seq;     /* the communicator's collective sequence number */
-	void *stream;     /* cudaStream_t it was enqueued on */
-	uint64_t ticket;  /* the communicator's device order (launch) */
-};
 
 static __thread int group_depth;
 static __thread struct op *group_ops;
@@ -125,27 +52,9 @@ static __thread ncclResult_t group_error;
 static char last_error[512];
 static pthread_mutex_t last_error_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* A failure of the ops' communicator: recorded for ncclCommGetAsyncError. */
-static void set_async_error(struct ncclComm *c, ncclResult_t r)
-{
-	__atomic_store_n(&c->async_error, r, __ATOMIC_RELEASE);
-}
-
-static ncclResult_t get_async_error(struct ncclComm *c)
-{
-	return __atomic_load_n(&c->async_error, __ATOMIC_ACQUIRE);
-}
-
-/* Wait until the device workers hold no op of c (destroy, abort). */
-static void drain(struct ncclComm *c)
-{
-	while (atomic_load(&c->inflight) > 0)
-		nanosleep(&(struct timespec){ 0, 1000 * 1000 }, NULL);
-}
-
 /* ---- messages ---- */
 
-static void warn(const char *fmt, ...)
+void warn(const char *fmt, ...)
 {
 	char host[64] = "?";
 	va_list ap;
@@ -199,7 +108,7 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static void bump(struct shm_hdr *h)
+void bump(struct shm_hdr *h)
 {
 	atomic_fetch_add(&h->wake, 1);
 	syscall(SYS_futex, &h->wake, FUTEX_WAKE, INT32_MAX, NULL, NULL, 0);
@@ -286,7 +195,7 @@ static char *p2p_buf(struct ncclComm *c, int from, int to)
 	       ((size_t)from * (size_t)c->nranks + (size_t)to) * P2P_BYTES;
 }
 
-static void id_name(const ncclUniqueId *id, const char *suffix, char *out, size_t n)
+void id_name(const ncclUniqueId *id, const char *suffix, char *out, size_t n)
 {
 	uint64_t a, b;
 
@@ -311,7 +220,7 @@ EXPORT ncclResult_t ncclGetUniqueId(ncclUniqueId *id)
 	return ncclSuccess;
 }
 
-static bool comm_ok(struct ncclComm *c)
+bool comm_ok(struct ncclComm *c)
 {
 	return c && c->magic == COMM_MAGIC;
 }
@@ -429,7 +338,7 @@ static ncclResult_t wait_joined(struct ncclComm *c)
 	}
 }
 
-static ncclResult_t init_rank(ncclComm_t *out, int nranks, const char *name, int rank)
+ncclResult_t init_rank(ncclComm_t *out, int nranks, const char *name, int rank)
 {
 	struct ncclComm *c = NULL;
 	ncclResult_t r;
@@ -453,7 +362,7 @@ static ncclResult_t init_rank(ncclComm_t *out, int nranks, const char *name, int
 	return ncclSuccess;
 }
 
-static bool id_ok(const ncclUniqueId *id)
+bool id_ok(const ncclUniqueId *id)
 {
 	uint64_t magic;
 
@@ -473,91 +382,6 @@ EXPORT ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId 
 		return ncclInvalidArgument;
 	id_name(&commId, "", name, sizeof(name));
 	return init_rank(comm, nranks, name, rank);
-}
-
-/* A non-blocking init (config blocking=0): the handle is returned at once
- * with ncclInProgress as its asynchronous error; this thread joins the others
- * and then sets ncclSuccess or the failure. */
-struct init_job {
-	struct ncclComm *shell;
-	int nranks, rank, device;
-	char name[64];
-};
-
-static void *init_thread(void *arg)
-{
-	struct init_job *j = arg;
-	struct ncclComm *c = NULL, *sh = j->shell;
-	ncclResult_t r;
-
-	simgpu_set_current_device(j->device);
-	r = init_rank(&c, j->nranks, j->name, j->rank);
-	if (r == ncclSuccess) {
-		sh->rank = c->rank;
-		sh->nranks = c->nranks;
-		sh->device = c->device;
-		sh->shm = c->shm;
-		sh->shm_size = c->shm_size;
-		memcpy(sh->shm_name, c->shm_name, sizeof(sh->shm_name));
-		c->magic = 0;
-		free(c);
-	}
-	set_async_error(sh, r);
-	free(j);
-	return NULL;
-}
-
-static void init_join(struct ncclComm *c)
-{
-	if (c->init_thread_live)
-		pthread_join(c->init_thread, NULL);
-	c->init_thread_live = false;
-}
-
-static ncclResult_t init_nonblocking(ncclComm_t *comm, int nranks, const char *name, int rank)
-{
-	struct ncclComm *c = calloc(1, sizeof(*c));
-	struct init_job *j = calloc(1, sizeof(*j));
-
-	if (!c || !j) {
-		free(c);
-		free(j);
-		return ncclSystemError;
-	}
-	c->magic = COMM_MAGIC;
-	c->rank = rank;
-	c->nranks = nranks;
-	c->device = simgpu_current_device();
-	c->async_error = ncclInProgress;
-	*j = (struct init_job){ .shell = c, .nranks = nranks, .rank = rank, .device = c->device };
-	snprintf(j->name, sizeof(j->name), "%s", name);
-	if (pthread_create(&c->init_thread, NULL, init_thread, j) != 0) {
-		free(c);
-		free(j);
-		return ncclSystemError;
-	}
-	c->init_thread_live = true;
-	*comm = c;
-	return ncclInProgress;
-}
-
-EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUniqueId commId,
-					   int rank, ncclConfig_t *config)
-{
-	char name[64];
-
-	if (config && config->magic != 0xcafebeef) {
-		warn("ncclConfig_t not initialised with NCCL_CONFIG_INITIALIZER");
-		return ncclInvalidArgument;
-	}
-	if (!config || config->blocking != 0)
-		return ncclCommInitRank(comm, nranks, commId, rank);
-	if (!comm)
-		return ncclInvalidArgument;
-	if (!id_ok(&commId))
-		return ncclInvalidArgument;
-	id_name(&commId, "", name, sizeof(name));
-	return init_nonblocking(comm, nranks, name, rank);
 }
 
 EXPORT ncclResult_t ncclCommInitAll(ncclComm_t *comms, int ndev, const int *devlist)
@@ -973,12 +797,6 @@ static bool blocked_behind(const struct op *ops, size_t i)
 	return false;
 }
 
-struct run_state {
-	double last_progress, last_check;
-	size_t left;
-	bool begun;
-};
-
 static void run_begin(struct op *ops, size_t n, struct run_state *st)
 {
 	st->last_progress = st->last_check = now_s();
@@ -1022,7 +840,7 @@ static ncclResult_t run_checks(struct op *ops, size_t n, struct run_state *st)
 
 /* One pass over ops: SIMGPU_DONE, SIMGPU_PROGRESS, SIMGPU_WAIT (with the
  * futex word to sleep on), or -1 with the failure in *err. Never blocks. */
-static int run_pass(struct op *ops, size_t n, struct run_state *st, ncclResult_t *err,
+int run_pass(struct op *ops, size_t n, struct run_state *st, ncclResult_t *err,
 		    _Atomic uint32_t **wake, uint32_t *seen)
 {
 	bool progress = false;
@@ -1066,7 +884,7 @@ static int run_pass(struct op *ops, size_t n, struct run_state *st, ncclResult_t
 
 /* Run ops on the calling thread until all are done or one fails; bounded by
  * SIMGPU_TIMEOUT without progress. */
-static ncclResult_t run_ops(struct op *ops, size_t n)
+ncclResult_t run_ops(struct op *ops, size_t n)
 {
 	struct run_state st = { 0 };
 	ncclResult_t err = ncclSuccess;
@@ -1084,143 +902,6 @@ static ncclResult_t run_ops(struct op *ops, size_t n)
 			syscall(SYS_futex, wake, FUTEX_WAIT, seen,
 				&(struct timespec){ 0, 10 * 1000 * 1000 }, NULL, 0);
 	}
-}
-
-/* ---- on the device: ops enqueued on a stream (the asynchronous default) ----
- *
- * A collective (or a group of ops) is a work item on its stream
- * (simgpu_enqueue, sim/queue.c). The device worker calls dev_step: the first
- * call is where the collective STARTS on the device (it reached the head of
- * its stream, everything before it there is done); dev_step returning
- * SIMGPU_DONE is where it COMPLETES on the device, successfully or not (the
- * failure is then the communicator's asynchronous error, as in NCCL). The
- * NCCL profiler plugin's device-side start/stop hook into dev_started and
- * dev_completed. Under SIMGPU_SYNC=1, launch runs the ops inside the call
- * (start at the call, completion at its return). */
-struct dev_work {
-	struct simgpu_work w;
-	struct run_state st;
-	bool started;
-	size_t n;
-	struct op ops[];
-};
-
-static void dev_started(struct dev_work *d)
-{
-	(void)d; /* profiler plugin: start of each op in d->ops, on the device */
-}
-
-static void dev_completed(struct dev_work *d, ncclResult_t r)
-{
-	(void)d; /* profiler plugin: stop of each op in d->ops, r its outcome */
-	(void)r;
-}
-
-/* An op on an aborted or failed communicator never runs (NCCL: the
- * communicator's kernels are gone); the error is already recorded. */
-static bool dev_dropped(struct dev_work *d)
-{
-	for (size_t i = 0; i < d->n; i++)
-		if (atomic_load(&d->ops[i].comm->aborted_local) ||
-		    get_async_error(d->ops[i].comm) != ncclSuccess)
-			return true;
-	return false;
-}
-
-/* NCCL runs a communicator's operations in the order they were issued, whatever
- * streams they are on: an item starts once the one before it on each of its
- * communicators completed. */
-static bool dev_turn(struct dev_work *d)
-{
-	for (size_t i = 0; i < d->n; i++) {
-		struct ncclComm *c = d->ops[i].comm;
-
-		if (atomic_load(&c->dev_done) + 1 < d->ops[i].ticket) {
-			if (c->shm) {
-				d->w.wake = &c->shm->wake;
-				d->w.seen = atomic_load(d->w.wake);
-				if (atomic_load(&c->dev_done) + 1 >= d->ops[i].ticket)
-					continue;
-			}
-			return false;
-		}
-	}
-	return true;
-}
-
-static int dev_finish(struct dev_work *d, ncclResult_t r)
-{
-	dev_completed(d, r);
-	for (size_t i = 0; i < d->n; i++) {
-		atomic_store(&d->ops[i].comm->dev_done, d->ops[i].ticket);
-		if (d->ops[i].comm->shm)
-			bump(d->ops[i].comm->shm);
-	}
-	return SIMGPU_DONE;
-}
-
-static int dev_step(struct simgpu_work *w)
-{
-	struct dev_work *d = (struct dev_work *)w;
-	ncclResult_t err = ncclSuccess;
-	int r;
-
-	if (!d->started) {
-		if (!dev_turn(d))
-			return SIMGPU_WAIT;
-		d->started = true;
-		dev_started(d);
-	}
-	if (dev_dropped(d))
-		return dev_finish(d, ncclRemoteError);
-	r = run_pass(d->ops, d->n, &d->st, &err, &d->w.wake, &d->w.seen);
-	if (r < 0)
-		return dev_finish(d, err);
-	if (r == SIMGPU_DONE)
-		return dev_finish(d, ncclSuccess);
-	return r;
-}
-
-static void dev_release(struct simgpu_work *w)
-{
-	struct dev_work *d = (struct dev_work *)w;
-
-	for (size_t i = 0; i < d->n; i++)
-		atomic_fetch_sub(&d->ops[i].comm->inflight, 1);
-	free(d);
-}
-
-/* Run ops: enqueued on the first op's stream (a group's ops all run there),
- * or inside the call under SIMGPU_SYNC=1. */
-static ncclResult_t launch(struct op *ops, size_t n)
-{
-	struct dev_work *d;
-	int e;
-
-	if (!simgpu_async())
-		return run_ops(ops, n);
-	d = calloc(1, sizeof(*d) + n * sizeof(*ops));
-	if (!d)
-		return ncclSystemError;
-	d->w = (struct simgpu_work){ dev_step, dev_release, NULL, 0 };
-	d->n = n;
-	memcpy(d->ops, ops, n * sizeof(*ops));
-	for (size_t i = 0; i < n; i++) {
-		size_t j = 0;
-
-		while (j < i && d->ops[j].comm != d->ops[i].comm)
-			j++;
-		d->ops[i].ticket = j < i ? d->ops[j].ticket : ++d->ops[i].comm->tickets;
-		atomic_fetch_add(&ops[i].comm->inflight, 1);
-	}
-	e = simgpu_enqueue(ops[0].stream, &d->w);
-	if (e != 0) {
-		warn("%s : invalid stream %p (CUDA error %d)", op_names[ops[0].type], ops[0].stream,
-		     e);
-		dev_release(&d->w);
-		return ncclUnhandledCudaError;
-	}
-	return ncclSuccess;
 }
 
 /* Validate and either queue (inside a group) or run an op. */

@@ -1,0 +1,244 @@
+/* SPDX-License-Identifier: MIT */
+/* nccl_device.c - the simulated NCCL's device side: operations enqueued on
+ * CUDA streams and run by the device workers (sim/queue.c), in each
+ * communicator's issue order; asynchronous errors; non-blocking init. */
+#include <nccl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "nccl_int.h"
+#include "simgpu.h"
+
+/* ---- on the device: ops enqueued on a stream (the asynchronous default) ----
+ *
+ * A collective (or a group of ops) is a work item on its stream
+ * (simgpu_enqueue, sim/queue.c). The device worker calls dev_step: the first
+ * call is where the collective STARTS on the device (it reached the head of
+ * its stream, everything before it there is done); dev_step returning
+ * SIMGPU_DONE is where it COMPLETES on the device, successfully or not (the
+ * failure is then the communicator's asynchronous error, as in NCCL). The
+ * NCCL profiler plugin's device-side start/stop hook into dev_started and
+ * dev_completed. Under SIMGPU_SYNC=1, launch runs the ops inside the call
+ * (start at the call, completion at its return). */
+struct dev_work {
+	struct simgpu_work w;
+	struct run_state st;
+	bool started;
+	size_t n;
+	struct op ops[];
+};
+
+static void dev_started(struct dev_work *d)
+{
+	(void)d; /* profiler plugin: start of each op in d->ops, on the device */
+}
+
+static void dev_completed(struct dev_work *d, ncclResult_t r)
+{
+	(void)d; /* profiler plugin: stop of each op in d->ops, r its outcome */
+	(void)r;
+}
+
+/* An op on an aborted or failed communicator never runs (NCCL: the
+ * communicator's kernels are gone); the error is already recorded. */
+static bool dev_dropped(struct dev_work *d)
+{
+	for (size_t i = 0; i < d->n; i++)
+		if (atomic_load(&d->ops[i].comm->aborted_local) ||
+		    get_async_error(d->ops[i].comm) != ncclSuccess)
+			return true;
+	return false;
+}
+
+/* NCCL runs a communicator's operations in the order they were issued, whatever
+ * streams they are on: an item starts once the one before it on each of its
+ * communicators completed. */
+static bool dev_turn(struct dev_work *d)
+{
+	for (size_t i = 0; i < d->n; i++) {
+		struct ncclComm *c = d->ops[i].comm;
+
+		if (atomic_load(&c->dev_done) + 1 < d->ops[i].ticket) {
+			if (c->shm) {
+				d->w.wake = &c->shm->wake;
+				d->w.seen = atomic_load(d->w.wake);
+				if (atomic_load(&c->dev_done) + 1 >= d->ops[i].ticket)
+					continue;
+			}
+			return false;
+		}
+	}
+	return true;
+}
+
+static int dev_finish(struct dev_work *d, ncclResult_t r)
+{
+	dev_completed(d, r);
+	for (size_t i = 0; i < d->n; i++) {
+		atomic_store(&d->ops[i].comm->dev_done, d->ops[i].ticket);
+		if (d->ops[i].comm->shm)
+			bump(d->ops[i].comm->shm);
+	}
+	return SIMGPU_DONE;
+}
+
+static int dev_step(struct simgpu_work *w)
+{
+	struct dev_work *d = (struct dev_work *)w;
+	ncclResult_t err = ncclSuccess;
+	int r;
+
+	if (!d->started) {
+		if (!dev_turn(d))
+			return SIMGPU_WAIT;
+		d->started = true;
+		dev_started(d);
+	}
+	if (dev_dropped(d))
+		return dev_finish(d, ncclRemoteError);
+	r = run_pass(d->ops, d->n, &d->st, &err, &d->w.wake, &d->w.seen);
+	if (r < 0)
+		return dev_finish(d, err);
+	if (r == SIMGPU_DONE)
+		return dev_finish(d, ncclSuccess);
+	return r;
+}
+
+static void dev_release(struct simgpu_work *w)
+{
+	struct dev_work *d = (struct dev_work *)w;
+
+	for (size_t i = 0; i < d->n; i++)
+		atomic_fetch_sub(&d->ops[i].comm->inflight, 1);
+	free(d);
+}
+
+/* Run ops: enqueued on the first op's stream (a group's ops all run there),
+ * or inside the call under SIMGPU_SYNC=1. */
+ncclResult_t launch(struct op *ops, size_t n)
+{
+	struct dev_work *d;
+	int e;
+
+	if (!simgpu_async())
+		return run_ops(ops, n);
+	d = calloc(1, sizeof(*d) + n * sizeof(*ops));
+	if (!d)
+		return ncclSystemError;
+	d->w = (struct simgpu_work){ dev_step, dev_release, NULL, 0 };
+	d->n = n;
+	memcpy(d->ops, ops, n * sizeof(*ops));
+	for (size_t i = 0; i < n; i++) {
+		size_t j = 0;
+
+		while (j < i && d->ops[j].comm != d->ops[i].comm)
+			j++;
+		d->ops[i].ticket = j < i ? d->ops[j].ticket : ++d->ops[i].comm->tickets;
+		atomic_fetch_add(&ops[i].comm->inflight, 1);
+	}
+	e = simgpu_enqueue(ops[0].stream, &d->w);
+	if (e != 0) {
+		warn("%s : invalid stream %p (CUDA error %d)", op_names[ops[0].type], ops[0].stream,
+		     e);
+		dev_release(&d->w);
+		return ncclUnhandledCudaError;
+	}
+	return ncclSuccess;
+}
+
+/* Wait until the device workers hold no op of c (destroy, abort). */
+void drain(struct ncclComm *c)
+{
+	while (atomic_load(&c->inflight) > 0)
+		nanosleep(&(struct timespec){ 0, 1000 * 1000 }, NULL);
+}
+
+/* A non-blocking init (config blocking=0): the handle is returned at once
+ * with ncclInProgress as its asynchronous error; this thread joins the others
+ * and then sets ncclSuccess or the failure. */
+struct init_job {
+	struct ncclComm *shell;
+	int nranks, rank, device;
+	char name[64];
+};
+
+static void *init_thread(void *arg)
+{
+	struct init_job *j = arg;
+	struct ncclComm *c = NULL, *sh = j->shell;
+	ncclResult_t r;
+
+	simgpu_set_current_device(j->device);
+	r = init_rank(&c, j->nranks, j->name, j->rank);
+	if (r == ncclSuccess) {
+		sh->rank = c->rank;
+		sh->nranks = c->nranks;
+		sh->device = c->device;
+		sh->shm = c->shm;
+		sh->shm_size = c->shm_size;
+		memcpy(sh->shm_name, c->shm_name, sizeof(sh->shm_name));
+		c->magic = 0;
+		free(c);
+	}
+	set_async_error(sh, r);
+	free(j);
+	return NULL;
+}
+
+void init_join(struct ncclComm *c)
+{
+	if (c->init_thread_live)
+		pthread_join(c->init_thread, NULL);
+	c->init_thread_live = false;
+}
+
+static ncclResult_t init_nonblocking(ncclComm_t *comm, int nranks, const char *name, int rank)
+{
+	struct ncclComm *c = calloc(1, sizeof(*c));
+	struct init_job *j = calloc(1, sizeof(*j));
+
+	if (!c || !j) {
+		free(c);
+		free(j);
+		return ncclSystemError;
+	}
+	c->magic = COMM_MAGIC;
+	c->rank = rank;
+	c->nranks = nranks;
+	c->device = simgpu_current_device();
+	c->async_error = ncclInProgress;
+	*j = (struct init_job){ .shell = c, .nranks = nranks, .rank = rank, .device = c->device };
+	snprintf(j->name, sizeof(j->name), "%s", name);
+	if (pthread_create(&c->init_thread, NULL, init_thread, j) != 0) {
+		free(c);
+		free(j);
+		return ncclSystemError;
+	}
+	c->init_thread_live = true;
+	*comm = c;
+	return ncclInProgress;
+}
+
+EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUniqueId commId,
+					   int rank, ncclConfig_t *config)
+{
+	char name[64];
+
+	if (config && config->magic != 0xcafebeef) {
+		warn("ncclConfig_t not initialised with NCCL_CONFIG_INITIALIZER");
+		return ncclInvalidArgument;
+	}
+	if (!config || config->blocking != 0)
+		return ncclCommInitRank(comm, nranks, commId, rank);
+	if (!comm)
+		return ncclInvalidArgument;
+	if (!id_ok(&commId))
+		return ncclInvalidArgument;
+	id_name(&commId, "", name, sizeof(name));
+	return init_nonblocking(comm, nranks, name, rank);
+}
+
