@@ -9,9 +9,14 @@
  * memory is staged at the call (CUDA returns once the source is consumed), a
  * copy to pageable host memory returns once done (CUDA's rule for pageable
  * destinations). */
+#include <linux/futex.h>
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "queue.h"
 
@@ -130,18 +135,64 @@ cudaError_t sq_free_async(cudaStream_t s, void *p)
 	return cudaSuccess;
 }
 
+/* A host function runs on a thread of its own, so that it holds up its
+ * stream only (a device worker runs every stream of its device). The item and
+ * the thread each hold a reference. */
 struct host_work {
 	struct simgpu_work w;
 	cudaHostFn_t fn;
 	void *arg;
+	_Atomic uint32_t done;
+	_Atomic int refs;
+	bool launched;
 };
+
+static void host_put(struct host_work *h)
+{
+	if (atomic_fetch_sub(&h->refs, 1) == 1)
+		free(h);
+}
+
+static void *host_thread(void *arg)
+{
+	struct host_work *h = arg;
+
+	h->fn(h->arg);
+	atomic_store(&h->done, 1);
+	syscall(SYS_futex, &h->done, FUTEX_WAKE, INT32_MAX, NULL, NULL, 0);
+	host_put(h);
+	return NULL;
+}
 
 static int host_step(struct simgpu_work *w)
 {
 	struct host_work *h = (struct host_work *)w;
 
-	h->fn(h->arg);
-	return SIMGPU_DONE;
+	if (!h->launched) {
+		pthread_t th;
+		pthread_attr_t attr;
+
+		h->launched = true;
+		atomic_fetch_add(&h->refs, 1);
+		pthread_attr_init(&attr);
+		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+		if (pthread_create(&th, &attr, host_thread, h) != 0) {
+			atomic_fetch_sub(&h->refs, 1);
+			h->fn(h->arg); /* no thread: run it here */
+			atomic_store(&h->done, 1);
+		}
+		pthread_attr_destroy(&attr);
+	}
+	if (atomic_load(&h->done))
+		return SIMGPU_DONE;
+	h->w.wake = &h->done;
+	h->w.seen = 0;
+	return SIMGPU_WAIT;
+}
+
+static void host_release(struct simgpu_work *w)
+{
+	host_put((struct host_work *)w);
 }
 
 EXPORT cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void *userData)
@@ -157,7 +208,8 @@ EXPORT cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void
 	h = calloc(1, sizeof(*h));
 	if (!h)
 		return sq_fail(cudaErrorMemoryAllocation);
-	*h = (struct host_work){ .w = { host_step, nop_release, NULL, 0 }, .fn = fn, .arg = userData };
+	*h = (struct host_work){ .w = { host_step, host_release, NULL, 0 }, .fn = fn, .arg = userData,
+				 .refs = 1 };
 	e = sq_enqueue(st, &h->w, NULL, NULL);
 	if (e != cudaSuccess) {
 		free(h);
