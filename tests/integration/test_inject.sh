@@ -20,13 +20,37 @@ sim "$RT" run -o "$T/broken" -- "$B/bin/rt-launch" -n 4 "$B/bin/fsdp_mini" --tra
 sim "$RT" run -o "$T/good" -- "$B/bin/rt-launch" -n 4 "$B/bin/fsdp_mini" --trainer-version 4.52.4 --steps 2 > /dev/null 2>&1
 check "verdict of the injected run: skipped-fsdp-root" [ "$("$RT" verdict "$T/inj")" = skipped-fsdp-root ]
 check "verdict of 4.53.0: skipped-fsdp-root" [ "$("$RT" verdict "$T/broken")" = skipped-fsdp-root ]
-"$RT" view "$T/inj" > "$T/inj.view"
-check "view confirms it with the probe's evidence" grep -q 'FSDP root forward never ran (probe)' "$T/inj.view"
-check "view shows the injected fault once for every rank (ranks 0-3)" [ "$(grep -c 'warning: ranks 0-3: 1 injected fault fired (first: fsdp.root_forward:bypass at call 1)' "$T/inj.view")" -eq 1 ]
-"$RT" diff "$T/inj" "$T/broken" > "$T/d1"; rc=$?
-check "diff injected vs 4.53.0: the same failure signature (exit 0)" bash -c "[ $rc -eq 0 ] && grep -q 'B shows the same failure signature as A' '$T/d1'"
-"$RT" diff "$T/good" "$T/inj" > "$T/d2"
-check "diff healthy vs injected: first divergence after the init broadcasts, every rank" [ "$(grep -c 'first divergence after 3 identical collectives (the init broadcasts)' "$T/d2")" -eq 4 ]
+"$RT" view "$T/inj" --json > "$T/inj.json"
+check "view --json confirms it with the probe's evidence: the first finding" python3 -c "
+import json
+d = json.load(open('$T/inj.json'))
+f = d['findings'][0]
+assert (f['id'], f['level'], f['signature']) == ('root-forward-probe', 'error', 'skipped-fsdp-root'), f
+"
+check "view --json: one injected fault on every rank, said once for ranks 0-3" python3 -c "
+import json
+d = json.load(open('$T/inj.json'))
+assert [r['faults'] for r in d['ranks']] == [1, 1, 1, 1], [r['faults'] for r in d['ranks']]
+inj = [g for g in d['diagnosis'] if d['findings'][g['finding']]['id'] == 'injected-faults']
+assert len(inj) == 1 and inj[0]['ranks'] == [0, 1, 2, 3] and inj[0]['level'] == 'warning', inj
+assert 'fsdp.root_forward:bypass at call 1' in inj[0]['text'], inj[0]
+"
+"$RT" diff "$T/inj" "$T/broken" --json > "$T/d1.json"; rc=$?
+check "diff --json injected vs 4.53.0: the same failure signature (exit 0)" python3 -c "
+import json
+d = json.load(open('$T/d1.json'))
+assert $rc == 0 and d['verdicts']['same'] is True, ($rc, d['verdicts'])
+"
+"$RT" diff "$T/good" "$T/inj" --json > "$T/d2.json"
+check "diff --json healthy vs injected: every rank diverges after the 3 init broadcasts, A's AllGather #4 against nothing" python3 -c "
+import json
+d = json.load(open('$T/d2.json'))
+assert [r['rank'] for r in d['ranks']] == [0, 1, 2, 3], d['ranks']
+for r in d['ranks']:
+    c = r['collectives']
+    assert c['identical'] == 3 and c['init_broadcasts'] and c['diverged'], (r['rank'], c)
+    assert (c['a']['kind'], c['a']['seq'], c['b']) == ('AllGather', 4, None), (r['rank'], c)
+"
 "$RT" report "$T/inj" -o "$T/inj.html" 2> /dev/null
 check "report: parameters shown as storage freed" grep -q 'title="storage freed"' "$T/inj.html"
 
