@@ -483,6 +483,25 @@ Test(engine, a_failure_point_honours_the_rank_filter)
 	cr_assert_eq(rt_fault_point("fsdp.root_forward"), RT_FAULT_BYPASS);
 }
 
+Test(engine, a_failure_point_delays_then_passes)
+{
+	double t0;
+
+	load("my.point:delay=20ms:when=2");
+	cr_assert_eq(rt_fault_point("my.point"), RT_FAULT_PASS);
+	t0 = now_s();
+	cr_assert_eq(rt_fault_point("my.point"), RT_FAULT_PASS, "a delay lets the step run");
+	cr_assert_geq(now_s() - t0, 0.020);
+	cr_assert_eq(nfaults, 1);
+	cr_assert_eq(faults[0].action, RT_INJ_DELAY);
+}
+
+Test(engine, a_failure_point_can_kill, .signal = SIGUSR2)
+{
+	load("my.point:kill=12");
+	rt_fault_point("my.point");
+}
+
 Test(engine, probe_calls_are_recorded_as_given)
 {
 	int64_t dims[8] = { 32, -1, 5000000000LL, 4, 5, 6, 7, 8 };
