@@ -32,6 +32,26 @@ for r in 0 1 2 3; do
 done
 check "4.53.0: no step completes" bash -c "! grep -q 'step 1 loss' '$T/broken'"
 
+# PyTorch's NCCL watchdog: rank 3 hangs on the host (in cudaMalloc) before the
+# all-gather #4 (the 4th collective); on the others it is enqueued and never
+# completes on the device, their host threads wait in a synchronisation, and
+# their watchdog ends them after FSDP_MINI_NCCL_TIMEOUT_S, as PyTorch's does.
+start=$(date +%s)
+FSDP_MINI_NCCL_TIMEOUT_S=2 SIMGPU_TIMEOUT=60 sim timeout -k 5 60 "$B/bin/ranktrace" run -o "$T/wd" \
+  --inject 'cudaMalloc:hang:rank=3:when=10' -- "$B/bin/rt-launch" -n 4 "$B/bin/fsdp_mini" --steps 2 \
+  > "$T/wd.out" 2>&1
+rc=$?
+check "watchdog: the job ends by SIGABRT (rc $rc)" [ $rc -eq 134 ]
+check "watchdog: within 30 s of a 2 s timeout ($(( $(date +%s) - start )) s)" [ $(( $(date +%s) - start )) -lt 30 ]
+# the first rank's SIGABRT makes the launcher stop the others: at least one says it
+wd='^\[rank([012])\]:\[Rank \1\] Watchdog caught collective operation timeout: WorkNCCL\(SeqNum=4, OpType=_ALLGATHER_BASE, NumelIn=[0-9]+, NumelOut=[0-9]+, Timeout\(ms\)=2000\) ran for [0-9]+ milliseconds before timing out\.$'
+check "watchdog: a rank names the collective as PyTorch does" grep -qE "$wd" "$T/wd.out"
+check "watchdog: every watchdog line is that one" bash -c "[ \$(grep -c Watchdog '$T/wd.out') -eq \$(grep -cE '$wd' '$T/wd.out') ]"
+check "watchdog: the process is taken down, as PyTorch says" grep -qE '^\[rank([012])\]:\[Rank \1\] To avoid data inconsistency, we are taking the entire process down\.$' "$T/wd.out"
+check "watchdog: rank 3, hung on the host, has no watchdog ending" bash -c "! grep -q '^\[rank3\]:\[Rank 3\] Watchdog' '$T/wd.out'"
+FSDP_MINI_NCCL_TIMEOUT_S=3 sim "$B/bin/rt-launch" -n 4 "$B/bin/fsdp_mini" --steps 2 > "$T/wd_ok" 2>&1
+check "watchdog: a healthy run with a 3 s timeout is not ended (exit $?)" bash -c "! grep -q Watchdog '$T/wd_ok' && grep -q 'step 2 loss' '$T/wd_ok'"
+
 # NVIDIA's libraries, no driver: a clean CUDA error, not a crash.
 env -u LD_LIBRARY_PATH "$B/bin/fsdp_mini" > "$T/real" 2>&1
 rc=$?

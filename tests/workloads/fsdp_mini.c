@@ -19,22 +19,20 @@
  *
  * Environment: RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT (rank 0
  * serves the ncclUniqueId over TCP, as torch's TCPStore would). */
-#include <arpa/inet.h>
 #include <cuda_runtime_api.h>
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
 #include <nccl.h>
-#include <netdb.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "fsdp_mini.h"
 #include "ranktrace.h" /* weak: no-ops without libranktrace.so */
 
 /* ---- configuration and call accounting ---- */
@@ -49,7 +47,8 @@ struct config {
 	int skip_rank, skip_nth; /* --skip-collective R:N */
 };
 
-static int rank, world = 1, local_rank;
+int rank, world = 1;
+static int local_rank;
 static int skip_rank = -1, skip_nth, collectives_issued;
 
 /* --skip-collective R:N: rank R does not make its N-th collective call, as a
@@ -98,8 +97,9 @@ static void write_counts(const char *path)
 
 static const char *counts_path;
 
-__attribute__((noreturn)) static void die(int code)
+void die(int code)
 {
+	watchdog_stop();
 	write_counts(counts_path);
 	exit(code);
 }
@@ -152,85 +152,6 @@ static bool is_collective(const char *fn)
 		if (r_ != ncclSuccess)                                                 \
 			nccl_failed(#fn, r_, comm);                                    \
 	} while (0)
-
-/* ---- bootstrap: share the ncclUniqueId like torch's TCPStore ---- */
-
-static int connect_retry(const char *host, const char *port, double timeout_s)
-{
-	struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM }, *ai;
-	struct timespec pause = { 0, 20 * 1000 * 1000 };
-
-	for (double waited = 0; waited < timeout_s; waited += 0.02) {
-		int fd;
-
-		if (getaddrinfo(host, port, &hints, &ai) != 0)
-			return -1;
-		fd = socket(AF_INET, SOCK_STREAM, 0);
-		if (fd >= 0 && connect(fd, ai->ai_addr, ai->ai_addrlen) == 0) {
-			freeaddrinfo(ai);
-			return fd;
-		}
-		if (fd >= 0)
-			close(fd);
-		freeaddrinfo(ai);
-		nanosleep(&pause, NULL);
-	}
-	return -1;
-}
-
-static bool full_io(int fd, void *buf, size_t n, bool writing)
-{
-	char *p = buf;
-
-	while (n) {
-		ssize_t k = writing ? write(fd, p, n) : read(fd, p, n);
-
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			return false;
-		p += k;
-		n -= (size_t)k;
-	}
-	return true;
-}
-
-static void share_unique_id(ncclUniqueId *id)
-{
-	const char *addr = getenv("MASTER_ADDR") ? getenv("MASTER_ADDR") : "127.0.0.1";
-	const char *port = getenv("MASTER_PORT") ? getenv("MASTER_PORT") : "29500";
-	int fd;
-
-	if (rank == 0) {
-		struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(port)),
-					 .sin_addr.s_addr = htonl(INADDR_ANY) };
-		int one = 1, ls = socket(AF_INET, SOCK_STREAM, 0);
-
-		setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-		if (ls < 0 || bind(ls, (struct sockaddr *)&a, sizeof(a)) != 0 || listen(ls, world) != 0) {
-			fprintf(stderr, "fsdp_mini: rank 0: cannot listen on port %s: %s\n", port,
-				strerror(errno));
-			die(1);
-		}
-		for (int i = 1; i < world; i++) {
-			fd = accept(ls, NULL, NULL);
-			if (fd < 0 || !full_io(fd, id, sizeof(*id), true)) {
-				fprintf(stderr, "fsdp_mini: rank 0: bootstrap failed: %s\n", strerror(errno));
-				die(1);
-			}
-			close(fd);
-		}
-		close(ls);
-		return;
-	}
-	fd = connect_retry(addr, port, 60);
-	if (fd < 0 || !full_io(fd, id, sizeof(*id), false)) {
-		fprintf(stderr, "fsdp_mini: rank %d: cannot get the NCCL id from %s:%s\n", rank, addr,
-			port);
-		die(1);
-	}
-	close(fd);
-}
 
 /* ---- the model ---- */
 
@@ -351,6 +272,7 @@ static void fsdp_wrap(struct model *m)
 			     cudaMemcpyHostToDevice);
 		NCCL(m->comm, ncclBroadcast, u->storage, u->storage, u->numel, ncclFloat32, 0,
 		     m->comm, NULL);
+		watchdog_enqueued("BROADCAST", u->numel, u->numel, NULL);
 		CUDA(cudaMalloc, (void **)&u->shard_dev, u->shard * sizeof(float));
 		CUDA(cudaMalloc, (void **)&u->grad_shard_dev, u->shard * sizeof(float));
 		CUDA(cudaMemcpy, u->shard_dev, u->storage + (size_t)rank * u->shard,
@@ -391,6 +313,7 @@ static void unshard_issue(struct model *m, struct unit *u)
 	CUDA(cudaMalloc, (void **)&u->gathering, u->padded * sizeof(float));
 	NCCL(m->comm, ncclAllGather, u->shard_dev, u->gathering, u->shard, ncclFloat32, m->comm,
 	     m->unshard_stream);
+	watchdog_enqueued("_ALLGATHER_BASE", u->shard, u->padded, m->unshard_stream);
 	CUDA_SYNC(cudaEventRecord, u->gathered, m->unshard_stream);
 }
 
@@ -601,6 +524,7 @@ static void reduce_gradient(struct model *m, struct unit *u)
 	CUDA_SYNC(cudaStreamWaitEvent, m->post_backward_stream, m->compute_ready, 0);
 	NCCL(m->comm, ncclReduceScatter, full_grad, u->grad_shard_dev, u->shard, ncclFloat32,
 	     ncclSum, m->comm, m->post_backward_stream);
+	watchdog_enqueued("_REDUCE_SCATTER_BASE", u->padded, u->shard, m->post_backward_stream);
 	CUDA(cudaFree, full_grad);
 	free(tmp);
 	memset(u->grad, 0, u->padded * sizeof(double));
@@ -633,6 +557,7 @@ static double global_loss(struct model *m, struct batch *b)
 	CUDA(cudaMemcpy, m->scalar_dev, &v, sizeof(v), cudaMemcpyHostToDevice);
 	NCCL(m->comm, ncclAllReduce, m->scalar_dev, m->scalar_dev, 1, ncclFloat64, ncclSum,
 	     m->comm, NULL);
+	watchdog_enqueued("ALLREDUCE", 1, 1, NULL);
 	CUDA(cudaMemcpy, &v, m->scalar_dev, sizeof(v), cudaMemcpyDeviceToHost);
 	return v / (double)b->predictions;
 }
@@ -688,7 +613,12 @@ static void train_step(struct model *m, bool wrapped, int step, struct batch *b)
 	head_loss_backward(m, b, dh);
 	loss = global_loss(m, b);
 	for (int l = m->nunits - 1; l >= 1; l--) {
-		unshard(m, &m->units[l]); /* FULL_SHARD re-gathers in backward */
+		/* FULL_SHARD re-gathers in backward; BACKWARD_PRE (FSDP's default)
+		 * enqueues the next unit's all-gather before this unit computes */
+		unshard_issue(m, &m->units[l]);
+		if (l > 1)
+			unshard_issue(m, &m->units[l - 1]);
+		unshard_wait(m, &m->units[l]);
 		block_backward(m, b, l, dh);
 		reduce_gradient(m, &m->units[l]);
 	}
@@ -859,6 +789,7 @@ int main(int argc, char **argv)
 	if (world > 1)
 		share_unique_id(&id);
 	NCCL(NULL, ncclCommInitRank, &m.comm, world, id, rank);
+	watchdog_start(m.comm);
 
 	build_units(&m);
 	from_pretrained(&m);
@@ -898,6 +829,7 @@ int main(int argc, char **argv)
 		CUDA(cudaStreamDestroy, m.unshard_stream);
 		CUDA(cudaStreamDestroy, m.post_backward_stream);
 	}
+	watchdog_stop();
 	NCCL(m.comm, ncclCommDestroy, m.comm);
 	die(0);
 }
