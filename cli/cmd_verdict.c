@@ -156,8 +156,12 @@ int rt_cli_cmd_verdict(int argc, char **argv)
 	if (t->verdict == RT_V_INCONCLUSIVE)
 		fprintf(stderr, "ranktrace verdict: inconclusive: %s\n", rt_cli_esc(t->inconclusive));
 	for (int i = 0; t->verdict == RT_V_HUNG && i < t->nfindings; i++)
-		if (t->findings[i].signature == RT_V_HUNG)
-			fprintf(stderr, "ranktrace verdict: %s\n", rt_cli_esc(t->findings[i].text));
+		if (t->findings[i].signature == RT_V_HUNG) {
+			char text[sizeof(t->findings[i].text)];
+
+			rt_vw_finding_text(&t->findings[i], text, sizeof(text));
+			fprintf(stderr, "ranktrace verdict: %s\n", rt_cli_esc(text));
+		}
 	if (t->interrupted && t->verdict == RT_V_INCONCLUSIVE)
 		print_endings(t, NULL);
 	if (t->verdict != RT_V_HEALTHY && t->verdict != RT_V_INCONCLUSIVE &&

@@ -164,13 +164,16 @@ static void print_findings_json(const struct rt_vw_trace *t, int only_rank)
 {
 	printf("\n], \"findings\": [");
 	for (int i = 0, n = 0; i < t->nfindings; i++) {
+		char text[sizeof(t->findings[i].text)];
+
 		if (only_rank >= 0 && t->findings[i].rank >= 0 && t->findings[i].rank != only_rank)
 			continue;
+		rt_vw_finding_text(&t->findings[i], text, sizeof(text));
 		printf("%s\n  {\"signature\": \"%s\", \"rank\": %d, \"level\": \"%s\", \"id\": \"%s\", "
 		       "\"text\": ", n++ ? "," : "", rt_vw_verdict_names[t->findings[i].signature],
 		       t->findings[i].rank, rt_vw_level_names[t->findings[i].level],
 		       t->findings[i].id ? t->findings[i].id : "");
-		rt_cli_json_str(stdout, t->findings[i].text);
+		rt_cli_json_str(stdout, text);
 		printf(", \"advice\": ");
 		if (t->findings[i].advice)
 			rt_cli_json_str(stdout, t->findings[i].advice);

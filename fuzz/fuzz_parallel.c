@@ -148,8 +148,12 @@ static char *model(int jobs, int window)
 	rt_vw_model_finish(m);
 	fprintf(f, "%s %llu %s|%s\n", rt_vw_verdict_names[t->verdict], (unsigned long long)t->events,
 		rt_vw_completeness_names[t->completeness], t->inconclusive);
-	for (int i = 0; i < t->nfindings; i++)
-		fprintf(f, "%d %s\n", t->findings[i].rank, t->findings[i].text);
+	for (int i = 0; i < t->nfindings; i++) {
+		char text[sizeof(t->findings[i].text)];
+
+		rt_vw_finding_text(&t->findings[i], text, sizeof(text));
+		fprintf(f, "%d %s\n", t->findings[i].rank, text);
+	}
 	for (int i = 0; i < t->ncomms; i++)
 		fprintf(f, "comm %llx %d\n", (unsigned long long)t->comms[i].id, t->comms[i].nranks);
 	for (int r = 0; r < nranks; r++)

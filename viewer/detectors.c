@@ -18,48 +18,6 @@
 #include "model.h"
 #include "model_int.h"
 
-static void vadd(struct rt_vw_trace *t, int rank, int severity, enum rt_vw_verdict sigv,
-		 const char *fmt, va_list ap)
-{
-	struct rt_vw_finding *f;
-
-	f = realloc(t->findings, sizeof(*f) * (size_t)(t->nfindings + 1));
-	if (!f)
-		return;
-	t->findings = f;
-	f = &t->findings[t->nfindings++];
-	f->severity = severity;
-	f->signature = sigv;
-	/* the matcher's and liveness pass's findings: level from what they mean */
-	f->level = sigv == RT_V_HEALTHY ? RT_VW_NOTE : sigv == RT_V_INCONCLUSIVE ? RT_VW_WARNING
-									   : RT_VW_ERROR;
-	f->id = sigv == RT_V_COLLECTIVE_MISMATCH ? "matcher" : sigv == RT_V_HUNG ? "hang" : "model";
-	f->advice = NULL;
-	f->rank = rank;
-	vsnprintf(f->text, sizeof(f->text), fmt, ap);
-}
-
-void rt_vw_add_finding(struct rt_vw_trace *t, int severity, enum rt_vw_verdict sigv,
-			const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vadd(t, -1, severity, sigv, fmt, ap);
-	va_end(ap);
-}
-
-void rt_vw_add_rank_finding(struct rt_vw_trace *t, int rank, int severity, enum rt_vw_verdict sigv,
-			     const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vadd(t, rank, severity, sigv, fmt, ap);
-	va_end(ap);
-}
-
-
 /* The host as NCCL tells ranks apart (NCCL_HOSTID, else the hostname):
  * "one rank per device" holds per NCCL host, so ranks given distinct
  * NCCL_HOSTIDs may share a GPU (they talk over NCCL's network transport). */
@@ -69,16 +27,6 @@ static const char *nccl_host(const struct rt_vw_rank *r)
 }
 
 /* ---- findings and verdict ---- */
-
-bool rt_vw_crashed(const struct rt_vw_rank *r)
-{
-	if (r->state == RT_S_RUNNING) /* alive: not dead, whatever its trace lacks */
-		return false;
-	if (r->interrupted) /* stopped with the whole job from outside (hang.c) */
-		return false;
-	return r->signo || (r->exit_seen && r->exit_status > 0) || r->died_in[0] ||
-	       (!r->exit_seen && r->readable);
-}
 
 /* Does rank ri's trace show how it ended, so that what it lacks before its
  * end can be relied on? Complete, or its end record read despite damage in
@@ -118,23 +66,50 @@ struct detector {
 const char *const rt_vw_level_names[RT_VW_NLEVELS] = { "error", "warning", "note" };
 
 /* A finding of detector d about rank (-1: about several). */
-static void emit(struct rt_vw_trace *t, const struct detector *d, int rank, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
+static struct rt_vw_finding *emit(struct rt_vw_trace *t, const struct detector *d, int rank,
+				  const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
-static void emit(struct rt_vw_trace *t, const struct detector *d, int rank, const char *fmt, ...)
+static struct rt_vw_finding *vemit(struct rt_vw_trace *t, const struct detector *d, int rank,
+				   bool subject, const char *fmt, va_list ap)
+	__attribute__((format(printf, 5, 0)));
+
+static struct rt_vw_finding *vemit(struct rt_vw_trace *t, const struct detector *d, int rank,
+				   bool subject, const char *fmt, va_list ap)
 {
+	struct rt_vw_finding *f = rt_vw_vadd_finding(t, rank, subject, d->severity, d->signature, fmt, ap);
+
+	if (f) {
+		f->level = d->level;
+		f->id = d->id;
+		f->advice = d->advice;
+	}
+	return f;
+}
+
+static struct rt_vw_finding *emit(struct rt_vw_trace *t, const struct detector *d, int rank,
+				  const char *fmt, ...)
+{
+	struct rt_vw_finding *f;
 	va_list ap;
-	int n;
 
 	va_start(ap, fmt);
-	n = t->nfindings;
-	vadd(t, rank, d->severity, d->signature, fmt, ap);
+	f = vemit(t, d, rank, false, fmt, ap);
 	va_end(ap);
-	if (t->nfindings > n) {
-		t->findings[n].level = d->level;
-		t->findings[n].id = d->id;
-		t->findings[n].advice = d->advice;
-	}
+	return f;
+}
+
+/* A finding of detector d whose fmt says what rank did ("rank N" goes
+ * before it at the edge). */
+static void emit_about(struct rt_vw_trace *t, const struct detector *d, int rank, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static void emit_about(struct rt_vw_trace *t, const struct detector *d, int rank, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vemit(t, d, rank, true, fmt, ap);
+	va_end(ap);
 }
 
 static const char *plural(uint64_t n)
@@ -272,8 +247,8 @@ static void d_faults(struct rt_vw_trace *t, const struct detector *d)
 		const struct rt_vw_rank *r = &t->ranks[i];
 
 		if (r->faults)
-			emit(t, d, r->meta.rank, "rank %d: %llu injected fault%s fired (first: %s)",
-			     r->meta.rank, (unsigned long long)r->faults, plural(r->faults), r->first_fault);
+			emit_about(t, d, r->meta.rank, ": %llu injected fault%s fired (first: %s)",
+			     (unsigned long long)r->faults, plural(r->faults), r->first_fault);
 	}
 }
 
@@ -283,8 +258,8 @@ static void d_params_misplaced(struct rt_vw_trace *t, const struct detector *d)
 		const struct rt_vw_rank *r = &t->ranks[i];
 
 		if (r->params_misplaced)
-			emit(t, d, r->meta.rank, "rank %d: %llu parameter report%s point into memory of "
-			     "another device", r->meta.rank, (unsigned long long)r->params_misplaced,
+			emit_about(t, d, r->meta.rank, ": %llu parameter report%s point into memory of "
+			     "another device", (unsigned long long)r->params_misplaced,
 			     plural(r->params_misplaced));
 	}
 }
@@ -295,9 +270,9 @@ static void d_params_meta_later(struct rt_vw_trace *t, const struct detector *d)
 		const struct rt_vw_rank *r = &t->ranks[i];
 
 		if (r->params_ever_meta && !r->params_meta)
-			emit(t, d, r->meta.rank, "rank %d: %llu parameter%s arrived on meta "
-			     "(cpu_ram_efficient_loading) and were materialised later", r->meta.rank,
-			     (unsigned long long)r->params_ever_meta, plural(r->params_ever_meta));
+			emit_about(t, d, r->meta.rank, ": %llu parameter%s arrived on meta "
+			     "(cpu_ram_efficient_loading) and were materialised later",
+				   (unsigned long long)r->params_ever_meta, plural(r->params_ever_meta));
 	}
 }
 
@@ -307,10 +282,10 @@ static void d_params_still_meta(struct rt_vw_trace *t, const struct detector *d)
 		const struct rt_vw_rank *r = &t->ranks[i];
 
 		if (r->params_meta && crashed_training(r))
-			emit(t, d, r->meta.rank, "rank %d: %llu parameter%s still on meta when it "
+			emit_about(t, d, r->meta.rank, ": %llu parameter%s still on meta when it "
 			     "ended (never materialised: cpu_ram_efficient_loading without the "
-			     "sync_module_states broadcast?)", r->meta.rank,
-			     (unsigned long long)r->params_meta, plural(r->params_meta));
+			     "sync_module_states broadcast?)",
+				   (unsigned long long)r->params_meta, plural(r->params_meta));
 	}
 }
 
@@ -319,6 +294,7 @@ static void d_shared_device(struct rt_vw_trace *t, const struct detector *d)
 {
 	int idx[1024], k;
 	char list[256];
+	struct rt_vw_finding *f;
 
 	for (int i = 0; i < t->nranks; i++) {
 		const struct rt_vw_rank *a = &t->ranks[i];
@@ -340,9 +316,11 @@ static void d_shared_device(struct rt_vw_trace *t, const struct detector *d)
 		if (k <= 1 || !first)
 			continue;
 		list_ranks(list, sizeof(list), t, idx, k);
-		emit(t, d, -1, "ranks %s all use device %d on host %s (NCCL allows one rank per "
-		     "device: \"Duplicate GPU detected\")%s", list, a->init_device, nccl_host(a),
-		     a->init_ret ? "; their communicator init failed" : "");
+		f = emit(t, d, -1, "ranks %s all use device %d on host %s (NCCL allows one rank per "
+			 "device: \"Duplicate GPU detected\")%s", list, a->init_device, nccl_host(a),
+			 a->init_ret ? "; their communicator init failed" : "");
+		for (int x = 0; f && x < k; x++)
+			rt_vw_finding_rank(f, t->ranks[idx[x]].meta.rank);
 	}
 }
 
@@ -361,8 +339,8 @@ static void d_other_device(struct rt_vw_trace *t, const struct detector *d)
 			continue;
 		others = r->devices_used & ~(1ull << expect);
 		if (others)
-			emit(t, d, r->meta.rank, "rank %d used device %d, expected device %d (%s)",
-			     r->meta.rank, __builtin_ctzll(others), expect,
+			emit_about(t, d, r->meta.rank, " used device %d, expected device %d (%s)",
+			     __builtin_ctzll(others), expect,
 			     r->meta.local_rank >= 0 ? "LOCAL_RANK" : "its communicator's");
 	}
 }
@@ -380,8 +358,8 @@ static void d_killed(struct rt_vw_trace *t, const struct detector *d)
 {
 	FOR_ENDED_TRAINING(t, i, r)
 		if (r->signo && !r->interrupted)
-			emit(t, d, r->meta.rank, "rank %d was killed by signal %d%s%s", r->meta.rank,
-			     r->signo, r->died_in[0] ? " inside " : "", r->died_in);
+			emit_about(t, d, r->meta.rank, " was killed by signal %d%s%s", r->signo,
+				   r->died_in[0] ? " inside " : "", r->died_in);
 }
 
 /* The whole job stopped from outside (hang.c): no failure of its own, and
@@ -407,8 +385,8 @@ static void d_died_inside(struct rt_vw_trace *t, const struct detector *d)
 {
 	FOR_ENDED_TRAINING(t, i, r)
 		if (!r->signo && r->died_in[0] && rt_vw_evidence_complete(t, i))
-			emit(t, d, r->meta.rank, "rank %d died inside %s (the call never returned)",
-			     r->meta.rank, r->died_in);
+			emit_about(t, d, r->meta.rank, " died inside %s (the call never returned)",
+			     r->died_in);
 }
 
 static bool died_inside(const struct rt_vw_trace *t, int i)
@@ -420,16 +398,16 @@ static void d_exit_status(struct rt_vw_trace *t, const struct detector *d)
 {
 	FOR_ENDED_TRAINING(t, i, r)
 		if (!r->signo && !died_inside(t, i) && r->exit_seen && r->exit_status > 0)
-			emit(t, d, r->meta.rank, "rank %d exited with status %d%s%s", r->meta.rank,
-			     r->exit_status, r->first_error[0] ? "; first error: " : "", r->first_error);
+			emit_about(t, d, r->meta.rank, " exited with status %d%s%s", r->exit_status,
+				   r->first_error[0] ? "; first error: " : "", r->first_error);
 }
 
 static void d_no_end(struct rt_vw_trace *t, const struct detector *d)
 {
 	FOR_ENDED_TRAINING(t, i, r)
 		if (!r->signo && !died_inside(t, i) && !r->exit_seen && rt_vw_evidence_complete(t, i))
-			emit(t, d, r->meta.rank, "rank %d has no recorded end (killed with SIGKILL?); "
-			     "last event at +%.3f s", r->meta.rank, (double)(r->last_ts - r->first_ts) / 1e9);
+			emit_about(t, d, r->meta.rank, " has no recorded end (killed with SIGKILL?); "
+			     "last event at +%.3f s", (double)(r->last_ts - r->first_ts) / 1e9);
 }
 
 /* Ended abnormally after training finished: named, not a crash. */
@@ -440,8 +418,8 @@ static void d_teardown(struct rt_vw_trace *t, const struct detector *d)
 			char end[160];
 
 			rt_vw_rank_end(r, end, sizeof(end));
-			emit(t, d, r->meta.rank, "rank %d crashed in teardown, after training finished "
-			     "(%s after %s; no collective or probe report followed)", r->meta.rank, end,
+			emit_about(t, d, r->meta.rank, " crashed in teardown, after training finished "
+			     "(%s after %s; no collective or probe report followed)", end,
 			     r->teardown_how == 1 ? "destroy_process_group began" :
 			     "the program's main code returned");
 		}
@@ -451,17 +429,16 @@ static void d_unknown_frees(struct rt_vw_trace *t, const struct detector *d)
 {
 	FOR_ENDED(t, i, r)
 		if (r->unknown_frees)
-			emit(t, d, r->meta.rank, "rank %d freed %" PRIu64 " pointer(s) it never "
-			     "allocated (allocated before tracing, or invalid)", r->meta.rank,
-			     r->unknown_frees);
+			emit_about(t, d, r->meta.rank, " freed %" PRIu64 " pointer(s) it never "
+			     "allocated (allocated before tracing, or invalid)", r->unknown_frees);
 }
 
 static void d_discarded(struct rt_vw_trace *t, const struct detector *d)
 {
 	FOR_ENDED(t, i, r)
 		if (r->discarded)
-			emit(t, d, r->meta.rank, "rank %d: %" PRIu64 " events discarded (size cap)",
-			     r->meta.rank, r->discarded);
+			emit_about(t, d, r->meta.rank, ": %" PRIu64 " events discarded (size cap)",
+			     r->discarded);
 }
 
 static void d_incomplete(struct rt_vw_trace *t, const struct detector *d)

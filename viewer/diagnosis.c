@@ -4,31 +4,22 @@
  * unless asked for, most important first (the model's order), and what to do
  * next from the first finding that knows.
  *
- * A view of t->findings; allocates the returned array only. */
-#include <ctype.h>
+ * A view of t->findings, grouped by what they are (detector, level, rank,
+ * words), never by reading their text for ranks; allocates the returned
+ * array only. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "model.h"
 
-/* text with its first "rank N" as "rank #" (what findings about single
- * ranks have in common); false when it names no rank. */
-static bool normalise(const char *text, char *out, size_t n, const char **after)
+/* Do f and h say the same of different ranks? The same detector and level,
+ * each about one rank, and the same words: about their rank (subject),
+ * or the same sentence. */
+static bool same_saying(const struct rt_vw_finding *f, const struct rt_vw_finding *h)
 {
-	const char *p = strstr(text, "rank ");
-
-	while (p && !isdigit((unsigned char)p[5]))
-		p = strstr(p + 1, "rank ");
-	if (!p) {
-		snprintf(out, n, "%s", text);
-		return false;
-	}
-	*after = p + 5;
-	while (isdigit((unsigned char)**after))
-		(*after)++;
-	snprintf(out, n, "%.*srank #%s", (int)(p - text), text, *after);
-	return true;
+	return h->id == f->id && h->level == f->level && f->rank >= 0 && h->rank >= 0 &&
+	       f->subject == h->subject && !strcmp(f->text, h->text);
 }
 
 void rt_vw_rank_list(const int *v, int n, char *out, size_t len)
@@ -56,18 +47,15 @@ static int cmp_int(const void *a, const void *b)
 static void group_text(const struct rt_vw_trace *t, struct rt_vw_diag *g)
 {
 	const struct rt_vw_finding *f = &t->findings[g->first];
-	char norm[sizeof(f->text)], list[160];
-	const char *after = NULL, *hash;
+	char list[160];
 
-	if (g->nranks < 2 || !normalise(f->text, norm, sizeof(norm), &after)) {
-		snprintf(g->text, sizeof(g->text), "%s", f->text);
+	if (g->nranks < 2 || !f->subject) {
+		rt_vw_finding_text(f, g->text, sizeof(g->text));
 		return;
 	}
 	qsort(g->ranks, (size_t)g->nranks, sizeof(int), cmp_int);
 	rt_vw_rank_list(g->ranks, g->nranks, list, sizeof(list));
-	hash = strstr(norm, "rank #");
-	snprintf(g->text, sizeof(g->text), "%.*sranks %s%s", (int)(hash - norm), norm, list,
-		 hash + 6);
+	snprintf(g->text, sizeof(g->text), "ranks %s%s", list, f->text);
 }
 
 int rt_vw_diagnose(const struct rt_vw_trace *t, int only_rank, bool all, struct rt_vw_diag **out,
@@ -82,8 +70,6 @@ int rt_vw_diagnose(const struct rt_vw_trace *t, int only_rank, bool all, struct 
 		return -1;
 	for (int i = 0; i < t->nfindings; i++) {
 		const struct rt_vw_finding *f = &t->findings[i];
-		char a[sizeof(f->text)], b[sizeof(f->text)];
-		const char *after;
 		int k;
 
 		if (only_rank >= 0 && f->rank >= 0 && f->rank != only_rank)
@@ -92,15 +78,9 @@ int rt_vw_diagnose(const struct rt_vw_trace *t, int only_rank, bool all, struct 
 			(*hidden)++;
 			continue;
 		}
-		normalise(f->text, a, sizeof(a), &after);
-		for (k = 0; k < n; k++) {
-			const struct rt_vw_finding *h = &t->findings[g[k].first];
-
-			normalise(h->text, b, sizeof(b), &after);
-			if (h->id == f->id && h->level == f->level && f->rank >= 0 && h->rank >= 0 &&
-			    !strcmp(a, b) && g[k].nranks < RT_VW_DIAG_RANKS)
+		for (k = 0; k < n; k++)
+			if (same_saying(f, &t->findings[g[k].first]) && g[k].nranks < RT_VW_DIAG_RANKS)
 				break;
-		}
 		if (k == n)
 			g[n++] = (struct rt_vw_diag){ .first = i, .level = f->level };
 		if (f->rank >= 0 && g[k].nranks < RT_VW_DIAG_RANKS)

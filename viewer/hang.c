@@ -306,11 +306,11 @@ static void rank_findings(struct rt_vw_trace *t)
 			continue;
 		if (o) {
 			call_name(name, sizeof(name), o);
-			rt_vw_add_rank_finding(t, r->meta.rank, 2, RT_V_HUNG, "rank %d has been inside %s "
-					       "for %.0f s%s", r->meta.rank, name, o->age_s, stopped);
+			rt_vw_add_rank_finding(t, r->meta.rank, 2, RT_V_HUNG, " has been inside %s "
+					       "for %.0f s%s", name, o->age_s, stopped);
 		} else {
-			rt_vw_add_rank_finding(t, r->meta.rank, 2, RT_V_HUNG, "rank %d is alive, no call "
-					       "returned for %.0f s%s", r->meta.rank, r->idle_s, stopped);
+			rt_vw_add_rank_finding(t, r->meta.rank, 2, RT_V_HUNG, " is alive, no call "
+					       "returned for %.0f s%s", r->idle_s, stopped);
 		}
 	}
 }

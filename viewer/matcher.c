@@ -141,6 +141,15 @@ static bool first_mismatch(struct rt_vw_matcher *m, const struct rt_vw_centry *e
 	return true;
 }
 
+/* The collective a finding is about (f may be NULL: not stored). */
+static void about(struct rt_vw_finding *f, const struct rt_vw_centry *e)
+{
+	if (f) {
+		f->comm = e->comm_id;
+		f->seq = e->seq;
+	}
+}
+
 /* All ranks that reported seq: the minority signature is the divergence. */
 static void check_entry(struct rt_vw_matcher *m, struct rt_vw_centry *e)
 {
@@ -149,6 +158,7 @@ static void check_entry(struct rt_vw_matcher *m, struct rt_vw_centry *e)
 	char ranks[256] = "", a[96], b[96];
 	size_t len = 0;
 	int major = 0, minor;
+	struct rt_vw_finding *f;
 
 	for (int r = 0; r < t->nranks && ng < 64; r++) {
 		int g;
@@ -179,11 +189,15 @@ static void check_entry(struct rt_vw_matcher *m, struct rt_vw_centry *e)
 	describe(b, sizeof(b), &e->by_rank[groups[minor]]);
 	if (!first_mismatch(m, e))
 		return;
-	rt_vw_add_finding(t, 20, RT_V_COLLECTIVE_MISMATCH,
+	f = rt_vw_add_finding(t, 20, RT_V_COLLECTIVE_MISMATCH,
 		    "collective mismatch at sequence %u of communicator %016" PRIx64 ": rank%s %s "
 		    "called %s where %d rank%s called %s (a rank skipped or added a collective)",
 		    e->seq, e->comm_id, strchr(ranks, ',') ? "s" : "", ranks, b, sizes[major],
 		    sizes[major] == 1 ? "" : "s", a);
+	for (int r = 0; f && r < t->nranks; r++)
+		if (e->by_rank[r].seen && !same_sig(&e->by_rank[r], &e->by_rank[groups[major]]))
+			rt_vw_finding_rank(f, t->ranks[r].meta.rank);
+	about(f, e);
 }
 
 /* Two devices of one process called different collectives at one sequence
@@ -191,16 +205,20 @@ static void check_entry(struct rt_vw_matcher *m, struct rt_vw_centry *e)
 static void local_mismatch(struct rt_vw_matcher *m, struct rt_vw_centry *e, int ri, const struct rt_vw_sig *s)
 {
 	struct rt_vw_trace *t = m->t;
+	struct rt_vw_finding *f;
 	char a[96], b[96];
 
 	if (!first_mismatch(m, e))
 		return;
 	describe(a, sizeof(a), &e->by_rank[ri]);
 	describe(b, sizeof(b), s);
-	rt_vw_add_finding(t, 20, RT_V_COLLECTIVE_MISMATCH,
-			  "collective mismatch at sequence %u of communicator %016" PRIx64 ": the "
-			  "devices of rank %d (ncclCommInitAll) called %s and %s (a device skipped "
-			  "or added a collective)", e->seq, e->comm_id, t->ranks[ri].meta.rank, a, b);
+	f = rt_vw_add_finding(t, 20, RT_V_COLLECTIVE_MISMATCH,
+			      "collective mismatch at sequence %u of communicator %016" PRIx64 ": the "
+			      "devices of rank %d (ncclCommInitAll) called %s and %s (a device skipped "
+			      "or added a collective)", e->seq, e->comm_id, t->ranks[ri].meta.rank, a, b);
+	if (f)
+		rt_vw_finding_rank(f, t->ranks[ri].meta.rank);
+	about(f, e);
 }
 
 static void entry_free(struct rt_vw_centry *e)
@@ -275,10 +293,54 @@ struct rt_vw_sink rt_vw_matcher_sink(struct rt_vw_matcher *m)
 	return (struct rt_vw_sink){ sink_learn, sink_join, sink_match, m };
 }
 
+/* The earliest collective still open at the end, when no mismatch was
+ * reported: "never called by" the ranks that lack it. */
+static void never_called(struct rt_vw_trace *t, const struct rt_vw_centry *first)
+{
+	char missing[256] = "", a[96] = "?";
+	size_t len = 0;
+	int any = -1;
+	struct rt_vw_finding *f;
+
+	for (int r = 0; r < t->nranks; r++) {
+		if (first->by_rank[r].seen) {
+			any = r;
+			continue;
+		}
+		if (len < sizeof(missing) - 16)
+			len += (size_t)snprintf(missing + len, sizeof(missing) - len, "%s%d",
+						len ? "," : "", t->ranks[r].meta.rank);
+	}
+	if (any >= 0)
+		describe(a, sizeof(a), &first->by_rank[any]);
+	/* "never called" rests on the absence of events: only from ranks
+	 * whose whole run is in the trace and that were not stopped from
+	 * outside before they got there (an interrupted job's ranks are a
+	 * collective apart; a hang before it is hang.c's to tell) */
+	for (int r = 0; r < t->nranks && len; r++)
+		if (!first->by_rank[r].seen &&
+		    (!rt_vw_evidence_complete(t, r) || t->ranks[r].interrupted))
+			len = 0;
+	if (!len || t->nmissing)
+		return;
+	f = rt_vw_add_finding(t, 25, RT_V_COLLECTIVE_MISMATCH,
+			      "collective %s at sequence %u of communicator %016" PRIx64
+			      " was never called by rank%s %s", a, first->seq, first->comm_id,
+			      strchr(missing, ',') ? "s" : "", missing);
+	for (int r = 0; f && r < t->nranks; r++)
+		if (!first->by_rank[r].seen)
+			rt_vw_finding_rank(f, t->ranks[r].meta.rank);
+	about(f, first);
+	if (!t->diverged) {
+		t->diverged = true;
+		t->div_comm = first->comm_id;
+		t->div_seq = first->seq;
+	}
+}
+
 /* Collectives some ranks reached and others did not. */
 void rt_vw_matcher_finish(struct rt_vw_matcher *m)
 {
-	struct rt_vw_trace *t = m->t;
 	struct rt_vw_centry *first = NULL;
 
 	for (int b = 0; b < RT_VW_CBUCKETS; b++)
@@ -287,42 +349,8 @@ void rt_vw_matcher_finish(struct rt_vw_matcher *m)
 			if (!first || e->seq < first->seq)
 				first = e;
 		}
-	if (first && !m->mismatch_reported) {
-		char missing[256] = "", a[96] = "?";
-		size_t len = 0;
-		int any = -1;
-
-		for (int r = 0; r < t->nranks; r++) {
-			if (first->by_rank[r].seen) {
-				any = r;
-				continue;
-			}
-			if (len < sizeof(missing) - 16)
-				len += (size_t)snprintf(missing + len, sizeof(missing) - len, "%s%d",
-							len ? "," : "", t->ranks[r].meta.rank);
-		}
-		if (any >= 0)
-			describe(a, sizeof(a), &first->by_rank[any]);
-		/* "never called" rests on the absence of events: only from ranks
-		 * whose whole run is in the trace and that were not stopped from
-		 * outside before they got there (an interrupted job's ranks are a
-		 * collective apart; a hang before it is hang.c's to tell) */
-		for (int r = 0; r < t->nranks && len; r++)
-			if (!first->by_rank[r].seen &&
-			    (!rt_vw_evidence_complete(t, r) || t->ranks[r].interrupted))
-				len = 0;
-		if (len && !t->nmissing) {
-			rt_vw_add_finding(t, 25, RT_V_COLLECTIVE_MISMATCH,
-				    "collective %s at sequence %u of communicator %016" PRIx64
-				    " was never called by rank%s %s", a, first->seq, first->comm_id,
-				    strchr(missing, ',') ? "s" : "", missing);
-			if (!t->diverged) {
-				t->diverged = true;
-				t->div_comm = first->comm_id;
-				t->div_seq = first->seq;
-			}
-		}
-	}
+	if (first && !m->mismatch_reported)
+		never_called(m->t, first);
 	for (int b = 0; b < RT_VW_CBUCKETS; b++) {
 		struct rt_vw_centry *e = m->buckets[b];
 

@@ -306,3 +306,19 @@ bool rt_vw_alloc_at(const struct rt_vw_rank *r, uint64_t ptr, struct rt_vw_alloc
 					  .paths = a->paths };
 	return true;
 }
+
+void rt_vw_mem_note(struct rt_vw_rank *r, int dev)
+{
+	if (!r->keep_mem || dev < 0 || dev >= RT_VW_MAX_DEV)
+		return;
+	if (r->nmem == r->mem_cap) {
+		uint32_t cap = r->mem_cap ? r->mem_cap * 2 : 256;
+		void *p = realloc(r->mem, sizeof(*r->mem) * cap);
+
+		if (!p)
+			return;
+		r->mem = p;
+		r->mem_cap = cap;
+	}
+	r->mem[r->nmem++] = (struct rt_vw_mem_change){ r->events, r->cur_ts, r->dev_bytes[dev], dev };
+}

@@ -26,56 +26,6 @@ const char *const rt_vw_verdict_names[RT_V_COUNT] = {
 
 /* ---- per-event model update ---- */
 
-int rt_vw_coll_kind(unsigned id)
-{
-	return id < RT_ID_COUNT ? rt_coll_kind_of(id) : -1;
-}
-
-void rt_vw_rank_end(const struct rt_vw_rank *r, char *out, size_t n)
-{
-	if (!r->readable)
-		snprintf(out, n, "unreadable");
-	else if (r->state == RT_S_RUNNING && r->nopen)
-		snprintf(out, n, "running, in %s %.0fs", rt_events[r->open[0].id].name, r->open[0].age_s);
-	else if (r->state == RT_S_RUNNING)
-		snprintf(out, n, "running");
-	else if (r->signo)
-		snprintf(out, n, "signal %d%s%s", r->signo, r->died_in[0] ? " in " : "", r->died_in);
-	else if (r->exit_seen && r->exit_status >= 0)
-		snprintf(out, n, "exit %d", r->exit_status);
-	else if (r->exit_seen)
-		snprintf(out, n, "returned");
-	else if (r->died_in[0])
-		snprintf(out, n, "%s in %s", r->completeness == RT_C_COMPLETE ? "died" : "trace ends",
-			 r->died_in);
-	else if (r->stopped) /* its end came after the writer had to stop */
-		snprintf(out, n, "trace incomplete: %s at event %" PRIu64,
-			 rt_stop_prose(r->stop_reason) ? rt_stop_prose(r->stop_reason) : "stopped",
-			 r->stop_events);
-	else if (r->completeness == RT_C_CAPPED)
-		snprintf(out, n, "trace capped");
-	else if (r->completeness == RT_C_DAMAGED)
-		snprintf(out, n, "trace damaged");
-	else
-		snprintf(out, n, "vanished (no end)");
-}
-
-void rt_vw_mem_note(struct rt_vw_rank *r, int dev)
-{
-	if (!r->keep_mem || dev < 0 || dev >= RT_VW_MAX_DEV)
-		return;
-	if (r->nmem == r->mem_cap) {
-		uint32_t cap = r->mem_cap ? r->mem_cap * 2 : 256;
-		void *p = realloc(r->mem, sizeof(*r->mem) * cap);
-
-		if (!p)
-			return;
-		r->mem = p;
-		r->mem_cap = cap;
-	}
-	r->mem[r->nmem++] = (struct rt_vw_mem_change){ r->events, r->cur_ts, r->dev_bytes[dev], dev };
-}
-
 static void use_device(struct rt_vw_rank *r, int dev)
 {
 	if (dev >= 0 && dev < RT_VW_MAX_DEV)

@@ -290,6 +290,10 @@ struct rt_vw_comm {
 	bool local; /* ncclCommInitAll: all its ranks in one process */
 };
 
+/* A finding as data: who found it, about which rank(s), which collective;
+ * its sentence is made at the edge (rt_vw_finding_text; rt_vw_diagnose for
+ * groups: "ranks 0-3 exited with status 1"). */
+#define RT_VW_FINDING_RANKS 64
 struct rt_vw_finding {
 	int severity;        /* lower is more important; sort key */
 	enum rt_vw_level level;
@@ -297,8 +301,19 @@ struct rt_vw_finding {
 	const char *advice;  /* what to do next, or NULL */
 	enum rt_vw_verdict signature;
 	int rank;            /* the rank it is about, or -1: about several (view --rank) */
+	/* the ranks it names (the one it is about; a mismatch's odd ones out,
+	 * the ranks that never called, the ranks sharing a device): nranks of
+	 * them, the first RT_VW_FINDING_RANKS kept */
+	int nranks, ranks[RT_VW_FINDING_RANKS];
+	uint64_t comm;       /* the matcher's: the communicator and sequence, else 0 */
+	uint32_t seq;
+	/* subject: text says what `rank` did or is ("exited with status 1"), the
+	 * edge puts "rank N" (or "ranks 0-3") before it; else the whole sentence */
+	bool subject;
 	char text[400];
 };
+/* The finding's sentence, cut to n (sizeof(f->text) for the one outputs show). */
+void rt_vw_finding_text(const struct rt_vw_finding *f, char *out, size_t n);
 
 struct rt_vw_trace {
 	char dir[4096];

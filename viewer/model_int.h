@@ -160,15 +160,26 @@ bool rt_vw_memory_driver_event(struct rt_vw_rank *r, const struct rt_vw_event *e
 void rt_vw_memory_free_rank(struct rt_vw_rank *r);
 /* Rank r's device dev changed (memory.c): note it when keeping memory. */
 void rt_vw_mem_note(struct rt_vw_rank *r, int dev);
-void rt_vw_add_finding(struct rt_vw_trace *t, int severity, enum rt_vw_verdict sigv,
-			const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-/* A finding about one rank (view --rank N shows it only for N). */
-void rt_vw_add_rank_finding(struct rt_vw_trace *t, int rank, int severity, enum rt_vw_verdict sigv,
-			     const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+/* findings.c: a finding about the trace (rank -1), or about one rank
+ * (view --rank N shows it only for N); subject: fmt says what that rank did,
+ * "rank N" goes before it at the edge. NULL: out of memory, dropped. */
+struct rt_vw_finding *rt_vw_vadd_finding(struct rt_vw_trace *t, int rank, bool subject, int severity,
+					 enum rt_vw_verdict sigv, const char *fmt, va_list ap)
+	__attribute__((format(printf, 6, 0)));
+struct rt_vw_finding *rt_vw_add_finding(struct rt_vw_trace *t, int severity, enum rt_vw_verdict sigv,
+					const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* A finding whose fmt says what rank did (subject). */
+struct rt_vw_finding *rt_vw_add_rank_finding(struct rt_vw_trace *t, int rank, int severity,
+					     enum rt_vw_verdict sigv, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+/* One more rank the finding names (f->ranks). */
+void rt_vw_finding_rank(struct rt_vw_finding *f, int rank);
 /* After the last event: completeness, open collectives, liveness, the
  * detectors and the verdict (load.c; the unit tests call it too). */
 void rt_vw_model_finish(struct rt_vw_matcher *m);
 void rt_vw_analyse(struct rt_vw_trace *t);
+/* rank.c: did r crash (a signal, an exit status > 0, death inside a call,
+ * no recorded end)? Not when alive or stopped with the whole job. */
 bool rt_vw_crashed(const struct rt_vw_rank *r);
 /* params.c: a parameter report at the rank's current report point */
 void rt_vw_param_record(struct rt_vw_rank *r, struct rt_vw_param *p,

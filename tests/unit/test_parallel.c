@@ -207,8 +207,12 @@ static char *model(struct job *j, int jobs, int window)
 	fprintf(f, "verdict %s events %llu diverged %d %llx %u\n", rt_vw_verdict_names[t->verdict],
 		(unsigned long long)t->events, t->diverged, (unsigned long long)t->div_comm, t->div_seq);
 	fprintf(f, "inconclusive %s\n", t->inconclusive);
-	for (int i = 0; i < t->nfindings; i++)
-		fprintf(f, "finding %d %d %s\n", t->findings[i].severity, t->findings[i].rank, t->findings[i].text);
+	for (int i = 0; i < t->nfindings; i++) {
+		char text[sizeof(t->findings[i].text)];
+
+		rt_vw_finding_text(&t->findings[i], text, sizeof(text));
+		fprintf(f, "finding %d %d %s\n", t->findings[i].severity, t->findings[i].rank, text);
+	}
 	for (int i = 0; i < t->ncomms; i++)
 		fprintf(f, "comm %llx %d %d\n", (unsigned long long)t->comms[i].id, t->comms[i].nranks,
 			t->comms[i].split);
