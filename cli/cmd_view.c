@@ -52,15 +52,39 @@ static void print_findings(const struct rt_vw_trace *t, int only_rank, bool all)
 	free(g);
 }
 
+/* The kinds `ranktrace view` shows, in their view column's order (nccl_api.def):
+ * "AG/RS/AR/BC" from labels, or "1/2/3/4" from rank r's counts (r NULL: labels). */
+static void colls_column(char *out, size_t n, const struct rt_vw_rank *r)
+{
+	size_t k = 0;
+
+	out[0] = '\0';
+	for (int pos = 1; pos <= RT_CK_COUNT; pos++)
+		for (int c = 0; c < RT_CK_COUNT; c++) {
+			if (rt_coll_info[c].view != pos || k >= n)
+				continue;
+			if (r)
+				k += (size_t)snprintf(out + k, n - k, "%s%llu", k ? "/" : "",
+						      (unsigned long long)r->colls[c]);
+			else
+				k += (size_t)snprintf(out + k, n - k, "%s%s", k ? "/" : "",
+						      rt_coll_info[c].label);
+		}
+}
+
 static void print_view_text(const struct rt_vw_trace *t, int only_rank, bool all)
 {
+	char labels[48], head[64];
+
 	printf("trace %s: %d rank%s, %llu events, verdict: %s\n", rt_cli_esc(t->dir), t->nranks,
 	       t->nranks == 1 ? "" : "s", (unsigned long long)t->events,
 	       rt_vw_verdict_names[t->verdict]);
 	printf("completeness: %s%s%s%s\n\n", rt_vw_completeness_names[t->completeness],
 	       t->inconclusive[0] ? " (" : "", rt_cli_esc(t->inconclusive), t->inconclusive[0] ? ")" : "");
+	colls_column(labels, sizeof(labels), NULL);
+	snprintf(head, sizeof(head), "collectives (%s)", labels);
 	printf("%-6s %-10s %-8s %-4s %10s %7s %-28s %5s %-9s %-16s\n", "rank", "host", "devices",
-	       "exp", "peak mem", "allocs", "collectives (AG/RS/AR/BC)", "fwd", "trace", "end");
+	       "exp", "peak mem", "allocs", head, "fwd", "trace", "end");
 	for (int i = 0; i < t->nranks; i++) {
 		const struct rt_vw_rank *r = &t->ranks[i];
 		char devs[64], peak[32], end[160], colls[64], exp[8];
@@ -70,11 +94,7 @@ static void print_view_text(const struct rt_vw_trace *t, int only_rank, bool all
 		rt_cli_devices_str(r->devices_used, devs, sizeof(devs));
 		rt_cli_human_bytes(peak, sizeof(peak), rt_cli_rank_peak(r));
 		rt_vw_rank_end(r, end, sizeof(end));
-		snprintf(colls, sizeof(colls), "%llu/%llu/%llu/%llu",
-			 (unsigned long long)r->colls[RT_CK_AllGather],
-			 (unsigned long long)r->colls[RT_CK_ReduceScatter],
-			 (unsigned long long)r->colls[RT_CK_AllReduce],
-			 (unsigned long long)r->colls[RT_CK_Broadcast]);
+		colls_column(colls, sizeof(colls), r);
 		if (r->meta.local_rank >= 0)
 			snprintf(exp, sizeof(exp), "%d", r->meta.local_rank);
 		else

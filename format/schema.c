@@ -20,7 +20,7 @@ const char *const rt_role_names[RT_R_COUNT] = {
 
 const char *const rt_coll_colours[RT_CK_COUNT] = {
 #define RT_API(...)
-#define RT_COLL_KIND(k, colour) colour,
+#define RT_COLL_KIND(k, label, p2p, root, op, view, colour) colour,
 #include "nccl_api.def"
 #undef RT_COLL_KIND
 #undef RT_API
@@ -28,7 +28,15 @@ const char *const rt_coll_colours[RT_CK_COUNT] = {
 
 const char *const rt_coll_names[RT_CK_COUNT] = {
 #define RT_API(...)
-#define RT_COLL_KIND(k, colour) #k,
+#define RT_COLL_KIND(k, label, p2p, root, op, view, colour) #k,
+#include "nccl_api.def"
+#undef RT_COLL_KIND
+#undef RT_API
+};
+
+const struct rt_coll_info rt_coll_info[RT_CK_COUNT] = {
+#define RT_API(...)
+#define RT_COLL_KIND(k, label, p2p, root, op, view, colour) { label, p2p, root, op, view },
 #include "nccl_api.def"
 #undef RT_COLL_KIND
 #undef RT_API

@@ -120,7 +120,7 @@ extern const char *const rt_role_names[RT_R_COUNT]; /* "ALLOC", "COMM_INIT"... *
 /* Collective kinds (RT_COLL_KIND in nccl_api.def), in output order. */
 enum rt_coll_kind {
 #define RT_API(...)
-#define RT_COLL_KIND(k, colour) RT_CK_##k,
+#define RT_COLL_KIND(k, label, p2p, root, op, view, colour) RT_CK_##k,
 #include "nccl_api.def"
 #undef RT_COLL_KIND
 #undef RT_API
@@ -129,10 +129,41 @@ enum rt_coll_kind {
 extern const char *const rt_coll_names[RT_CK_COUNT];
 extern const char *const rt_coll_colours[RT_CK_COUNT]; /* "": none of its own */
 
+/* The columns of a kind (nccl_api.def): every rule about kinds reads these. */
+struct rt_coll_info {
+	const char *label; /* "AG" */
+	uint8_t p2p, root, op;
+	uint8_t view;      /* position in `ranktrace view`'s column, 0: none */
+};
+extern const struct rt_coll_info rt_coll_info[RT_CK_COUNT];
+
+/* A collective across ranks (a kind, not point to point). */
+static inline int rt_ck_is_collective(int k)
+{
+	return k >= 0 && k < RT_CK_COUNT && !rt_coll_info[k].p2p;
+}
+
+/* Point to point (Send, Recv): field peer instead of a root. */
+static inline int rt_ck_is_p2p(int k)
+{
+	return k >= 0 && k < RT_CK_COUNT && rt_coll_info[k].p2p;
+}
+
+/* The kind has a root (Broadcast, Reduce) / a reduction op every rank must agree on. */
+static inline int rt_ck_has_root(int k)
+{
+	return k >= 0 && k < RT_CK_COUNT && rt_coll_info[k].root;
+}
+
+static inline int rt_ck_has_op(int k)
+{
+	return k >= 0 && k < RT_CK_COUNT && rt_coll_info[k].op;
+}
+
 /* The role column's arg: memory kind, or a collective kind (>= 0). */
 enum rt_role_arg { RT_A_NONE = -1, RT_A_DEVICE = -2, RT_A_HOST = -3,
 #define RT_API(...)
-#define RT_COLL_KIND(k, colour) RT_A_##k = RT_CK_##k,
+#define RT_COLL_KIND(k, label, p2p, root, op, view, colour) RT_A_##k = RT_CK_##k,
 #include "nccl_api.def"
 #undef RT_COLL_KIND
 #undef RT_API

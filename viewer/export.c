@@ -148,7 +148,7 @@ bool rt_vw_is_coll(unsigned id)
 {
 	int k = rt_vw_coll_kind(id);
 
-	return k >= 0 && k != RT_CK_Send && k != RT_CK_Recv;
+	return rt_ck_is_collective(k);
 }
 
 uint64_t rt_vw_trace_start(const struct rt_vw_trace *t)

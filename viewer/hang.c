@@ -59,7 +59,7 @@ void rt_vw_track_calls(struct rt_vw_rank *r, const struct rt_vw_event *e)
 	uint32_t seq = ck >= 0 ? (uint32_t)rt_vw_fld(e, RT_FN_seq) : 0;
 	int k;
 
-	if (ck >= 0 && comm && ck != RT_CK_Send && ck != RT_CK_Recv)
+	if (comm && rt_ck_is_collective(ck))
 		note_entered(r, comm, seq);
 	if (!e->pending) {
 		/* a signal's record is no call that returned: a job hung, then

@@ -101,8 +101,8 @@ void rt_vw_comm_join(struct rt_vw_matcher *m, uint64_t id)
 static void describe(char *out, size_t n, const struct rt_vw_sig *s)
 {
 	snprintf(out, n, "%s(count %" PRIu64 "%s)", rt_coll_names[s->kind], s->count,
-		 s->kind == RT_CK_Broadcast || s->kind == RT_CK_Reduce ? ", root" : "");
-	if (s->kind == RT_CK_Broadcast || s->kind == RT_CK_Reduce) {
+		 rt_ck_has_root(s->kind) ? ", root" : "");
+	if (rt_ck_has_root(s->kind)) {
 		size_t k = strlen(out);
 
 		snprintf(out + k - 1, n - k + 1, " %d)", s->root);
@@ -112,8 +112,7 @@ static void describe(char *out, size_t n, const struct rt_vw_sig *s)
 static bool same_sig(const struct rt_vw_sig *a, const struct rt_vw_sig *b)
 {
 	return a->kind == b->kind && a->count == b->count && a->dtype == b->dtype &&
-	       a->root == b->root && (a->op == b->op || a->kind == RT_CK_AllGather ||
-				      a->kind == RT_CK_Broadcast);
+	       a->root == b->root && (a->op == b->op || !rt_ck_has_op(a->kind));
 }
 
 bool rt_vw_same_call(const struct rt_vw_call_sig *a, const struct rt_vw_call_sig *b)

@@ -343,7 +343,7 @@ static void on_collective(const struct rt_vw_sink *to, unsigned flags, int ri, s
 		uint64_t comm = (uint64_t)rt_vw_fld(e, RT_FN_comm_id);
 		uint32_t seq = (uint32_t)rt_vw_fld(e, RT_FN_seq);
 
-		if (ck == RT_CK_Send || ck == RT_CK_Recv)
+		if (rt_ck_is_p2p(ck))
 			s.root = (int32_t)rt_vw_fld(e, RT_FN_peer);
 		if ((flags & RT_VW_KEEP_CALLS) && r->ncalls < RT_VW_MAX_CALLS) {
 			if (r->ncalls == r->calls_cap) {
@@ -359,7 +359,7 @@ static void on_collective(const struct rt_vw_sink *to, unsigned flags, int ri, s
 				r->calls[r->ncalls++] = (struct rt_vw_call_sig){ s.kind, s.dtype, s.op, s.root,
 										 s.count, comm, seq };
 		}
-		if (ck != RT_CK_Send && ck != RT_CK_Recv && comm)
+		if (rt_ck_is_collective(ck) && comm)
 			to->match(to->ctx, ri, comm, seq, &s);
 	}
 }
