@@ -86,11 +86,9 @@ static const struct {
 	int code;
 	const char *name;
 } driver_results[] = {
-#define RT_DRV(...)
-#define RT_DRV_RESULT(v, n) { v, #n },
-#include "driver_api.def"
-#undef RT_DRV_RESULT
-#undef RT_DRV
+#define RT_DRV_ERR(v, n) { v, #n },
+#include "errors.def"
+#undef RT_DRV_ERR
 };
 
 static const struct {
@@ -98,18 +96,14 @@ static const struct {
 	const char *name;
 } cuda_results[] = {
 #define RT_CUDA_ERR(c, n, t) { c, n },
-#define RT_NCCL_ERR(c, t)
-#include "nvidia_errors.def"
+#include "errors.def"
 #undef RT_CUDA_ERR
-#undef RT_NCCL_ERR
 };
 
-static const char *const nccl_results[] = {
-#define RT_API(...)
-#define RT_RESULT(v, n) [v] = #n,
-#include "nccl_api.def"
-#undef RT_RESULT
-#undef RT_API
+static const char *const nccl_results[] = { /* "": a code without a name */
+#define RT_NCCL_ERR(c, n, t) [c] = n,
+#include "errors.def"
+#undef RT_NCCL_ERR
 };
 
 const char *rt_result_name(unsigned lib, int64_t code)
@@ -121,8 +115,8 @@ const char *rt_result_name(unsigned lib, int64_t code)
 		return NULL;
 	}
 	if (lib == RT_LIB_NCCL)
-		return code >= 0 && code < (int64_t)(sizeof(nccl_results) / sizeof(nccl_results[0]))
-			       ? nccl_results[code] : NULL;
+		return code >= 0 && code < (int64_t)(sizeof(nccl_results) / sizeof(nccl_results[0])) &&
+		       nccl_results[code] && *nccl_results[code] ? nccl_results[code] : NULL;
 	for (size_t i = 0; i < sizeof(cuda_results) / sizeof(cuda_results[0]); i++)
 		if (cuda_results[i].code == code)
 			return cuda_results[i].name;
@@ -139,7 +133,7 @@ int64_t rt_result_value(unsigned lib, const char *name)
 	}
 	if (lib == RT_LIB_NCCL) {
 		for (size_t i = 0; i < sizeof(nccl_results) / sizeof(nccl_results[0]); i++)
-			if (nccl_results[i] && !strcmp(name, nccl_results[i]))
+			if (nccl_results[i] && *nccl_results[i] && !strcmp(name, nccl_results[i]))
 				return (int64_t)i;
 		return -1;
 	}

@@ -77,10 +77,8 @@ static const struct {
 	const char *text;
 } cuda_errors[] = {
 #define RT_CUDA_ERR(c, n, t) { c, n, t },
-#define RT_NCCL_ERR(c, t)
-#include "nvidia_errors.def"
+#include "errors.def"
 #undef RT_CUDA_ERR
-#undef RT_NCCL_ERR
 };
 
 /* Parse "80G", "512MiB", "1048576" into bytes; 0 on error. */

@@ -70,10 +70,8 @@ void warn(const char *fmt, ...)
 }
 
 static const char *const nccl_texts[] = {
-#define RT_CUDA_ERR(c, n, t)
-#define RT_NCCL_ERR(c, t) t,
-#include "nvidia_errors.def"
-#undef RT_CUDA_ERR
+#define RT_NCCL_ERR(c, n, t) t,
+#include "errors.def"
 #undef RT_NCCL_ERR
 };
 

@@ -90,11 +90,9 @@
 #undef RT_DRV
 
 /* The CUresult names of the table are cuda.h's. */
-#define RT_DRV(...)
-#define RT_DRV_RESULT(v, n) _Static_assert((v) == (n), #n " is not " #v " in cuda.h");
-#include "driver_api.def"
-#undef RT_DRV_RESULT
-#undef RT_DRV
+#define RT_DRV_ERR(v, n) _Static_assert((v) == (n), #n " is not " #v " in cuda.h");
+#include "errors.def"
+#undef RT_DRV_ERR
 
 /* What cuGetProcAddress and cudaGetDriverEntryPoint* hand out instead of the
  * driver's own functions (tracer/driver.c): each wrapper with the slot its
