@@ -21,6 +21,7 @@
 
 #include "bisect.h"
 #include "rt_util.h"
+#include "env.h"
 
 volatile sig_atomic_t bs_stop;
 
@@ -83,9 +84,9 @@ static void child_setup(const char *cwd, int out_fd, const struct bs_env *env)
 		if (env->venv)
 			setenv("VIRTUAL_ENV", env->venv, 1);
 		if (env->candidate)
-			setenv("RANKTRACE_BISECT_CANDIDATE", env->candidate, 1);
+			setenv(RT_ENV_NAME(BISECT_CANDIDATE), env->candidate, 1);
 		if (env->dir) /* {dir} in --setup (bs_subst_sh) */
-			setenv("RANKTRACE_BISECT_DIR", env->dir, 1);
+			setenv(RT_ENV_NAME(BISECT_DIR), env->dir, 1);
 	}
 	if (cwd && chdir(cwd) != 0) {
 		fprintf(stderr, "ranktrace bisect: cannot enter %s: %s\n", cwd, strerror(errno));
@@ -289,7 +290,7 @@ char *bs_subst(const char *s, const char *version, const char *dir)
  * '"${V}"' inside '...'. malloc'd; NULL on allocation failure. */
 char *bs_subst_sh(const char *s)
 {
-	static const char *const var[2] = { "RANKTRACE_BISECT_CANDIDATE", "RANKTRACE_BISECT_DIR" };
+	const char *const var[2] = { RT_ENV_NAME(BISECT_CANDIDATE), RT_ENV_NAME(BISECT_DIR) };
 	static const char *const form[3] = { "\"${%s}\"", "${%s}", "'\"${%s}\"'" };
 	size_t cap = strlen(s) * 12 + 1, len = 0;
 	int q = 0; /* 0 unquoted, 1 in "...", 2 in '...' */

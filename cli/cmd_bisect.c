@@ -21,6 +21,7 @@
 
 #include "bisect.h"
 #include "cli.h"
+#include "env.h"
 
 static void usage(FILE *f)
 {
@@ -327,7 +328,7 @@ static int like_signature(struct bs_ctx *x)
 
 static void cache_dir(struct bs_ctx *x)
 {
-	const char *env = getenv("RANKTRACE_CACHE_DIR"), *xdg = getenv("XDG_CACHE_HOME");
+	const char *env = getenv(RT_ENV_NAME(CACHE_DIR)), *xdg = getenv("XDG_CACHE_HOME");
 	const char *home = getenv("HOME");
 
 	if (env && *env)

@@ -21,6 +21,7 @@
 
 #include "cli.h"
 #include "lttng_session.h"
+#include "env.h"
 
 static void usage_run(FILE *f)
 {
@@ -122,14 +123,14 @@ static int find_installed(const char *env_name, const char *rel1, const char *re
 
 static int find_library(char *out, size_t n)
 {
-	return find_installed("RANKTRACE_LIB", "lib/libranktrace.so", "lib/ranktrace/libranktrace.so",
+	return find_installed(RT_ENV_NAME(LIB), "lib/libranktrace.so", "lib/ranktrace/libranktrace.so",
 			      out, n);
 }
 
 /* python/ (the PyTorch probe): build/python or <prefix>/share/ranktrace/python. */
 static int find_python(char *out, size_t n)
 {
-	return find_installed("RANKTRACE_PYTHON", "python", "share/ranktrace/python", out, n);
+	return find_installed(RT_ENV_NAME(PYTHON), "python", "share/ranktrace/python", out, n);
 }
 
 /* LD_PRELOAD = lib, then whatever was preloaded before. */
@@ -404,12 +405,12 @@ static int run_environment(struct run *o)
 		if (o->use_lttng) /* LTTng's fork() helper: children that do not exec */
 			rt_cli_lttng_fork_helper(prepend_preload);
 		prepend_preload(o->lib);
-		setenv("RANKTRACE_DIR", o->abs, 1);
-		setenv("RANKTRACE_RUN_ID", o->run_id, 1);
-		setenv("RANKTRACE_BACKEND", o->backend, 1);
-		set_or_unset("RANKTRACE_MAX_SIZE", o->max_env);
-		set_or_unset("RANKTRACE_MIN_FREE", o->free_env);
-		set_or_unset("RANKTRACE_RING", o->ring_env);
+		setenv(RT_ENV_NAME(DIR), o->abs, 1);
+		setenv(RT_ENV_NAME(RUN_ID), o->run_id, 1);
+		setenv(RT_ENV_NAME(BACKEND), o->backend, 1);
+		set_or_unset(RT_ENV_NAME(MAX_SIZE), o->max_env);
+		set_or_unset(RT_ENV_NAME(MIN_FREE), o->free_env);
+		set_or_unset(RT_ENV_NAME(RING), o->ring_env);
 		if (o->cupti)
 			set_injection(o->lib);
 	}
@@ -419,15 +420,15 @@ static int run_environment(struct run *o)
 		/* faults are injected by the library: preload it even untraced */
 		if (!o->traced)
 			prepend_preload(o->lib);
-		setenv("RANKTRACE_INJECT", o->inject, 1);
+		setenv(RT_ENV_NAME(INJECT), o->inject, 1);
 	} else {
-		unsetenv("RANKTRACE_INJECT");
+		unsetenv(RT_ENV_NAME(INJECT));
 	}
 	if (o->traced && o->use_lttng &&
 	    rt_cli_lttng_begin(&o->lttng, o->abs, o->lttng_kernel, o->err, sizeof(o->err)) != 0) {
 		if (run_untraced(o, "no LTTng session: ") != 0)
 			return EXIT_USAGE;
-		unsetenv("RANKTRACE_DIR");
+		unsetenv(RT_ENV_NAME(DIR));
 	}
 	return 0;
 }

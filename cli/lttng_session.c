@@ -32,6 +32,7 @@
 
 #include "lttng_session.h"
 #include "read_bt2.h"
+#include "env.h"
 
 #define CMD_TIMEOUT_S 60   /* `lttng stop` waits for the consumer to drain */
 #define SESSIOND_READY_S 20
@@ -40,7 +41,7 @@
 
 static const char *lttng_bin(void)
 {
-	const char *p = getenv("RANKTRACE_LTTNG");
+	const char *p = getenv(RT_ENV_NAME(LTTNG));
 
 	return p && *p ? p : "lttng";
 }

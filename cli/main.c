@@ -16,6 +16,7 @@
 
 #include "cli.h"
 #include "version.h"
+#include "env.h"
 
 void rt_cli_usage(FILE *f)
 {
@@ -84,8 +85,8 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version"))
 		return rt_cli_version(stdout);
-	if (getenv("RANKTRACE_JOBS") && *getenv("RANKTRACE_JOBS") &&
-	    rt_cli_set_jobs(argv[1], getenv("RANKTRACE_JOBS")) != 0)
+	if (getenv(RT_ENV_NAME(JOBS)) && *getenv(RT_ENV_NAME(JOBS)) &&
+	    rt_cli_set_jobs(argv[1], getenv(RT_ENV_NAME(JOBS))) != 0)
 		return EXIT_USAGE;
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
 		char prog[64];

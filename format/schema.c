@@ -9,7 +9,26 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "env.h"
 #include "schema.h"
+
+/* ---- environment variables (env.def) ---- */
+
+const char *const rt_env_names[RT_ENV_COUNT] = {
+#define RT_ENV_VAR(n, who, doc) "RANKTRACE_" #n,
+#include "env.def"
+#undef RT_ENV_VAR
+};
+const char *const rt_env_who[RT_ENV_COUNT] = {
+#define RT_ENV_VAR(n, who, doc) #who,
+#include "env.def"
+#undef RT_ENV_VAR
+};
+const char *const rt_env_docs[RT_ENV_COUNT] = {
+#define RT_ENV_VAR(n, who, doc) doc,
+#include "env.def"
+#undef RT_ENV_VAR
+};
 
 /* lower case: "alloc", "comm_init" (Perfetto categories) */
 const char *const rt_role_names[RT_R_COUNT] = {
@@ -40,6 +59,46 @@ const struct rt_coll_info rt_coll_info[RT_CK_COUNT] = {
 #include "nccl_api.def"
 #undef RT_COLL_KIND
 #undef RT_API
+};
+
+/* ---- element types (dtypes.def) ---- */
+
+static const struct { const char *name; uint8_t bytes; } nccl_dtypes[] = {
+#define RT_NCCL_DTYPE(v, n, bytes) [v] = { #n, bytes },
+#include "dtypes.def"
+#undef RT_NCCL_DTYPE
+};
+
+unsigned rt_nccl_dtype_size(int64_t v)
+{
+	return v >= 0 && v < (int64_t)(sizeof(nccl_dtypes) / sizeof(nccl_dtypes[0])) ? nccl_dtypes[v].bytes : 0;
+}
+
+const char *rt_nccl_dtype_name(int64_t v)
+{
+	return v >= 0 && v < (int64_t)(sizeof(nccl_dtypes) / sizeof(nccl_dtypes[0])) ? nccl_dtypes[v].name : NULL;
+}
+
+static const struct { const char *name; uint8_t bytes; } probe_dtypes[RT_PDT_COUNT] = {
+#define RT_PROBE_DTYPE(n, bytes) { #n, bytes },
+#include "dtypes.def"
+#undef RT_PROBE_DTYPE
+};
+
+const char *rt_probe_dtype_name(unsigned code)
+{
+	return code < RT_PDT_COUNT ? probe_dtypes[code].name : "?";
+}
+
+unsigned rt_probe_dtype_size(unsigned code)
+{
+	return code < RT_PDT_COUNT ? probe_dtypes[code].bytes : 0;
+}
+
+const char *const rt_probe_dev_names[RT_PDEV_COUNT] = {
+#define RT_PROBE_DEV(n) #n,
+#include "dtypes.def"
+#undef RT_PROBE_DEV
 };
 
 /* Field lists with their offsets: F and O alike. An undeclared field name

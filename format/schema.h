@@ -304,6 +304,29 @@ static inline const char *rt_field_text(unsigned id, const uint8_t *fields, int 
 	return rt_field_str(id, fields, i, out);
 }
 
+/* Element types (format/dtypes.def). ncclDataType_t value v: bytes of one
+ * element and NCCL's name, 0 / NULL when unknown. */
+unsigned rt_nccl_dtype_size(int64_t v);
+const char *rt_nccl_dtype_name(int64_t v);
+
+/* The probe's dtype codes (rt_param's dtype) and device types (devtype). */
+enum rt_probe_dtype {
+#define RT_PROBE_DTYPE(n, bytes) RT_PDT_##n,
+#include "dtypes.def"
+#undef RT_PROBE_DTYPE
+	RT_PDT_COUNT
+};
+enum rt_probe_dev {
+#define RT_PROBE_DEV(n) RT_PDEV_##n,
+#include "dtypes.def"
+#undef RT_PROBE_DEV
+	RT_PDEV_COUNT
+};
+/* "bfloat16", bytes of one element: "?" / 0 for a code the table lacks */
+const char *rt_probe_dtype_name(unsigned code);
+unsigned rt_probe_dtype_size(unsigned code);
+extern const char *const rt_probe_dev_names[RT_PDEV_COUNT]; /* "cuda", "cpu", "meta" */
+
 /* Trace-wide facts written into the CTF metadata `env` block. */
 struct rt_trace_env {
 	char hostname[64];

@@ -19,6 +19,7 @@
 #include "record.h"
 #define RANKTRACE_IMPLEMENTATION
 #include "ranktrace.h"
+#include "env.h"
 
 /* Every rule of a plan may match one function: a rule the CLI accepted
  * always takes part (an 8-slot table once dropped the 9th silently). */
@@ -50,7 +51,7 @@ static int current_rank(void)
 
 void rt_inj_init(void)
 {
-	const char *text = getenv("RANKTRACE_INJECT");
+	const char *text = getenv(RT_ENV_NAME(INJECT));
 	char err[1024], msg[1100];
 
 	if (!text || !*text)
@@ -142,8 +143,7 @@ void rt_inj_after(const struct rt_inj_hit *hit, unsigned id, const uint8_t *fiel
 {
 	static memcpy_fn real_memcpy;
 	static sync_fn real_sync;
-	static const uint8_t elt[] = { 1, 1, 4, 4, 8, 8, 2, 4, 8, 2 }; /* ncclDataType_t sizes */
-	int64_t dt = rt_field_value(id, fields, RT_FN_datatype);
+	unsigned elt = rt_nccl_dtype_size(rt_field_value(id, fields, RT_FN_datatype));
 	uint8_t byte;
 	char *out;
 
@@ -153,7 +153,8 @@ void rt_inj_after(const struct rt_inj_hit *hit, unsigned id, const uint8_t *fiel
 	out = (char *)(uintptr_t)rt_field_value(id, fields, rt_field_at[id][RT_FN_recvbuff] >= 0
 							       ? RT_FN_recvbuff : RT_FN_buff);
 	if (!real_memcpy) {
-		real_memcpy = (memcpy_fn)rt_inj_host_resolve("cudaMemcpy", RT_LIB_CUDA);
+		real_memcpy = (memcpy_fn)rt_inj_host_resolve(rt_events[RT_ID_cudaMemcpy].name, RT_LIB_CUDA);
+		/* not interposed, so in no table */
 		real_sync = (sync_fn)rt_inj_host_resolve("cudaStreamSynchronize", RT_LIB_CUDA);
 	}
 	if (!out || !real_memcpy || rt_field_value(id, fields, RT_FN_count) == 0)
@@ -162,7 +163,7 @@ void rt_inj_after(const struct rt_inj_hit *hit, unsigned id, const uint8_t *fiel
 		real_sync((void *)(uintptr_t)rt_field_value(id, fields, RT_FN_stream));
 	/* the first element's most significant byte: an exponent bit for
 	 * floating point, a high bit for integers: the change shows */
-	out += dt >= 0 && dt < 10 ? elt[dt] - 1 : 0;
+	out += elt ? elt - 1 : 0;
 	if (real_memcpy(&byte, out, 1, 2 /* cudaMemcpyDeviceToHost */) != 0)
 		return;
 	byte ^= 0x10;

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "tracer.h"
+#include "env.h"
 
 uint64_t rt_tr_clock_slow(void)
 {
@@ -23,7 +24,7 @@ static bool tsc_usable(void)
 #if defined(__x86_64__)
 	char line[4096];
 	bool constant = false, nonstop = false;
-	const char *force = getenv("RANKTRACE_CLOCK");
+	const char *force = getenv(RT_ENV_NAME(CLOCK));
 	FILE *f;
 
 	if (force && strcmp(force, "monotonic") == 0)

@@ -32,6 +32,7 @@
 
 #include "tracer.h"
 #include "fields.h"
+#include "env.h"
 
 #define BUF_BYTES (1u << 20)
 
@@ -218,7 +219,7 @@ static const char *load_cupti(void)
 	static const char *const names[] = { "libcupti.so.13", "libcupti.so",
 					     "/usr/local/cuda/lib64/libcupti.so.13",
 					     "/usr/local/cuda/extras/CUPTI/lib64/libcupti.so.13" };
-	const char *env = getenv("RANKTRACE_CUPTI_LIB");
+	const char *env = getenv(RT_ENV_NAME(CUPTI_LIB));
 	void *h = env ? dlopen(env, RTLD_NOW | RTLD_LOCAL) : NULL;
 
 	for (size_t i = 0; !h && !env && i < sizeof(names) / sizeof(names[0]); i++)

@@ -32,6 +32,7 @@
 #include "lttng_layout.h"
 #include "rank.h"
 #include "tracer.h"
+#include "env.h"
 
 bool rt_tr_lttng_wanted;
 uint8_t rt_tr_lttng_entry[RT_ID_COUNT];
@@ -45,9 +46,9 @@ static int warned;
 /* RANKTRACE_BACKEND: "lttng", or "ctf"/unset for the native writer. */
 void rt_tr_lttng_configure(void)
 {
-	const char *b = getenv("RANKTRACE_BACKEND");
+	const char *b = getenv(RT_ENV_NAME(BACKEND));
 
-	const char *e = getenv("RANKTRACE_LTTNG_ENTRY");
+	const char *e = getenv(RT_ENV_NAME(LTTNG_ENTRY));
 	bool all = e && strcmp(e, "all") == 0, none = e && strcmp(e, "none") == 0;
 
 	rt_tr_lttng_wanted = b && strcmp(b, "lttng") == 0;
@@ -60,7 +61,7 @@ void rt_tr_lttng_configure(void)
 
 static void *open_provider(char *why, size_t n)
 {
-	const char *env = getenv("RANKTRACE_LTTNG_PROVIDER");
+	const char *env = getenv(RT_ENV_NAME(LTTNG_PROVIDER));
 	char path[4200];
 	Dl_info info;
 	void *h;

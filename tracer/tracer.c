@@ -27,6 +27,7 @@
 
 #include "rank.h"
 #include "tracer.h"
+#include "env.h"
 
 int rt_tr_off = 1;
 pid_t rt_tr_pid;
@@ -282,16 +283,16 @@ static uint64_t env_bytes(const char *name, uint64_t dflt)
 /* Size limits (chunk.c applies them) and writer switches. */
 static void read_limits(void)
 {
-	const char *s = getenv("RANKTRACE_TEST_ALLOC_FAIL"), *colon;
+	const char *s = getenv(RT_ENV_NAME(TEST_ALLOC_FAIL)), *colon;
 
-	rt_tr_config.max_bytes = env_bytes("RANKTRACE_MAX_SIZE", RT_TR_DEFAULT_MAX_BYTES);
-	rt_tr_config.ring_bytes = env_bytes("RANKTRACE_RING", 0);
-	rt_tr_config.min_free = getenv("RANKTRACE_MIN_FREE") && *getenv("RANKTRACE_MIN_FREE")
-				? (int64_t)env_bytes("RANKTRACE_MIN_FREE", 0) : -1;
-	s = getenv("RANKTRACE_HELPER");
+	rt_tr_config.max_bytes = env_bytes(RT_ENV_NAME(MAX_SIZE), RT_TR_DEFAULT_MAX_BYTES);
+	rt_tr_config.ring_bytes = env_bytes(RT_ENV_NAME(RING), 0);
+	rt_tr_config.min_free = getenv(RT_ENV_NAME(MIN_FREE)) && *getenv(RT_ENV_NAME(MIN_FREE))
+				? (int64_t)env_bytes(RT_ENV_NAME(MIN_FREE), 0) : -1;
+	s = getenv(RT_ENV_NAME(HELPER));
 	rt_tr_config.no_helper = s && strcmp(s, "0") == 0;
 	/* tests: chunk file number N and later fail with errno E ("N:E") */
-	s = getenv("RANKTRACE_TEST_ALLOC_FAIL");
+	s = getenv(RT_ENV_NAME(TEST_ALLOC_FAIL));
 	colon = s ? strchr(s, ':') : NULL;
 	if (colon) {
 		rt_tr_config.fail_alloc_at = strtoull(s, NULL, 10);
@@ -301,7 +302,7 @@ static void read_limits(void)
 
 __attribute__((constructor)) static void rt_tr_init(void)
 {
-	const char *dir = getenv("RANKTRACE_DIR"), *s;
+	const char *dir = getenv(RT_ENV_NAME(DIR)), *s;
 	struct stat st;
 	Dl_info info;
 
@@ -325,7 +326,7 @@ __attribute__((constructor)) static void rt_tr_init(void)
 		return;
 	}
 	snprintf(rt_tr_config.dir, sizeof(rt_tr_config.dir), "%s", dir);
-	s = getenv("RANKTRACE_RUN_ID");
+	s = getenv(RT_ENV_NAME(RUN_ID));
 	snprintf(rt_tr_config.run_id, sizeof(rt_tr_config.run_id), "%s", s ? s : "");
 	read_limits();
 	rt_tr_off = 0;

@@ -94,6 +94,11 @@
 #include "errors.def"
 #undef RT_DRV_ERR
 
+/* The ncclDataType_t values of format/dtypes.def are nccl.h's. */
+#define RT_NCCL_DTYPE(v, n, bytes) _Static_assert((v) == (n), #n " is not " #v " in nccl.h");
+#include "dtypes.def"
+#undef RT_NCCL_DTYPE
+
 /* What cuGetProcAddress and cudaGetDriverEntryPoint* hand out instead of the
  * driver's own functions (tracer/driver.c): each wrapper with the slot its
  * real function is kept in. */

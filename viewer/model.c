@@ -79,11 +79,11 @@ static void on_param(struct rt_vw_rank *r, const struct rt_vw_event *e)
 	uint8_t place;
 
 	rt_field_text(e->id, e->fields, RT_FN_name, name);
-	if (devtype == 2)
+	if (devtype == RT_PDEV_meta)
 		place = RT_P_META;
 	else if (numel > 0 && bytes == 0)
 		place = RT_P_FREED;
-	else if (devtype == 1)
+	else if (devtype == RT_PDEV_cpu)
 		place = RT_P_CPU;
 	else
 		place = RT_P_CUDA;

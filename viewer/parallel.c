@@ -37,6 +37,7 @@
 
 #include "model.h"
 #include "model_int.h"
+#include "env.h"
 
 enum { LOG_LEARN, LOG_JOIN, LOG_MATCH, LOG_LEARN_LOCAL };
 enum { RT_CHUNK = 1024, RT_LOOKAHEAD = 2 };
@@ -438,7 +439,7 @@ static int job_count(int nranks)
  * earliest first event. */
 static int plan(struct pass *p, int nsrc)
 {
-	const char *env = getenv("RANKTRACE_ROUND_EVENTS"); /* tests: many small rounds */
+	const char *env = getenv(RT_ENV_NAME(ROUND_EVENTS)); /* tests: many small rounds */
 
 	p->rj = calloc((size_t)nsrc + 1, sizeof(*p->rj));
 	p->todo = calloc((size_t)nsrc + 1, sizeof(*p->todo));

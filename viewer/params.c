@@ -15,21 +15,15 @@ const char *const rt_vw_place_names[RT_P_COUNT] = { "cuda", "cpu", "meta", "stor
 const char *const rt_vw_param_point_names[RT_PP_COUNT] = { "wrap", "first-forward",
 							   "root-forward" };
 
-/* The probe's dtype codes (python/ranktrace_probe: _dtype_code) and sizes. */
-static const struct { const char *name; unsigned size; } dtypes[] = {
-	{ "float32", 4 }, { "float16", 2 }, { "bfloat16", 2 }, { "float64", 8 }, { "int64", 8 },
-	{ "int32", 4 }, { "int8", 1 }, { "uint8", 1 }, { "bool", 1 },
-};
-#define NDTYPES (sizeof(dtypes) / sizeof(dtypes[0]))
-
+/* The probe's dtype codes: format/dtypes.def. */
 const char *rt_vw_dtype_name(unsigned code)
 {
-	return code < NDTYPES ? dtypes[code].name : "?";
+	return rt_probe_dtype_name(code);
 }
 
 unsigned rt_vw_dtype_size(unsigned code)
 {
-	return code < NDTYPES ? dtypes[code].size : 0;
+	return rt_probe_dtype_size(code);
 }
 
 int64_t rt_vw_param_bytes(const struct rt_vw_placement *pl)

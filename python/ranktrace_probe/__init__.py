@@ -39,8 +39,10 @@ import sys
 import threading
 import weakref
 
+from ._tables import DEV, DTYPES, ENV  # generated from format/ at build time
+
 FAULT_BYPASS = 1
-DEV_CUDA, DEV_CPU, DEV_META = 0, 1, 2
+DEV_CUDA, DEV_CPU, DEV_META = DEV["cuda"], DEV["cpu"], DEV["meta"]
 
 _lib = None
 
@@ -119,9 +121,10 @@ def _dtype_code(t):
     if not _DTYPES:
         import torch
 
-        for i, dt in enumerate((torch.float32, torch.float16, torch.bfloat16, torch.float64,
-                                torch.int64, torch.int32, torch.int8, torch.uint8, torch.bool)):
-            _DTYPES[dt] = i
+        for i, name in enumerate(DTYPES):
+            dt = getattr(torch, name, None)
+            if dt is not None:
+                _DTYPES[dt] = i
     return _DTYPES.get(t.dtype, 255)
 
 
@@ -432,13 +435,13 @@ def install():
     """Called by sitecustomize: inert without the library or with
     RANKTRACE_PROBE=0; never imports torch itself."""
     global _lib, _every
-    if os.environ.get("RANKTRACE_PROBE", "1") == "0":
+    if os.environ.get(ENV["PROBE"], "1") == "0":
         return False
     _lib = _load_library()
     if _lib is None:
         return False
     try:
-        _every = max(0, int(os.environ.get("RANKTRACE_PARAM_EVERY", "100")))
+        _every = max(0, int(os.environ.get(ENV["PARAM_EVERY"], "100")))
     except ValueError:
         _every = 100
     sys.meta_path.insert(0, _Finder())
