@@ -102,7 +102,4 @@ int rt_cli_prepare_dir(const char *dir, enum rt_cli_join join, char *run_id, cha
  * Its wait status, or -1 when it could not be started. */
 int rt_cli_run_child(char **argv);
 
-/* A size argument ("64M", "1G", "4096"): 0, or -1 when it is not one. */
-int rt_cli_parse_size(const char *s, uint64_t *out);
-
 #endif

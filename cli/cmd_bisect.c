@@ -21,6 +21,7 @@
 
 #include "bisect.h"
 #include "cli.h"
+#include "rt_util.h"
 #include "env.h"
 
 static void usage(FILE *f)
@@ -197,7 +198,7 @@ static int take(struct bs_opts *o, int c, const char *arg)
 	case 'M': {
 		uint64_t b;
 
-		if (rt_cli_parse_size(arg, &b) != 0)
+		if (rt_parse_size(arg, &b) != 0)
 			return bad_usage("--min-free %s: expected a size, e.g. 2G or 500M", arg);
 		o->min_free = b ? b : 1; /* 0: no floor beyond the largest install */
 		break;

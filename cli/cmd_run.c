@@ -22,6 +22,7 @@
 #include "cli.h"
 #include "lttng_session.h"
 #include "env.h"
+#include "rt_util.h"
 
 static void usage_run(FILE *f)
 {
@@ -200,7 +201,7 @@ static int size_option(const char *name, const char *arg, uint64_t least, char o
 
 	if (!arg)
 		return 0;
-	if (rt_cli_parse_size(arg, &v) != 0) {
+	if (rt_parse_size(arg, &v) != 0) {
 		fprintf(stderr, "ranktrace run: %s %s: expected a size such as 64M or 1G (0: none)\n",
 			name, arg);
 		return -1;

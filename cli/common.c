@@ -256,32 +256,3 @@ int rt_cli_set_jobs(const char *cmd, const char *s)
 	rt_vw_set_jobs((int)n);
 	return 0;
 }
-
-/* "64M", "1G", "4096", "512KiB": bytes. -1 for anything else (signs,
- * fractions, overflow, unknown units). */
-int rt_cli_parse_size(const char *s, uint64_t *out)
-{
-	unsigned shift = 0;
-	unsigned long long v;
-	char *end;
-
-	if (!s || *s < '0' || *s > '9')
-		return -1;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	switch (*end) {
-	case 'k': case 'K': shift = 10; end++; break;
-	case 'm': case 'M': shift = 20; end++; break;
-	case 'g': case 'G': shift = 30; end++; break;
-	case 't': case 'T': shift = 40; end++; break;
-	default: break;
-	}
-	if (shift && *end == 'i')
-		end++;
-	if (*end == 'B')
-		end++;
-	if (*end || errno || (shift && v > (UINT64_MAX >> shift)))
-		return -1;
-	*out = (uint64_t)v << shift;
-	return 0;
-}

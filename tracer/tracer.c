@@ -28,6 +28,7 @@
 #include "rank.h"
 #include "tracer.h"
 #include "env.h"
+#include "rt_util.h"
 
 int rt_tr_off = 1;
 pid_t rt_tr_pid;
@@ -237,34 +238,6 @@ static void after_fork_child(void)
 	rt_tr_stream_forget_inherited();
 }
 
-/* "64M", "1G", "4096": bytes; false for anything else (signs, overflow). */
-static bool parse_bytes(const char *s, uint64_t *out)
-{
-	unsigned shift = 0;
-	unsigned long long v;
-	char *end;
-
-	if (!s || *s < '0' || *s > '9')
-		return false;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	switch (*end) {
-	case 'k': case 'K': shift = 10; end++; break;
-	case 'm': case 'M': shift = 20; end++; break;
-	case 'g': case 'G': shift = 30; end++; break;
-	case 't': case 'T': shift = 40; end++; break;
-	default: break;
-	}
-	if (*end == 'i')
-		end++;
-	if (*end == 'B')
-		end++;
-	if (*end || errno || (shift && v > (UINT64_MAX >> shift)))
-		return false;
-	*out = (uint64_t)v << shift;
-	return true;
-}
-
 /* A size from the environment, `dflt` when unset or not understood. */
 static uint64_t env_bytes(const char *name, uint64_t dflt)
 {
@@ -273,7 +246,7 @@ static uint64_t env_bytes(const char *name, uint64_t dflt)
 
 	if (!s || !*s)
 		return dflt;
-	if (parse_bytes(s, &v))
+	if (rt_parse_size(s, &v) == 0)
 		return v;
 	rt_tr_warn_once(&warned_config, "%s=%s not understood (e.g. 64M): using %llu", name, s,
 			(unsigned long long)dflt);

@@ -7,10 +7,17 @@
 #ifndef RT_UTIL_H
 #define RT_UTIL_H
 
+#include <stdint.h>
 #include <sys/types.h>
 
 /* mkdir -p PATH: missing parents made with PARENT_MODE, PATH itself with
  * LEAF_MODE; an existing directory is fine. 0 or -errno. */
 int rt_mkdir_p(const char *path, mode_t parent_mode, mode_t leaf_mode);
+
+/* A size: digits, then an optional unit K, M, G, T (powers of 1024, either
+ * case), then an optional "i" (after a unit only) and "B": "4096", "64M",
+ * "512KiB", "1GB". 0 and *out, or -1 (signs, fractions, spaces, unknown
+ * units, "4096i", overflow) leaving *out alone. */
+int rt_parse_size(const char *s, uint64_t *out);
 
 #endif
