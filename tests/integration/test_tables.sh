@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# test_tables.sh - meaning is declared once, in format/ (and util/): no room
+# keeps a hand-written list of collective kinds, NCCL or probe dtypes, NVIDIA
+# error names, or RANKTRACE_* variable names. Greps the sources (not the
+# build); each check names the file:line that brought a list back.
+# (sim/ is NVIDIA's side of the ABI; tests/, bench/ and fuzz/ are workloads
+# that build their own inputs: not searched.)
+source "$(dirname "$0")/lib.sh"
+S=$(cd "$(dirname "$0")/../.." && pwd)
+ROOMS="tracer inject viewer cli bisect python"
+
+# the C and Python files of the rooms that read the tables
+sources() {
+  for d in $ROOMS; do
+    [ -d "$S/$d" ] && find "$S/$d" -type f \( -name '*.c' -o -name '*.h' -o -name '*.py' \)
+  done | sort
+}
+
+# Lines (file:line: text) matching the extended regex $1 in the rooms'
+# sources, outside comments (lines starting with /*, *, //, #) and docstrings.
+hits() {
+  sources | xargs grep -nE "$1" /dev/null 2>/dev/null |
+    grep -vE '^[^:]+:[0-9]+:[[:space:]]*(/?\*|//|#)' || true
+}
+
+none() { # what, regex: no hit
+  local out
+  out=$(hits "$2")
+  if [ -z "$out" ]; then ok "$1"; else bad "$1:"; echo "$out" | sed 's/^/    /'; fi
+}
+
+# -- collective kinds: the p2p/root/op/label columns of nccl_api.def ------
+none "no 'collective, not P2P' written as a comparison with Send or Recv" \
+  'RT_CK_(Send|Recv)'
+none "no kind list joined by && or || (which kinds have a root or an op)" \
+  '[=!]= *RT_CK_[A-Za-z]+ *(&&|\|\|)[^;]*[=!]= *RT_CK_[A-Za-z]+'
+# a column of kinds written kind by kind (AG/RS/AR/BC): three or more kinds in one file
+many=$(for f in $(sources); do
+  n=$(grep -v '^[[:space:]]*\(/\?\*\|//\)' "$f" | grep -oE 'RT_CK_[A-Z][A-Za-z]+' | grep -v RT_CK_COUNT |
+      sort -u | wc -l)
+  [ "$n" -ge 3 ] && echo "${f#$S/}: $n kinds named"
+done)
+check "no file names three collective kinds one by one${many:+: $many}" [ -z "$many" ]
+
+# -- dtypes: format/dtypes.def -------------------------------------------------
+none "no ncclDataType_t names or sizes written outside format/" \
+  'ncclInt8|ncclUint8|ncclFloat16|ncclBfloat16|ncclFloat32|ncclFloat64|\{ *1, *1, *4, *4, *8'
+none "no probe dtype list (float32, bfloat16, ...) outside format/" \
+  '"bfloat16"|torch\.bfloat16|"float16"'
+none "no probe device-type numbers (devtype == N, DEV_META = 2) outside format/" \
+  'devtype *[=!]= *[0-9]|DEV_CUDA, *DEV_CPU, *DEV_META *= *[0-9]'
+
+# -- errors: one table (format/errors.def) -------------------------------------
+none "no NVIDIA error names written as strings outside format/" \
+  '"(cuda(Error[A-Za-z]+|Success)|nccl(Success|UnhandledCudaError|SystemError|InternalError|InvalidArgument|InvalidUsage|RemoteError|InProgress)|CUDA_(SUCCESS|ERROR_[A-Z_]+))"'
+rows=$(grep -lE '^[[:space:]]*(RT_CUDA_ERR|RT_NCCL_ERR|RT_RESULT|RT_DRV_RESULT|RT_DRV_ERR)\([0-9]+,' \
+  "$S"/format/*.def "$S"/include/*.def 2>/dev/null | sed "s|$S/||" | tr '\n' ' ')
+check "NVIDIA's result codes (CUDA, NCCL, driver) in one table (${rows:-none})" \
+  [ "$(echo $rows | wc -w)" -eq 1 ]
+
+# -- environment: format/env.def ----------------------------------------------
+none "no \"RANKTRACE_...\" variable name written as a C string outside format/env.def" \
+  '"RANKTRACE_[A-Z_]+"'
+none "no RANKTRACE_... variable read by name in the probe (python/: _tables)" \
+  "environ[^)]*['\"]RANKTRACE_"
+if [ -f "$S/format/env.def" ]; then
+  vars=$(grep -oE '^RT_ENV_VAR\([A-Z_]+' "$S/format/env.def" | sed 's/RT_ENV_VAR(/RANKTRACE_/')
+  check "format/env.def lists the variables ($(echo $vars | wc -w))" [ "$(echo $vars | wc -w)" -ge 20 ]
+  unknown=$(grep -rhoE 'RANKTRACE_[A-Z][A-Z_]*[A-Z]' $(sources) "$S/scripts" "$S/tests" "$S/README.md" \
+      "$S/docs" 2>/dev/null | sort -u | while read -r v; do
+    echo "$vars" | grep -qx "$v" || echo "$v"
+  done | grep -vE '^RANKTRACE_(H|IMPLEMENTATION)$' | tr '\n' ' ')
+  check "every RANKTRACE_ variable the tree names is in format/env.def${unknown:+ (not: $unknown)}" \
+    [ -z "$unknown" ]
+  # the docs read the table: docs/environment.md is generated from it
+  if "$B/bin/rt-gen-tables" env "$T/environment.md"; then
+    check "docs/environment.md is format/env.def's (rt-gen-tables env docs/environment.md)" \
+      diff -u "$T/environment.md" "$S/docs/environment.md"
+    missing=$(for v in $vars; do grep -qw "$v" "$S/docs/environment.md" || echo "$v"; done | tr '\n' ' ')
+    check "every variable of format/env.def is documented${missing:+ (not: $missing)}" [ -z "$missing" ]
+  else
+    bad "rt-gen-tables env ran"
+  fi
+  # the probe reads its names and dtypes from the generated module
+  check "the probe's _tables.py is generated into the build" \
+    grep -q '"PROBE": "RANKTRACE_PROBE"' "$B/python/ranktrace_probe/_tables.py"
+else
+  bad "format/env.def lists the RANKTRACE_* variables"
+fi
+finish
