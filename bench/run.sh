@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # bench/run.sh - the tracer's benchmarks on the simulated cluster; prints figures.
-#   1. added ns per interposed call, bytes per event (bench/tracer_overhead.c);
+#   1. added ns per interposed call, the hot path against its floor (two
+#      timestamp reads) as a ratio, bytes per event (bench/tracer_overhead.c);
 #      the writer's cost fresh and after 2 GiB of trace (bench/writer_drift.c)
 #   2. fsdp_mini step time with and without the tracer (median of 5 runs each,
 #      interleaved), 2 ranks
@@ -27,7 +28,7 @@ echo
 echo "== the same with a fault plan loaded that touches none of these calls"
 mkdir -p "$T/overhead2"
 RANKTRACE_INJECT='cudaStreamDestroy:delay=1ms;some.point:bypass' RANKTRACE_DIR="$T/overhead2" \
-  LD_PRELOAD="$B/lib/libranktrace.so" "$B/bin/tracer_overhead" 200000 | sed -n 1,4p
+  LD_PRELOAD="$B/lib/libranktrace.so" "$B/bin/tracer_overhead" 200000 | sed -n '1,4p;/floor: two/p;/ added/p'
 
 echo
 echo "== fsdp_mini step time, 2 ranks (one per core here), 60 steps (median of 9 runs each, interleaved)"

@@ -174,20 +174,25 @@ static inline uint8_t *rt_fmt_event_header(uint8_t *p, unsigned id, uint64_t ts,
 }
 
 /* The common part: duration (RT_DUR_PENDING: not returned), result, device.
- * Returns where the fields go. */
+ * Returns where the fields go. One 8-byte store (little-endian: dur in
+ * bytes 0-4, ret in 5-6, dev in 7). */
+static inline uint64_t rt_fmt_common_word(uint64_t dur, int16_t ret, int dev)
+{
+	return (dur & 0xffffffffffull) | (uint64_t)(uint16_t)ret << 40 |
+	       (uint64_t)(uint8_t)(int8_t)dev << 56;
+}
+
 static inline uint8_t *rt_fmt_event_common(uint8_t *p, uint64_t dur, int16_t ret, int dev)
 {
-	memcpy(p, &dur, 5);
-	memcpy(p + 5, &ret, 2);
-	p[7] = (uint8_t)(int8_t)dev;
+	rt_fmt_put64(p, rt_fmt_common_word(dur, ret, dev));
 	return p + RT_COMMON_BYTES;
 }
 
-/* Fill in duration and result of a recorded call (its device stays). */
+/* Fill in duration and result of a recorded call (its device stays), in
+ * one store. */
 static inline void rt_fmt_event_result(uint8_t *common, uint64_t dur, int16_t ret)
 {
-	memcpy(common, &dur, 5);
-	memcpy(common + 5, &ret, 2);
+	rt_fmt_put64(common, rt_fmt_common_word(dur, ret, (int8_t)common[7]));
 }
 
 /* A decoded event header. */

@@ -38,6 +38,7 @@ RT_TLS int rt_tr_depth;
 RT_TLS int rt_tr_cur_dev;
 RT_TLS unsigned rt_tr_cur_id = ~0u;
 RT_TLS struct rt_tr_stream *rt_tr_stream_tls;
+RT_TLS int *rt_tr_errno_p;
 
 static int exit_recorded;
 static int warned_config;

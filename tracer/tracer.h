@@ -33,6 +33,9 @@
 #define RT_EXPORT __attribute__((visibility("default")))
 #define RT_TLS __thread __attribute__((tls_model("initial-exec")))
 #define rt_unlikely(x) __builtin_expect(!!(x), 0)
+/* The hot path, inlined into every wrapper whatever the compiler's size
+ * heuristics say: a call it makes costs more than the work it does. */
+#define RT_TR_HOT static inline __attribute__((always_inline))
 
 /* One stream file ("chunk", writer.c/chunk.c): created aside, sized, mapped
  * and formatted as packets marked unused (RT_TS_UNUSED) before it appears
@@ -85,7 +88,6 @@ struct rt_tr_stream {
 
 /* One call being recorded. */
 struct rt_tr_call {
-	struct rt_inj_hit hit;
 	struct rt_tr_stream *s;
 	uint8_t *common;  /* dur_ns, ret, cur_dev */
 	uint8_t *fields;  /* first field */
@@ -93,7 +95,7 @@ struct rt_tr_call {
 	uint8_t *rec;     /* where the record begins (header) */
 	unsigned id;
 	uint64_t t0;
-	int errno_in, errno_out;
+	int errno_out;
 	bool ok;
 };
 
@@ -108,6 +110,9 @@ extern RT_TLS int rt_tr_depth;
 extern RT_TLS int rt_tr_cur_dev;
 extern RT_TLS unsigned rt_tr_cur_id; /* the event rt_tr_begin last started (cupti.c) */
 extern RT_TLS struct rt_tr_stream *rt_tr_stream_tls;
+/* This thread's errno (what __errno_location() returns, which is a call):
+ * set with rt_tr_stream_tls, so valid wherever a record is being written. */
+extern RT_TLS int *rt_tr_errno_p;
 
 /* lttng_backend.c: RANKTRACE_BACKEND=lttng. rt_tr_lttng_emit is NULL unless
  * the LTTng-UST provider is loaded: then every finished record goes to it. */
@@ -120,7 +125,7 @@ void rt_tr_lttng_configure(void);
 int rt_tr_lttng_setup(void);
 void rt_tr_lttng_stream_init(struct rt_tr_stream *s);
 
-/* writer.c: slow paths */
+/* writer.c: slow paths; they leave errno as they found it */
 struct rt_tr_stream *rt_tr_stream_open(void);
 struct rt_tr_stream *rt_tr_stream_for_signal(void);
 void rt_tr_stream_next(struct rt_tr_stream *s, uint64_t now, unsigned need);
@@ -292,8 +297,9 @@ static inline void rt_tr_commit(struct rt_tr_stream *s, uint64_t ts)
 }
 
 /* Start recording event `id` with `payload` field bytes. False: do not
- * record (tracing off, or a call nested inside one being recorded). */
-static inline bool rt_tr_begin(struct rt_tr_call *c, unsigned id, unsigned payload, int dev)
+ * record (tracing off, or a call nested inside one being recorded).
+ * errno: untouched (the slow paths restore it). */
+RT_TR_HOT bool rt_tr_begin(struct rt_tr_call *c, unsigned id, unsigned payload, int dev)
 {
 	struct rt_tr_stream *s;
 	unsigned need = RT_HEADER_EXTENDED_BYTES + RT_COMMON_BYTES + payload;
@@ -303,7 +309,6 @@ static inline bool rt_tr_begin(struct rt_tr_call *c, unsigned id, unsigned paylo
 	if (rt_tr_depth || rt_tr_off)
 		return false;
 	rt_tr_depth = 1;
-	c->errno_in = errno;
 	s = rt_tr_stream_tls;
 	if (rt_unlikely(!s || s->pid != rt_tr_pid))
 		s = rt_tr_stream_open();
@@ -312,6 +317,9 @@ static inline bool rt_tr_begin(struct rt_tr_call *c, unsigned id, unsigned paylo
 		now = s->last_ts;
 	if (rt_unlikely(s->pos + need > s->end))
 		rt_tr_stream_next(s, now, need);
+	/* own the cache lines the next records go to before they are written:
+	 * a lock in the real function would otherwise wait for their misses */
+	__builtin_prefetch(s->pos + 256, 1, 3);
 	p = rt_fmt_event_header(s->pos, id, now, s->last_ts);
 	s->last_ts = now;
 	c->s = s;
@@ -326,24 +334,29 @@ static inline bool rt_tr_begin(struct rt_tr_call *c, unsigned id, unsigned paylo
 }
 
 /* The entry record is complete: make it visible, then call the real thing. */
-static inline void rt_tr_call_real(struct rt_tr_call *c)
+RT_TR_HOT void rt_tr_call_real(struct rt_tr_call *c)
 {
 	rt_tr_commit(c->s, c->t0);
 	c->s->events++;
-	if (rt_unlikely(rt_tr_lttng_emit != NULL) && rt_tr_lttng_entry[c->id])
+	if (rt_unlikely(rt_tr_lttng_emit != NULL) && rt_tr_lttng_entry[c->id]) {
+		int e = *rt_tr_errno_p;
+
 		rt_tr_lttng_emit(c->id, c->fields, RT_DUR_PENDING, 0, (int8_t)c->common[7]);
+		*rt_tr_errno_p = e;
+	}
 	rt_tr_depth = 2;
-	errno = c->errno_in;
 }
 
-static inline void rt_tr_returned(struct rt_tr_call *c)
+/* The real function returned: keep its errno for rt_tr_end to restore
+ * (after-hooks, the injector, tracer events may change it meanwhile). */
+RT_TR_HOT void rt_tr_returned(struct rt_tr_call *c)
 {
-	c->errno_out = errno;
+	c->errno_out = *rt_tr_errno_p;
 	rt_tr_depth = 1;
 }
 
 /* Fill in duration and result; commit. Restores the real call's errno. */
-static inline void rt_tr_end(struct rt_tr_call *c, long ret)
+RT_TR_HOT void rt_tr_end(struct rt_tr_call *c, long ret)
 {
 	uint64_t now = rt_tr_now(), dur;
 	int16_t r16 = ret > INT16_MAX ? INT16_MAX : ret < INT16_MIN ? INT16_MIN : (int16_t)ret;
@@ -360,7 +373,7 @@ static inline void rt_tr_end(struct rt_tr_call *c, long ret)
 		c->s->pos = c->rec; /* records nest LIFO: free this one's room */
 	}
 	rt_tr_depth = 0;
-	errno = c->errno_out;
+	*rt_tr_errno_p = c->errno_out;
 }
 
 #endif

@@ -24,23 +24,55 @@
 
 #define DEV_COMM(comm) rt_tr_comm_device(comm)
 /* cudaSetDevice's device, unless a fault plan redirects it (device=N) */
-#define RT_INJ_DEV(d) (c.hit.action == RT_INJ_DEVICE ? (int)c.hit.arg : (d))
+#define RT_INJ_DEV(d) (hit.action == RT_INJ_DEVICE ? (int)hit.arg : (d))
 
 #define RT_LIB_OF(name) rt_events[RT_ID_##name].lib
 
-/* The wrapper. Without a fault plan and with tracing off it costs one load
- * and two well-predicted branches. An injected fault either replaces the call
- * (error, skip, hang, abort, kill) or runs around it (delay, device, corrupt). */
+/* The wrapper, in two parts. The exported function is the common case:
+ * the real function known, no fault rule for this call; it records the call
+ * around it, or, when tracing is off or the call is nested in a recorded
+ * one, calls straight through (one load and three well-predicted branches).
+ * Everything else (the first call, which resolves the real function; a
+ * fault plan with rules for this call) takes the general path, rt_slow_SYM.
+ * An injected fault either replaces the call (error, skip, hang, abort,
+ * kill) or runs around it (delay, device, corrupt). */
 #define RT_API(name, ret, params, args, fail, dev, after, field_list, role, errors)    \
 	RT_WRAPPER(name, name, ret, params, args, fail, dev, after, field_list)
 /* sym: the exported symbol; name: the call (event id, fault rules). A
  * driver function's _ptsz twin records as the function itself. */
 #define RT_WRAPPER(sym, name, ret, params, args, fail, dev, after, field_list)         \
 	static ret(*real_##sym) params;                                                \
+	RT_SLOW_PATH(sym, name, ret, params, args, fail, dev, after, field_list)       \
 	RT_EXPORT ret sym params                                                       \
 	{                                                                              \
 		ret(*real) params = __atomic_load_n(&real_##sym, __ATOMIC_RELAXED);    \
+		const struct rt_inj_hit hit __attribute__((unused)) = { 0 };          \
 		struct rt_tr_call c;                                                   \
+		ret r;                                                                 \
+		if (rt_unlikely(!real) ||                                              \
+		    rt_unlikely(rt_inj_active && rt_inj_api[RT_ID_##name]))            \
+			return rt_slow_##sym args;                                     \
+		if (!rt_tr_begin(&c, RT_ID_##name, RT_SIZE_##name, dev))               \
+			return real args;                                              \
+		RT_TR_FIELDS(0, field_list)                                            \
+		rt_tr_call_real(&c);                                                   \
+		r = real args;                                                         \
+		rt_tr_returned(&c);                                                    \
+		c.ok = r == 0;                                                         \
+		if (c.ok)                                                              \
+			(void)(after);                                                 \
+		c.p = c.fields;                                                        \
+		RT_TR_FIELDS(1, field_list)                                            \
+		rt_tr_end(&c, (long)r);                                                \
+		return r;                                                              \
+	}
+/* The general path: resolution, fault rules, tracing on or off. */
+#define RT_SLOW_PATH(sym, name, ret, params, args, fail, dev, after, field_list)       \
+	__attribute__((noinline, cold)) static ret rt_slow_##sym params                \
+	{                                                                              \
+		ret(*real) params = __atomic_load_n(&real_##sym, __ATOMIC_RELAXED);    \
+		struct rt_tr_call c;                                                   \
+		struct rt_inj_hit hit;                                                 \
 		bool traced, replaced = false;                                         \
 		ret r = fail;                                                          \
 		if (rt_unlikely(!real)) {                                              \
@@ -49,18 +81,18 @@
 				return fail;                                           \
 			__atomic_store_n(&real_##sym, real, __ATOMIC_RELAXED);         \
 		}                                                                      \
-		c.hit.action = 0;                                                      \
+		hit.action = 0;                                                        \
 		if (rt_unlikely(rt_inj_active) && rt_inj_api[RT_ID_##name] && !rt_tr_depth) \
-			rt_inj_check(RT_ID_##name, &c.hit);                            \
+			rt_inj_check(RT_ID_##name, &hit);                              \
 		traced = rt_tr_begin(&c, RT_ID_##name, RT_SIZE_##name, dev);           \
-		if (!traced && !c.hit.action)                                          \
+		if (!traced && !hit.action)                                            \
 			return real args;                                              \
 		if (traced) {                                                          \
 			RT_TR_FIELDS(0, field_list)                                    \
 			rt_tr_call_real(&c);                                           \
 		}                                                                      \
-		if (rt_unlikely(c.hit.action))                                         \
-			r = (ret)rt_inj_before(&c.hit, RT_ID_##name, &replaced);        \
+		if (rt_unlikely(hit.action))                                           \
+			r = (ret)rt_inj_before(&hit, RT_ID_##name, &replaced);         \
 		if (!replaced)                                                         \
 			r = real args;                                                 \
 		if (!traced)                                                           \
@@ -71,8 +103,8 @@
 			(void)(after);                                                 \
 		c.p = c.fields;                                                        \
 		RT_TR_FIELDS(1, field_list)                                            \
-		if (rt_unlikely(c.hit.action))                                         \
-			rt_inj_after(&c.hit, RT_ID_##name, c.fields, (long)r);         \
+		if (rt_unlikely(hit.action))                                           \
+			rt_inj_after(&hit, RT_ID_##name, c.fields, (long)r);           \
 		rt_tr_end(&c, (long)r);                                                \
 		return r;                                                              \
 	}
@@ -80,7 +112,7 @@
 #define RT_PTSZ_0(...)
 #define RT_PTSZ_1(name, ...) RT_WRAPPER(name##_ptsz, name, __VA_ARGS__)
 #define RT_DRV(name, gpa, since, ptsz, role, ret, params, args, fail, dev, after, field_list) \
-	RT_WRAPPER(name, name, ret, params, args, fail, dev, after, field_list)               \
+	RT_WRAPPER(name, name, ret, params, args, fail, dev, after, field_list)        \
 	RT_PTSZ_##ptsz(name, ret, params, args, fail, dev, after, field_list)
 #include "cuda_api.def"
 #include "nccl_api.def"
@@ -105,7 +137,7 @@
 #define RT_PROC_PTSZ_0(name) NULL, NULL
 #define RT_PROC_PTSZ_1(name) (void *)name##_ptsz, (void **)&real_##name##_ptsz
 #define RT_DRV(name, gpa, since, ptsz, ...)                                            \
-	{ #gpa, since, RT_ID_##name, (void *)name, (void **)&real_##name,               \
+	{ #gpa, since, RT_ID_##name, (void *)name, (void **)&real_##name,              \
 	  RT_PROC_PTSZ_##ptsz(name) },
 const struct rt_tr_proc rt_tr_procs[] = {
 #include "driver_api.def"

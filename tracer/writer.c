@@ -219,7 +219,7 @@ static void warn_stop(int err)
 			(unsigned long long)rt_tr_bytes_used());
 }
 
-void rt_tr_stream_next(struct rt_tr_stream *s, uint64_t now, unsigned need)
+static void stream_next(struct rt_tr_stream *s, uint64_t now, unsigned need)
 {
 	int err;
 
@@ -247,6 +247,15 @@ void rt_tr_stream_next(struct rt_tr_stream *s, uint64_t now, unsigned need)
 	enter_scratch(s);
 	s->end = s->pos + need;
 	count_discarded(s);
+}
+
+/* The packet is full: the next one (the hot path's slow path). */
+void rt_tr_stream_next(struct rt_tr_stream *s, uint64_t now, unsigned need)
+{
+	int saved = errno;
+
+	stream_next(s, now, need);
+	errno = saved;
 }
 
 /* At exit or thread end: tracing stopped (maybe for a thread that never had
@@ -441,11 +450,12 @@ struct rt_tr_stream *rt_tr_stream_for_signal(void)
 		return NULL;
 	if (stream_start(s, false) != 0)
 		return NULL;
+	rt_tr_errno_p = &errno;
 	rt_tr_stream_tls = s;
 	return s;
 }
 
-struct rt_tr_stream *rt_tr_stream_open(void)
+static struct rt_tr_stream *stream_open(void)
 {
 	static struct rt_tr_stream dead; /* when even malloc fails */
 	struct rt_tr_stream *s;
@@ -484,5 +494,18 @@ struct rt_tr_stream *rt_tr_stream_open(void)
 	}
 	rt_tr_stream_tls = s;
 	pthread_setspecific(stream_key, s);
+	return s;
+}
+
+/* This thread's stream, opened at its first event (or again in a forked
+ * child): the hot path's slow path. */
+struct rt_tr_stream *rt_tr_stream_open(void)
+{
+	int saved = errno;
+	struct rt_tr_stream *s;
+
+	rt_tr_errno_p = &errno;
+	s = stream_open();
+	errno = saved;
 	return s;
 }
