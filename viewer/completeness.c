@@ -2,8 +2,8 @@
 /* completeness.c - how much of the run a trace holds, and the verdict rules
  * that follow from it: a verdict never guesses.
  *
- * Runs once per load, after the merge and before the matcher's and the
- * detectors' conclusions (merge.c calls rt_vw_completeness, then the
+ * Runs once per load, after the pass and before the matcher's and the
+ * detectors' conclusions (load.c calls rt_vw_completeness, then the
  * detectors call rt_vw_evidence_complete per rank and rt_vw_decide last).
  * A rank is complete, capped (the writer stopped: size cap, disk full),
  * damaged (a file unreadable past some offset, metadata unreadable, or

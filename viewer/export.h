@@ -1,5 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* export.h - trace exports: Perfetto/Chrome JSON and the HTML report. */
+/* export.h - trace exports, views of a loaded model: Perfetto/Chrome JSON
+ * (perfetto.c), the HTML report (report_html.c, report_params.c) and the
+ * helpers they share with the CLI (export.c: escaping, which calls are
+ * collectives, where the trace starts). Used by cli/cmd_export.c (`export`
+ * and `report`, through cli/cli.h), the CLI's JSON escaping, bisect's state
+ * file and test_escape. */
 #ifndef RT_VW_EXPORT_H
 #define RT_VW_EXPORT_H
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* export_int.h - shared by the exports' files only (export.c, perfetto.c,
- * report_html.c): small helpers. */
+ * report_html.c, report_params.c): small helpers. */
 #ifndef RT_EXPORT_INT_H
 #define RT_EXPORT_INT_H
 

@@ -4,7 +4,7 @@
  * never entered it and what it is inside instead, whose process is
  * stopped); interrupted jobs, seen as they stood when they were stopped.
  *
- * rt_vw_track_calls runs per event during the merge (no allocation: fixed
+ * rt_vw_track_calls runs per event in the rank model (no allocation: fixed
  * tables per rank); rt_vw_interruption and rt_vw_liveness once after
  * rt_vw_completeness. Ages are measured on the trace's clock
  * (rt_vw_trace_now): exact on the host that wrote it, through the realtime

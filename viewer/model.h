@@ -1,7 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* model.h - what a trace directory says: per-rank model, cross-rank findings,
- * verdict. Built in one streaming pass (model.c); memory grows with live
- * allocations and open collectives, not with the number of events. */
+ * verdict. The viewer's public face: the CLI (cli/cli.h), the exports
+ * (export.h), diff (diff.h) and the fuzzers read a trace through it.
+ * rt_vw_load (load.c) builds it in one streaming pass (parallel.c: each
+ * rank's events through model.c, what crosses ranks to matcher.c), then the
+ * detectors; memory grows with live allocations and open collectives, not
+ * with the number of events. */
 #ifndef RT_VW_MODEL_H
 #define RT_VW_MODEL_H
 

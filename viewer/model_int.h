@@ -2,10 +2,12 @@
 /* model_int.h - the model's parts, shared between the viewer's files that
  * build or finish the model: loading (load.c), sources and merge (merge.c),
  * the pass (parallel.c), the rank model (model.c, memory.c, alloc_map.c,
- * params.c, root.c), the matcher (matcher.c), completeness (completeness.c),
- * liveness (hang.c), the detectors (detectors.c), and diff.c (the matcher's
- * "same collective" rule); the unit tests and fuzz_parallel feed events
- * through it. Not for the CLI or the exports: they see model.h.
+ * params.c, root.c, rank.c), the matcher (matcher.c), completeness
+ * (completeness.c), liveness (hang.c), the findings and detectors
+ * (findings.c, detectors.c), and diff.c (the matcher's "same collective"
+ * rule); the unit tests (model_rig.h, trace_rig.h, test_parallel.c,
+ * test_memory.c) and fuzz_parallel feed events through it. Not for the CLI
+ * or the exports: they see model.h.
  *
  * The data flow: load.c -> merge.c (sources) -> parallel.c -> model.c (per
  * rank) -> struct rt_vw_sink -> matcher.c; then load.c's rt_vw_model_finish

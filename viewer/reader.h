@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* reader.h - native reader of ranktrace's own CTF traces. */
+/* reader.h - native reader of ranktrace's own CTF traces: stream cursors and
+ * metadata (reader.c), rank and stream directories, locks (trace_dir.c).
+ * Used by the model's sources (merge.c, load.c through model.h), the CLI's
+ * summaries, the fuzzers, test_reader/test_writer and the overhead bench. */
 #ifndef RT_VW_READER_H
 #define RT_VW_READER_H
 
