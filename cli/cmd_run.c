@@ -158,6 +158,28 @@ static void set_injection(const char *lib)
 	setenv("CUDA_INJECTION64_PATH", lib, 1);
 }
 
+/* NCCL loads ranktrace's profiler plugin (device-side start and completion
+ * of each collective), found next to libranktrace.so, unless the user chose
+ * a plugin: then theirs stays, said once (the tracer falls back to CUDA
+ * events and records why). */
+static void set_profiler_plugin(const char *lib)
+{
+	const char *old = getenv("NCCL_PROFILER_PLUGIN");
+	char path[PATH_MAX + 64];
+	const char *slash = strrchr(lib, '/');
+
+	snprintf(path, sizeof(path), "%.*slibnccl-profiler-ranktrace.so",
+		 slash ? (int)(slash - lib + 1) : 0, lib);
+	if (old && *old && strcmp(old, path)) {
+		fprintf(stderr, "ranktrace run: NCCL_PROFILER_PLUGIN is already %s: keeping it "
+			"(device-side completion from CUDA events instead of ranktrace's plugin)\n",
+			old);
+		return;
+	}
+	if (access(path, R_OK) == 0)
+		setenv("NCCL_PROFILER_PLUGIN", path, 1);
+}
+
 /* The probe loads in every Python rank through our sitecustomize (which runs
  * any sitecustomize it shadows). */
 static void set_python_path(void)
@@ -414,6 +436,7 @@ static int run_environment(struct run *o)
 		set_or_unset(RT_ENV_NAME(RING), o->ring_env);
 		if (o->cupti)
 			set_injection(o->lib);
+		set_profiler_plugin(o->lib);
 	}
 	if (o->traced || o->inject)
 		set_python_path();

@@ -107,8 +107,11 @@ static void record(const char *target, const struct rt_inj_hit *h)
 
 /* Before the real call: act; *replaced when the call must not happen, with
  * the value to return. */
-long rt_inj_before(const struct rt_inj_hit *h, unsigned id, bool *replaced)
+long rt_inj_before(const struct rt_inj_hit *h, unsigned id, const uint8_t *fields,
+		   bool *replaced)
 {
+	static int warned_devdelay;
+
 	if (h->action != RT_INJ_CORRUPT)
 		record(rt_events[id].name, h); /* corrupt is recorded once it happened */
 	switch (h->action) {
@@ -120,6 +123,13 @@ long rt_inj_before(const struct rt_inj_hit *h, unsigned id, bool *replaced)
 		return 0;
 	case RT_INJ_DELAY:
 		sleep_ns(h->arg);
+		return 0;
+	case RT_INJ_DEVDELAY: /* never the host: a stream we cannot reach is left alone */
+		if (!fields || rt_field_at[id][RT_FN_stream] < 0 ||
+		    rt_inj_host_stream_delay((uint64_t)rt_field_value(id, fields, RT_FN_stream),
+					     h->arg) != 0)
+			rt_inj_host_warn(&warned_devdelay, "devdelay: the stream could not be "
+					 "delayed (no cudaLaunchHostFunc); the call runs on time");
 		return 0;
 	case RT_INJ_HANG:
 		hang_forever();

@@ -32,8 +32,10 @@ void rt_inj_init(void);
 /* The first rule of function id that fires on this call, into *hit. */
 void rt_inj_check(unsigned id, struct rt_inj_hit *hit);
 /* Before the real call: act; *replaced when the call must not happen, with
- * the value to return. */
-long rt_inj_before(const struct rt_inj_hit *hit, unsigned id, bool *replaced);
+ * the value to return. fields: the call's recorded fields, or NULL when it
+ * is not recorded (devdelay reads the stream there). */
+long rt_inj_before(const struct rt_inj_hit *hit, unsigned id, const uint8_t *fields,
+		   bool *replaced);
 /* After the real call: `corrupt` flips a bit of a collective's output;
  * fields are the call's recorded fields (format/schema.h). */
 void rt_inj_after(const struct rt_inj_hit *hit, unsigned id, const uint8_t *fields, long ret);
@@ -46,5 +48,8 @@ int rt_inj_host_rank(void);
 void *rt_inj_host_resolve(const char *name, int lib);
 /* One warning on stderr, once per flag. */
 void rt_inj_host_warn(int *flag, const char *msg);
+/* Make stream wait ns on the device before the work enqueued next, without
+ * blocking the caller (devdelay). 0, or -1 when it cannot. */
+int rt_inj_host_stream_delay(uint64_t stream, int64_t ns);
 
 #endif

@@ -320,6 +320,13 @@ static int parse_action(struct ctx *c, size_t col, const char *a, struct rt_inj_
 		return parse_error_arg(c, col + klen + 1, v, r);
 	case RT_INJ_DELAY:
 		return parse_duration(c, col + klen + 1, v, &r->arg);
+	case RT_INJ_DEVDELAY:
+		for (unsigned id = 0; id < RT_ID_FIRST_TRACER; id++)
+			if (rt_inj_rule_matches(r, id) && rt_events[id].role != RT_R_COLL &&
+			    rt_events[id].role != RT_R_P2P)
+				return fail(c, col, "devdelay= delays collectives on their stream, not %s",
+					    rt_events[id].name);
+		return parse_duration(c, col + klen + 1, v, &r->arg);
 	case RT_INJ_DEVICE: {
 		char *end;
 

@@ -282,6 +282,7 @@ static ncclResult_t comm_attach(struct ncclComm **out, int nranks, const char *n
 
 static void comm_release(struct ncclComm *c, bool unlink_name)
 {
+	sim_prof_fini(&c->prof);
 	if (unlink_name)
 		shm_unlink(c->shm_name);
 	if (c->shm)
@@ -356,6 +357,7 @@ ncclResult_t init_rank(ncclComm_t *out, int nranks, const char *name, int rank)
 		comm_release(c, false);
 		return r;
 	}
+	sim_prof_init(&c->prof, c->shm_name, nranks, rank);
 	*out = c;
 	return ncclSuccess;
 }
@@ -415,6 +417,8 @@ EXPORT ncclResult_t ncclCommInitAll(ncclComm_t *comms, int ndev, const int *devl
 		}
 	}
 	shm_unlink(name);
+	for (i = 0; i < ndev; i++)
+		sim_prof_init(&comms[i]->prof, comms[i]->shm_name, ndev, i);
 	return ncclSuccess;
 
 out_release:

@@ -34,13 +34,16 @@ struct dev_work {
 
 static void dev_started(struct dev_work *d)
 {
-	(void)d; /* profiler plugin: start of each op in d->ops, on the device */
+	for (size_t i = 0; i < d->n; i++) /* profiler plugin: its kernel channel starts */
+		sim_prof_device_start(&d->ops[i].prof);
 }
 
+/* A failed collective never completes on the device: the plugin hears
+ * nothing more of it. */
 static void dev_completed(struct dev_work *d, ncclResult_t r)
 {
-	(void)d; /* profiler plugin: stop of each op in d->ops, r its outcome */
-	(void)r;
+	for (size_t i = 0; r == ncclSuccess && i < d->n; i++)
+		sim_prof_device_done(&d->ops[i].prof);
 }
 
 /* An op on an aborted or failed communicator never runs (NCCL: the
@@ -122,10 +125,21 @@ static void dev_release(struct simgpu_work *w)
 ncclResult_t launch(struct op *ops, size_t n)
 {
 	struct dev_work *d;
+	ncclResult_t r;
 	int e;
 
-	if (!simgpu_async())
-		return run_ops(ops, n);
+	for (size_t i = 0; i < n; i++) /* a profiler plugin's collective event, on this thread */
+		sim_prof_launch(&ops[i].comm->prof, &ops[i].prof, ops[i].type != OP_SEND &&
+				ops[i].type != OP_RECV, op_names[ops[i].type], ops[i].send,
+				ops[i].recv, ops[i].count);
+	if (!simgpu_async()) { /* on the device from the call to its return */
+		for (size_t i = 0; i < n; i++)
+			sim_prof_device_start(&ops[i].prof);
+		r = run_ops(ops, n);
+		for (size_t i = 0; r == ncclSuccess && i < n; i++)
+			sim_prof_device_done(&ops[i].prof);
+		return r;
+	}
 	d = calloc(1, sizeof(*d) + n * sizeof(*ops));
 	if (!d)
 		return ncclSystemError;
@@ -181,6 +195,7 @@ static void *init_thread(void *arg)
 		sh->shm = c->shm;
 		sh->shm_size = c->shm_size;
 		memcpy(sh->shm_name, c->shm_name, sizeof(sh->shm_name));
+		sh->prof = c->prof; /* the plugin's context goes to the handle */
 		c->magic = 0;
 		free(c);
 	}

@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "nccl_profiler.h"
+
 #define EXPORT __attribute__((visibility("default")))
 #define MAX_RANKS 64
 #define SLOT_BYTES ((size_t)4 << 20)
@@ -62,6 +64,7 @@ struct ncclComm {
 	_Atomic uint64_t dev_done; /* ... and completed on the device, in order */
 	bool init_thread_live;     /* non-blocking init: join init_thread */
 	pthread_t init_thread;
+	struct sim_prof_comm prof; /* a profiler plugin's context (nccl_profiler.c) */
 };
 
 enum op_type { OP_ALLREDUCE, OP_BROADCAST, OP_REDUCE, OP_ALLGATHER, OP_REDUCESCATTER,
@@ -86,6 +89,7 @@ struct op {
 	uint64_t seq;     /* the communicator's collective sequence number */
 	void *stream;     /* cudaStream_t it was enqueued on */
 	uint64_t ticket;  /* the communicator's device order (launch) */
+	struct sim_prof_op prof; /* its profiler plugin events (nccl_profiler.c) */
 };
 
 struct run_state {

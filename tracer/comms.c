@@ -163,8 +163,13 @@ int rt_tr_comm_count(const void *comm)
 uint32_t rt_tr_coll_seq(const void *comm)
 {
 	struct comm_slot *s = lookup(comm);
+	uint32_t seq;
 
-	return s ? atomic_fetch_add_explicit(&s->coll_seq, 1, memory_order_relaxed) + 1 : 0;
+	if (!s)
+		return 0;
+	seq = atomic_fetch_add_explicit(&s->coll_seq, 1, memory_order_relaxed) + 1;
+	rt_tr_dev_enqueued(s->id, seq); /* device.c: for the plugin to tie NCCL's event to it */
+	return seq;
 }
 
 uint32_t rt_tr_p2p_seq(const void *comm)

@@ -165,6 +165,8 @@ int rt_tr_comm_count(const void *comm);
 uint32_t rt_tr_coll_seq(const void *comm);
 uint32_t rt_tr_p2p_seq(const void *comm);
 int rt_tr_comm_device(const void *comm);
+/* device.c: a collective took its number on this thread */
+void rt_tr_dev_enqueued(uint64_t comm_id, uint32_t seq);
 /* writer.c: metadata */
 int rt_tr_write_metadata(const char *dir, bool replace);
 void rt_tr_stream_forget_inherited(void);

@@ -92,7 +92,8 @@
 			rt_tr_call_real(&c);                                           \
 		}                                                                      \
 		if (rt_unlikely(hit.action))                                           \
-			r = (ret)rt_inj_before(&hit, RT_ID_##name, &replaced);         \
+			r = (ret)rt_inj_before(&hit, RT_ID_##name,                     \
+					       traced ? c.fields : NULL, &replaced);   \
 		if (!replaced)                                                         \
 			r = real args;                                                 \
 		if (!traced)                                                           \

@@ -72,6 +72,16 @@ void *rt_inj_host_resolve(const char *name, int lib)
 	return NULL;
 }
 
+static uint64_t delayed_stream;
+static int64_t delayed_ns;
+
+int rt_inj_host_stream_delay(uint64_t stream, int64_t ns)
+{
+	delayed_stream = stream;
+	delayed_ns = ns;
+	return 0;
+}
+
 void rt_inj_host_warn(int *flag, const char *msg)
 {
 	if (*flag)
@@ -229,7 +239,7 @@ Test(engine, error_fires_at_the_named_call_with_the_named_code)
 	struct rt_inj_hit h = ask(RT_ID_cudaMalloc);
 	cr_assert_eq(h.action, RT_INJ_ERROR);
 	cr_assert_eq(h.call, 3);
-	cr_assert_eq(rt_inj_before(&h, RT_ID_cudaMalloc, &replaced), 2 /* cudaErrorMemoryAllocation */);
+	cr_assert_eq(rt_inj_before(&h, RT_ID_cudaMalloc, NULL, &replaced), 2 /* cudaErrorMemoryAllocation */);
 	cr_assert(replaced, "the real cudaMalloc must not run");
 	cr_assert_eq(nfaults, 1);
 	cr_assert_str_eq(faults[0].target, "cudaMalloc");
@@ -319,7 +329,7 @@ Test(engine, skip_returns_success_without_the_call)
 
 	load("cudaFree:skip");
 	struct rt_inj_hit h = ask(RT_ID_cudaFree);
-	cr_assert_eq(rt_inj_before(&h, RT_ID_cudaFree, &replaced), 0);
+	cr_assert_eq(rt_inj_before(&h, RT_ID_cudaFree, NULL, &replaced), 0);
 	cr_assert(replaced);
 	cr_assert_eq(nfaults, 1);
 }
@@ -333,11 +343,38 @@ Test(engine, delay_sleeps_then_lets_the_call_run)
 	struct rt_inj_hit h = ask(RT_ID_ncclAllGather);
 	cr_assert_eq(h.arg, 30000000);
 	t0 = now_s();
-	cr_assert_eq(rt_inj_before(&h, RT_ID_ncclAllGather, &replaced), 0);
+	cr_assert_eq(rt_inj_before(&h, RT_ID_ncclAllGather, NULL, &replaced), 0);
 	cr_assert(!replaced, "the real call still runs");
 	cr_assert_geq(now_s() - t0, 0.030);
 	cr_assert_lt(now_s() - t0, 5.0);
 	cr_assert_str_eq(faults[0].target, "ncclAllGather");
+}
+
+Test(engine, devdelay_delays_the_calls_stream_not_the_host)
+{
+	uint8_t fields[RT_SIZE_MAX_PAYLOAD] = { 0 };
+	uint64_t stream = 0x5eed;
+	bool replaced = false;
+	double t0;
+
+	memcpy(fields + rt_events[RT_ID_ncclAllGather].fields[rt_field_at[RT_ID_ncclAllGather]
+							       [RT_FN_stream]].offset, &stream, 8);
+	load("ncclAllGather:devdelay=30ms");
+	struct rt_inj_hit h = ask(RT_ID_ncclAllGather);
+	t0 = now_s();
+	cr_assert_eq(rt_inj_before(&h, RT_ID_ncclAllGather, fields, &replaced), 0);
+	cr_assert(!replaced, "the real call still runs");
+	cr_assert_lt(now_s() - t0, 0.020, "the host is not delayed");
+	cr_assert_eq(delayed_stream, 0x5eed, "the call's own stream waits");
+	cr_assert_eq(delayed_ns, 30000000);
+	cr_assert_eq(nwarnings, 0);
+}
+
+Test(engine, devdelay_is_for_collectives_only)
+{
+	load("cudaMalloc:devdelay=1ms");
+	cr_assert(!rt_inj_active || !rt_inj_api[RT_ID_cudaMalloc], "a bad plan injects nothing");
+	cr_assert(strstr(last_warning, "devdelay= delays collectives"), "%s", last_warning);
 }
 
 Test(engine, device_lets_the_call_run_for_the_wrapper_to_redirect)
@@ -348,7 +385,7 @@ Test(engine, device_lets_the_call_run_for_the_wrapper_to_redirect)
 	struct rt_inj_hit h = ask(RT_ID_cudaSetDevice);
 	cr_assert_eq(h.action, RT_INJ_DEVICE);
 	cr_assert_eq(h.arg, 1);
-	cr_assert_eq(rt_inj_before(&h, RT_ID_cudaSetDevice, &replaced), 0);
+	cr_assert_eq(rt_inj_before(&h, RT_ID_cudaSetDevice, NULL, &replaced), 0);
 	cr_assert(!replaced);
 	cr_assert_eq(nfaults, 1);
 }
@@ -365,7 +402,7 @@ Test(engine, hang_never_returns)
 		bool replaced;
 
 		alarm(20); /* bounded even if the parent dies */
-		rt_inj_before(&h, RT_ID_ncclAllReduce, &replaced);
+		rt_inj_before(&h, RT_ID_ncclAllReduce, NULL, &replaced);
 		_exit(0);
 	}
 	usleep(300 * 1000);
@@ -382,7 +419,7 @@ Test(engine, kill_raises_the_signal, .signal = SIGUSR1)
 	ask(RT_ID_cudaMalloc);
 	struct rt_inj_hit h = ask(RT_ID_cudaMalloc);
 	cr_assert_eq(h.action, RT_INJ_KILL);
-	rt_inj_before(&h, RT_ID_cudaMalloc, &replaced);
+	rt_inj_before(&h, RT_ID_cudaMalloc, NULL, &replaced);
 }
 
 Test(engine, abort_aborts, .signal = SIGABRT)
@@ -391,7 +428,7 @@ Test(engine, abort_aborts, .signal = SIGABRT)
 
 	load("ncclBroadcast:abort");
 	struct rt_inj_hit h = ask(RT_ID_ncclBroadcast);
-	rt_inj_before(&h, RT_ID_ncclBroadcast, &replaced);
+	rt_inj_before(&h, RT_ID_ncclBroadcast, NULL, &replaced);
 }
 
 /* ---- corrupt: one bit of a collective's output ---- */
@@ -420,7 +457,7 @@ Test(engine, corrupt_flips_a_high_bit_of_the_first_element_after_success)
 
 	load("ncclAllReduce:corrupt:when=1");
 	struct rt_inj_hit h = ask(RT_ID_ncclAllReduce);
-	cr_assert_eq(rt_inj_before(&h, RT_ID_ncclAllReduce, &replaced), 0);
+	cr_assert_eq(rt_inj_before(&h, RT_ID_ncclAllReduce, NULL, &replaced), 0);
 	cr_assert(!replaced);
 	cr_assert_eq(nfaults, 0, "corrupt is recorded once it happened");
 	allreduce_fields(fields, out, 4, 7 /* ncclFloat32 */);
