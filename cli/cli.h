@@ -34,6 +34,10 @@ int rt_cli_cmd_report(int argc, char **argv);
 int rt_cli_cmd_bisect(int argc, char **argv);
 int rt_cli_cmd_params(int argc, char **argv);
 
+/* view's device section and its --json member (view_device.c) */
+void rt_cli_print_device_text(const struct rt_vw_trace *t, int only_rank);
+void rt_cli_print_device_json(const struct rt_vw_trace *t);
+
 /* --jobs N / RANKTRACE_JOBS: threads reading ranks (common.c); 0, or -1
  * with a message naming cmd when s is not a number from 1 to 256. */
 int rt_cli_set_jobs(const char *cmd, const char *s);

@@ -125,6 +125,7 @@ static void print_view_text(const struct rt_vw_trace *t, int only_rank, bool all
 		       "%.3f s before its last event; what came before was overwritten\n",
 		       r->meta.rank, ring, (double)(r->last_ts - r->first_ts) / 1e9);
 	}
+	rt_cli_print_device_text(t, only_rank);
 	print_findings(t, only_rank, all);
 }
 
@@ -310,6 +311,7 @@ static void print_view_json(const struct rt_vw_trace *t, int only_rank)
 		rt_cli_json_str(stdout, t->laggard);
 	else
 		printf("null");
+	rt_cli_print_device_json(t);
 	printf(", \"ranks\": [");
 	for (int i = 0, first = 1; i < t->nranks; i++) {
 		if (only_rank >= 0 && t->ranks[i].meta.rank != only_rank)

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "device.h"
 #include "model.h"
 #include "model_int.h"
 
@@ -564,6 +565,7 @@ void rt_vw_analyse(struct rt_vw_trace *t)
 		t->ranks[i].teardown_crash = rt_vw_teardown_crash(&t->ranks[i]);
 	for (size_t i = 0; i < sizeof(detectors) / sizeof(detectors[0]); i++)
 		detectors[i].fn(t, &detectors[i]);
+	rt_vw_straggler_detect(t); /* straggler.c: from device times */
 	for (int i = 0; i < t->nranks; i++)
 		any_crashed = any_crashed || (t->ranks[i].readable && crashed_training(&t->ranks[i]));
 	sort_findings(t);

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "device.h"
 #include "model.h"
 #include "model_int.h"
 #include "read_bt2.h"
@@ -151,7 +152,9 @@ void rt_vw_free(struct rt_vw_trace *t)
 		free(t->ranks[i].params);
 		free(t->ranks[i].mem);
 		free(t->ranks[i].changes);
+		rt_vw_dev_free(&t->ranks[i]);
 	}
+	rt_vw_straggle_free(t);
 	free(t->ranks);
 	free(t->findings);
 	free(t->missing);

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "device.h"
 #include "model.h"
 #include "model_int.h"
 
@@ -169,7 +170,7 @@ int rt_vw_fault_spec(const struct rt_vw_event *e, char *out, size_t n)
 		return snprintf(out, n, "%s:%s=%s", target, acts[a], code);
 	if (a == ACT_ERROR || a == ACT_DEVICE || a == ACT_KILL)
 		return snprintf(out, n, "%s:%s=%lld", target, acts[a], (long long)arg);
-	if (a == ACT_DELAY)
+	if (a == ACT_DELAY || a == ACT_DEVDELAY)
 		return snprintf(out, n, "%s:%s=%lldns", target, acts[a], (long long)arg);
 	return snprintf(out, n, "%s:%s", target, acts[a]);
 }
@@ -371,6 +372,8 @@ void rt_vw_on_event(struct rt_vw_trace *t, const struct rt_vw_sink *to, int ri,
 
 	r->keep_mem = (t->flags & RT_VW_KEEP_MEMORY) != 0;
 	on_any(r, e);
+	if (rt_vw_dev_event(r, e)) /* device.c: device-side records end here */
+		return;
 	rt_vw_teardown_activity(r, e);
 	if (!on_role(to, r, e) && !on_tracer_event(r, e))
 		on_collective(to, t->flags, ri, r, e);

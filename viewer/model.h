@@ -36,6 +36,8 @@ struct rt_vw_call_sig {
 };
 
 struct rt_vw_bt2;       /* read_bt2.h */
+struct rt_vw_devlog;    /* device.h */
+struct rt_vw_straggle;  /* device.h */
 struct rt_vw_alloc_map; /* alloc_map.c */
 struct rt_vw_vmm;       /* memory.c */
 
@@ -171,6 +173,7 @@ struct rt_vw_rank {
 	struct rt_vw_shape shape_next;
 	struct rt_vw_param_change *changes; /* placement changes in time order (params.c) */
 	uint32_t nchanges, changes_cap;
+	struct rt_vw_devlog *dev;    /* collectives on the device (device.c), or NULL */
 };
 
 enum rt_vw_place { RT_P_CUDA, RT_P_CPU, RT_P_META, RT_P_FREED, RT_P_WRONG_DEVICE, RT_P_COUNT };
@@ -351,6 +354,8 @@ struct rt_vw_trace {
 	char laggard[600];           /* the laggard analysis of a hang */
 	int interrupted;             /* every rank stopped by this signal (INT, TERM, HUP), else 0 */
 	struct rt_vw_bt2 *lttng; /* an LTTng trace, read at load (read_bt2.c); else NULL */
+	struct rt_vw_straggle *straggle; /* stragglers from device times (straggler.c) */
+	bool straggle_done;
 };
 
 /* Read and analyse a trace directory. Returns NULL with err set when it

@@ -1,0 +1,48 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# test_device.sh - device-side completion of collectives through ranktrace's
+# NCCL profiler plugin loaded by the simulated NCCL (v5, and v4 as NCCL 2.26
+# loads it), and stragglers: a rank delayed on the device by 20 ms per
+# collective (devdelay) is named with its lateness within 20 %; a healthy
+# run names none; a plugin the user chose is kept.
+. "$(dirname "$0")/lib.sh" "$1"
+RT="$B/bin/ranktrace"
+run4() { local out=$1; shift; timeout 120 "$@" "$B/bin/rt-launch" -n 4 "$B/bin/fsdp_mini" --steps 3 \
+  > "$T/$out.log" 2>&1; }
+json() { timeout 60 "$RT" view --json "$T/$1" > "$T/$1.json"; }
+# py DIR EXPR: EXPR over the view --json d, true when it holds
+py() { python3 -c "import json,sys; d=json.load(open('$T/$1.json')); sys.exit(0 if ($2) else 1)"; }
+DEV="d['device']"
+ALL30="len($DEV['ranks']) == 4 and all(r['enqueued'] == 30 and r['started'] == 30 and r['completed'] == 30 for r in $DEV['ranks'])"
+
+sim run4 healthy "$RT" run -o "$T/healthy" --
+check "healthy run exits 0" grep -q 'ranks 0-3 exited 0\|exit 0' "$T/healthy.log"
+json healthy
+check "every rank: 30 collectives enqueued, started and completed on the device" py healthy "$ALL30"
+check "the plugin (API v5) was the source" py healthy "all(r['source'] == 'nccl-profiler-plugin' and r['plugin_version'] == 5 for r in $DEV['ranks'])"
+check "a healthy run names no straggler" py healthy "$DEV['stragglers']['collectives'] == 30 and $DEV['stragglers']['straggler'] is None"
+check "a healthy run has no straggler finding" py healthy "not any(f['id'] == 'straggler' for f in d['findings'])"
+
+sim run4 slow "$RT" run -o "$T/slow" --inject '@collective:devdelay=20ms:rank=2' --
+json slow
+check "devdelay: every collective still completes on every device" py slow "$ALL30"
+check "rank 2, 20 ms late on the device, is the straggler" py slow "$DEV['stragglers']['straggler'] == 2"
+check "its mean lateness is within 20 % of 20 ms" py slow "abs($DEV['stragglers']['ranks'][2]['mean_late_ms'] - 20) <= 4"
+check "it was last into most collectives" py slow "$DEV['stragglers']['ranks'][2]['share'] >= 0.9"
+check "the straggler finding names rank 2" py slow "any(f['id'] == 'straggler' and f['rank'] == 2 for f in d['findings'])"
+timeout 60 "$RT" view "$T/slow" > "$T/slow.txt"
+check "view says so" grep -q 'rank 2 is the straggler: last into' "$T/slow.txt"
+
+SIMGPU_PROFILER_VERSION=4 sim run4 v4 "$RT" run -o "$T/v4" --
+json v4
+check "loaded as NCCL 2.26 would (API v4): the same device records" py v4 "$ALL30 and all(r['plugin_version'] == 4 for r in $DEV['ranks'])"
+
+NCCL_PROFILER_PLUGIN=theirs sim run4 theirs "$RT" run -o "$T/theirs" --
+check "a plugin the user set is kept, and run says so" grep -q 'NCCL_PROFILER_PLUGIN is already theirs: keeping it' "$T/theirs.log"
+json theirs
+check "then no device record comes from ours" py theirs "all(r['started'] == 0 for r in $DEV['ranks'])"
+
+NCCL_PROFILER_PLUGIN="$B/lib/libnccl-profiler-ranktrace.so" sim timeout 60 \
+  "$B/bin/rt-launch" -n 2 "$B/bin/fsdp_mini" --steps 1 > "$T/untraced.log" 2>&1
+check "the plugin without the tracer: NCCL runs without it" test $? -eq 0
+finish

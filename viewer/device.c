@@ -1,0 +1,139 @@
+/* SPDX-License-Identifier: MIT */
+/* device.c - each rank's collectives on the device: enqueued (the API
+ * call), started and completed (rt_dev_coll, from ranktrace's NCCL profiler
+ * plugin or CUDA events), keyed by (comm_id, seq).
+ *
+ * Called from the model's pass, one rank per thread: everything here is the
+ * rank's own. Memory grows with the rank's collectives (an open-addressing
+ * index over an array in enqueue order). A device record NCCL could not tie
+ * to a call (comm_id 0) is only counted. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "device.h"
+#include "model_int.h"
+
+static uint64_t hash(uint64_t comm, uint32_t seq)
+{
+	uint64_t h = (comm ^ ((uint64_t)seq * 0x9E3779B97F4A7C15ull)) * 0xff51afd7ed558ccdull;
+
+	return h ^ (h >> 29);
+}
+
+static int grow(struct rt_vw_devlog *d)
+{
+	uint32_t cap = d->cap ? d->cap * 2 : 256, icap = cap * 2;
+	struct rt_vw_devcoll *v = realloc(d->v, sizeof(*v) * cap);
+	uint32_t *ix;
+
+	if (!v)
+		return -1;
+	d->v = v;
+	ix = malloc(sizeof(*ix) * icap);
+	if (!ix)
+		return -1;
+	memset(ix, 0xff, sizeof(*ix) * icap);
+	for (uint32_t i = 0; i < d->n; i++) {
+		uint32_t k = (uint32_t)hash(v[i].comm_id, v[i].seq) & (icap - 1);
+
+		while (ix[k] != UINT32_MAX)
+			k = (k + 1) & (icap - 1);
+		ix[k] = i;
+	}
+	free(d->ix);
+	d->ix = ix;
+	d->cap = cap;
+	return 0;
+}
+
+/* The record of (comm, seq), made when missing; NULL out of memory. */
+static struct rt_vw_devcoll *entry(struct rt_vw_devlog *d, uint64_t comm, uint32_t seq)
+{
+	uint32_t k;
+
+	if (d->n == d->cap && grow(d) != 0)
+		return NULL;
+	for (k = (uint32_t)hash(comm, seq) & (d->cap * 2 - 1); d->ix[k] != UINT32_MAX;
+	     k = (k + 1) & (d->cap * 2 - 1)) {
+		struct rt_vw_devcoll *c = &d->v[d->ix[k]];
+
+		if (c->comm_id == comm && c->seq == seq)
+			return c;
+	}
+	d->ix[k] = d->n;
+	d->v[d->n] = (struct rt_vw_devcoll){ .comm_id = comm, .seq = seq };
+	return &d->v[d->n++];
+}
+
+static struct rt_vw_devlog *log_of(struct rt_vw_rank *r)
+{
+	if (!r->dev)
+		r->dev = calloc(1, sizeof(*r->dev));
+	return r->dev;
+}
+
+static void on_dev_coll(struct rt_vw_devlog *d, const struct rt_vw_event *e)
+{
+	uint64_t comm = (uint64_t)rt_vw_fld(e, RT_FN_comm_id);
+	int phase = (int)rt_vw_fld(e, RT_FN_dev_phase);
+	struct rt_vw_devcoll *c;
+
+	if (!d->source)
+		d->source = (uint8_t)rt_vw_fld(e, RT_FN_source);
+	d->started += phase == RT_DEV_STARTED;
+	d->completed += phase == RT_DEV_COMPLETED;
+	if (!comm) {
+		d->unbound++;
+		return;
+	}
+	c = entry(d, comm, (uint32_t)rt_vw_fld(e, RT_FN_seq));
+	if (!c)
+		return;
+	if (phase == RT_DEV_STARTED && !c->start_ts)
+		c->start_ts = e->ts;
+	else if (phase == RT_DEV_COMPLETED)
+		c->done_ts = e->ts;
+}
+
+bool rt_vw_dev_event(struct rt_vw_rank *r, const struct rt_vw_event *e)
+{
+	struct rt_vw_devlog *d;
+	uint64_t comm;
+
+	if (e->id == RT_ID_rt_dev_coll || e->id == RT_ID_rt_dev_source) {
+		d = log_of(r);
+		if (!d)
+			return true;
+		if (e->id == RT_ID_rt_dev_coll)
+			on_dev_coll(d, e);
+		else if (!d->source_seen) {
+			d->source_seen = true;
+			d->source = (uint8_t)rt_vw_fld(e, RT_FN_source);
+			d->version = (int)rt_vw_fld(e, RT_FN_version);
+		}
+		return true;
+	}
+	if (rt_events[e->id].role != RT_R_COLL)
+		return false;
+	comm = (uint64_t)rt_vw_fld(e, RT_FN_comm_id);
+	if (!comm || !(d = log_of(r)))
+		return false;
+	struct rt_vw_devcoll *c = entry(d, comm, (uint32_t)rt_vw_fld(e, RT_FN_seq));
+
+	if (c) {
+		c->enq_ts = e->ts;
+		c->kind = (uint8_t)rt_coll_kind_of(e->id);
+		d->enqueued++;
+	}
+	return false;
+}
+
+void rt_vw_dev_free(struct rt_vw_rank *r)
+{
+	if (!r->dev)
+		return;
+	free(r->dev->v);
+	free(r->dev->ix);
+	free(r->dev);
+	r->dev = NULL;
+}

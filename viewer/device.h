@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: MIT */
+/* device.h - collectives on the device (device.c) and stragglers
+ * (straggler.c): what the model keeps per rank, and what the analysis
+ * finds across ranks. */
+#ifndef RT_VW_DEVICE_H
+#define RT_VW_DEVICE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "model.h"
+
+/* One collective of one rank: times on the rank's clock, 0 when not seen. */
+struct rt_vw_devcoll {
+	uint64_t comm_id;
+	uint32_t seq;
+	uint8_t kind; /* enum rt_coll_kind */
+	uint64_t enq_ts, start_ts, done_ts;
+};
+
+struct rt_vw_devlog {
+	struct rt_vw_devcoll *v; /* in the order first seen */
+	uint32_t *ix;            /* open addressing over v, 2 x cap slots */
+	uint32_t n, cap;
+	uint64_t enqueued, started, completed, unbound;
+	uint8_t source;          /* RT_DEV_SRC_*: where device times come from */
+	int version;             /* the plugin's API version */
+	bool source_seen;
+};
+
+/* The model's pass: true when e was a device record (consumed); collective
+ * calls are noted (enqueued) and false returned. */
+bool rt_vw_dev_event(struct rt_vw_rank *r, const struct rt_vw_event *e);
+void rt_vw_dev_free(struct rt_vw_rank *r);
+
+/* Stragglers (straggler.c): per rank, of the collectives every rank of the
+ * communicator started on the device, how often it was the last to start
+ * and its mean lateness then (its start minus the mean of the others'). */
+struct rt_vw_straggle_rank {
+	int rank;
+	uint64_t last;      /* collectives it was last into */
+	double late_ns;     /* mean lateness over those */
+};
+struct rt_vw_straggle {
+	uint64_t colls;         /* collectives started on the device by every rank */
+	double wait_ns;         /* mean over them: last start minus first start */
+	int nranks;
+	struct rt_vw_straggle_rank *r; /* by rank index (t->ranks) */
+	int straggler;          /* rank index named the straggler, or -1 */
+};
+/* Computed once per trace (t->straggle), NULL when no collective has device
+ * times on two ranks or out of memory. */
+const struct rt_vw_straggle *rt_vw_stragglers(struct rt_vw_trace *t);
+/* The finding (id "straggler", a warning) when a straggler is named. */
+void rt_vw_straggler_detect(struct rt_vw_trace *t);
+void rt_vw_straggle_free(struct rt_vw_trace *t);
+
+#endif

@@ -1,0 +1,173 @@
+/* SPDX-License-Identifier: MIT */
+/* straggler.c - who the others wait for when nothing hangs, from device
+ * truth: per collective that every rank of its communicator started on the
+ * device, the last rank to start it and how long the others waited; per
+ * rank, the share of collectives it was last into and its mean lateness
+ * then (its start minus the mean of the others' starts).
+ *
+ * A straggler is named when one rank was last into at least half of at
+ * least RT_VW_STRAGGLE_MIN_COLLS collectives, on average at least
+ * RT_VW_STRAGGLE_MIN_NS late: in a healthy job the last rank changes from
+ * one collective to the next, and is late by scheduling noise only.
+ * Times are the ranks' clocks: one host's clock is shared; ranks on several
+ * hosts compare as well as their clocks agree. Runs after the model's pass,
+ * single-threaded; allocates its result once (t->straggle). */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "device.h"
+#include "model_int.h"
+
+#define RT_VW_STRAGGLE_MIN_COLLS 3
+#define RT_VW_STRAGGLE_MIN_NS 1000000.0
+
+struct start {
+	uint64_t comm_id;
+	uint32_t seq;
+	int ri;
+	uint64_t ts;
+};
+
+static int cmp_start(const void *a, const void *b)
+{
+	const struct start *x = a, *y = b;
+
+	if (x->comm_id != y->comm_id)
+		return x->comm_id < y->comm_id ? -1 : 1;
+	if (x->seq != y->seq)
+		return x->seq < y->seq ? -1 : 1;
+	return x->ri - y->ri;
+}
+
+/* Every device start of every rank, sorted by collective; *n of them. */
+static struct start *gather(const struct rt_vw_trace *t, size_t *n)
+{
+	size_t total = 0, k = 0;
+	struct start *v;
+
+	for (int i = 0; i < t->nranks; i++)
+		total += t->ranks[i].dev ? t->ranks[i].dev->n : 0;
+	v = malloc(sizeof(*v) * (total ? total : 1));
+	if (!v)
+		return NULL;
+	for (int i = 0; i < t->nranks; i++) {
+		const struct rt_vw_devlog *d = t->ranks[i].dev;
+
+		for (uint32_t j = 0; d && j < d->n; j++)
+			if (d->v[j].start_ts)
+				v[k++] = (struct start){ d->v[j].comm_id, d->v[j].seq, i, d->v[j].start_ts };
+	}
+	qsort(v, k, sizeof(*v), cmp_start);
+	*n = k;
+	return v;
+}
+
+/* One collective's starts g[0..k): the last rank's lateness, the wait. */
+static void judge(struct rt_vw_straggle *s, const struct start *g, size_t k)
+{
+	size_t last = 0;
+	uint64_t first = g[0].ts;
+	double others = 0;
+
+	for (size_t i = 1; i < k; i++) {
+		if (g[i].ts > g[last].ts)
+			last = i;
+		if (g[i].ts < first)
+			first = g[i].ts;
+	}
+	for (size_t i = 0; i < k; i++)
+		if (i != last)
+			others += (double)g[i].ts;
+	others /= (double)(k - 1);
+	s->colls++;
+	s->wait_ns += (double)(g[last].ts - first);
+	s->r[g[last].ri].last++;
+	s->r[g[last].ri].late_ns += (double)g[last].ts - others;
+}
+
+static void name_straggler(struct rt_vw_straggle *s)
+{
+	int best = -1;
+
+	for (int i = 0; i < s->nranks; i++) {
+		if (s->r[i].last)
+			s->r[i].late_ns /= (double)s->r[i].last;
+		if (best < 0 || s->r[i].last > s->r[best].last)
+			best = i;
+	}
+	if (s->colls)
+		s->wait_ns /= (double)s->colls;
+	s->straggler = -1;
+	if (best >= 0 && s->colls >= RT_VW_STRAGGLE_MIN_COLLS && 2 * s->r[best].last >= s->colls &&
+	    s->r[best].late_ns >= RT_VW_STRAGGLE_MIN_NS)
+		s->straggler = best;
+}
+
+static struct rt_vw_straggle *analyse(struct rt_vw_trace *t)
+{
+	struct rt_vw_straggle *s = calloc(1, sizeof(*s));
+	size_t n = 0;
+	struct start *v;
+
+	if (!s)
+		return NULL;
+	s->r = calloc((size_t)(t->nranks ? t->nranks : 1), sizeof(*s->r));
+	v = gather(t, &n);
+	if (!s->r || !v) {
+		free(v);
+		free(s->r);
+		free(s);
+		return NULL;
+	}
+	s->nranks = t->nranks;
+	for (int i = 0; i < t->nranks; i++)
+		s->r[i].rank = t->ranks[i].meta.rank;
+	for (size_t i = 0, j; i < n; i = j) {
+		for (j = i + 1; j < n && v[j].comm_id == v[i].comm_id && v[j].seq == v[i].seq; j++)
+			;
+		if (j - i >= 2 && (int)(j - i) >= rt_vw_comm_size(t, v[i].comm_id))
+			judge(s, &v[i], j - i);
+	}
+	free(v);
+	name_straggler(s);
+	return s;
+}
+
+const struct rt_vw_straggle *rt_vw_stragglers(struct rt_vw_trace *t)
+{
+	if (!t->straggle_done) {
+		t->straggle_done = true;
+		t->straggle = analyse(t);
+	}
+	return t->straggle && t->straggle->colls ? t->straggle : NULL;
+}
+
+void rt_vw_straggler_detect(struct rt_vw_trace *t)
+{
+	const struct rt_vw_straggle *s = rt_vw_stragglers(t);
+	const struct rt_vw_straggle_rank *r;
+	int n = t->nfindings;
+
+	if (!s || s->straggler < 0)
+		return;
+	r = &s->r[s->straggler];
+	rt_vw_add_rank_finding(t, r->rank, 36, RT_V_HEALTHY, "rank %d is the straggler: last into %.0f %% of collectives (%llu of %llu), "
+		 "on average %.1f ms after the others; the others waited %.1f ms per collective",
+		 r->rank, 100.0 * (double)r->last / (double)s->colls, (unsigned long long)r->last,
+		 (unsigned long long)s->colls, r->late_ns / 1e6, s->wait_ns / 1e6);
+	if (t->nfindings > n) {
+		t->findings[n].level = RT_VW_WARNING;
+		t->findings[n].id = "straggler";
+		t->findings[n].advice = "look at what that rank does before its collectives "
+			"(`ranktrace export --perfetto`: its device track starts late); `view --json` "
+			"has each rank's share";
+	}
+}
+
+void rt_vw_straggle_free(struct rt_vw_trace *t)
+{
+	if (t->straggle)
+		free(t->straggle->r);
+	free(t->straggle);
+	t->straggle = NULL;
+}
