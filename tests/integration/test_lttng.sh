@@ -18,11 +18,16 @@ daemon_gone() {
   [ -z "$pid" ] || ! kill -0 "$pid" 2>/dev/null
 }
 # view --json without what differs by nature: the directory, seconds since the
-# last event, and the run's own ids (thread ids, NCCL's random unique id)
+# last event, the run's own ids (thread ids, NCCL's random unique id) and
+# device-side timings (who is last into a collective by microseconds)
 norm_view() { python3 -c '
 import json, sys
 j = json.load(open(sys.argv[1]))
 j.pop("dir", None)
+s = (j.get("device") or {}).get("stragglers")
+if s:
+    s.pop("mean_wait_ms", None)
+    s["ranks"] = [r["rank"] for r in s["ranks"]]
 for r in j.get("ranks", []):
     r.pop("idle_s", None)
     for c in r.get("open_calls", []):
