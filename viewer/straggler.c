@@ -146,22 +146,23 @@ void rt_vw_straggler_detect(struct rt_vw_trace *t)
 {
 	const struct rt_vw_straggle *s = rt_vw_stragglers(t);
 	const struct rt_vw_straggle_rank *r;
-	int n = t->nfindings;
+	struct rt_vw_finding *f;
 
 	if (!s || s->straggler < 0)
 		return;
 	r = &s->r[s->straggler];
-	rt_vw_add_rank_finding(t, r->rank, 36, RT_V_HEALTHY, "rank %d is the straggler: last into %.0f %% of collectives (%llu of %llu), "
-		 "on average %.1f ms after the others; the others waited %.1f ms per collective",
-		 r->rank, 100.0 * (double)r->last / (double)s->colls, (unsigned long long)r->last,
-		 (unsigned long long)s->colls, r->late_ns / 1e6, s->wait_ns / 1e6);
-	if (t->nfindings > n) {
-		t->findings[n].level = RT_VW_WARNING;
-		t->findings[n].id = "straggler";
-		t->findings[n].advice = "look at what that rank does before its collectives "
-			"(`ranktrace export --perfetto`: its device track starts late); `view --json` "
-			"has each rank's share";
-	}
+	f = rt_vw_add_rank_finding(t, r->rank, 36, RT_V_HEALTHY,
+				   " is the straggler: last into %.0f %% of collectives (%llu of %llu), "
+				   "on average %.1f ms after the others; the others waited %.1f ms per "
+				   "collective", 100.0 * (double)r->last / (double)s->colls,
+				   (unsigned long long)r->last, (unsigned long long)s->colls,
+				   r->late_ns / 1e6, s->wait_ns / 1e6);
+	if (!f)
+		return;
+	f->level = RT_VW_WARNING;
+	f->id = "straggler";
+	f->advice = "look at what that rank does before its collectives (`ranktrace export "
+		    "--perfetto`: its device track starts late); `view --json` has each rank's share";
 }
 
 void rt_vw_straggle_free(struct rt_vw_trace *t)

@@ -33,6 +33,11 @@ check "the straggler finding names rank 2" py slow "any(f['id'] == 'straggler' a
 timeout 60 "$RT" view "$T/slow" > "$T/slow.txt"
 check "view says so" grep -q 'rank 2 is the straggler: last into' "$T/slow.txt"
 
+SIMGPU_SYNC=1 sim run4 sync "$RT" run -o "$T/sync" --inject '@collective:devdelay=20ms:rank=2' --
+json sync
+check "synchronous simulator (collectives inside the call): the same records, the same straggler" \
+  py sync "$ALL30 and $DEV['stragglers']['straggler'] == 2"
+
 SIMGPU_PROFILER_VERSION=4 sim run4 v4 "$RT" run -o "$T/v4" --
 json v4
 check "loaded as NCCL 2.26 would (API v4): the same device records" py v4 "$ALL30 and all(r['plugin_version'] == 4 for r in $DEV['ranks'])"
