@@ -20,4 +20,24 @@ int rt_mkdir_p(const char *path, mode_t parent_mode, mode_t leaf_mode);
  * units, "4096i", overflow) leaving *out alone. */
 int rt_parse_size(const char *s, uint64_t *out);
 
+/* Room for element n of arr (elements of el bytes, *cap of them): arr when
+ * n < *cap; else the array grown to twice *cap (first when empty), at most
+ * max elements (0: no limit), *cap updated. NULL when out of memory or at
+ * max: arr and *cap are then unchanged (still valid, still owned). */
+void *rt_grow(void *arr, size_t n, size_t *cap, size_t el, size_t first, size_t max);
+
+/* RT_GROW(arr, n, cap, first, max): rt_grow on an array variable and its
+ * capacity (any integer type); true when arr[n] may be written. */
+#define RT_GROW(arr, n, cap, first, max)                                                  \
+	__extension__({                                                                   \
+		size_t rt_cap_ = (size_t)(cap);                                           \
+		void *rt_arr_ = rt_grow((arr), (size_t)(n), &rt_cap_, sizeof(*(arr)), (first), \
+					(max));                                           \
+		if (rt_arr_) {                                                            \
+			(arr) = rt_arr_;                                                  \
+			(cap) = (__typeof__(cap))rt_cap_;                                 \
+		}                                                                         \
+		rt_arr_ != NULL;                                                          \
+	})
+
 #endif

@@ -23,6 +23,7 @@
 
 #include "model.h"
 #include "model_int.h"
+#include "rt_util.h"
 
 static size_t hash_ptr(uint64_t p, size_t cap)
 {
@@ -91,16 +92,9 @@ static void ix_add(struct rt_vw_alloc_map *m, uint64_t lo, uint64_t size)
 		ix_off(m, 2);
 		return;
 	}
-	if (m->nix == m->ixcap) {
-		size_t cap = m->ixcap ? m->ixcap * 2 : 64;
-		void *n = cap <= IX_MAX ? realloc(m->ix, sizeof(*m->ix) * cap) : NULL;
-
-		if (!n) {
-			ix_off(m, 1);
-			return;
-		}
-		m->ix = n;
-		m->ixcap = cap;
+	if (!RT_GROW(m->ix, m->nix, m->ixcap, 64, IX_MAX)) {
+		ix_off(m, 1);
+		return;
 	}
 	memmove(&m->ix[i + 1], &m->ix[i], (m->nix - i) * sizeof(*m->ix));
 	m->ix[i] = (struct rt_vw_range){ lo, hi };

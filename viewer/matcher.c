@@ -14,6 +14,7 @@
  * One thread: the parallel pass's replay (parallel.c) or a test feeding
  * rank models through rt_vw_matcher_sink. Calls nothing of the pass. */
 #include <inttypes.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +22,7 @@
 
 #include "model.h"
 #include "model_int.h"
+#include "rt_util.h"
 
 struct rt_vw_centry {
 	uint64_t comm_id;
@@ -42,15 +44,8 @@ static struct rt_vw_comm *comm_find(const struct rt_vw_trace *t, uint64_t id)
 
 static struct rt_vw_comm *comm_add(struct rt_vw_trace *t, uint64_t id)
 {
-	if (t->ncomms == t->comms_cap) {
-		int cap = t->comms_cap ? t->comms_cap * 2 : 16;
-		void *p = realloc(t->comms, sizeof(*t->comms) * (size_t)cap);
-
-		if (!p)
-			return NULL;
-		t->comms = p;
-		t->comms_cap = cap;
-	}
+	if (!RT_GROW(t->comms, t->ncomms, t->comms_cap, 16, INT_MAX))
+		return NULL;
 	t->comms[t->ncomms] = (struct rt_vw_comm){ id, 0, false, false };
 	return &t->comms[t->ncomms++];
 }

@@ -19,6 +19,7 @@
  * placement, rt_vw_alloc_at). Which event does what comes from the call
  * tables: the runtime's by event id, the driver's by driver_api.def's role. */
 #include "model_int.h"
+#include "rt_util.h"
 
 /* One physical allocation (cuMemCreate) of a rank. */
 struct vmm_handle {
@@ -311,14 +312,7 @@ void rt_vw_mem_note(struct rt_vw_rank *r, int dev)
 {
 	if (!r->keep_mem || dev < 0 || dev >= RT_VW_MAX_DEV)
 		return;
-	if (r->nmem == r->mem_cap) {
-		uint32_t cap = r->mem_cap ? r->mem_cap * 2 : 256;
-		void *p = realloc(r->mem, sizeof(*r->mem) * cap);
-
-		if (!p)
-			return;
-		r->mem = p;
-		r->mem_cap = cap;
-	}
+	if (!RT_GROW(r->mem, r->nmem, r->mem_cap, 256, UINT32_MAX))
+		return;
 	r->mem[r->nmem++] = (struct rt_vw_mem_change){ r->events, r->cur_ts, r->dev_bytes[dev], dev };
 }

@@ -16,31 +16,8 @@
 #include "model.h"
 #include "model_int.h"
 #include "read_bt2.h"
-
-/* Heap entries carry the key inline: with a thousand ranks, comparing
- * through pointers to the sources costs a cache miss per level. */
-struct hnode {
-	uint64_t ts;
-	struct rt_vw_src *s;
-};
-
-static void heap_down(struct hnode *h, int n, int i)
-{
-	struct hnode x = h[i];
-
-	for (;;) {
-		int l = 2 * i + 1, c;
-
-		if (l >= n)
-			break;
-		c = l + 1 < n && h[l + 1].ts < h[l].ts ? l + 1 : l;
-		if (h[c].ts >= x.ts)
-			break;
-		h[i] = h[c];
-		i = c;
-	}
-	h[i] = x;
-}
+#include "rt_heap.h"
+#include "rt_util.h"
 
 void rt_vw_note_damage(struct rt_vw_trace *t, int ri, const char *msg)
 {
@@ -62,7 +39,9 @@ int rt_vw_rank_index(const struct rt_vw_trace *t, int rank)
 static int merge_streams(struct rt_vw_trace *t, struct rt_vw_src *srcs, int nsrc,
 			 void (*fn)(void *arg, int rank, const struct rt_vw_event *e), void *arg)
 {
-	struct hnode *heap = calloc((size_t)nsrc + 1, sizeof(*heap));
+	/* the key inline: with a thousand ranks, comparing through pointers
+	 * to the sources costs a cache miss per level */
+	struct rt_heap_node *heap = calloc((size_t)nsrc + 1, sizeof(*heap));
 	int hn = 0;
 
 	if (!heap)
@@ -71,29 +50,27 @@ static int merge_streams(struct rt_vw_trace *t, struct rt_vw_src *srcs, int nsrc
 		int rc = rt_vw_cursor_next(srcs[k].c, &srcs[k].e);
 
 		if (rc == 1)
-			heap[hn++] = (struct hnode){ rt_vw_order_ts(&srcs[k].e), &srcs[k] };
+			heap[hn++] = (struct rt_heap_node){ rt_vw_order_ts(&srcs[k].e), k };
 		else if (rc < 0 && t)
 			rt_vw_note_damage(t, srcs[k].rank, rt_vw_cursor_error(srcs[k].c));
 	}
-	for (int i = hn / 2 - 1; i >= 0; i--)
-		heap_down(heap, hn, i);
+	rt_heap_build(heap, hn); /* by (time, source) */
 	while (hn > 0) {
-		struct rt_vw_src *s = heap[0].s;
+		int k = heap[0].idx;
+		struct rt_vw_src *s = &srcs[k];
 		int rc;
 
 		fn(arg, s->rank, &s->e);
 		rc = rt_vw_cursor_next(s->c, &s->e);
 		if (rc == 1) {
-			heap[0].ts = rt_vw_order_ts(&s->e);
+			rt_heap_replace_top(heap, hn, (struct rt_heap_node){ rt_vw_order_ts(&s->e), k });
 		} else {
 			if (rc < 0 && t)
 				rt_vw_note_damage(t, s->rank, rt_vw_cursor_error(s->c));
 			if (t)
 				t->ranks[s->rank].discarded += rt_vw_cursor_info(s->c)->discarded;
-			heap[0] = heap[--hn];
+			hn = rt_heap_pop(heap, hn);
 		}
-		if (hn > 1)
-			heap_down(heap, hn, 0);
 	}
 	free(heap);
 	return 0;
@@ -180,15 +157,10 @@ int rt_vw_open_sources(struct rt_vw_trace *t, struct rt_vw_src **out, int *nout)
 					!strncmp(streams[g], streams[k], (size_t)base); g++)
 				;
 
-			if (nsrc == cap) {
-				void *p = realloc(srcs, sizeof(*srcs) * (size_t)(cap = cap ? cap * 2 : 64));
-
-				if (!p) {
-					rt_vw_free_names(streams, ns);
-					free(srcs);
-					return -1;
-				}
-				srcs = p;
+			if (!RT_GROW(srcs, nsrc, cap, 64, 0)) {
+				rt_vw_free_names(streams, ns);
+				free(srcs);
+				return -1;
 			}
 			srcs[nsrc].c = rt_vw_cursor_open_chain(rd, streams + k, g - k, e2, sizeof(e2));
 			srcs[nsrc].rank = i;

@@ -19,6 +19,7 @@
 #include "device.h"
 #include "model.h"
 #include "model_int.h"
+#include "rt_util.h"
 
 const char *const rt_vw_verdict_names[RT_V_COUNT] = {
 	"healthy", "skipped-fsdp-root", "device-misplacement", "collective-mismatch", "crashed",
@@ -102,15 +103,8 @@ static void on_param(struct rt_vw_rank *r, const struct rt_vw_event *e)
 			break;
 		}
 	if (!p) {
-		if (r->nparams == r->params_cap) {
-			uint32_t cap = r->params_cap ? r->params_cap * 2 : 64;
-			void *q = realloc(r->params, sizeof(*r->params) * cap);
-
-			if (!q)
-				return;
-			r->params = q;
-			r->params_cap = cap;
-		}
+		if (!RT_GROW(r->params, r->nparams, r->params_cap, 64, UINT32_MAX))
+			return;
 		p = &r->params[r->nparams++];
 		memset(p, 0, sizeof(*p)); /* realloc'd: was_meta read below */
 		snprintf(p->name, sizeof(p->name), "%s", name);
@@ -347,16 +341,7 @@ static void on_collective(const struct rt_vw_sink *to, unsigned flags, int ri, s
 		if (rt_ck_is_p2p(ck))
 			s.root = (int32_t)rt_vw_fld(e, RT_FN_peer);
 		if ((flags & RT_VW_KEEP_CALLS) && r->ncalls < RT_VW_MAX_CALLS) {
-			if (r->ncalls == r->calls_cap) {
-				uint32_t cap = r->calls_cap ? r->calls_cap * 2 : 64;
-				void *p = realloc(r->calls, sizeof(*r->calls) * cap);
-
-				if (p) {
-					r->calls = p;
-					r->calls_cap = cap;
-				}
-			}
-			if (r->ncalls < r->calls_cap)
+			if (RT_GROW(r->calls, r->ncalls, r->calls_cap, 64, UINT32_MAX))
 				r->calls[r->ncalls++] = (struct rt_vw_call_sig){ s.kind, s.dtype, s.op, s.root,
 										 s.count, comm, seq };
 		}

@@ -38,6 +38,7 @@
 #include "model.h"
 #include "model_int.h"
 #include "env.h"
+#include "rt_heap.h"
 
 enum { LOG_LEARN, LOG_JOIN, LOG_MATCH, LOG_LEARN_LOCAL };
 enum { RT_CHUNK = 1024, RT_LOOKAHEAD = 2 };
@@ -212,57 +213,6 @@ static const struct rec *log_peek(struct rt_vw_log *l)
 	return &l->head->r[l->head_i];
 }
 
-/* Heap of ranks by their next record: (clock, rank). */
-struct head {
-	uint64_t ts;
-	int ri;
-};
-
-static bool before(const struct head *a, const struct head *b)
-{
-	return (a->ts < b->ts) | ((a->ts == b->ts) & (a->ri < b->ri)); /* ties are common */
-}
-
-#define LATEST ((struct head){ UINT64_MAX, INT_MAX }) /* h[n]: later than all */
-
-/* The top replaced by x, which is usually later than all: the hole goes
- * down to a leaf by the earlier child (one comparison a level, no branch:
- * with ranks on one clock, ties are the rule and a branch is a coin toss),
- * x then up from there (Floyd's trick; half the comparisons of a sift). */
-static void replace_top(struct head *h, int n, struct head x)
-{
-	int i = 0, c;
-
-	while ((c = 2 * i + 1) < n) {
-		c += before(&h[c + 1], &h[c]);
-		h[i] = h[c];
-		i = c;
-	}
-	while (i > 0 && before(&x, &h[(i - 1) / 2])) {
-		h[i] = h[(i - 1) / 2];
-		i = (i - 1) / 2;
-	}
-	h[i] = x;
-}
-
-static void sift(struct head *h, int n, int i)
-{
-	struct head x = h[i];
-
-	for (;;) {
-		int l = 2 * i + 1, c;
-
-		if (l >= n)
-			break;
-		c = l + 1 < n && before(&h[l + 1], &h[l]) ? l + 1 : l;
-		if (!before(&h[c], &x))
-			break;
-		h[i] = h[c];
-		i = c;
-	}
-	h[i] = x;
-}
-
 static void apply(struct rt_vw_matcher *m, int ri, const struct rec *r)
 {
 	if (r->s.seen == LOG_LEARN || r->s.seen == LOG_LEARN_LOCAL)
@@ -276,18 +226,16 @@ static void apply(struct rt_vw_matcher *m, int ri, const struct rec *r)
 
 /* Replay job: every record of finished rounds (lim[ri] per rank), merged
  * in (clock, rank), into the matcher. h: room for a head per rank. */
-static void replay(struct pass *p, const uint64_t *lim, struct head *h)
+static void replay(struct pass *p, const uint64_t *lim, struct rt_heap_node *h)
 {
 	int n = 0, nr = p->t->nranks;
 
 	for (int i = 0; i < nr; i++)
 		if (p->logs[i].used < lim[i])
-			h[n++] = (struct head){ log_peek(&p->logs[i])->ts, i };
-	for (int i = n / 2 - 1; i >= 0; i--)
-		sift(h, n, i);
-	h[n] = LATEST;
+			h[n++] = (struct rt_heap_node){ log_peek(&p->logs[i])->ts, i };
+	rt_heap_build(h, n); /* by (clock, rank) */
 	while (n > 0) {
-		int ri = h[0].ri;
+		int ri = h[0].idx;
 		struct rt_vw_log *l = &p->logs[ri];
 
 		apply(p->m, ri, log_peek(l));
@@ -295,13 +243,10 @@ static void replay(struct pass *p, const uint64_t *lim, struct head *h)
 		 * prefetcher: fetch this log's next line ahead */
 		__builtin_prefetch(&l->head->r[l->head_i + 3 < RT_CHUNK ? l->head_i + 3 : l->head_i]);
 		l->head_i++;
-		if (++l->used < lim[ri]) {
-			replace_top(h, n, (struct head){ log_peek(l)->ts, ri });
-		} else {
-			h[0] = h[--n];
-			h[n] = LATEST;
-			sift(h, n, 0);
-		}
+		if (++l->used < lim[ri])
+			rt_heap_replace_top(h, n, (struct rt_heap_node){ log_peek(l)->ts, ri });
+		else
+			n = rt_heap_pop(h, n);
 	}
 }
 
@@ -382,7 +327,7 @@ static void *worker(void *arg)
 	struct pass *p = ((struct worker_arg *)arg)->p;
 	int id = ((struct worker_arg *)arg)->id, nr = p->t->nranks;
 	uint64_t *lim = malloc(sizeof(*lim) * ((size_t)nr + 1));
-	struct head *h = malloc(sizeof(*h) * ((size_t)nr + 1));
+	struct rt_heap_node *h = malloc(sizeof(*h) * ((size_t)nr + 1));
 
 	pthread_mutex_lock(&p->mu);
 	if (!lim || !h)

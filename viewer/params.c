@@ -9,6 +9,7 @@
 #include <fnmatch.h>
 
 #include "model_int.h"
+#include "rt_util.h"
 
 const char *const rt_vw_place_names[RT_P_COUNT] = { "cuda", "cpu", "meta", "storage-freed",
 						    "wrong-device" };
@@ -89,15 +90,8 @@ static bool same_place(const struct rt_vw_placement *a, const struct rt_vw_place
 static void record_change(struct rt_vw_rank *r, const struct rt_vw_param *p,
 			  const struct rt_vw_placement *pl)
 {
-	if (r->nchanges == r->changes_cap) {
-		uint32_t cap = r->changes_cap ? r->changes_cap * 2 : 64;
-		void *q = cap > (1u << 22) ? NULL : realloc(r->changes, sizeof(*r->changes) * cap);
-
-		if (!q)
-			return;
-		r->changes = q;
-		r->changes_cap = cap;
-	}
+	if (!RT_GROW(r->changes, r->nchanges, r->changes_cap, 64, 1u << 22))
+		return;
 	r->changes[r->nchanges++] = (struct rt_vw_param_change){
 		.ts = pl->ts, .param = (uint32_t)(p - r->params), .point = r->param_point,
 		.from = p->last.place, .to = pl->place, .from_dev = p->last.device, .to_dev = pl->device,

@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #include "read_bt2_int.h"
+#include "rt_util.h"
 
 static int payload_index(const bt_field_class *fc, const char *name, uint8_t *type)
 {
@@ -152,15 +153,8 @@ static struct proc *proc_of(struct reader *r, int64_t vpid)
 	for (int i = r->nprocs - 1; i >= 0; i--)
 		if (r->procs[i].vpid == vpid)
 			return &r->procs[i];
-	if (r->nprocs == r->procs_cap) {
-		int cap = r->procs_cap ? 2 * r->procs_cap : 16;
-
-		p = realloc(r->procs, sizeof(*p) * (size_t)cap);
-		if (!p)
-			return NULL;
-		r->procs = p;
-		r->procs_cap = cap;
-	}
+	if (!RT_GROW(r->procs, r->nprocs, r->procs_cap, 16, 0))
+		return NULL;
 	p = &r->procs[r->nprocs++];
 	memset(p, 0, sizeof(*p));
 	p->vpid = vpid;

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "reader.h"
+#include "rt_util.h"
 
 #define RT_VW_MAX_METADATA (1 << 20) /* ours are a few KiB */
 
@@ -221,13 +222,8 @@ static int list(const char *dir, const char *prefix, bool want_dirs, char ***out
 		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
 		if (want_dirs && (lstat(path, &st) != 0 || !S_ISDIR(st.st_mode)))
 			continue;
-		if (n == cap) {
-			char **p = realloc(names, sizeof(*names) * (size_t)(cap = cap ? cap * 2 : 16));
-
-			if (!p)
-				break;
-			names = p;
-		}
+		if (!RT_GROW(names, n, cap, 16, 0))
+			break;
 		names[n] = strdup(de->d_name);
 		if (names[n])
 			n++;
