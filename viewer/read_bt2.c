@@ -282,9 +282,8 @@ static void on_event(struct reader *r, const bt_message *msg)
 			  x, i, pay);
 	p->nbytes += d->size;
 	if (x->id == RT_ID_rt_rank && p->nccl_rank < 0) {
-		p->nccl_rank = (int)rt_field_get(x->id, p->bytes + rc->off, rt_field_index(x->id, "rank"));
-		p->nccl_world = (int)rt_field_get(x->id, p->bytes + rc->off,
-						  rt_field_index(x->id, "nranks"));
+		p->nccl_rank = (int)rt_field_value(x->id, p->bytes + rc->off, RT_FN_rank);
+		p->nccl_world = (int)rt_field_value(x->id, p->bytes + rc->off, RT_FN_nranks);
 	}
 	r->events++;
 	return;
