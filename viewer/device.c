@@ -7,6 +7,7 @@
  * rank's own. Memory grows with the rank's collectives (an open-addressing
  * index over an array in enqueue order). A device record NCCL could not tie
  * to a call (comm_id 0) is only counted. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -136,4 +137,36 @@ void rt_vw_dev_free(struct rt_vw_rank *r)
 	free(r->dev->ix);
 	free(r->dev);
 	r->dev = NULL;
+}
+
+/* Perfetto (export.c's JSON): each rank's collectives as slices from device
+ * start to completion on a track of their own ("device: collectives"), with
+ * how long each waited on its stream after the call enqueued it. Writes
+ * ",\n"-separated events after the ones already written. */
+void rt_vw_dev_perfetto(FILE *f, const struct rt_vw_trace *t, uint64_t t0)
+{
+	for (int i = 0; i < t->nranks; i++) {
+		const struct rt_vw_rank *r = &t->ranks[i];
+		const struct rt_vw_devlog *d = r->dev;
+
+		if (!r->readable || !d || !d->started)
+			continue;
+		fprintf(f, ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":%llu,"
+			"\"args\":{\"name\":\"device: collectives\"}}", r->meta.rank, RT_VW_DEV_TRACK);
+		for (uint32_t j = 0; j < d->n; j++) {
+			const struct rt_vw_devcoll *c = &d->v[j];
+
+			if (!c->start_ts || c->start_ts < t0 || c->done_ts < c->start_ts)
+				continue;
+			fprintf(f, ",\n{\"ph\":\"X\",\"pid\":%d,\"tid\":%llu,\"ts\":%.3f,\"dur\":%.3f,"
+				"\"name\":\"%s #%u\",\"cat\":\"device\",\"args\":{\"comm_id\":\"%016llx\","
+				"\"seq\":%u,\"queued_us\":%.3f}}", r->meta.rank, RT_VW_DEV_TRACK,
+				(double)(c->start_ts - t0) / 1e3,
+				c->done_ts ? (double)(c->done_ts - c->start_ts) / 1e3 : 0.0,
+				c->kind < RT_CK_COUNT ? rt_coll_names[c->kind] : "collective", c->seq,
+				(unsigned long long)c->comm_id, c->seq,
+				c->enq_ts && c->enq_ts <= c->start_ts
+					? (double)(c->start_ts - c->enq_ts) / 1e3 : 0.0);
+		}
+	}
 }

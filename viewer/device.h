@@ -6,6 +6,7 @@
 #define RT_VW_DEVICE_H
 
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdint.h>
 
 #include "model.h"
@@ -32,6 +33,9 @@ struct rt_vw_devlog {
  * calls are noted (enqueued) and false returned. */
 bool rt_vw_dev_event(struct rt_vw_rank *r, const struct rt_vw_event *e);
 void rt_vw_dev_free(struct rt_vw_rank *r);
+/* Perfetto: device-side slices per rank on their own track (RT_VW_DEV_TRACK). */
+#define RT_VW_DEV_TRACK 0x20000000ull
+void rt_vw_dev_perfetto(FILE *f, const struct rt_vw_trace *t, uint64_t t0);
 
 /* Stragglers (straggler.c): per rank, of the collectives every rank of the
  * communicator started on the device, how often it was the last to start

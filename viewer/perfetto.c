@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "device.h"
 #include "export.h"
 #include "export_int.h"
 
@@ -232,6 +233,8 @@ int rt_vw_export_perfetto(const struct rt_vw_trace *t, FILE *f)
 		fputs("\"}}", f);
 	}
 	rc = rt_vw_foreach(t, pf_event, &p);
+	if (!p.first)
+		rt_vw_dev_perfetto(f, t, p.t0); /* device.c: collectives on the device */
 	for (int i = 0; i < t->nranks; i++)
 		pf_placement_changes(&p, &t->ranks[i]);
 	fputs("\n]}\n", f);

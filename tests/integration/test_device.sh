@@ -33,6 +33,19 @@ check "the straggler finding names rank 2" py slow "any(f['id'] == 'straggler' a
 timeout 60 "$RT" view "$T/slow" > "$T/slow.txt"
 check "view says so" grep -q 'rank 2 is the straggler: last into' "$T/slow.txt"
 
+timeout 60 "$RT" export "$T/slow" --perfetto "$T/slow.pf.json" > /dev/null 2>&1
+check "Perfetto: 30 device-side slices per rank on a track of their own" python3 -c "
+import json, sys
+ev = json.load(open('$T/slow.pf.json'))['traceEvents']
+dev = [e for e in ev if e.get('cat') == 'device']
+names = [e for e in ev if e.get('name') == 'thread_name' and e['args']['name'] == 'device: collectives']
+sys.exit(0 if len(names) == 4 and all(sum(e['pid'] == r for e in dev) == 30 for r in range(4)) else 1)"
+check "Perfetto: rank 2's collectives waited ~20 ms on their stream, the others' did not" python3 -c "
+import json, sys
+dev = [e for e in json.load(open('$T/slow.pf.json'))['traceEvents'] if e.get('cat') == 'device']
+q = lambda r: sorted(e['args']['queued_us'] for e in dev if e['pid'] == r)[15]
+sys.exit(0 if abs(q(2) - 20000) < 4000 and q(0) < 2000 else 1)"
+
 SIMGPU_SYNC=1 sim run4 sync "$RT" run -o "$T/sync" --inject '@collective:devdelay=20ms:rank=2' --
 json sync
 check "synchronous simulator (collectives inside the call): the same records, the same straggler" \
