@@ -2,11 +2,12 @@
 /* cmd_bisect.c - `ranktrace bisect`: find the first version or commit whose
  * traced run shows a failure signature.
  *
- * This file parses and checks the arguments, lists the candidates
- * (bisect_cands.c), creates BISECT_DIR and hands over to the rounds
- * (bisect_search.c). Every check on the user's input happens before
- * anything is created: a bad input prints one message and exits 2 with
- * nothing written. `--resume -o DIR` re-reads the arguments saved in DIR.
+ * The command layer of the bisect module (bisect/bisect.h): this file
+ * parses and checks the arguments, lists the candidates (bisect/cands.c),
+ * creates BISECT_DIR and hands over to the rounds (bisect/search.c). Every
+ * check on the user's input happens before anything is created: a bad
+ * input prints one message and exits 2 with nothing written. `--resume -o
+ * DIR` re-reads the arguments saved in DIR.
  * Exit status: 0 first bad found, 1 not found (or an endpoint misjudged),
  * 2 usage, 130 interrupted (state saved). */
 #include <dirent.h>
@@ -275,7 +276,7 @@ static bool runnable(const struct bs_opts *o)
 }
 
 /* Parse argv into x->o. 0, 1 after --help, or 2 after a message. */
-int bs_parse(struct bs_ctx *x, int argc, char **argv)
+static int parse_args(struct bs_ctx *x, int argc, char **argv)
 {
 	struct bs_opts *o = &x->o;
 	int c, rc, nsources = 0;
@@ -406,7 +407,7 @@ static int resume(struct bs_ctx *x, bool json)
 		return BS_EXIT_USAGE;
 	x->argc = argc;
 	x->argv = argv;
-	rc = bs_parse(x, argc, argv);
+	rc = parse_args(x, argc, argv);
 	if (rc)
 		return rc == 1 ? BS_EXIT_USAGE : rc;
 	x->o.json |= json;
@@ -434,7 +435,7 @@ int rt_cli_cmd_bisect(int argc, char **argv)
 	}
 	x.self[k] = '\0';
 	cache_dir(&x);
-	rc = bs_parse(&x, argc, argv);
+	rc = parse_args(&x, argc, argv);
 	if (rc)
 		return rc == 1 ? 0 : rc;
 	if (x.o.resume)

@@ -252,7 +252,7 @@ struct run {
 	enum rt_cli_join join;
 	const char *max_size, *min_free, *ring, *backend;
 	char max_env[24], free_env[24], ring_env[24];
-	struct rt_cli_lttng lttng;
+	struct rt_lttng lttng;
 	bool lttng_kernel, use_lttng, traced, allow_untraced, cupti;
 	char err[PATH_MAX + 400];
 };
@@ -347,7 +347,7 @@ static int run_check(struct run *o)
 			"(set RANKTRACE_LIB)\n");
 		return EXIT_USAGE;
 	}
-	if (o->use_lttng && rt_cli_lttng_provider(o->lib) != 0) {
+	if (o->use_lttng && rt_lttng_provider(o->lib) != 0) {
 		fprintf(stderr, "ranktrace run: --backend lttng: this build has no LTTng provider "
 			"(libranktrace-lttng.so next to libranktrace.so; LTTng-UST was not found "
 			"when it was built)\n");
@@ -426,7 +426,7 @@ static int run_environment(struct run *o)
 		return EXIT_USAGE;
 	if (o->traced) {
 		if (o->use_lttng) /* LTTng's fork() helper: children that do not exec */
-			rt_cli_lttng_fork_helper(prepend_preload);
+			rt_lttng_fork_helper(prepend_preload);
 		prepend_preload(o->lib);
 		setenv(RT_ENV_NAME(DIR), o->abs, 1);
 		setenv(RT_ENV_NAME(RUN_ID), o->run_id, 1);
@@ -449,7 +449,7 @@ static int run_environment(struct run *o)
 		unsetenv(RT_ENV_NAME(INJECT));
 	}
 	if (o->traced && o->use_lttng &&
-	    rt_cli_lttng_begin(&o->lttng, o->abs, o->lttng_kernel, o->err, sizeof(o->err)) != 0) {
+	    rt_lttng_begin(&o->lttng, o->abs, o->lttng_kernel, o->err, sizeof(o->err)) != 0) {
 		if (run_untraced(o, "no LTTng session: ") != 0)
 			return EXIT_USAGE;
 		unsetenv(RT_ENV_NAME(DIR));
@@ -463,7 +463,7 @@ static void run_report(struct run *o)
 	if (o->traced && o->use_lttng) {
 		uint64_t discarded, lost;
 
-		if (rt_cli_lttng_end(&o->lttng, &discarded, &lost) == 0)
+		if (rt_lttng_end(&o->lttng, &discarded, &lost) == 0)
 			printf("lttng session %s: %llu events discarded, %llu packets lost\n", o->lttng.name,
 			       (unsigned long long)discarded, (unsigned long long)lost);
 		if (o->lttng.stopped)

@@ -1,15 +1,16 @@
 /* SPDX-License-Identifier: MIT */
-/* bisect_worker.c - judge one bisect candidate: set it up, run the command
+/* worker.c - judge one bisect candidate: set it up, run the command
  * traced, read the trace's verdict.
  *
- * Runs in a worker process forked by bisect_search.c (several at once with
+ * Runs in a worker process forked by search.c (several at once with
  * --jobs), reading the shared context and writing only under
  * BISECT_DIR/<candidate>*, BISECT_DIR/.bisect/<candidate>/ and, in pip mode,
  * one new overlay in the cache (installed into a temporary directory and
  * renamed into place, so concurrent bisects never see half an overlay).
  * Every step's output goes to BISECT_DIR/.bisect/<candidate>/log. The
  * verdict comes from `ranktrace verdict` on the trace, so its rules (125 for
- * a damaged or incomplete trace) are the bisect's rules. */
+ * a damaged or incomplete trace) are the bisect's rules; a caller's
+ * bs_ctx.run (the unit tests' fake judge) stands in for run and verdict. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -22,7 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "bisect.h"
+#include "bisect_int.h"
 
 #define HEALTHY "healthy"
 #define OVERLAY_SIZE ".rt-bytes" /* an overlay's size, recorded at install */
@@ -361,7 +362,7 @@ static void judge_runs(const struct bs_ctx *x, int i, int fd, struct bs_result *
 
 	snprintf(sig, sizeof(sig), "%s", x->signature);
 	for (int k = 0; k <= x->o.retries && !bs_stop; k++) {
-		run_once(x, i, k, fd, v, sizeof(v));
+		(x->run ? x->run : run_once)(x, i, k, fd, v, sizeof(v));
 		r->runs++;
 		snprintf(r->verdict, sizeof(r->verdict), "%s", v);
 		if (!strcmp(v, HEALTHY)) {

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* bisect_search.c - the rounds of a bisect: endpoints first, then
+/* search.c - the rounds of a bisect: endpoints first, then
  * multisection around skipped candidates.
  *
  * Each round judges up to --jobs candidates at once, one forked worker
- * process each (bisect_worker.c), chosen evenly among the untested
+ * process each (worker.c), chosen evenly among the untested
  * candidates strictly between the last good and the first bad: about
  * log_(P+1) N rounds; P = 1 is plain bisection. A skipped candidate only
  * drops out of the choice, so the search goes around it, as `git bisect
@@ -19,7 +19,14 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "bisect.h"
+#include "bisect_int.h"
+
+#ifdef RT_COVERAGE
+void __gcov_dump(void); /* libgcov: a worker leaves by _exit, which writes no counters */
+#define COVERAGE_DUMP() __gcov_dump()
+#else
+#define COVERAGE_DUMP() ((void)0)
+#endif
 
 #define EXIT_INTERRUPTED 130
 #define EXIT_FATAL (-3) /* x->fatal says why; exit 1 after saying it */
@@ -77,6 +84,7 @@ static pid_t start_worker(const struct bs_ctx *x, int i)
 		fprintf(f, "%d %d %.3f\n%s\n%s\n", r.judged, r.runs, r.seconds, r.verdict, r.reason);
 		fclose(f);
 	}
+	COVERAGE_DUMP();
 	_exit(0);
 }
 

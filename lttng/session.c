@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* lttng_session.c - `ranktrace run --backend lttng`: the LTTng session around
- * the traced command.
+/* session.c - `ranktrace run --backend lttng`: the LTTng session around
+ * the traced command (lttng_session.h; cli/cmd_run.c calls it).
  *
  * Drives LTTng through its own command-line client (`lttng`, machine
  * interface where output is read) and, when none is running for this user,
@@ -12,7 +12,7 @@
  * events of the kernel when this user may record them.
  *
  * Every process started here is bounded: each `lttng` command by a timeout
- * (killed after it), the daemon we started by an explicit stop (SIGTERM,
+ * (run by util/proc.c in a process group of its own, killed with it after), the daemon we started by an explicit stop (SIGTERM,
  * then SIGKILL) when `run` ends -- unless another session (another run of
  * this user, started meanwhile) still uses it: then it is left running and
  * `run` says so. A daemon that was already running is never touched. Only
@@ -31,8 +31,8 @@
 #include <unistd.h>
 
 #include "lttng_session.h"
-#include "read_bt2.h"
 #include "env.h"
+#include "proc.h"
 
 #define CMD_TIMEOUT_S 60   /* `lttng stop` waits for the consumer to drain */
 #define SESSIOND_READY_S 20
@@ -73,17 +73,24 @@ static double mono_now(void)
 	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+static void untraced(void *arg)
+{
+	(void)arg;
+	unsetenv("LD_PRELOAD"); /* the client is not traced */
+}
+
 /* Run `lttng ARGS...` (NULL-terminated), its stdout and stderr into out
  * (NUL-terminated, truncated). Returns its exit status, 124 on timeout,
  * 127 when it cannot be started. */
 static int run_lttng(char *out, size_t n, const char *arg, ...)
 {
 	const char *argv[MAX_ARGS];
-	int fds[2], argc = 0, status = 127;
-	size_t len = 0;
-	double deadline = mono_now() + CMD_TIMEOUT_S;
+	struct rt_proc p = { .argv = (char *const *)argv, .out_fd = -1, .capture = true,
+			     .capture_err = true, .max_out = n, .timeout = CMD_TIMEOUT_S,
+			     .child = untraced };
+	struct rt_proc_result r;
+	int argc = 0;
 	va_list ap;
-	pid_t pid;
 
 	argv[argc++] = lttng_bin();
 	va_start(ap, arg);
@@ -91,52 +98,12 @@ static int run_lttng(char *out, size_t n, const char *arg, ...)
 		argv[argc++] = a;
 	va_end(ap);
 	argv[argc] = NULL;
-	out[0] = '\0';
-	if (pipe2(fds, O_CLOEXEC) != 0)
-		return 127;
-	pid = fork();
-	if (pid < 0) {
-		close(fds[0]);
-		close(fds[1]);
-		return 127;
-	}
-	if (pid == 0) {
-		dup2(fds[1], STDOUT_FILENO);
-		dup2(fds[1], STDERR_FILENO);
-		unsetenv("LD_PRELOAD"); /* the client is not traced */
-		execvp(argv[0], (char *const *)argv);
-		dprintf(STDERR_FILENO, "cannot run %s: %s", argv[0], strerror(errno));
-		_exit(127);
-	}
-	close(fds[1]);
-	fcntl(fds[0], F_SETFL, O_NONBLOCK);
-	for (;;) {
-		char buf[4096];
-		ssize_t k = read(fds[0], buf, sizeof(buf));
-
-		if (k > 0) {
-			size_t take = len + (size_t)k < n ? (size_t)k : n - 1 - len;
-
-			memcpy(out + len, buf, take);
-			len += take;
-			out[len] = '\0';
-			continue;
-		}
-		if (k == 0)
-			break;
-		if (errno != EAGAIN && errno != EINTR)
-			break;
-		if (mono_now() > deadline)
-			break;
-		usleep(10000);
-	}
-	close(fds[0]);
-	if (wait_until(pid, &status, deadline) != 0) {
-		kill(pid, SIGKILL);
-		waitpid(pid, &status, 0);
+	rt_proc_run(&p, &r);
+	snprintf(out, n, "%s", r.out ? r.out : "");
+	free(r.out);
+	if (r.timed_out)
 		return 124;
-	}
-	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+	return r.status < 0 ? 127 : rt_proc_exit_code(r.status);
 }
 
 /* The first line of a command's output, for messages. */
@@ -214,7 +181,7 @@ static void stop_other(pid_t pid)
 }
 
 /* Start a session daemon as our child; wait for its readiness signal. */
-static int start_sessiond(struct rt_cli_lttng *l, bool kernel, char *err, size_t n)
+static int start_sessiond(struct rt_lttng *l, bool kernel, char *err, size_t n)
 {
 	sigset_t set, old;
 	siginfo_t si;
@@ -276,7 +243,7 @@ static int start_sessiond(struct rt_cli_lttng *l, bool kernel, char *err, size_t
 	return 0;
 }
 
-static void stop_sessiond(struct rt_cli_lttng *l)
+static void stop_sessiond(struct rt_lttng *l)
 {
 	int status;
 
@@ -310,7 +277,7 @@ static int runs_lock(void)
 	return fd;
 }
 
-static void stop_sessiond_unless_used(struct rt_cli_lttng *l)
+static void stop_sessiond_unless_used(struct rt_lttng *l)
 {
 	static char xml[1 << 16];
 	bool alone = l->lock < 0 || flock(l->lock, LOCK_EX | LOCK_NB) == 0;
@@ -358,7 +325,7 @@ static bool other_sessiond(void)
 }
 
 /* Channel, contexts, events. */
-static int configure(struct rt_cli_lttng *l, bool kernel, char *err, size_t n)
+static int configure(struct rt_lttng *l, bool kernel, char *err, size_t n)
 {
 	char out[4096];
 	const char *s = l->name;
@@ -388,7 +355,7 @@ static int configure(struct rt_cli_lttng *l, bool kernel, char *err, size_t n)
 	return 0;
 }
 
-int rt_cli_lttng_begin(struct rt_cli_lttng *l, const char *dir, bool kernel, char *err, size_t n)
+int rt_lttng_begin(struct rt_lttng *l, const char *dir, bool kernel, char *err, size_t n)
 {
 	char out[4096], opt[4200];
 
@@ -432,7 +399,7 @@ static uint64_t mi_sum(const char *xml, const char *tag)
 	return sum;
 }
 
-int rt_cli_lttng_end(struct rt_cli_lttng *l, uint64_t *discarded, uint64_t *lost_packets)
+int rt_lttng_end(struct rt_lttng *l, uint64_t *discarded, uint64_t *lost_packets)
 {
 	static char xml[1 << 16];
 	int rc = 0;
@@ -460,7 +427,7 @@ int rt_cli_lttng_end(struct rt_cli_lttng *l, uint64_t *discarded, uint64_t *lost
 	return rc;
 }
 
-int rt_cli_lttng_provider(const char *lib)
+int rt_lttng_provider(const char *lib)
 {
 	const char *slash = strrchr(lib, '/');
 	char path[4200];
@@ -470,7 +437,7 @@ int rt_cli_lttng_provider(const char *lib)
 	return access(path, R_OK) == 0 ? 0 : -1;
 }
 
-void rt_cli_lttng_fork_helper(void (*preload)(const char *path))
+void rt_lttng_fork_helper(void (*preload)(const char *path))
 {
 	static const char *const dirs[] = { "/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu",
 					    "/usr/lib64", "/usr/lib", "/usr/local/lib64",

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* bisect_cands.c - the candidates of a bisect, oldest first: pip versions,
+/* cands.c - the candidates of a bisect, oldest first: pip versions,
  * git commits or a given list.
  *
  * pip: the chosen interpreter runs pip (`pip index versions`, which honours
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bisect.h"
+#include "bisect_int.h"
 
 /* argv[1..]: pkg good bad pre [pip options]. Prints "tag T" then the
  * versions from good to bad, or "error: ..." and exits 3. */

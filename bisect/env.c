@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* bisect_env.c - the environments bisect installs: --isolated candidates
+/* env.c - the environments bisect installs: --isolated candidates
  * over one shared base, free space before each install, and the removal of
  * judged candidates' environments.
  *
@@ -27,7 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "bisect.h"
+#include "bisect_int.h"
 
 #define MIB (1ull << 20)
 #define ENV_SIZE "env-bytes" /* a candidate venv's size, in its work dir */
