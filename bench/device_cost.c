@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: MIT */
+/* device_cost.c - host time per collective with each device-side source:
+ * N ncclAllReduce calls of one element on a communicator of one rank, timed
+ * on the calling thread (CPU time and wall time), run by bench/device.sh
+ * without the tracer, with it and no plugin (NCCL_PROFILER_PLUGIN=none), and
+ * with ranktrace's plugin. Under SIMGPU_SYNC=1 the device runs the
+ * collective inside the call, so the plugin's device-side callbacks and
+ * records land on this thread too: an upper bound of what it adds. */
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+static double now(clockid_t c)
+{
+	struct timespec ts;
+
+	clock_gettime(c, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+int main(int argc, char **argv)
+{
+	int n = argc > 1 ? atoi(argv[1]) : 20000;
+	ncclUniqueId id;
+	ncclComm_t comm;
+	float *buf;
+	double w0, c0, w, c;
+
+	if (cudaSetDevice(0) != cudaSuccess || cudaMalloc((void **)&buf, sizeof(float)) != cudaSuccess ||
+	    ncclGetUniqueId(&id) != ncclSuccess || ncclCommInitRank(&comm, 1, id, 0) != ncclSuccess) {
+		fprintf(stderr, "device_cost: no device or NCCL\n");
+		return 1;
+	}
+	for (int i = 0; i < 1000; i++) /* warm up */
+		ncclAllReduce(buf, buf, 1, ncclFloat32, ncclSum, comm, NULL);
+	cudaStreamSynchronize(NULL);
+	w0 = now(CLOCK_MONOTONIC);
+	c0 = now(CLOCK_THREAD_CPUTIME_ID);
+	for (int i = 0; i < n; i++)
+		ncclAllReduce(buf, buf, 1, ncclFloat32, ncclSum, comm, NULL);
+	c = now(CLOCK_THREAD_CPUTIME_ID) - c0;
+	w = now(CLOCK_MONOTONIC) - w0;
+	cudaStreamSynchronize(NULL);
+	printf("%d collectives: %.0f ns CPU, %.0f ns wall per call on the calling thread\n", n,
+	       c / n * 1e9, w / n * 1e9);
+	ncclCommDestroy(comm);
+	return 0;
+}
