@@ -59,6 +59,7 @@ static struct sim_stream *streams; /* created streams, all devices */
 static bool worker_started[MAX_DEV];
 static pthread_once_t mode_once = PTHREAD_ONCE_INIT;
 static bool async_mode = true;
+static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
 
 static void load_mode(void)
 {
@@ -212,11 +213,9 @@ struct sim_stream *sq_stream(cudaStream_t s)
 struct sim_stream *sq_stream_create(int device, unsigned flags, int priority)
 {
 	struct sim_stream *s = calloc(1, sizeof(*s));
-	static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
 
 	if (!s)
 		return NULL;
-	pthread_once(&fork_once, install_atfork);
 	s->magic = STREAM_MAGIC;
 	s->device = device;
 	s->flags = flags;
@@ -369,6 +368,7 @@ static bool start_worker_locked(int d)
 
 	if (worker_started[d])
 		return true;
+	pthread_once(&fork_once, install_atfork);
 	/* the worker takes no signal: the program's handlers run on its threads */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);

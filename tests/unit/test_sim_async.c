@@ -11,6 +11,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -188,6 +189,31 @@ Test(sim_async, elapsed_time_is_not_ready_before_completion)
 	cr_assert_eq(cudaEventSynchronize(b), cudaSuccess);
 	cr_assert_eq(cudaEventElapsedTime(&ms, a, b), cudaSuccess);
 	cr_assert_geq(ms, 290.0f, "%f ms", ms);
+}
+
+/* A child forked after the parent's device worker started gets its own
+ * (CUDA itself forbids this; the simulator must not hang a test's ranks). */
+Test(sim_async, a_forked_child_has_a_working_device)
+{
+	int *dev, v = 3, st;
+	pid_t pid;
+
+	cr_assert_eq(cudaMalloc((void **)&dev, sizeof(int)), cudaSuccess);
+	cr_assert_eq(cudaMemsetAsync(dev, 0, sizeof(int), NULL), cudaSuccess);
+	cr_assert_eq(cudaDeviceSynchronize(), cudaSuccess);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		alarm(5);
+		if (cudaMemcpy(dev, &v, sizeof(v), cudaMemcpyHostToDevice) != cudaSuccess)
+			_exit(1);
+		v = 0;
+		if (cudaMemcpy(&v, dev, sizeof(v), cudaMemcpyDeviceToHost) != cudaSuccess)
+			_exit(2);
+		_exit(v == 3 ? 0 : 3);
+	}
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %#x", st);
 }
 
 /* SIMGPU_SYNC=1: the work runs inside the call, as before issue 20. */
