@@ -310,10 +310,14 @@ static void never_called(struct rt_vw_trace *t, const struct rt_vw_centry *first
 	/* "never called" rests on the absence of events: only from ranks
 	 * whose whole run is in the trace and that were not stopped from
 	 * outside before they got there (an interrupted job's ranks are a
-	 * collective apart; a hang before it is hang.c's to tell) */
+	 * collective apart; a hang before it is hang.c's to tell), and not
+	 * when one that lacks it died: NCCL returns once a collective is
+	 * enqueued, so the others are a collective further on when it dies
+	 * (its death is the failure, the missing collective its consequence) */
 	for (int r = 0; r < t->nranks && len; r++)
 		if (!first->by_rank[r].seen &&
-		    (!rt_vw_evidence_complete(t, r) || t->ranks[r].interrupted))
+		    (!rt_vw_evidence_complete(t, r) || t->ranks[r].interrupted ||
+		     (t->ranks[r].signo && !t->ranks[r].interrupted) || t->ranks[r].died_in[0]))
 			len = 0;
 	if (!len || t->nmissing)
 		return;

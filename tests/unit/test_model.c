@@ -210,6 +210,25 @@ static void s_never_reached(void)
 	exit_all(0);
 }
 
+/* rank 1 is killed inside AllReduce #2: NCCL returned at once to the others,
+ * which enqueued #3 before they learnt it (ncclRemoteError, exit 1); #3 is
+ * missing from rank 1 because it died, not a mismatch */
+static void s_killed_in_collective(void)
+{
+	init_all();
+	coll_all(RT_ID_ncclAllReduce, 1, 128);
+	for (int i = 0; i < t->nranks; i++) {
+		for (uint64_t seq = 2; i != 1 && seq <= 3; seq++)
+			ev(i, RT_ID_ncclAllReduce, i, 0, false, RT_FN_comm_id, COMM, RT_FN_seq, U(seq),
+			   RT_FN_count, U(128), -1);
+		if (i != 1)
+			OK(i, rt_exit, i, RT_FN_status, U(1));
+	}
+	ev(1, RT_ID_ncclAllReduce, 1, 0, true, RT_FN_comm_id, COMM, RT_FN_seq, U(2), RT_FN_count,
+	   U(128), -1);
+	OK(1, rt_signal, 1, RT_FN_signo, U(9));
+}
+
 /* a split into two communicators of 2: their collectives match at size 2 */
 static void s_split(void)
 {
@@ -394,6 +413,8 @@ RIG_CASE(model, address_reused_across_threads, s_address_reused_across_threads, 
 RIG_CASE(model, discarded, s_discarded, RT_V_INCONCLUSIVE, "rank 1: 12 events discarded", NULL)
 RIG_CASE(model, collective_mismatch, s_mismatch, RT_V_COLLECTIVE_MISMATCH, "Broadcast", NULL)
 RIG_CASE(model, never_reached, s_never_reached, RT_V_COLLECTIVE_MISMATCH, "1", NULL)
+RIG_CASE(model, killed_in_collective_is_no_mismatch, s_killed_in_collective, RT_V_CRASHED,
+	 "rank 1 was killed by signal 9 inside ncclAllReduce", "never called")
 RIG_CASE(model, split_communicators_close, s_split, RT_V_HEALTHY, NULL, NULL)
 RIG_CASE(model, split_sized_rank_by_rank, s_split_rank_major, RT_V_HEALTHY, NULL, NULL)
 RIG_CASE(model, missing_ranks, s_missing, RT_V_INCONCLUSIVE, "missing", NULL)
