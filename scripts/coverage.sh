@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # coverage.sh [BUILD] - line coverage (gcov) of viewer/, bisect/ and inject/
-# from the unit tests (events built in memory, fake hosts, fake judges).
+# from the unit tests (events built in memory, fake hosts, fake judges) and
+# the integration tests of viewer/ and bisect/ (below).
 #
 # Builds BUILD (default build-cov) with -DRT_COVERAGE=ON, runs every unit
 # test ctest lists (label unit: a new test file is measured without editing
@@ -29,6 +30,34 @@ find "$B" -name '*.gcda' -delete
 (cd "$B" && ctest -L unit -E '^sim_' -j"$JOBS" --output-on-failure >coverage-tests.log 2>&1) ||
   { grep -E 'Failed|\*\*\*' "$B/coverage-tests.log" | head -20
     echo "coverage: unit tests failed ($B/coverage-tests.log)"; exit 1; }
+
+# Integration tests reach what unit tests cannot: the CLI's outputs (report,
+# Perfetto), the LTTng reader, a live job, hostile files; bisect's real pip,
+# venvs, git worktrees and traced runs. ROOM_INTEGRATION=0 (VIEWER_, BISECT_)
+# leaves a room's out. They run this build's instrumented CLI with the tracer
+# and simulated libraries of the plain build PLAIN (default build) when it has
+# them, as `make test-asan` does. A failing check is reported with its log;
+# its lines still count (`make test` judges the tests, this measures lines).
+VIEWER_TESTS="viewer export lttng live damage2 hostile"
+BISECT_TESTS="bisect_versions bisect_setup bisect_git bisect_pip bisect_env"
+integration() {
+  local room=$1 t failed=""
+  shift
+  for t in "$@"; do
+    [ -f "tests/integration/test_$t.sh" ] || continue
+    bash "tests/integration/test_$t.sh" "$B" >"$B/coverage-$t.log" 2>&1 || failed="$failed test_$t"
+  done
+  [ -z "$failed" ] || echo "coverage: $room: failing checks in$failed (logs: $B/coverage-NAME.log); lines counted"
+}
+PLAIN=${PLAIN:-build}
+if [ -e "$PLAIN/lib/libranktrace.so" ] && [ -d "$PLAIN/sim" ]; then
+  RT_PLAIN_BUILD=$(cd "$PLAIN" && pwd)
+  export RT_PLAIN_BUILD
+fi
+# shellcheck disable=SC2086 # one word per test
+[ "${VIEWER_INTEGRATION:-1}" = 0 ] || integration viewer $VIEWER_TESTS
+# shellcheck disable=SC2086
+[ "${BISECT_INTEGRATION:-1}" = 0 ] || integration bisect $BISECT_TESTS
 
 python3 - "$B" "$PWD" <<'EOF'
 import glob, json, os, subprocess, sys
