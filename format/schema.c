@@ -228,11 +228,13 @@ const struct rt_event_desc rt_events[RT_ID_COUNT] = {
 #undef RT_EVENT
 #undef ROLE
 
-#define RT_DRV(name, gpa, since, ptsz, role, ...) [RT_ID_##name] = RT_DRV_##role,
-const uint8_t rt_drv_role[RT_ID_COUNT] = {
+#define ROLE(what, arg) { RT_R_##what, RT_A_##arg }
+#define RT_DRV(name, gpa, since, ptsz, role, ...) [RT_ID_##name] = role,
+const struct rt_role_cell rt_drv_role[RT_ID_COUNT] = {
 #include "driver_api.def"
 };
 #undef RT_DRV
+#undef ROLE
 #undef F
 #undef O
 

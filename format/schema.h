@@ -112,7 +112,12 @@ enum rt_fname {
 	X(COMM_END, "a communicator ends")                                                \
 	X(COLL, "arg the kind; fields comm_id, seq, count, datatype...")                  \
 	X(P2P, "arg Send or Recv; fields comm_id, seq, peer...")                          \
-	X(GROUP, "NCCL group start or end")
+	X(GROUP, "NCCL group start or end")                                               \
+	X(VMM_CREATE, "driver: physical memory made on a device (field device)")          \
+	X(VMM_RELEASE, "driver: physical memory released")                                \
+	X(VMM_MAP, "driver: a handle mapped into a reserved range")                       \
+	X(VMM_UNMAP, "driver: a range unmapped")                                          \
+	X(CTX, "driver: a context made current (field device)")
 enum rt_role {
 #define RT_ROLE_ENUM(n, doc) RT_R_##n,
 	RT_ROLES(RT_ROLE_ENUM)
@@ -240,10 +245,14 @@ extern const struct rt_event_desc rt_events[RT_ID_COUNT];
 size_t rt_kind_size(enum rt_kind k);
 
 /* What a driver call means to the memory model (driver_api.def's role
- * column), indexed by event id; RT_DRV_NONE for every other event. */
-enum rt_drv_role { RT_DRV_NONE, RT_DRV_ALLOC, RT_DRV_ALLOC_HOST, RT_DRV_FREE, RT_DRV_VMM_CREATE,
-		   RT_DRV_VMM_RELEASE, RT_DRV_VMM_MAP, RT_DRV_VMM_UNMAP, RT_DRV_CTX };
-extern const uint8_t rt_drv_role[RT_ID_COUNT];
+ * column, in the one role vocabulary: RT_R_*, arg RT_A_DEVICE/RT_A_HOST),
+ * indexed by event id; role RT_R_NONE for every other event. A column of
+ * its own: the viewer models driver memory apart from the runtime's. */
+struct rt_role_cell {
+	uint8_t role; /* enum rt_role */
+	int8_t arg;   /* enum rt_role_arg, when role is not RT_R_NONE */
+};
+extern const struct rt_role_cell rt_drv_role[RT_ID_COUNT];
 
 /* Field index by name in an event, or -1 (for tools reading user input). */
 int rt_field_index(unsigned id, const char *name);

@@ -262,15 +262,17 @@ bool rt_vw_memory_driver_event(struct rt_vw_rank *r, const struct rt_vw_event *e
 		cupti_event(r, e);
 		return true;
 	}
-	switch (rt_drv_role[e->id]) {
-	case RT_DRV_ALLOC: rt_vw_memory_alloc(r, e, (uint64_t)rt_vw_fld(e, RT_FN_size), false); return true;
-	case RT_DRV_ALLOC_HOST: rt_vw_memory_alloc(r, e, (uint64_t)rt_vw_fld(e, RT_FN_size), true); return true;
-	case RT_DRV_FREE: rt_vw_memory_free(r, e); return true;
-	case RT_DRV_VMM_CREATE: vmm_create(r, e); return true;
-	case RT_DRV_VMM_RELEASE: vmm_release(r, e); return true;
-	case RT_DRV_VMM_MAP: vmm_map(r, e); return true;
-	case RT_DRV_VMM_UNMAP: vmm_unmap(r, e); return true;
-	case RT_DRV_CTX:
+	switch (rt_drv_role[e->id].role) {
+	case RT_R_ALLOC:
+		rt_vw_memory_alloc(r, e, (uint64_t)rt_vw_fld(e, RT_FN_size),
+				   rt_drv_role[e->id].arg == RT_A_HOST);
+		return true;
+	case RT_R_FREE: rt_vw_memory_free(r, e); return true;
+	case RT_R_VMM_CREATE: vmm_create(r, e); return true;
+	case RT_R_VMM_RELEASE: vmm_release(r, e); return true;
+	case RT_R_VMM_MAP: vmm_map(r, e); return true;
+	case RT_R_VMM_UNMAP: vmm_unmap(r, e); return true;
+	case RT_R_CTX:
 		if (!e->pending && e->ret == 0)
 			use_device(r, (int)rt_vw_fld(e, RT_FN_device));
 		return true;

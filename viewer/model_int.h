@@ -248,8 +248,7 @@ static inline bool rt_vw_ts_orderable(const struct rt_vw_event *e)
 
 static inline uint64_t rt_vw_order_ts(const struct rt_vw_event *e)
 {
-	bool alloc = rt_events[e->id].role == RT_R_ALLOC || rt_drv_role[e->id] == RT_DRV_ALLOC ||
-		     rt_drv_role[e->id] == RT_DRV_ALLOC_HOST;
+	bool alloc = rt_events[e->id].role == RT_R_ALLOC || rt_drv_role[e->id].role == RT_R_ALLOC;
 
 	return alloc && !e->pending ? e->ts + e->dur : e->ts;
 }

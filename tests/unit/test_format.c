@@ -62,9 +62,24 @@ Test(format, roles_carry_the_fields_their_readers_use)
 		default:
 			break;
 		}
-		/* driver calls have their own role column (rt_drv_role) */
+		/* driver calls have their own role column (rt_drv_role), same words */
 		cr_expect(d->role != RT_R_NONE || d->lib == RT_LIB_DRIVER, "%s has no role", d->name);
 	}
+}
+
+/* The driver table's role column speaks the same words as the runtime's. */
+Test(format, driver_roles_are_roles)
+{
+	cr_expect_eq(rt_drv_role[RT_ID_cuMemAlloc_v2].role, RT_R_ALLOC);
+	cr_expect_eq(rt_drv_role[RT_ID_cuMemAlloc_v2].arg, RT_A_DEVICE);
+	cr_expect_eq(rt_drv_role[RT_ID_cuMemHostAlloc].role, RT_R_ALLOC);
+	cr_expect_eq(rt_drv_role[RT_ID_cuMemHostAlloc].arg, RT_A_HOST);
+	cr_expect_eq(rt_drv_role[RT_ID_cuMemFree_v2].role, RT_R_FREE);
+	cr_expect_eq(rt_drv_role[RT_ID_cuCtxSetCurrent].role, RT_R_CTX);
+	cr_expect_str_eq(rt_role_names[RT_R_VMM_MAP], "VMM_MAP");
+	for (unsigned id = 0; id < RT_ID_COUNT; id++)
+		cr_expect(rt_events[id].lib == RT_LIB_DRIVER || rt_drv_role[id].role == RT_R_NONE,
+			  "%s: a driver role on a call of another library", rt_events[id].name);
 }
 
 Test(format, every_error_name_is_nvidias)
