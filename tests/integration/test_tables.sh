@@ -59,6 +59,12 @@ rows=$(grep -lE '^[[:space:]]*(RT_CUDA_ERR|RT_NCCL_ERR|RT_RESULT|RT_DRV_RESULT|R
 check "NVIDIA's result codes (CUDA, NCCL, driver) in one table (${rows:-none})" \
   [ "$(echo $rows | wc -w)" -eq 1 ]
 
+# -- roles: one vocabulary (RT_ROLES), fields by id -----------------------------
+roles=$(grep -rnE 'enum rt_drv_role|RT_DRV_(NONE|ALLOC|FREE|VMM_[A-Z]+|CTX)\b' "$S/format" $(sources) 2>/dev/null |
+  sed "s|$S/||")
+check "one role vocabulary (no second enum of roles for the driver)${roles:+: $roles}" [ -z "$roles" ]
+none "no event field looked up by its name as a string (RT_FN_name)" 'rt_field_index\([^)]*"'
+
 # -- environment: format/env.def ----------------------------------------------
 none "no \"RANKTRACE_...\" variable name written as a C string outside format/env.def" \
   '"RANKTRACE_[A-Z_]+"'
