@@ -8,7 +8,7 @@
 # that build their own inputs: not searched.)
 source "$(dirname "$0")/lib.sh"
 S=$(cd "$(dirname "$0")/../.." && pwd)
-ROOMS="tracer inject viewer cli bisect python"
+ROOMS="tracer inject viewer cli bisect lttng python"
 
 # the C and Python files of the rooms that read the tables
 sources() {
