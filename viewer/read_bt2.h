@@ -1,6 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* read_bt2.h - LTTng traces (`run --backend lttng`) read with libbabeltrace2
- * into per-rank lists of the same events the native reader gives. */
+ * into per-rank lists of the same events the native reader gives
+ * (read_bt2.c, read_bt2_ranks.c; read_bt2_none.c when built without it).
+ * Used by loading (load.c: the ranks) and the sources (merge.c: their
+ * events), and by the CLI to recognise an LTTng session's directory
+ * (cli/outdir.c, cli/summary.c, cli/lttng_session.c). */
 #ifndef RT_VW_READ_BT2_H
 #define RT_VW_READ_BT2_H
 
