@@ -20,13 +20,7 @@
 #include <unistd.h>
 
 #include "bisect_int.h"
-
-#ifdef RT_COVERAGE
-void __gcov_dump(void); /* libgcov: a worker leaves by _exit, which writes no counters */
-#define COVERAGE_DUMP() __gcov_dump()
-#else
-#define COVERAGE_DUMP() ((void)0)
-#endif
+#include "proc.h"
 
 #define EXIT_INTERRUPTED 130
 #define EXIT_FATAL (-3) /* x->fatal says why; exit 1 after saying it */
@@ -84,7 +78,7 @@ static pid_t start_worker(const struct bs_ctx *x, int i)
 		fprintf(f, "%d %d %.3f\n%s\n%s\n", r.judged, r.runs, r.seconds, r.verdict, r.reason);
 		fclose(f);
 	}
-	COVERAGE_DUMP();
+	rt_proc_coverage_dump(); /* _exit writes no gcov counters */
 	_exit(0);
 }
 

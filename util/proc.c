@@ -32,6 +32,17 @@ struct sink {
 	size_t len, cap, max;
 };
 
+#ifdef RT_COVERAGE
+void __gcov_dump(void); /* libgcov */
+#endif
+
+void rt_proc_coverage_dump(void)
+{
+#ifdef RT_COVERAGE
+	__gcov_dump();
+#endif
+}
+
 static double now(void)
 {
 	struct timespec ts;
@@ -67,6 +78,7 @@ static void __attribute__((noreturn)) child(const struct rt_proc *p, int pipe_w)
 		fprintf(stderr, "%s%scannot enter %s: %s\n", who, sep, p->cwd, strerror(errno));
 		_exit(126);
 	}
+	rt_proc_coverage_dump();
 	execvp(p->argv[0], p->argv);
 	fprintf(stderr, "%s%scannot run %s: %s\n", who, sep, p->argv[0], strerror(errno));
 	_exit(127);

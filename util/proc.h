@@ -47,6 +47,10 @@ struct rt_proc_result {
  * thread-safe (fork, fflush(NULL)); allocates only for the capture. */
 int rt_proc_run(const struct rt_proc *p, struct rt_proc_result *r);
 
+/* In a forked child about to _exit or exec: under `make coverage`
+ * (RT_COVERAGE) write its gcov counters, which neither would; else nothing. */
+void rt_proc_coverage_dump(void);
+
 /* A wait status as a shell would say it: the exit code, 128 + the signal,
  * or -1 (no status). */
 int rt_proc_exit_code(int status);
