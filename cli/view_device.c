@@ -54,8 +54,8 @@ static void print_straggle_json(const struct rt_vw_straggle *s)
 		printf("null");
 		return;
 	}
-	printf("{\"collectives\": %llu, \"mean_wait_ms\": %.3f, \"straggler\": ",
-	       (unsigned long long)s->colls, s->wait_ns / 1e6);
+	printf("{\"collectives\": %llu, \"mean_wait_ms\": %.3f, \"noise_ms\": %.3f, \"straggler\": ",
+	       (unsigned long long)s->colls, s->wait_ns / 1e6, s->noise_ns / 1e6);
 	if (s->straggler >= 0)
 		printf("%d", s->r[s->straggler].rank);
 	else

@@ -7,8 +7,14 @@
  *
  * A straggler is named when one rank was last into at least half of at
  * least RT_VW_STRAGGLE_MIN_COLLS collectives, on average at least
- * RT_VW_STRAGGLE_MIN_NS late: in a healthy job the last rank changes from
- * one collective to the next, and is late by scheduling noise only.
+ * RT_VW_STRAGGLE_MIN_NS late and at least RT_VW_STRAGGLE_NOISE times the
+ * noise: in a healthy job the last rank changes from one collective to the
+ * next, and is late by scheduling noise only. The noise is what the job
+ * shows without a straggler: how far apart the other ranks start (mean over
+ * collectives of the spread of the starts but the last), or, where that
+ * says more, how late the last rank was when it was another one. A rank a
+ * loaded host schedules a millisecond late is noise there; the same
+ * millisecond among GPUs that start within microseconds is a straggler.
  * Times are the ranks' clocks: one host's clock is shared; ranks on several
  * hosts compare as well as their clocks agree. Runs after the model's pass,
  * single-threaded; allocates its result once (t->straggle). */
@@ -18,8 +24,9 @@
 #include "device.h"
 #include "model_int.h"
 
-#define RT_VW_STRAGGLE_MIN_COLLS 3
+#define RT_VW_STRAGGLE_MIN_COLLS 8
 #define RT_VW_STRAGGLE_MIN_NS 1000000.0
+#define RT_VW_STRAGGLE_NOISE 3.0
 
 struct start {
 	uint64_t comm_id;
@@ -66,7 +73,7 @@ static struct start *gather(const struct rt_vw_trace *t, size_t *n)
 static void judge(struct rt_vw_straggle *s, const struct start *g, size_t k)
 {
 	size_t last = 0;
-	uint64_t first = g[0].ts;
+	uint64_t first = g[0].ts, second = 0;
 	double others = 0;
 
 	for (size_t i = 1; i < k; i++) {
@@ -76,11 +83,15 @@ static void judge(struct rt_vw_straggle *s, const struct start *g, size_t k)
 			first = g[i].ts;
 	}
 	for (size_t i = 0; i < k; i++)
-		if (i != last)
+		if (i != last) {
 			others += (double)g[i].ts;
+			if (g[i].ts > second)
+				second = g[i].ts;
+		}
 	others /= (double)(k - 1);
 	s->colls++;
 	s->wait_ns += (double)(g[last].ts - first);
+	s->spread_ns += (double)(second - first);
 	s->r[g[last].ri].last++;
 	s->r[g[last].ri].late_ns += (double)g[last].ts - others;
 }
@@ -95,11 +106,27 @@ static void name_straggler(struct rt_vw_straggle *s)
 		if (best < 0 || s->r[i].last > s->r[best].last)
 			best = i;
 	}
-	if (s->colls)
+	if (s->colls) {
 		s->wait_ns /= (double)s->colls;
+		s->spread_ns /= (double)s->colls;
+	}
+	s->noise_ns = s->spread_ns;
+	if (best >= 0) {
+		double late = 0;
+		uint64_t n = 0;
+
+		for (int i = 0; i < s->nranks; i++)
+			if (i != best && s->r[i].last) {
+				late += s->r[i].late_ns * (double)s->r[i].last;
+				n += s->r[i].last;
+			}
+		if (n && late / (double)n > s->noise_ns)
+			s->noise_ns = late / (double)n;
+	}
 	s->straggler = -1;
 	if (best >= 0 && s->colls >= RT_VW_STRAGGLE_MIN_COLLS && 2 * s->r[best].last >= s->colls &&
-	    s->r[best].late_ns >= RT_VW_STRAGGLE_MIN_NS)
+	    s->r[best].late_ns >= RT_VW_STRAGGLE_MIN_NS &&
+	    s->r[best].late_ns >= RT_VW_STRAGGLE_NOISE * s->noise_ns)
 		s->straggler = best;
 }
 

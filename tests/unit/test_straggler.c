@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: MIT */
+/* test_straggler.c - viewer/straggler.c's rule on device truth built in
+ * memory (model_rig.h): a rank that starts every collective on the device
+ * well after the others is named; one a loaded host schedules a little late,
+ * within the others' own spread, is noise; too few collectives say nothing. */
+#include "model_rig.h"
+
+/* rank ri enqueues AllReduce #seq at the current time and starts it on the
+ * device at base + at_ns */
+static void start(int ri, uint32_t seq, uint64_t base, uint64_t at_ns)
+{
+	ev(ri, RT_ID_ncclAllReduce, ri, 0, false, RT_FN_comm_id, COMM, RT_FN_seq, U(seq),
+	   RT_FN_count, U(256), -1);
+	now = base + at_ns;
+	ev(ri, RT_ID_rt_dev_coll, ri, 0, false, RT_FN_dev_phase, U(RT_DEV_STARTED), RT_FN_comm_id, COMM,
+	   RT_FN_seq, U(seq), RT_FN_source, U(1), -1);
+}
+
+/* ncoll collectives; in each, rank r starts at offset[r] ns (plus the
+ * collective's own base), the offsets rotating with rot (0: fixed ranks) */
+static void job(int ncoll, const uint64_t offset[4], bool rot)
+{
+	for (int i = 0; i < t->nranks; i++) {
+		OK(i, cudaSetDevice, i, RT_FN_device, U(i));
+		OK(i, ncclCommInitRank, i, RT_FN_comm_id, COMM, RT_FN_nranks, U(t->nranks), RT_FN_rank, U(i));
+	}
+	for (int c = 1; c <= ncoll; c++) {
+		uint64_t base = now + 100000000ull;
+
+		for (int i = 0; i < t->nranks; i++)
+			start(i, (uint32_t)c, base, offset[rot ? (i + c) % 4 : i]);
+	}
+	for (int i = 0; i < t->nranks; i++)
+		OK(i, rt_exit, i, RT_FN_status, U(0));
+}
+
+/* rank 2 starts 5 ms after the others, which start within 0.1 ms */
+static void s_slow_rank(void)
+{
+	job(10, (const uint64_t[4]){ 0, 50000, 5000000, 100000 }, false);
+}
+
+/* a loaded host: the ranks start up to 1 ms apart and rank 2 another
+ * 1.5 ms later every time; not three times the others' spread */
+static void s_loaded_host(void)
+{
+	job(10, (const uint64_t[4]){ 0, 1000000, 2500000, 500000 }, false);
+}
+
+/* a healthy job: whoever is last changes from one collective to the next */
+static void s_rotating(void)
+{
+	job(10, (const uint64_t[4]){ 0, 50000, 5000000, 100000 }, true);
+}
+
+/* rank 2 is 5 ms late but in 3 collectives only */
+static void s_few(void)
+{
+	job(3, (const uint64_t[4]){ 0, 50000, 5000000, 100000 }, false);
+}
+
+RIG_CASE(straggler, a_rank_late_on_the_device_is_named, s_slow_rank, RT_V_HEALTHY,
+	 "rank 2 is the straggler: last into 100 % of collectives (10 of 10)", NULL)
+RIG_CASE(straggler, lateness_within_the_noise_is_no_straggler, s_loaded_host, RT_V_HEALTHY, NULL,
+	 "straggler")
+RIG_CASE(straggler, a_changing_last_rank_is_no_straggler, s_rotating, RT_V_HEALTHY, NULL, "straggler")
+RIG_CASE(straggler, three_collectives_name_no_straggler, s_few, RT_V_HEALTHY, NULL, "straggler")
