@@ -124,6 +124,8 @@ bool rt_vw_dev_event(struct rt_vw_rank *r, const struct rt_vw_event *e)
 	if (c) {
 		c->enq_ts = e->ts;
 		c->kind = (uint8_t)rt_coll_kind_of(e->id);
+		c->bytes = (uint64_t)rt_vw_fld(e, RT_FN_count) *
+			   rt_nccl_dtype_size(rt_vw_fld(e, RT_FN_datatype));
 		d->enqueued++;
 	}
 	return false;

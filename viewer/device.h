@@ -16,6 +16,7 @@ struct rt_vw_devcoll {
 	uint64_t comm_id;
 	uint32_t seq;
 	uint8_t kind; /* enum rt_coll_kind */
+	uint64_t bytes; /* the call's count x its datatype's size */
 	uint64_t enq_ts, start_ts, done_ts;
 };
 
@@ -60,5 +61,11 @@ const struct rt_vw_straggle *rt_vw_stragglers(struct rt_vw_trace *t);
 /* The finding (id "straggler", a warning) when a straggler is named. */
 void rt_vw_straggler_detect(struct rt_vw_trace *t);
 void rt_vw_straggle_free(struct rt_vw_trace *t);
+
+/* A hang on device truth (devhang.c): the first collective some rank
+ * enqueued that never completed, who enqueued it, who did not and where
+ * that rank's host thread is. Written into out; 0 when the trace has no
+ * device records or no such collective (hang.c's analysis then). */
+size_t rt_vw_dev_hang(const struct rt_vw_trace *t, char *out, size_t n);
 
 #endif

@@ -23,6 +23,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "device.h"
 #include "model.h"
 #include "model_int.h"
 
@@ -44,7 +45,7 @@ static void note_entered(struct rt_vw_rank *r, uint64_t comm, uint32_t seq)
 		r->entered[k].seq = seq;
 }
 
-static uint32_t entered_seq(const struct rt_vw_rank *r, uint64_t comm)
+uint32_t rt_vw_entered_seq(const struct rt_vw_rank *r, uint64_t comm)
 {
 	for (int k = 0; k < r->nentered; k++)
 		if (r->entered[k].comm_id == comm)
@@ -85,7 +86,7 @@ void rt_vw_track_calls(struct rt_vw_rank *r, const struct rt_vw_event *e)
 }
 
 /* Alive, or stopped with the whole job: in the stall analysis. */
-static bool frozen(const struct rt_vw_rank *r)
+bool rt_vw_frozen(const struct rt_vw_rank *r)
 {
 	return r->state == RT_S_RUNNING || r->interrupted;
 }
@@ -164,7 +165,7 @@ static bool is_stopped(const struct rt_vw_rank *r)
 	return r->proc_state == 'T' || r->proc_state == 't';
 }
 
-static void call_name(char *out, size_t n, const struct rt_vw_open_call *c)
+void rt_vw_call_name(char *out, size_t n, const struct rt_vw_open_call *c)
 {
 	if (rt_vw_coll_kind(c->id) >= 0 && c->comm_id)
 		snprintf(out, n, "%s #%u", rt_events[c->id].name, c->seq);
@@ -173,7 +174,7 @@ static void call_name(char *out, size_t n, const struct rt_vw_open_call *c)
 }
 
 /* The oldest open call of rank r (its main thread's, when several). */
-static const struct rt_vw_open_call *oldest_open(const struct rt_vw_rank *r)
+const struct rt_vw_open_call *rt_vw_oldest_open(const struct rt_vw_rank *r)
 {
 	const struct rt_vw_open_call *o = NULL;
 
@@ -191,15 +192,15 @@ static const struct rt_vw_open_call *waited_collective(const struct rt_vw_trace 
 	int best_n = 0;
 
 	for (int i = 0; i < t->nranks; i++) {
-		const struct rt_vw_open_call *o = oldest_open(&t->ranks[i]);
+		const struct rt_vw_open_call *o = rt_vw_oldest_open(&t->ranks[i]);
 		int n = 0;
 
-		if (!frozen(&t->ranks[i]) || !o || rt_vw_coll_kind(o->id) < 0 || !o->comm_id)
+		if (!rt_vw_frozen(&t->ranks[i]) || !o || rt_vw_coll_kind(o->id) < 0 || !o->comm_id)
 			continue;
 		for (int j = 0; j < t->nranks; j++) {
-			const struct rt_vw_open_call *p = oldest_open(&t->ranks[j]);
+			const struct rt_vw_open_call *p = rt_vw_oldest_open(&t->ranks[j]);
 
-			n += frozen(&t->ranks[j]) && p && p->comm_id == o->comm_id && p->seq == o->seq;
+			n += rt_vw_frozen(&t->ranks[j]) && p && p->comm_id == o->comm_id && p->seq == o->seq;
 		}
 		if (n > best_n || (n == best_n && best && o->seq < best->seq)) {
 			best = o;
@@ -241,17 +242,21 @@ static void laggards(struct rt_vw_trace *t)
 	size_t len = stopped_ranks(t), wl = 0;
 	double age = 0;
 
+	/* no host thread waits in a collective (asynchronous collectives):
+	 * the device records say which one never completed */
+	if (!w && rt_vw_dev_hang(t, t->laggard + len, sizeof(t->laggard) - len))
+		return;
 	if (!w) {
 		if (len >= 2)
 			t->laggard[len - 2] = '\0'; /* "rank 2 is stopped (...), the others wait for it" */
 		return;
 	}
-	call_name(name, sizeof(name), w);
+	rt_vw_call_name(name, sizeof(name), w);
 	for (int i = 0; i < t->nranks; i++) {
 		const struct rt_vw_rank *r = &t->ranks[i];
-		const struct rt_vw_open_call *o = oldest_open(r);
+		const struct rt_vw_open_call *o = rt_vw_oldest_open(r);
 
-		if (!frozen(r) || !o || o->comm_id != w->comm_id || o->seq != w->seq)
+		if (!rt_vw_frozen(r) || !o || o->comm_id != w->comm_id || o->seq != w->seq)
 			continue;
 		if (wl < sizeof(waiting) - 12)
 			wl += (size_t)snprintf(waiting + wl, sizeof(waiting) - wl, "%s%d", wl ? "," : "",
@@ -264,22 +269,22 @@ static void laggards(struct rt_vw_trace *t)
 				waiting, strchr(waiting, ',') ? "" : "s", name, age);
 	for (int i = 0; i < t->nranks && len < sizeof(t->laggard) - 1; i++) {
 		const struct rt_vw_rank *r = &t->ranks[i];
-		const struct rt_vw_open_call *o = oldest_open(r);
+		const struct rt_vw_open_call *o = rt_vw_oldest_open(r);
 		char inside[160];
 
-		if (!r->readable || entered_seq(r, w->comm_id) >= w->seq)
+		if (!r->readable || rt_vw_entered_seq(r, w->comm_id) >= w->seq)
 			continue;
-		if (!frozen(r)) {
+		if (!rt_vw_frozen(r)) {
 			snprintf(inside, sizeof(inside), "%s", r->state == RT_S_KILLED ? "it was killed" :
 				 r->state == RT_S_EXITED ? "it exited" : "its process is gone");
 		} else if (o) {
-			call_name(name, sizeof(name), o);
+			rt_vw_call_name(name, sizeof(name), o);
 			snprintf(inside, sizeof(inside), "%s for %.0f s", name, o->age_s);
 		} else
 			snprintf(inside, sizeof(inside), "no call open, idle for %.0f s", r->idle_s);
 		len += (size_t)snprintf(t->laggard + len, sizeof(t->laggard) - len,
 					"; rank %d never entered #%u: %s%s", r->meta.rank, w->seq,
-					frozen(r) && o ? "it has been inside " : "", inside);
+					rt_vw_frozen(r) && o ? "it has been inside " : "", inside);
 	}
 }
 
@@ -297,15 +302,15 @@ static void rank_findings(struct rt_vw_trace *t)
 {
 	for (int i = 0; i < t->nranks; i++) {
 		const struct rt_vw_rank *r = &t->ranks[i];
-		const struct rt_vw_open_call *o = oldest_open(r);
+		const struct rt_vw_open_call *o = rt_vw_oldest_open(r);
 		const char *stopped = is_stopped(r) ? " (its process is stopped: SIGSTOP, Ctrl-Z or "
 						      "a debugger)" : "";
 		char name[80];
 
-		if (!frozen(r))
+		if (!rt_vw_frozen(r))
 			continue;
 		if (o) {
-			call_name(name, sizeof(name), o);
+			rt_vw_call_name(name, sizeof(name), o);
 			rt_vw_add_rank_finding(t, r->meta.rank, 2, RT_V_HUNG, " has been inside %s "
 					       "for %.0f s%s", name, o->age_s, stopped);
 		} else {
@@ -328,7 +333,7 @@ void rt_vw_liveness(struct rt_vw_trace *t)
 
 		r->idle_s = -1;
 		r->proc_state = 0;
-		if (!frozen(r))
+		if (!rt_vw_frozen(r))
 			continue;
 		n++;
 		ages(r);

@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: MIT */
+/* test_devhang.c - viewer/devhang.c: a hung job judged on device truth
+ * (model_rig.h). With asynchronous collectives the waiting ranks' host
+ * threads sit in a stream synchronisation; the collective that never
+ * completed is known from the device records only. */
+#include "device.h"
+#include "model_rig.h"
+
+#define KIB512 U(131072) /* floats */
+
+/* rank ri enqueues AllGather #seq; started/done on its device when asked */
+static void coll(int ri, uint32_t seq, bool started, bool done)
+{
+	ev(ri, RT_ID_ncclAllGather, ri, 0, false, RT_FN_comm_id, COMM, RT_FN_seq, U(seq),
+	   RT_FN_count, KIB512, RT_FN_datatype, U(7), -1);
+	if (started)
+		ev(ri, RT_ID_rt_dev_coll, ri, 0, false, RT_FN_dev_phase, U(RT_DEV_STARTED),
+		   RT_FN_comm_id, COMM, RT_FN_seq, U(seq), RT_FN_source, U(1), -1);
+	if (done)
+		ev(ri, RT_ID_rt_dev_coll, ri, 0, false, RT_FN_dev_phase, U(RT_DEV_COMPLETED),
+		   RT_FN_comm_id, COMM, RT_FN_seq, U(seq), RT_FN_source, U(1), -1);
+}
+
+/* three collectives done everywhere; then #4 as host2/dev2 say for rank 2;
+ * every rank then blocks: rank 2 in cudaMalloc when it never enqueued #4,
+ * the others (and rank 2 otherwise) in a synchronous cudaMemcpy */
+static void job(bool host2, bool dev2, bool device_records)
+{
+	for (int i = 0; i < t->nranks; i++) {
+		OK(i, cudaSetDevice, i, RT_FN_device, U(i));
+		OK(i, ncclCommInitRank, i, RT_FN_comm_id, COMM, RT_FN_nranks, U(t->nranks), RT_FN_rank, U(i));
+	}
+	for (uint32_t c = 1; c <= 3; c++)
+		for (int i = 0; i < t->nranks; i++)
+			coll(i, c, device_records, device_records);
+	for (int i = 0; i < t->nranks; i++) {
+		if (i != 2 || host2)
+			coll(i, 4, device_records && (i != 2 || dev2), false);
+		if (i == 2 && !host2)
+			ev(i, RT_ID_cudaMalloc, i, 0, true, RT_FN_size, U(1 << 20), -1);
+		else
+			ev(i, RT_ID_cudaMemcpy, i, 0, true, RT_FN_count, U(4), -1);
+	}
+}
+
+/* The model of job(...) with every rank taken as alive (the rig's ranks
+ * have no live process: the model calls them dead inside their open call),
+ * and devhang.c's text for it. */
+static void judge(bool host2, bool dev2, bool device_records, const char *want, const char *absent)
+{
+	char text[600] = "";
+
+	rig(4);
+	job(host2, dev2, device_records);
+	rt_vw_model_finish(m);
+	for (int i = 0; i < t->nranks; i++) {
+		t->ranks[i].state = RT_S_RUNNING;
+		for (int k = 0; k < t->ranks[i].nopen; k++)
+			t->ranks[i].open[k].age_s = 31;
+	}
+	rt_vw_dev_hang(t, text, sizeof(text));
+	cr_expect(want ? strstr(text, want) != NULL : text[0] == '\0', "got \"%s\", want \"%s\"",
+		  text, want ? want : "");
+	cr_expect(!absent || !strstr(text, absent), "\"%s\" has \"%s\"", text, absent);
+	rt_vw_free(t);
+	free(m);
+}
+
+Test(devhang, a_rank_that_never_enqueued_is_named_with_its_host_call)
+{
+	judge(false, false, true, "AllGather #4 (comm 00c0, 512 KiB) was enqueued by ranks 0,1,3 and "
+	      "never completed on any device; rank 2 never enqueued #4: its host thread has been "
+	      "inside cudaMalloc for 31 s (last collective it enqueued: #3)", "started on");
+}
+
+Test(devhang, a_device_that_never_started_it_is_named)
+{
+	judge(true, false, true, "AllGather #4 (comm 00c0, 512 KiB) was enqueued by ranks 0,1,2,3 and "
+	      "never completed on any device; it started on the devices of ranks 0,1,3, never on "
+	      "rank 2's", "never enqueued");
+}
+
+/* no device records: nothing said here, hang.c's host analysis answers */
+Test(devhang, without_device_records_nothing_is_said)
+{
+	judge(false, false, false, NULL, NULL);
+}
+
+/* a healthy job with device records: no hang said in the verdict either */
+static void s_healthy(void)
+{
+	for (int i = 0; i < t->nranks; i++)
+		OK(i, ncclCommInitRank, i, RT_FN_comm_id, COMM, RT_FN_nranks, U(4), RT_FN_rank, U(i));
+	for (uint32_t c = 1; c <= 2; c++)
+		for (int i = 0; i < t->nranks; i++)
+			coll(i, c, true, true);
+	for (int i = 0; i < t->nranks; i++)
+		OK(i, rt_exit, i, RT_FN_status, U(0));
+}
+
+RIG_CASE(devhang, a_healthy_job_with_device_records_is_healthy, s_healthy, RT_V_HEALTHY, NULL,
+	 "enqueued")
+
+/* all done on the device: no hang on device truth */
+Test(devhang, collectives_all_completed_say_nothing)
+{
+	rig(4);
+	for (int i = 0; i < t->nranks; i++)
+		OK(i, ncclCommInitRank, i, RT_FN_comm_id, COMM, RT_FN_nranks, U(4), RT_FN_rank, U(i));
+	for (int i = 0; i < t->nranks; i++)
+		coll(i, 1, true, true);
+	rt_vw_model_finish(m);
+	char text[600] = "";
+
+	cr_expect_eq(rt_vw_dev_hang(t, text, sizeof(text)), 0, "got \"%s\"", text);
+	rt_vw_free(t);
+	free(m);
+}

@@ -1,0 +1,157 @@
+/* SPDX-License-Identifier: MIT */
+/* devhang.c - a hang seen on device truth. With asynchronous collectives a
+ * hung job's host threads sit in a stream synchronisation (or further on):
+ * the collective that never completed shows only in the device records
+ * (device.c). "AllGather #4 (comm 3f2a, 512 KiB) was enqueued by ranks
+ * 0,1,3 and never completed on any device; rank 2 never enqueued #4: its
+ * host thread has been inside cudaMalloc for 31 s (last collective it
+ * enqueued: #3)". A trace without device records gets hang.c's analysis. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "device.h"
+#include "model_int.h"
+
+static const struct rt_vw_devcoll *find(const struct rt_vw_devlog *d, uint64_t comm, uint32_t seq)
+{
+	for (uint32_t j = 0; d && j < d->n; j++)
+		if (d->v[j].comm_id == comm && d->v[j].seq == seq)
+			return &d->v[j];
+	return NULL;
+}
+
+static bool has_device_records(const struct rt_vw_trace *t)
+{
+	for (int i = 0; i < t->nranks; i++)
+		if (t->ranks[i].readable && t->ranks[i].dev &&
+		    (t->ranks[i].dev->started || t->ranks[i].dev->source_seen))
+			return true;
+	return false;
+}
+
+/* The subject: the earliest collective (lowest seq, then earliest enqueue)
+ * some rank enqueued and no device completed. */
+static const struct rt_vw_devcoll *subject(const struct rt_vw_trace *t)
+{
+	const struct rt_vw_devcoll *best = NULL;
+
+	for (int i = 0; i < t->nranks; i++) {
+		const struct rt_vw_devlog *d = t->ranks[i].dev;
+
+		for (uint32_t j = 0; t->ranks[i].readable && d && j < d->n; j++) {
+			const struct rt_vw_devcoll *c = &d->v[j];
+			bool done = false;
+
+			if (!c->enq_ts || c->done_ts)
+				continue;
+			for (int k = 0; k < t->nranks && !done; k++) {
+				const struct rt_vw_devcoll *o = find(t->ranks[k].dev, c->comm_id, c->seq);
+
+				done = o && o->done_ts;
+			}
+			if (!done && (!best || c->seq < best->seq ||
+				      (c->seq == best->seq && c->enq_ts < best->enq_ts)))
+				best = c;
+		}
+	}
+	return best;
+}
+
+static bool in_comm(const struct rt_vw_rank *r, uint64_t comm)
+{
+	return rt_vw_entered_seq(r, comm) > 0;
+}
+
+/* "its host thread has been inside cudaMalloc for 31 s" or how it ended */
+static void host_of(char *out, size_t n, const struct rt_vw_rank *r)
+{
+	const struct rt_vw_open_call *o = rt_vw_oldest_open(r);
+	char name[80];
+
+	if (!rt_vw_frozen(r)) {
+		snprintf(out, n, "%s", r->state == RT_S_KILLED ? "it was killed" :
+			 r->state == RT_S_EXITED ? "it exited" : "its process is gone");
+	} else if (o) {
+		rt_vw_call_name(name, sizeof(name), o);
+		snprintf(out, n, "its host thread has been inside %s for %.0f s", name, o->age_s);
+	} else {
+		snprintf(out, n, "no call open, idle for %.0f s", r->idle_s);
+	}
+}
+
+static void size_of(char *out, size_t n, uint64_t b)
+{
+	if (b >= 1024 * 1024 && !(b % (1024 * 1024)))
+		snprintf(out, n, ", %" PRIu64 " MiB", b / (1024 * 1024));
+	else if (b >= 1024 && !(b % 1024))
+		snprintf(out, n, ", %" PRIu64 " KiB", b / 1024);
+	else if (b)
+		snprintf(out, n, ", %" PRIu64 " B", b);
+	else
+		out[0] = '\0';
+}
+
+/* "; it started on the devices of ranks 0,1,3, never on rank 2's": the
+ * device-side laggard, when some devices started c and others that had it
+ * enqueued did not. */
+static size_t not_started(const struct rt_vw_trace *t, const struct rt_vw_devcoll *c, char *out,
+			  size_t n)
+{
+	char on[200] = "", off[200] = "";
+	size_t a = 0, b = 0;
+
+	for (int i = 0; i < t->nranks; i++) {
+		const struct rt_vw_devcoll *o = find(t->ranks[i].dev, c->comm_id, c->seq);
+
+		if (!t->ranks[i].readable || !o || !o->enq_ts)
+			continue;
+		if (o->start_ts && a < sizeof(on) - 12)
+			a += (size_t)snprintf(on + a, sizeof(on) - a, "%s%d", a ? "," : "",
+					      t->ranks[i].meta.rank);
+		else if (!o->start_ts && b < sizeof(off) - 12)
+			b += (size_t)snprintf(off + b, sizeof(off) - b, "%s%d", b ? "," : "",
+					      t->ranks[i].meta.rank);
+	}
+	if (!a || !b)
+		return 0;
+	a = (size_t)snprintf(out, n, "; it started on the device%s of rank%s %s, never on rank%s %s'%s",
+			     strchr(on, ',') ? "s" : "", strchr(on, ',') ? "s" : "", on,
+			     strchr(off, ',') ? "s" : "", off, strchr(off, ',') ? "" : "s");
+	return a < n ? a : n - 1;
+}
+
+size_t rt_vw_dev_hang(const struct rt_vw_trace *t, char *out, size_t n)
+{
+	const struct rt_vw_devcoll *c;
+	char enq[200] = "", size[40], host[200];
+	size_t len = 0, el = 0;
+
+	if (!n || !has_device_records(t) || !(c = subject(t)))
+		return 0;
+	for (int i = 0; i < t->nranks; i++) {
+		const struct rt_vw_devcoll *o = find(t->ranks[i].dev, c->comm_id, c->seq);
+
+		if (t->ranks[i].readable && o && o->enq_ts && el < sizeof(enq) - 12)
+			el += (size_t)snprintf(enq + el, sizeof(enq) - el, "%s%d", el ? "," : "",
+					       t->ranks[i].meta.rank);
+	}
+	size_of(size, sizeof(size), c->bytes);
+	len = (size_t)snprintf(out, n, "%s #%u (comm %04" PRIx64 "%s) was enqueued by rank%s %s and "
+			       "never completed on any device",
+			       c->kind < RT_CK_COUNT ? rt_coll_names[c->kind] : "collective", c->seq,
+			       c->comm_id & 0xffff, size, strchr(enq, ',') ? "s" : "", enq);
+	len += not_started(t, c, out + len, n - len);
+	for (int i = 0; i < t->nranks && len < n - 1; i++) {
+		const struct rt_vw_rank *r = &t->ranks[i];
+		const struct rt_vw_devcoll *o = find(r->dev, c->comm_id, c->seq);
+		uint32_t last = rt_vw_entered_seq(r, c->comm_id);
+
+		if (!r->readable || (o && o->enq_ts) || !in_comm(r, c->comm_id) || last >= c->seq)
+			continue;
+		host_of(host, sizeof(host), r);
+		len += (size_t)snprintf(out + len, n - len, "; rank %d never enqueued #%u: %s (last "
+					"collective it enqueued: #%u)", r->meta.rank, c->seq, host, last);
+	}
+	return len < n ? len : n - 1;
+}
