@@ -7,6 +7,7 @@
  * host thread has been inside cudaMalloc for 31 s (last collective it
  * enqueued: #3)". A trace without device records gets hang.c's analysis. */
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -69,7 +70,10 @@ static void host_of(char *out, size_t n, const struct rt_vw_rank *r)
 	const struct rt_vw_open_call *o = rt_vw_oldest_open(r);
 	char name[80];
 
-	if (!rt_vw_frozen(r)) {
+	if (!rt_vw_frozen(r) && o && r->state == RT_S_KILLED) {
+		rt_vw_call_name(name, sizeof(name), o);
+		snprintf(out, n, "it was killed (signal %d) inside %s", r->signo, name);
+	} else if (!rt_vw_frozen(r)) {
 		snprintf(out, n, "%s", r->state == RT_S_KILLED ? "it was killed" :
 			 r->state == RT_S_EXITED ? "it exited" : "its process is gone");
 	} else if (o) {
@@ -121,27 +125,44 @@ static size_t not_started(const struct rt_vw_trace *t, const struct rt_vw_devcol
 	return a < n ? a : n - 1;
 }
 
-size_t rt_vw_dev_hang(const struct rt_vw_trace *t, char *out, size_t n)
+/* "AllGather #4 (comm 3f2a, 512 KiB)" */
+static size_t coll_name(char *out, size_t n, const struct rt_vw_devcoll *c)
 {
-	const struct rt_vw_devcoll *c;
-	char enq[200] = "", size[40], host[200];
-	size_t len = 0, el = 0;
+	char size[40];
+	int k;
 
-	if (!n || !has_device_records(t) || !(c = subject(t)))
-		return 0;
-	for (int i = 0; i < t->nranks; i++) {
-		const struct rt_vw_devcoll *o = find(t->ranks[i].dev, c->comm_id, c->seq);
-
-		if (t->ranks[i].readable && o && o->enq_ts && el < sizeof(enq) - 12)
-			el += (size_t)snprintf(enq + el, sizeof(enq) - el, "%s%d", el ? "," : "",
-					       t->ranks[i].meta.rank);
-	}
 	size_of(size, sizeof(size), c->bytes);
-	len = (size_t)snprintf(out, n, "%s #%u (comm %04" PRIx64 "%s) was enqueued by rank%s %s and "
-			       "never completed on any device",
-			       c->kind < RT_CK_COUNT ? rt_coll_names[c->kind] : "collective", c->seq,
-			       c->comm_id & 0xffff, size, strchr(enq, ',') ? "s" : "", enq);
-	len += not_started(t, c, out + len, n - len);
+	k = snprintf(out, n, "%s #%u (comm %04" PRIx64 "%s)",
+		     c->kind < RT_CK_COUNT ? rt_coll_names[c->kind] : "collective", c->seq,
+		     c->comm_id & 0xffff, size);
+	return k < 0 ? 0 : (size_t)k < n ? (size_t)k : n - 1;
+}
+
+/* "ranks 0,1,3": the readable ranks that enqueued c (aborted: and died by SIGABRT) */
+static void enqueuers(const struct rt_vw_trace *t, const struct rt_vw_devcoll *c, bool aborted,
+		      char *out, size_t n)
+{
+	size_t el = 0;
+
+	out[0] = '\0';
+	for (int i = 0; i < t->nranks; i++) {
+		const struct rt_vw_rank *r = &t->ranks[i];
+		const struct rt_vw_devcoll *o = find(r->dev, c->comm_id, c->seq);
+
+		if (!r->readable || !o || !o->enq_ts || o->done_ts ||
+		    (aborted && (r->state != RT_S_KILLED || r->signo != SIGABRT)) || el >= n - 12)
+			continue;
+		el += (size_t)snprintf(out + el, n - el, "%s%d", el ? "," : "", r->meta.rank);
+	}
+}
+
+/* "; rank 2 never enqueued #4: ..." for each rank of c's communicator that
+ * never enqueued it */
+static size_t missing(const struct rt_vw_trace *t, const struct rt_vw_devcoll *c, char *out, size_t n)
+{
+	char host[200];
+	size_t len = 0;
+
 	for (int i = 0; i < t->nranks && len < n - 1; i++) {
 		const struct rt_vw_rank *r = &t->ranks[i];
 		const struct rt_vw_devcoll *o = find(r->dev, c->comm_id, c->seq);
@@ -154,4 +175,48 @@ size_t rt_vw_dev_hang(const struct rt_vw_trace *t, char *out, size_t n)
 					"collective it enqueued: #%u)", r->meta.rank, c->seq, host, last);
 	}
 	return len < n ? len : n - 1;
+}
+
+size_t rt_vw_dev_hang(const struct rt_vw_trace *t, char *out, size_t n)
+{
+	const struct rt_vw_devcoll *c;
+	char enq[200];
+	size_t len;
+
+	if (n < 2 || !has_device_records(t) || !(c = subject(t)))
+		return 0;
+	enqueuers(t, c, false, enq, sizeof(enq));
+	len = coll_name(out, n, c);
+	len += (size_t)snprintf(out + len, n - len, " was enqueued by rank%s %s and never completed "
+				"on any device", strchr(enq, ',') ? "s" : "", enq);
+	if (len >= n)
+		return n - 1;
+	len += not_started(t, c, out + len, n - len);
+	len += missing(t, c, out + len, n - len);
+	return len < n ? len : n - 1;
+}
+
+/* The NCCL watchdog's ending (PyTorch's: SIGABRT after its timeout while a
+ * collective had not completed): the ranks that died by SIGABRT with the
+ * subject collective enqueued and never completed on any device, named as
+ * ended by the watchdog on it; the rank that never enqueued it as the cause. */
+void rt_vw_dev_watchdog(struct rt_vw_trace *t)
+{
+	const struct rt_vw_devcoll *c;
+	char ab[200], text[600];
+	size_t len;
+
+	if (t->hung || !has_device_records(t) || !(c = subject(t)))
+		return;
+	enqueuers(t, c, true, ab, sizeof(ab));
+	if (!ab[0])
+		return;
+	len = (size_t)snprintf(text, sizeof(text), "rank%s %s %s ended by the NCCL watchdog (SIGABRT) "
+			       "on ", strchr(ab, ',') ? "s" : "", ab, strchr(ab, ',') ? "were" : "was");
+	len += coll_name(text + len, sizeof(text) - len, c);
+	len += (size_t)snprintf(text + len, sizeof(text) - len, ", enqueued and never completed on "
+				"any device");
+	if (len < sizeof(text))
+		missing(t, c, text + len, sizeof(text) - len);
+	rt_vw_add_finding(t, 1, RT_V_CRASHED, "%s", text);
 }

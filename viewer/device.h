@@ -67,5 +67,7 @@ void rt_vw_straggle_free(struct rt_vw_trace *t);
  * that rank's host thread is. Written into out; 0 when the trace has no
  * device records or no such collective (hang.c's analysis then). */
 size_t rt_vw_dev_hang(const struct rt_vw_trace *t, char *out, size_t n);
+/* The finding of a job ended by the NCCL watchdog on that collective. */
+void rt_vw_dev_watchdog(struct rt_vw_trace *t);
 
 #endif

@@ -340,8 +340,10 @@ void rt_vw_liveness(struct rt_vw_trace *t)
 		if (r->idle_s * 1e9 < (double)t->stall_ns)
 			all_stalled = false;
 	}
-	if (!n || !all_stalled)
+	if (!n || !all_stalled) {
+		rt_vw_dev_watchdog(t);
 		return;
+	}
 	t->hung = true;
 	for (int i = 0; i < t->nranks; i++)
 		if (t->ranks[i].state == RT_S_RUNNING)
