@@ -4,7 +4,7 @@
 # never called dead; a 4-rank job hung in a collective (nccl-hang) is `hung`
 # while it runs, naming each rank's open collective and its age, and `view
 # --watch` shows it; when only rank 2 hangs (in cudaMalloc, injected) while
-# the others wait in a collective, rank 2 is named the laggard; after the
+# the others wait for the collective it never enqueued (device records), rank 2 is named the laggard; after the
 # launcher kills the job, each rank's end is told (killed, exited, vanished).
 # Every job runs in its own process group under timeout, killed at exit.
 source "$(dirname "$0")/lib.sh"
@@ -80,30 +80,28 @@ for l in open(sys.argv[1]):
 sys.exit(sorted(seen) != [0, 1, 2, 3])
 PY"
 
-# ---- only rank 2 hangs, in cudaMalloc; the others wait in a collective ----
-# SIMGPU_SYNC=1: the simulator's synchronous mode, where a collective blocks
-# its caller. With the asynchronous default the others' host threads wait in
-# a stream synchronisation instead, and naming the collective they wait for
-# needs the device-side completion of issue 20 (item 2).
-export SIMGPU_SYNC=1
+# ---- only rank 2 hangs, in cudaMalloc; the others wait for the collective ----
+# The asynchronous simulator (the default): the others' AllGather returned
+# once enqueued, their host threads wait in the synchronous copy after it;
+# the collective that never completed is known from the device records
+# (viewer/devhang.c).
 start lag 'cudaMalloc:hang:rank=2:when=10'
-unset SIMGPU_SYNC
 check "laggard: 4 ranks running, each inside a call" wait_stuck "$T/lag"
 sleep 2.5
 timeout -k 2 30 "$RT" verdict "$T/lag" --stall 2s > "$T/lag.v" 2> "$T/lag.verr"; rc=$?
 check "verdict hung (exit 1)" bash -c "[ $rc -eq 1 ] && [ \"\$(cat '$T/lag.v')\" = hung ]"
 timeout -k 2 30 "$RT" view "$T/lag" --json --stall 2s > "$T/lag.json"
-check "ranks 0,1,3 wait in one AllGather, rank 2 is inside cudaMalloc" js "$T/lag.json" \
-  "[r['open_calls'][0]['call'] for r in d['ranks']] == ['ncclAllGather', 'ncclAllGather', 'cudaMalloc', 'ncclAllGather'] and len({d['ranks'][i]['open_calls'][0]['seq'] for i in (0, 1, 3)}) == 1"
-check "the laggard analysis names rank 2 ($(grep -m1 'hung:' "$T/lag.verr"))" grep -qE 'hung: ranks 0,1,3 wait in ncclAllGather #[0-9]+ \([0-9]+ s\); rank 2 never entered #[0-9]+: it has been inside cudaMalloc for [0-9]+ s' "$T/lag.verr"
-check "view --json carries it too" js "$T/lag.json" "d['laggard'] and 'rank 2 never entered' in d['laggard']"
+check "ranks 0,1,3 wait in the copy after the AllGather they enqueued, rank 2 is inside cudaMalloc" js "$T/lag.json" \
+  "[r['open_calls'][0]['call'] for r in d['ranks']] == ['cudaMemcpy', 'cudaMemcpy', 'cudaMalloc', 'cudaMemcpy']"
+check "the laggard analysis names rank 2 ($(grep -m1 'hung:' "$T/lag.verr"))" grep -qE 'hung: AllGather #[0-9]+ \(comm [0-9a-f]+, [0-9]+ [KMG]?i?B\) was enqueued by ranks 0,1,3 and never completed on any device; rank 2 never enqueued #[0-9]+: its host thread has been inside cudaMalloc for [0-9]+ s' "$T/lag.verr"
+check "view --json carries it too" js "$T/lag.json" "d['laggard'] and 'rank 2 never enqueued' in d['laggard']"
 timeout -k 2 30 "$RT" view "$T/lag" --rank 2 --json --stall 2s > "$T/lag2.json"
 check "view --rank 2: only rank 2's row and only findings about rank 2 or several ranks" js "$T/lag2.json" \
   "[r['rank'] for r in d['ranks']] == [2] and all(f['rank'] in (-1, 2) for f in d['findings']) and any(f['rank'] == 2 for f in d['findings'])"
 stop "$LAST"
 timeout -k 2 30 "$RT" view "$T/lag" --json > "$T/lag3.json"
-check "after the kill: rank 2 killed inside cudaMalloc, the others inside the AllGather" js "$T/lag3.json" \
-  "[r['end'] for r in d['ranks']] == ['signal 15 in ncclAllGather'] * 2 + ['signal 15 in cudaMalloc', 'signal 15 in ncclAllGather'] and all(r['state'] == 'killed' for r in d['ranks'])"
+check "after the kill: rank 2 killed inside cudaMalloc, the others inside the copy" js "$T/lag3.json" \
+  "[r['end'] for r in d['ranks']] == ['signal 15 in cudaMemcpy'] * 2 + ['signal 15 in cudaMalloc', 'signal 15 in cudaMemcpy'] and all(r['state'] == 'killed' for r in d['ranks'])"
 
 # ---- exited and vanished: rank 1 is SIGKILLed (no end record, no lock) ----
 SIMGPU_TIMEOUT=5 sim timeout -k 5 120 "$RT" run -o "$T/dies" --inject rank-dies=1@4 -- "$B/bin/rt-launch" -n 4 "$B/bin/fsdp_mini" --steps 2 > /dev/null 2>&1
