@@ -138,6 +138,18 @@ static size_t coll_name(char *out, size_t n, const struct rt_vw_devcoll *c)
 	return k < 0 ? 0 : (size_t)k < n ? (size_t)k : n - 1;
 }
 
+/* Killed by SIGABRT after its call enqueued c had returned: a watchdog's
+ * abort (one inside the call is the call's, an injected abort's). */
+static bool watchdogged(const struct rt_vw_rank *r, const struct rt_vw_devcoll *c)
+{
+	if (r->state != RT_S_KILLED || r->signo != SIGABRT)
+		return false;
+	for (int k = 0; k < r->nopen; k++)
+		if (r->open[k].comm_id == c->comm_id && r->open[k].seq == c->seq)
+			return false;
+	return true;
+}
+
 /* "ranks 0,1,3": the readable ranks that enqueued c (aborted: and died by SIGABRT) */
 static void enqueuers(const struct rt_vw_trace *t, const struct rt_vw_devcoll *c, bool aborted,
 		      char *out, size_t n)
@@ -150,7 +162,7 @@ static void enqueuers(const struct rt_vw_trace *t, const struct rt_vw_devcoll *c
 		const struct rt_vw_devcoll *o = find(r->dev, c->comm_id, c->seq);
 
 		if (!r->readable || !o || !o->enq_ts || o->done_ts ||
-		    (aborted && (r->state != RT_S_KILLED || r->signo != SIGABRT)) || el >= n - 12)
+		    (aborted && !watchdogged(r, c)) || el >= n - 12)
 			continue;
 		el += (size_t)snprintf(out + el, n - el, "%s%d", el ? "," : "", r->meta.rank);
 	}
