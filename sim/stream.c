@@ -438,3 +438,14 @@ EXPORT cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_
 	sq_mark_put(mb);
 	return r == cudaSuccess || r == cudaErrorNotReady ? r : sq_fail(r);
 }
+
+/* The simulator has no stream capture: no stream is ever being captured
+ * (the tracer's CUDA-event source asks before recording its events). */
+EXPORT cudaError_t cudaStreamIsCapturing(cudaStream_t stream, enum cudaStreamCaptureStatus *status)
+{
+	(void)stream;
+	if (!status)
+		return sq_fail(cudaErrorInvalidValue);
+	*status = cudaStreamCaptureStatusNone;
+	return cudaSuccess;
+}

@@ -30,6 +30,7 @@ struct pending {
 
 static RT_TLS struct pending ring[RING];
 static RT_TLS uint32_t ring_head;
+static RT_TLS struct pending last; /* the collective this thread numbered last */
 
 /* comms.c, when a collective takes its number: the call being recorded is
  * the collective (rt_tr_cur_id). */
@@ -40,6 +41,14 @@ void rt_tr_dev_enqueued(uint64_t comm_id, uint32_t seq)
 	p->comm_id = comm_id;
 	p->seq = seq;
 	p->kind = (int8_t)rt_coll_kind_of(rt_tr_cur_id);
+	last = *p;
+}
+
+/* devevents.c: the (comm_id, seq) the collective being recorded took */
+void rt_tr_dev_last(uint64_t *comm_id, uint32_t *seq)
+{
+	*comm_id = last.comm_id;
+	*seq = last.seq;
 }
 
 static int kind_of(const char *func)
@@ -73,6 +82,8 @@ RT_EXPORT void rt_dev_bind(const char *func, uint64_t *comm_id, uint32_t *seq)
 RT_EXPORT void rt_dev_event(int phase, uint64_t comm_id, uint32_t seq, uint64_t nccl_comm,
 			    uint64_t nccl_seq, uint64_t gpu_ns)
 {
+	if (!rt_tr_devev_plugin_ok()) /* RANKTRACE_DEVICE_SOURCE=events: ours only */
+		return;
 	rt_tr_ev_rt_dev_coll(phase, comm_id, seq, nccl_comm, nccl_seq, RT_DEV_SRC_PLUGIN, gpu_ns);
 }
 
@@ -80,6 +91,8 @@ RT_EXPORT void rt_dev_loaded(int version)
 {
 	static int once;
 
+	if (!rt_tr_devev_plugin_ok())
+		return;
 	if (!__atomic_exchange_n(&once, 1, __ATOMIC_RELAXED))
 		rt_tr_ev_rt_dev_source(RT_DEV_SRC_PLUGIN, version, "libnccl-profiler-ranktrace.so");
 }

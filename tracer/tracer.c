@@ -114,6 +114,7 @@ static void record_exit(int status)
 	/* only a process that has a trace records how it ended */
 	rt_tr_cupti_flush(false);
 	if (rt_tr_process_traced()) {
+		rt_tr_devev_drain();
 		rt_tr_ev_rt_exit(status);
 		rt_tr_stream_note_stop(rt_tr_stream_tls);
 		rt_tr_prep_at_exit();

@@ -167,6 +167,11 @@ uint32_t rt_tr_p2p_seq(const void *comm);
 int rt_tr_comm_device(const void *comm);
 /* device.c: a collective took its number on this thread */
 void rt_tr_dev_enqueued(uint64_t comm_id, uint32_t seq);
+void rt_tr_dev_last(uint64_t *comm_id, uint32_t *seq);
+/* devevents.c: device-side completion from CUDA events (the fallback source) */
+void rt_tr_devev_after(const void *comm, const void *stream);
+bool rt_tr_devev_plugin_ok(void);
+void rt_tr_devev_drain(void);
 /* writer.c: metadata */
 int rt_tr_write_metadata(const char *dir, bool replace);
 void rt_tr_stream_forget_inherited(void);
