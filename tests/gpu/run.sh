@@ -86,7 +86,7 @@ HAVE_HF=0
 B="$W/build"
 GEN=()
 command -v ninja > /dev/null && GEN=(-G Ninja)
-TARGETS=(ranktrace ranktrace-cli fsdp_mini rt-launch driver_probe python-probe)
+TARGETS=(ranktrace ranktrace-cli nccl-profiler-ranktrace fsdp_mini rt-launch driver_probe python-probe)
 [ $REHEARSE = 1 ] && TARGETS+=(simcudart simcuda simnccl)
 if [ $REHEARSE = 1 ] && [ -n "${RT_GPU_REUSE_BUILD:-}" ]; then
   B=$(cd "$RT_GPU_REUSE_BUILD" && pwd) # a rehearsal over a build made already

@@ -15,6 +15,7 @@ failures=0
 checks=0
 ok()   { checks=$((checks + 1)); echo "ok - $*"; }
 bad()  { checks=$((checks + 1)); failures=$((failures + 1)); echo "FAIL - $*"; }
-check() { local what=$1; shift; if "$@"; then ok "$what"; else bad "$what"; fi; }
+# fails (status 1) when the check does: `check ... || { show why; }`
+check() { local what=$1; shift; if "$@"; then ok "$what"; else bad "$what"; return 1; fi; }
 finish() { echo "$((checks - failures)) passed, $failures failed"; [ "$failures" -eq 0 ]; }
 sim() { LD_LIBRARY_PATH="$SIM${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$@"; }
