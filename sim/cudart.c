@@ -28,47 +28,20 @@
 
 #include "queue.h"
 #include "simgpu.h"
+#include "cudart_int.h"
 
-#define SIM_MAX_DEVICES 64
-#define DEVICE_ALIGN 256
-
-#define EXPORT __attribute__((visibility("default")))
-
-/* One live allocation inside a heap, kept in address order. */
-struct block {
-	uintptr_t addr;
-	size_t size;
-	struct block *next;
-};
-
-/* A device's memory (or the managed range): a lazily reserved address range
- * carved first-fit. */
-struct heap {
-	char *base;
-	size_t cap;
-	size_t used;
-	struct block *blocks;
-	int device;
-	bool managed;
-};
-
-struct sim_pool {
-	int device;
-	struct sim_pool *next; /* created pools (cuMemPoolCreate) */
-};
-
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t config_once = PTHREAD_ONCE_INIT;
 static int ndevices = 8;
-static size_t device_mem = 80ull << 30;
+size_t device_mem = 80ull << 30;
 static double timeout_s = 60.0;
-static struct heap heaps[SIM_MAX_DEVICES];
-static struct heap managed_heap = { .managed = true, .device = 0 };
-static struct block *host_blocks; /* pinned host allocations */
-static struct sim_pool pools[SIM_MAX_DEVICES]; /* default pools */
+struct heap heaps[SIM_MAX_DEVICES];
+struct heap managed_heap = { .managed = true, .device = 0 };
+struct block *host_blocks; /* pinned host allocations */
+struct sim_pool pools[SIM_MAX_DEVICES]; /* default pools */
 static struct sim_pool *created_pools;
 
-static __thread int current_device;
+__thread int current_device;
 static __thread cudaError_t last_error;
 
 static const struct {
@@ -133,12 +106,12 @@ static void load_config(void)
 	managed_heap.cap = device_mem;
 }
 
-static void config(void)
+void config(void)
 {
 	pthread_once(&config_once, load_config);
 }
 
-static cudaError_t fail(cudaError_t e)
+cudaError_t fail(cudaError_t e)
 {
 	if (e != cudaSuccess)
 		last_error = e;
@@ -150,7 +123,7 @@ cudaError_t sq_fail(cudaError_t e)
 	return fail(e);
 }
 
-static bool valid_device(int d)
+bool valid_device(int d)
 {
 	config();
 	return d >= 0 && d < ndevices;
@@ -173,7 +146,7 @@ static bool heap_ready(struct heap *h)
 }
 
 /* First-fit allocation. Called with lock held. Returns NULL when full. */
-static void *heap_alloc(struct heap *h, size_t size)
+void *heap_alloc(struct heap *h, size_t size)
 {
 	struct block **link, *b, *nb;
 	uintptr_t start;
@@ -207,7 +180,7 @@ static void *heap_alloc(struct heap *h, size_t size)
 }
 
 /* Remove the block starting exactly at p. Called with lock held. */
-static bool heap_free(struct heap *h, const void *p)
+bool heap_free(struct heap *h, const void *p)
 {
 	for (struct block **link = &h->blocks; *link; link = &(*link)->next) {
 		struct block *b = *link;
@@ -224,7 +197,7 @@ static bool heap_free(struct heap *h, const void *p)
 	return false;
 }
 
-static struct block *find_block(struct block *list, uintptr_t p)
+struct block *find_block(struct block *list, uintptr_t p)
 {
 	for (struct block *b = list; b; b = b->next)
 		if (p >= b->addr && p < b->addr + b->size)
@@ -233,7 +206,7 @@ static struct block *find_block(struct block *list, uintptr_t p)
 }
 
 /* Heap whose range holds p, or NULL. Called with lock held. */
-static struct heap *heap_of(const void *p)
+struct heap *heap_of(const void *p)
 {
 	uintptr_t a = (uintptr_t)p;
 
@@ -247,11 +220,10 @@ static struct heap *heap_of(const void *p)
 	return NULL;
 }
 
-enum mem_kind { MEM_UNKNOWN, MEM_HOST, MEM_DEVICE, MEM_MANAGED };
 
 /* Classify [p, p+len): device memory must lie inside one live allocation.
  * *dev receives the device. */
-static enum mem_kind classify(const void *p, size_t len, int *dev)
+enum mem_kind classify(const void *p, size_t len, int *dev)
 {
 	enum mem_kind k = MEM_UNKNOWN;
 	struct heap *h;
@@ -570,450 +542,4 @@ EXPORT cudaError_t cudaDeviceReset(void)
 		heap_free(h, (void *)h->blocks->addr);
 	pthread_mutex_unlock(&lock);
 	return cudaSuccess;
-}
-
-/* ---- memory ---- */
-
-static cudaError_t device_malloc(void **p, size_t size, int device)
-{
-	void *r;
-
-	if (!p)
-		return fail(cudaErrorInvalidValue);
-	if (size == 0) {
-		*p = NULL;
-		return cudaSuccess;
-	}
-	if (!valid_device(device))
-		return fail(cudaErrorInvalidDevice);
-	pthread_mutex_lock(&lock);
-	r = heap_alloc(&heaps[device], size);
-	pthread_mutex_unlock(&lock);
-	if (!r)
-		return fail(cudaErrorMemoryAllocation);
-	*p = r;
-	return cudaSuccess;
-}
-
-static cudaError_t device_free(void *p, bool wait)
-{
-	struct heap *h;
-	bool ok = false;
-
-	config();
-	if (!p)
-		return cudaSuccess;
-	if (wait) { /* cudaFree synchronises the device first, as CUDA's does */
-		int d = simgpu_range_device(p, 1);
-
-		sq_device_sync(d >= 0 ? d : current_device);
-	}
-	pthread_mutex_lock(&lock);
-	h = heap_of(p);
-	if (h)
-		ok = heap_free(h, p);
-	pthread_mutex_unlock(&lock);
-	return ok ? cudaSuccess : fail(cudaErrorInvalidValue);
-}
-
-int sq_free_now(void *p)
-{
-	return device_free(p, false) == cudaSuccess ? 0 : -1;
-}
-
-/* Is p the base of a live device or managed allocation? */
-static bool heap_known(const void *p)
-{
-	struct heap *h;
-	struct block *b = NULL;
-
-	config();
-	pthread_mutex_lock(&lock);
-	h = heap_of(p);
-	if (h)
-		b = find_block(h->blocks, (uintptr_t)p);
-	pthread_mutex_unlock(&lock);
-	return b && b->addr == (uintptr_t)p;
-}
-
-bool sq_host_pinned(const void *p)
-{
-	bool pinned;
-
-	pthread_mutex_lock(&lock);
-	pinned = find_block(host_blocks, (uintptr_t)p) != NULL;
-	pthread_mutex_unlock(&lock);
-	return pinned;
-}
-
-EXPORT cudaError_t cudaMalloc(void **devPtr, size_t size)
-{
-	config();
-	return device_malloc(devPtr, size, current_device);
-}
-
-EXPORT cudaError_t cudaMallocPitch(void **devPtr, size_t *pitch, size_t width, size_t height)
-{
-	size_t p = (width + 511) & ~(size_t)511;
-
-	if (!pitch)
-		return fail(cudaErrorInvalidValue);
-	*pitch = p;
-	config();
-	return device_malloc(devPtr, p * height, current_device);
-}
-
-EXPORT cudaError_t cudaMallocAsync(void **devPtr, size_t size, cudaStream_t stream)
-{
-	(void)stream;
-	config();
-	return device_malloc(devPtr, size, current_device);
-}
-
-EXPORT cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t *pool, int device)
-{
-	if (!pool)
-		return fail(cudaErrorInvalidValue);
-	if (!valid_device(device))
-		return fail(cudaErrorInvalidDevice);
-	*pool = (cudaMemPool_t)&pools[device];
-	return cudaSuccess;
-}
-
-EXPORT cudaError_t cudaMallocFromPoolAsync(void **ptr, size_t size, cudaMemPool_t pool,
-					   cudaStream_t stream)
-{
-	int dev = simgpu_pool_device(pool);
-
-	(void)stream;
-	if (dev < 0)
-		return fail(cudaErrorInvalidValue);
-	return device_malloc(ptr, size, dev);
-}
-
-EXPORT cudaError_t cudaFree(void *devPtr)
-{
-	return device_free(devPtr, true);
-}
-
-EXPORT int simgpu_free(const void *p)
-{
-	return p && device_free((void *)p, true) == cudaSuccess ? 0 : -1;
-}
-
-EXPORT cudaError_t cudaFreeAsync(void *devPtr, cudaStream_t stream)
-{
-	if (!devPtr)
-		return cudaSuccess;
-	if (!heap_known(devPtr))
-		return fail(cudaErrorInvalidValue);
-	return sq_free_async(stream, devPtr);
-}
-
-EXPORT cudaError_t cudaMallocManaged(void **devPtr, size_t size, unsigned int flags)
-{
-	void *r;
-
-	(void)flags;
-	config();
-	if (!devPtr || size == 0)
-		return fail(cudaErrorInvalidValue);
-	pthread_mutex_lock(&lock);
-	r = heap_alloc(&managed_heap, size);
-	pthread_mutex_unlock(&lock);
-	if (!r)
-		return fail(cudaErrorMemoryAllocation);
-	*devPtr = r;
-	return cudaSuccess;
-}
-
-EXPORT void *simgpu_host_alloc(size_t size)
-{
-	struct block *b = malloc(sizeof(*b));
-	void *r;
-
-	if (!b || posix_memalign(&r, 4096, size) != 0) {
-		free(b);
-		return NULL;
-	}
-	b->addr = (uintptr_t)r;
-	b->size = size;
-	pthread_mutex_lock(&lock);
-	b->next = host_blocks;
-	host_blocks = b;
-	pthread_mutex_unlock(&lock);
-	return r;
-}
-
-EXPORT cudaError_t cudaHostAlloc(void **pHost, size_t size, unsigned int flags)
-{
-	void *r;
-
-	(void)flags;
-	if (!pHost)
-		return fail(cudaErrorInvalidValue);
-	if (size == 0) {
-		*pHost = NULL;
-		return cudaSuccess;
-	}
-	r = simgpu_host_alloc(size);
-	if (!r)
-		return fail(cudaErrorMemoryAllocation);
-	*pHost = r;
-	return cudaSuccess;
-}
-
-EXPORT cudaError_t cudaMallocHost(void **ptr, size_t size)
-{
-	return cudaHostAlloc(ptr, size, cudaHostAllocDefault);
-}
-
-EXPORT int simgpu_host_free(void *ptr)
-{
-	struct block *found = NULL;
-
-	pthread_mutex_lock(&lock);
-	for (struct block **link = &host_blocks; *link; link = &(*link)->next) {
-		if ((*link)->addr == (uintptr_t)ptr) {
-			found = *link;
-			*link = found->next;
-			break;
-		}
-	}
-	pthread_mutex_unlock(&lock);
-	if (!found)
-		return -1;
-	free((void *)found->addr);
-	free(found);
-	return 0;
-}
-
-EXPORT cudaError_t cudaFreeHost(void *ptr)
-{
-	if (!ptr)
-		return cudaSuccess;
-	return simgpu_host_free(ptr) == 0 ? cudaSuccess : fail(cudaErrorInvalidValue);
-}
-
-EXPORT cudaError_t cudaMemGetInfo(size_t *freeb, size_t *total)
-{
-	struct heap *h;
-
-	config();
-	if (!freeb || !total)
-		return fail(cudaErrorInvalidValue);
-	h = &heaps[current_device];
-	pthread_mutex_lock(&lock);
-	*total = device_mem;
-	*freeb = device_mem - h->used;
-	pthread_mutex_unlock(&lock);
-	return cudaSuccess;
-}
-
-EXPORT cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *attr, const void *ptr)
-{
-	int dev = -1;
-	enum mem_kind k;
-	bool pinned = false;
-
-	config();
-	if (!attr)
-		return fail(cudaErrorInvalidValue);
-	k = classify(ptr, 1, &dev);
-	if (k == MEM_HOST) {
-		pthread_mutex_lock(&lock);
-		pinned = find_block(host_blocks, (uintptr_t)ptr) != NULL;
-		pthread_mutex_unlock(&lock);
-	}
-	memset(attr, 0, sizeof(*attr));
-	switch (k) {
-	case MEM_DEVICE:
-		attr->type = cudaMemoryTypeDevice;
-		attr->device = dev;
-		attr->devicePointer = (void *)ptr;
-		break;
-	case MEM_MANAGED:
-		attr->type = cudaMemoryTypeManaged;
-		attr->device = dev;
-		attr->devicePointer = attr->hostPointer = (void *)ptr;
-		break;
-	case MEM_HOST:
-		attr->type = pinned ? cudaMemoryTypeHost : cudaMemoryTypeUnregistered;
-		attr->device = pinned ? current_device : -2;
-		if (pinned)
-			attr->devicePointer = attr->hostPointer = (void *)ptr;
-		break;
-	case MEM_UNKNOWN:
-		/* inside a device range but not allocated: as CUDA, an error */
-		return fail(cudaErrorInvalidValue);
-	}
-	return cudaSuccess;
-}
-
-/* Check both ends of a copy against its kind; device ends must lie inside
- * one live allocation. */
-static cudaError_t check_copy(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind)
-{
-	int ddev, sdev;
-	enum mem_kind dk = classify(dst, count ? count : 1, &ddev);
-	enum mem_kind sk = classify(src, count ? count : 1, &sdev);
-	bool d_dev = dk == MEM_DEVICE || dk == MEM_MANAGED;
-	bool s_dev = sk == MEM_DEVICE || sk == MEM_MANAGED;
-
-	if (dk == MEM_UNKNOWN || sk == MEM_UNKNOWN)
-		return cudaErrorInvalidValue;
-	switch (kind) {
-	case cudaMemcpyHostToHost: return (!d_dev || dk == MEM_MANAGED) && (!s_dev || sk == MEM_MANAGED) ? cudaSuccess : cudaErrorInvalidValue;
-	case cudaMemcpyHostToDevice: return d_dev && (!s_dev || sk == MEM_MANAGED) ? cudaSuccess : cudaErrorInvalidValue;
-	case cudaMemcpyDeviceToHost: return s_dev && (!d_dev || dk == MEM_MANAGED) ? cudaSuccess : cudaErrorInvalidValue;
-	case cudaMemcpyDeviceToDevice: return d_dev && s_dev ? cudaSuccess : cudaErrorInvalidValue;
-	case cudaMemcpyDefault: return cudaSuccess;
-	default: return cudaErrorInvalidMemcpyDirection;
-	}
-}
-
-/* Check a copy; stream-ordered on `stream`, returning once done when wait. */
-static cudaError_t copy(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind,
-			cudaStream_t stream, bool wait)
-{
-	cudaError_t e;
-
-	if (count == 0)
-		return cudaSuccess;
-	if (!dst || !src)
-		return fail(cudaErrorInvalidValue);
-	e = check_copy(dst, src, count, kind);
-	if (e != cudaSuccess)
-		return fail(e);
-	return sq_copy(stream, dst, src, count, 0, false, wait);
-}
-
-/* Synchronous: on the legacy stream, after the work before it there. */
-EXPORT cudaError_t cudaMemcpy(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind)
-{
-	return copy(dst, src, count, kind, NULL, true);
-}
-
-EXPORT cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count,
-				   enum cudaMemcpyKind kind, cudaStream_t stream)
-{
-	return copy(dst, src, count, kind, stream, false);
-}
-
-EXPORT cudaError_t cudaMemcpyPeer(void *dst, int dstDevice, const void *src, int srcDevice,
-				  size_t count)
-{
-	if (!valid_device(dstDevice) || !valid_device(srcDevice))
-		return fail(cudaErrorInvalidDevice);
-	if (count && (simgpu_range_device(dst, count) != dstDevice ||
-		      simgpu_range_device(src, count) != srcDevice))
-		return fail(cudaErrorInvalidValue);
-	return copy(dst, src, count, cudaMemcpyDeviceToDevice, NULL, true);
-}
-
-EXPORT cudaError_t cudaMemcpyPeerAsync(void *dst, int dstDevice, const void *src, int srcDevice,
-				       size_t count, cudaStream_t stream)
-{
-	if (!valid_device(dstDevice) || !valid_device(srcDevice))
-		return fail(cudaErrorInvalidDevice);
-	if (count && (simgpu_range_device(dst, count) != dstDevice ||
-		      simgpu_range_device(src, count) != srcDevice))
-		return fail(cudaErrorInvalidValue);
-	return copy(dst, src, count, cudaMemcpyDeviceToDevice, stream, false);
-}
-
-/* cudaMemset may return before the device is done; this one waits (safer
- * for programs that read device memory through the host pointer). */
-EXPORT cudaError_t cudaMemset(void *devPtr, int value, size_t count)
-{
-	if (count == 0)
-		return cudaSuccess;
-	if (simgpu_range_device(devPtr, count) < 0)
-		return fail(cudaErrorInvalidValue);
-	return sq_copy(NULL, devPtr, NULL, count, value, true, true);
-}
-
-EXPORT cudaError_t cudaMemsetAsync(void *devPtr, int value, size_t count, cudaStream_t stream)
-{
-	if (count == 0)
-		return cudaSuccess;
-	if (simgpu_range_device(devPtr, count) < 0)
-		return fail(cudaErrorInvalidValue);
-	return sq_copy(stream, devPtr, NULL, count, value, true, false);
-}
-
-/* ---- driver entry points: the simulated libcuda.so.1 (sim/cuda.c) ---- */
-
-typedef int (*gpa_fn)(const char *, void **, int, unsigned long long, int *);
-static gpa_fn driver_gpa_fn;
-
-/* libcuda's cuGetProcAddress_v2, loaded at first use (as NVIDIA's runtime
- * loads libcuda.so.1); NULL without a driver. */
-static gpa_fn driver_gpa(void)
-{
-	gpa_fn gpa = __atomic_load_n(&driver_gpa_fn, __ATOMIC_ACQUIRE);
-	void *h;
-
-	if (gpa)
-		return gpa;
-	h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
-	if (h) {
-		int (*init)(unsigned) = (int (*)(unsigned))dlsym(h, "cuInit");
-
-		gpa = (gpa_fn)dlsym(h, "cuGetProcAddress_v2");
-		if (init) /* the runtime initialises the driver before using it */
-			init(0);
-	}
-	__atomic_store_n(&driver_gpa_fn, gpa, __ATOMIC_RELEASE);
-	return gpa;
-}
-
-static cudaError_t entry_point(const char *symbol, void **funcPtr, unsigned int version,
-			       unsigned long long flags, enum cudaDriverEntryPointQueryResult *st)
-{
-	gpa_fn gpa = driver_gpa();
-	int status = 0, rc;
-
-	if (!symbol || !funcPtr)
-		return fail(cudaErrorInvalidValue);
-	if (!gpa)
-		return fail(cudaErrorInsufficientDriver);
-	rc = gpa(symbol, funcPtr, (int)version, flags, &status);
-	if (st) /* CUdriverProcAddressQueryResult and cudaDriverEntryPointQueryResult agree */
-		*st = (enum cudaDriverEntryPointQueryResult)status;
-	if (rc == 0)
-		return cudaSuccess;
-	*funcPtr = NULL;
-	/* NVIDIA's runtime: a missing symbol is cudaSuccess with the status set */
-	return rc == 500 /* CUDA_ERROR_NOT_FOUND */ && st ? cudaSuccess : fail(cudaErrorSymbolNotFound);
-}
-
-EXPORT cudaError_t cudaGetDriverEntryPoint(const char *symbol, void **funcPtr,
-					   unsigned long long flags,
-					   enum cudaDriverEntryPointQueryResult *driverStatus)
-{
-	return entry_point(symbol, funcPtr, CUDART_VERSION, flags, driverStatus);
-}
-
-EXPORT cudaError_t cudaGetDriverEntryPointByVersion(const char *symbol, void **funcPtr,
-						    unsigned int cudaVersion,
-						    unsigned long long flags,
-						    enum cudaDriverEntryPointQueryResult *driverStatus)
-{
-	return entry_point(symbol, funcPtr, cudaVersion, flags, driverStatus);
-}
-
-EXPORT cudaError_t cudaGetDriverEntryPoint_ptsz(const char *symbol, void **funcPtr,
-						unsigned long long flags,
-						enum cudaDriverEntryPointQueryResult *driverStatus)
-{
-	return entry_point(symbol, funcPtr, CUDART_VERSION, flags, driverStatus);
-}
-
-EXPORT cudaError_t cudaGetDriverEntryPointByVersion_ptsz(const char *symbol, void **funcPtr,
-							 unsigned int cudaVersion,
-							 unsigned long long flags,
-							 enum cudaDriverEntryPointQueryResult *st)
-{
-	return entry_point(symbol, funcPtr, cudaVersion, flags, st);
 }

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* nccl_int.h - private to the simulated NCCL: the shared segment, the
  * communicator and the operation state machine (nccl.c) shared with the
- * device side (nccl_device.c: ops enqueued on streams, non-blocking init). */
+ * communicators (nccl_comm.c), reductions (nccl_reduce.c), entry points
+ * (nccl_coll.c) and the device side (nccl_device.c: ops enqueued on streams,
+ * non-blocking init). */
 #ifndef SIM_NCCL_INT_H
 #define SIM_NCCL_INT_H
 
@@ -100,14 +102,25 @@ struct run_state {
 
 /* nccl.c */
 void warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+double now_s(void);
 void bump(struct shm_hdr *h);
+void wait_change(struct shm_hdr *h, uint32_t seen, long ns);
+size_t shm_bytes(int nranks);
+bool is_collective(enum op_type t);
+int run_pass(struct op *ops, size_t n, struct run_state *st, ncclResult_t *err,
+	     _Atomic uint32_t **wake, uint32_t *seen);
+ncclResult_t run_ops(struct op *ops, size_t n);
+
+/* nccl_comm.c */
 void id_name(const ncclUniqueId *id, const char *suffix, char *out, size_t n);
 bool id_ok(const ncclUniqueId *id);
 bool comm_ok(struct ncclComm *c);
 ncclResult_t init_rank(ncclComm_t *out, int nranks, const char *name, int rank);
-int run_pass(struct op *ops, size_t n, struct run_state *st, ncclResult_t *err,
-	     _Atomic uint32_t **wake, uint32_t *seen);
-ncclResult_t run_ops(struct op *ops, size_t n);
+
+/* nccl_reduce.c */
+size_t dtype_size(ncclDataType_t t);
+void reduce(void *out, const char *const *src, int nr, size_t n, ncclDataType_t t,
+	    ncclRedOp_t op);
 
 /* nccl_device.c */
 ncclResult_t launch(struct op *ops, size_t n);
