@@ -21,7 +21,6 @@
  * serves the ncclUniqueId over TCP, as torch's TCPStore would). */
 #include <cuda_runtime_api.h>
 #include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <nccl.h>
 #include <stdbool.h>
@@ -36,16 +35,6 @@
 #include "ranktrace.h" /* weak: no-ops without libranktrace.so */
 
 /* ---- configuration and call accounting ---- */
-
-struct config {
-	const char *version;
-	int steps, layers, hidden, vocab, seq, batch;
-	double lr;
-	const char *counts_path;
-	bool time;
-	int device;              /* --device: every rank binds this device (-1: LOCAL_RANK) */
-	int skip_rank, skip_nth; /* --skip-collective R:N */
-};
 
 int rank, world = 1;
 static int local_rank;
@@ -154,42 +143,6 @@ static bool is_collective(const char *fn)
 	} while (0)
 
 /* ---- the model ---- */
-
-/* A parameter of the original (unwrapped) module: a view into its unit's
- * flat parameter. After sharding, the storage is freed (storage_bytes 0). */
-struct param {
-	char name[64];
-	size_t offset, numel;
-	int ndim;
-	int64_t shape[2];
-};
-
-struct unit {
-	struct param params[2];
-	int nparams;
-	size_t numel, padded, shard;
-	float *host_init;     /* rank 0 after from_pretrained, pinned */
-	bool on_meta;         /* ranks != 0 after from_pretrained */
-	float *storage;       /* device storage of the original parameters */
-	size_t storage_bytes; /* 0 once FSDP freed it */
-	float *shard_dev, *grad_shard_dev;
-	float *host_full;     /* host copy of the gathered parameter */
-	float *gathering;     /* all-gather enqueued, not yet waited for */
-	cudaEvent_t gathered; /* recorded on the unshard stream after the all-gather */
-	double *grad;         /* host gradient of the full parameter */
-};
-
-struct model {
-	struct config cfg;
-	int nunits;
-	struct unit *units;
-	ncclComm_t comm;
-	cudaStream_t unshard_stream, post_backward_stream;
-	cudaEvent_t compute_ready, reduced; /* between the compute and NCCL streams */
-	bool lazy_init_done;
-	float *scalar_dev;
-	long root_forwards;
-};
 
 static uint64_t lcg_state;
 
@@ -377,33 +330,7 @@ static void report_params(const struct model *m, int devtype)
 	}
 }
 
-/* ---- arithmetic on the host ---- */
-
-struct batch {
-	int n, T;            /* sequences on this rank, tokens per sequence */
-	int *tok;            /* n*T */
-	double *h;           /* (L+1) * n*T * D activations */
-	double loss_sum;
-	long predictions;    /* global number of predicted tokens */
-};
-
-static void make_batch(const struct model *m, int step, struct batch *b)
-{
-	int V = m->cfg.vocab, per = m->cfg.batch / world;
-
-	b->n = per;
-	b->T = m->cfg.seq;
-	for (int s = 0; s < per; s++) {
-		int gs = rank * per + s;
-		uint64_t x = (uint64_t)(step * 7919 + gs * 104729) * 2654435761u;
-		int t0 = (int)(x % (uint64_t)V);
-
-		/* a learnable sequence: each token follows from the previous one */
-		for (int t = 0; t < b->T; t++)
-			b->tok[s * b->T + t] = (t0 + t * 3 + (t * t0) % 5) % V;
-	}
-	b->predictions = (long)m->cfg.batch * (b->T - 1);
-}
+/* ---- arithmetic on the host (the rest: fsdp_math.c) ---- */
 
 /* Forward through the blocks with the gathered parameters; returns nothing,
  * fills b->h. Called by the root forward after unsharding. */
@@ -431,81 +358,6 @@ static void blocks_forward(struct model *m, struct batch *b)
 				hout[(size_t)i * D + o] = hin[(size_t)i * D + o] + tanh(z);
 			}
 	}
-}
-
-/* Tied output head: loss and its gradient into the embedding's and hL's. */
-static void head_loss_backward(struct model *m, struct batch *b, double *dh)
-{
-	int D = m->cfg.hidden, V = m->cfg.vocab, N = b->n * b->T, L = m->nunits - 1;
-	const float *E = m->units[0].host_full;
-	double *gE = m->units[0].grad, *hL = b->h + (size_t)L * N * D;
-	double *p = malloc(sizeof(double) * (size_t)V);
-
-	if (!p)
-		die(1);
-	b->loss_sum = 0;
-	memset(dh, 0, sizeof(double) * (size_t)N * D);
-	for (int s = 0; s < b->n; s++)
-		for (int t = 0; t + 1 < b->T; t++) {
-			int i = s * b->T + t, target = b->tok[i + 1];
-			double mx = -1e300, z = 0;
-
-			for (int v = 0; v < V; v++) {
-				double a = 0;
-
-				for (int d = 0; d < D; d++)
-					a += (double)E[(size_t)v * D + d] * hL[(size_t)i * D + d];
-				p[v] = a;
-				mx = a > mx ? a : mx;
-			}
-			for (int v = 0; v < V; v++)
-				z += (p[v] = exp(p[v] - mx));
-			b->loss_sum += -log(p[target] / z);
-			for (int v = 0; v < V; v++) {
-				double g = (p[v] / z - (v == target)) / (double)b->predictions;
-
-				for (int d = 0; d < D; d++) {
-					gE[(size_t)v * D + d] += g * hL[(size_t)i * D + d];
-					dh[(size_t)i * D + d] += g * E[(size_t)v * D + d];
-				}
-			}
-		}
-	free(p);
-}
-
-/* Gradient of one block given dh at its output; dh becomes dh at its input. */
-static void block_backward(struct model *m, struct batch *b, int l, double *dh)
-{
-	int D = m->cfg.hidden, N = b->n * b->T;
-	struct unit *u = &m->units[l];
-	const float *W = u->host_full, *bias = W + (size_t)D * D;
-	double *hin = b->h + (size_t)(l - 1) * N * D, *gW = u->grad, *gb = u->grad + (size_t)D * D;
-	double *dz = malloc(sizeof(double) * (size_t)D);
-
-	if (!dz)
-		die(1);
-	for (int i = 0; i < N; i++) {
-		for (int o = 0; o < D; o++) {
-			double z = bias[o];
-
-			for (int k = 0; k < D; k++)
-				z += (double)W[(size_t)o * D + k] * hin[(size_t)i * D + k];
-			double a = tanh(z);
-
-			dz[o] = dh[(size_t)i * D + o] * (1 - a * a);
-			gb[o] += dz[o];
-			for (int k = 0; k < D; k++)
-				gW[(size_t)o * D + k] += dz[o] * hin[(size_t)i * D + k];
-		}
-		for (int k = 0; k < D; k++) {
-			double s = 0;
-
-			for (int o = 0; o < D; o++)
-				s += (double)W[(size_t)o * D + k] * dz[o];
-			dh[(size_t)i * D + k] += s;
-		}
-	}
-	free(dz);
 }
 
 /* FSDP post-backward hook: reduce-scatter the unit's gradient. */
@@ -637,122 +489,6 @@ static void train_step(struct model *m, bool wrapped, int step, struct batch *b)
 		printf("step %d loss %.4f\n", step, loss);
 	fflush(stdout);
 	free(dh);
-}
-
-/* The transformers releases fsdp_mini models, and which module their
- * Trainer._inner_training_loop trains, as the real releases do (issue 18:
- * measured with transformers' own Trainer, FSDP v1): 4.53.0 alone trains the
- * unwrapped module; 4.53.1 has the fix (PR 39177). */
-static const struct {
-	const char *version;
-	bool wrapped;
-} releases[] = {
-	{ "4.51.3", true }, { "4.52.4", true }, { "4.53.0", false }, { "4.53.1", true },
-	{ "4.53.2", true },
-};
-#define NRELEASES (sizeof(releases) / sizeof(releases[0]))
-
-/* The release's row, or -1 when fsdp_mini does not know it. */
-static int release_index(const char *version)
-{
-	for (size_t i = 0; i < NRELEASES; i++)
-		if (!strcmp(releases[i].version, version))
-			return (int)i;
-	return -1;
-}
-
-static bool trainer_uses_wrapped(const char *version)
-{
-	int i = release_index(version);
-
-	return i < 0 || releases[i].wrapped;
-}
-
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"usage: fsdp_mini [--trainer-version V] [--steps N] [--layers L] [--hidden D]\n"
-		"                 [--vocab V] [--seq T] [--batch B] [--lr X] [--call-counts PATH]\n"
-		"\n"
-		"An FSDP v1 training job (embedding + L blocks, one FSDP unit each) on the\n"
-		"CUDA runtime and NCCL, one process per rank (start it with rt-launch or\n"
-		"torchrun: RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT).\n"
-		"\n"
-		"  --trainer-version V  transformers behaviour to model (default 4.52.4):\n"
-		"                       4.51.3, 4.52.4, 4.53.1, 4.53.2: the Trainer runs the\n"
-		"                       FSDP-wrapped model; 4.53.0: it runs the unwrapped module\n"
-		"                       and every rank fails at the embedding, as transformers\n"
-		"                       4.53.0 did (4.53.1 has the fix)\n"
-		"  --steps N            training steps (default 3)\n"
-		"  --batch B            global batch in sequences, divisible by the world size\n"
-		"                       (default 24); losses do not depend on the world size\n"
-		"  --call-counts PATH   write this rank's CUDA/NCCL call counts to PATH.rankN\n"
-		"  --time               rank 0 prints the mean step time, wall and CPU\n"
-		"                       (ms_per_step=... cpu_ms_per_step=...)\n"
-		"  --device D           every rank binds device D instead of LOCAL_RANK (the\n"
-		"                       \"device not properly set\" bug)\n"
-		"  --skip-collective R:N  rank R skips its N-th collective call\n"
-		"\n"
-		"Rank 0 prints \"step <n> loss <value>\" per step.\n");
-}
-
-static bool parse_args(int argc, char **argv, struct config *c)
-{
-	static const struct option opts[] = {
-		{ "trainer-version", required_argument, NULL, 'v' },
-		{ "steps", required_argument, NULL, 's' },
-		{ "layers", required_argument, NULL, 'l' },
-		{ "hidden", required_argument, NULL, 'd' },
-		{ "vocab", required_argument, NULL, 'V' },
-		{ "seq", required_argument, NULL, 'T' },
-		{ "batch", required_argument, NULL, 'b' },
-		{ "lr", required_argument, NULL, 'r' },
-		{ "call-counts", required_argument, NULL, 'c' },
-		{ "time", no_argument, NULL, 't' },
-		{ "device", required_argument, NULL, 'D' },
-		{ "skip-collective", required_argument, NULL, 'S' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	int o;
-
-	*c = (struct config){ "4.52.4", 3, 2, 16, 32, 8, 24, 0.5, NULL, false, -1, -1, 0 };
-	while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (o) {
-		case 'v': c->version = optarg; break;
-		case 's': c->steps = atoi(optarg); break;
-		case 'l': c->layers = atoi(optarg); break;
-		case 'd': c->hidden = atoi(optarg); break;
-		case 'V': c->vocab = atoi(optarg); break;
-		case 'T': c->seq = atoi(optarg); break;
-		case 'b': c->batch = atoi(optarg); break;
-		case 'r': c->lr = atof(optarg); break;
-		case 'c': c->counts_path = optarg; break;
-		case 't': c->time = true; break;
-		case 'D': c->device = atoi(optarg); break;
-		case 'S':
-			if (sscanf(optarg, "%d:%d", &c->skip_rank, &c->skip_nth) != 2 || c->skip_nth < 1) {
-				fprintf(stderr, "fsdp_mini: --skip-collective expects RANK:N (N >= 1)\n");
-				return false;
-			}
-			break;
-		case 'h': usage(stdout); exit(0);
-		default: usage(stderr); return false;
-		}
-	}
-	if (release_index(c->version) < 0) {
-		fprintf(stderr, "fsdp_mini: unknown --trainer-version %s (known:", c->version);
-		for (size_t i = 0; i < NRELEASES; i++)
-			fprintf(stderr, " %s", releases[i].version);
-		fprintf(stderr, ")\n");
-		return false;
-	}
-	if (c->steps < 0 || c->layers < 0 || c->hidden < 1 || c->vocab < 2 || c->seq < 2 ||
-	    c->batch < 1) {
-		fprintf(stderr, "fsdp_mini: sizes must be positive\n");
-		return false;
-	}
-	return true;
 }
 
 int main(int argc, char **argv)

@@ -1,0 +1,126 @@
+/* SPDX-License-Identifier: MIT */
+/* fsdp_args.c - fsdp_mini's command line and the transformers releases it
+ * models (--trainer-version). */
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fsdp_mini.h"
+
+/* The transformers releases fsdp_mini models, and which module their
+ * Trainer._inner_training_loop trains, as the real releases do (issue 18:
+ * measured with transformers' own Trainer, FSDP v1): 4.53.0 alone trains the
+ * unwrapped module; 4.53.1 has the fix (PR 39177). */
+static const struct {
+	const char *version;
+	bool wrapped;
+} releases[] = {
+	{ "4.51.3", true }, { "4.52.4", true }, { "4.53.0", false }, { "4.53.1", true },
+	{ "4.53.2", true },
+};
+#define NRELEASES (sizeof(releases) / sizeof(releases[0]))
+
+/* The release's row, or -1 when fsdp_mini does not know it. */
+static int release_index(const char *version)
+{
+	for (size_t i = 0; i < NRELEASES; i++)
+		if (!strcmp(releases[i].version, version))
+			return (int)i;
+	return -1;
+}
+
+bool trainer_uses_wrapped(const char *version)
+{
+	int i = release_index(version);
+
+	return i < 0 || releases[i].wrapped;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: fsdp_mini [--trainer-version V] [--steps N] [--layers L] [--hidden D]\n"
+		"                 [--vocab V] [--seq T] [--batch B] [--lr X] [--call-counts PATH]\n"
+		"\n"
+		"An FSDP v1 training job (embedding + L blocks, one FSDP unit each) on the\n"
+		"CUDA runtime and NCCL, one process per rank (start it with rt-launch or\n"
+		"torchrun: RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT).\n"
+		"\n"
+		"  --trainer-version V  transformers behaviour to model (default 4.52.4):\n"
+		"                       4.51.3, 4.52.4, 4.53.1, 4.53.2: the Trainer runs the\n"
+		"                       FSDP-wrapped model; 4.53.0: it runs the unwrapped module\n"
+		"                       and every rank fails at the embedding, as transformers\n"
+		"                       4.53.0 did (4.53.1 has the fix)\n"
+		"  --steps N            training steps (default 3)\n"
+		"  --batch B            global batch in sequences, divisible by the world size\n"
+		"                       (default 24); losses do not depend on the world size\n"
+		"  --call-counts PATH   write this rank's CUDA/NCCL call counts to PATH.rankN\n"
+		"  --time               rank 0 prints the mean step time, wall and CPU\n"
+		"                       (ms_per_step=... cpu_ms_per_step=...)\n"
+		"  --device D           every rank binds device D instead of LOCAL_RANK (the\n"
+		"                       \"device not properly set\" bug)\n"
+		"  --skip-collective R:N  rank R skips its N-th collective call\n"
+		"\n"
+		"Rank 0 prints \"step <n> loss <value>\" per step.\n");
+}
+
+bool parse_args(int argc, char **argv, struct config *c)
+{
+	static const struct option opts[] = {
+		{ "trainer-version", required_argument, NULL, 'v' },
+		{ "steps", required_argument, NULL, 's' },
+		{ "layers", required_argument, NULL, 'l' },
+		{ "hidden", required_argument, NULL, 'd' },
+		{ "vocab", required_argument, NULL, 'V' },
+		{ "seq", required_argument, NULL, 'T' },
+		{ "batch", required_argument, NULL, 'b' },
+		{ "lr", required_argument, NULL, 'r' },
+		{ "call-counts", required_argument, NULL, 'c' },
+		{ "time", no_argument, NULL, 't' },
+		{ "device", required_argument, NULL, 'D' },
+		{ "skip-collective", required_argument, NULL, 'S' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int o;
+
+	*c = (struct config){ "4.52.4", 3, 2, 16, 32, 8, 24, 0.5, NULL, false, -1, -1, 0 };
+	while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (o) {
+		case 'v': c->version = optarg; break;
+		case 's': c->steps = atoi(optarg); break;
+		case 'l': c->layers = atoi(optarg); break;
+		case 'd': c->hidden = atoi(optarg); break;
+		case 'V': c->vocab = atoi(optarg); break;
+		case 'T': c->seq = atoi(optarg); break;
+		case 'b': c->batch = atoi(optarg); break;
+		case 'r': c->lr = atof(optarg); break;
+		case 'c': c->counts_path = optarg; break;
+		case 't': c->time = true; break;
+		case 'D': c->device = atoi(optarg); break;
+		case 'S':
+			if (sscanf(optarg, "%d:%d", &c->skip_rank, &c->skip_nth) != 2 || c->skip_nth < 1) {
+				fprintf(stderr, "fsdp_mini: --skip-collective expects RANK:N (N >= 1)\n");
+				return false;
+			}
+			break;
+		case 'h': usage(stdout); exit(0);
+		default: usage(stderr); return false;
+		}
+	}
+	if (release_index(c->version) < 0) {
+		fprintf(stderr, "fsdp_mini: unknown --trainer-version %s (known:", c->version);
+		for (size_t i = 0; i < NRELEASES; i++)
+			fprintf(stderr, " %s", releases[i].version);
+		fprintf(stderr, ")\n");
+		return false;
+	}
+	if (c->steps < 0 || c->layers < 0 || c->hidden < 1 || c->vocab < 2 || c->seq < 2 ||
+	    c->batch < 1) {
+		fprintf(stderr, "fsdp_mini: sizes must be positive\n");
+		return false;
+	}
+	return true;
+}
