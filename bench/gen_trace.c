@@ -53,6 +53,63 @@ static void ev(struct w *w, uint32_t pid, unsigned id, uint64_t ts, uint64_t dur
 	w->pos = (size_t)(p - w->pkt);
 }
 
+/* Write rank r's metadata and stream of `events` events under out. */
+static void write_rank(struct w *w, const char *out, int r, int ranks, long events)
+{
+	char dir[4200], path[4300];
+	static char meta[1 << 16];
+	struct rt_trace_env env = { .pid = 1000 + r, .rank = r, .local_rank = r % 8,
+				    .world_size = ranks, .rank_source = "env:RANK",
+				    .packet_bytes = PKT };
+	uint64_t ts = 1000000000ull, ptrs[8] = { 0 }, seq = 0, comm = 0xc0ffee;
+	uint32_t pid = (uint32_t)(1000 + r);
+	FILE *mf;
+	long n = 0;
+
+	snprintf(env.hostname, sizeof(env.hostname), "node%d", r / 8);
+	snprintf(dir, sizeof(dir), "%s/rank-%05d", out, r);
+	mkdir(dir, 0700);
+	snprintf(path, sizeof(path), "%s/metadata", dir);
+	mf = fopen(path, "w");
+	fwrite(meta, 1, (size_t)rt_schema_tsdl(meta, sizeof(meta), &env), mf);
+	fclose(mf);
+	snprintf(path, sizeof(path), "%s/stream-%u-%u", dir, pid, pid);
+	w->f = fopen(path, "wb");
+	w->pos = RT_PACKET_HEADER_BYTES;
+	/* one step: 8 allocations, 2 copies, 8 frees, 4 all-gathers, 4
+	 * reduce-scatters, 1 all-reduce, plus one cudaSetDevice at start */
+	ev(w, pid, RT_ID_cudaSetDevice, ts, 100, 0, (uint64_t[]){ (uint64_t)(r % 8) });
+	ev(w, pid, RT_ID_ncclCommInitRank, ts += 1000, 5000000, r % 8,
+	   (uint64_t[]){ 0x5000, comm, (uint64_t)ranks, (uint64_t)r });
+	n = 2;
+	while (n < events - 1) {
+		for (int k = 0; k < 8 && n < events - 1; k++, n++) {
+			ptrs[k] = 0x7f0000000000ull + ((uint64_t)k << 24) + (uint64_t)(n & 0xff) * 4096;
+			ev(w, pid, RT_ID_cudaMalloc, ts += 700, 300, r % 8,
+			   (uint64_t[]){ ptrs[k], 4096ull << k });
+		}
+		for (int k = 0; k < 4 && n < events - 1; k++, n++)
+			ev(w, pid, RT_ID_ncclAllGather, ts += 2000, 50000, r % 8,
+			   (uint64_t[]){ comm, ++seq, ptrs[k], ptrs[k + 4], 1u << 20, 7, 0x9000 });
+		for (int k = 0; k < 2 && n < events - 1; k++, n++)
+			ev(w, pid, RT_ID_cudaMemcpy, ts += 500, 20000, r % 8,
+			   (uint64_t[]){ ptrs[k], 0x1000, 65536, 1 });
+		for (int k = 0; k < 4 && n < events - 1; k++, n++)
+			ev(w, pid, RT_ID_ncclReduceScatter, ts += 2000, 60000, r % 8,
+			   (uint64_t[]){ comm, ++seq, ptrs[k + 4], ptrs[k], 1u << 18, 7, 0, 0x9000 });
+		if (n < events - 1) {
+			ev(w, pid, RT_ID_ncclAllReduce, ts += 1500, 40000, r % 8,
+			   (uint64_t[]){ comm, ++seq, ptrs[0], ptrs[0], 1, 8, 0, 0 });
+			n++;
+		}
+		for (int k = 0; k < 8 && n < events - 1; k++, n++)
+			ev(w, pid, RT_ID_cudaFree, ts += 400, 200, r % 8, (uint64_t[]){ ptrs[k] });
+	}
+	ev(w, pid, RT_ID_rt_exit, ts + 100, 10, r % 8, (uint64_t[]){ 0 });
+	flush_packet(w, pid);
+	fclose(w->f);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -82,60 +139,8 @@ int main(int argc, char **argv)
 		perror(out);
 		return 1;
 	}
-	for (int r = 0; r < ranks; r++) {
-		char dir[4200], path[4300];
-		static char meta[1 << 16];
-		struct rt_trace_env env = { .pid = 1000 + r, .rank = r, .local_rank = r % 8,
-					    .world_size = ranks, .rank_source = "env:RANK",
-					    .packet_bytes = PKT };
-		uint64_t ts = 1000000000ull, ptrs[8] = { 0 }, seq = 0, comm = 0xc0ffee;
-		uint32_t pid = (uint32_t)(1000 + r);
-		FILE *mf;
-		long n = 0;
-
-		snprintf(env.hostname, sizeof(env.hostname), "node%d", r / 8);
-		snprintf(dir, sizeof(dir), "%s/rank-%05d", out, r);
-		mkdir(dir, 0700);
-		snprintf(path, sizeof(path), "%s/metadata", dir);
-		mf = fopen(path, "w");
-		fwrite(meta, 1, (size_t)rt_schema_tsdl(meta, sizeof(meta), &env), mf);
-		fclose(mf);
-		snprintf(path, sizeof(path), "%s/stream-%u-%u", dir, pid, pid);
-		w.f = fopen(path, "wb");
-		w.pos = RT_PACKET_HEADER_BYTES;
-		/* one step: 8 allocations, 2 copies, 8 frees, 4 all-gathers, 4
-		 * reduce-scatters, 1 all-reduce, plus one cudaSetDevice at start */
-		ev(&w, pid, RT_ID_cudaSetDevice, ts, 100, 0, (uint64_t[]){ (uint64_t)(r % 8) });
-		ev(&w, pid, RT_ID_ncclCommInitRank, ts += 1000, 5000000, r % 8,
-		   (uint64_t[]){ 0x5000, comm, (uint64_t)ranks, (uint64_t)r });
-		n = 2;
-		while (n < events - 1) {
-			for (int k = 0; k < 8 && n < events - 1; k++, n++) {
-				ptrs[k] = 0x7f0000000000ull + ((uint64_t)k << 24) + (uint64_t)(n & 0xff) * 4096;
-				ev(&w, pid, RT_ID_cudaMalloc, ts += 700, 300, r % 8,
-				   (uint64_t[]){ ptrs[k], 4096ull << k });
-			}
-			for (int k = 0; k < 4 && n < events - 1; k++, n++)
-				ev(&w, pid, RT_ID_ncclAllGather, ts += 2000, 50000, r % 8,
-				   (uint64_t[]){ comm, ++seq, ptrs[k], ptrs[k + 4], 1u << 20, 7, 0x9000 });
-			for (int k = 0; k < 2 && n < events - 1; k++, n++)
-				ev(&w, pid, RT_ID_cudaMemcpy, ts += 500, 20000, r % 8,
-				   (uint64_t[]){ ptrs[k], 0x1000, 65536, 1 });
-			for (int k = 0; k < 4 && n < events - 1; k++, n++)
-				ev(&w, pid, RT_ID_ncclReduceScatter, ts += 2000, 60000, r % 8,
-				   (uint64_t[]){ comm, ++seq, ptrs[k + 4], ptrs[k], 1u << 18, 7, 0, 0x9000 });
-			if (n < events - 1) {
-				ev(&w, pid, RT_ID_ncclAllReduce, ts += 1500, 40000, r % 8,
-				   (uint64_t[]){ comm, ++seq, ptrs[0], ptrs[0], 1, 8, 0, 0 });
-				n++;
-			}
-			for (int k = 0; k < 8 && n < events - 1; k++, n++)
-				ev(&w, pid, RT_ID_cudaFree, ts += 400, 200, r % 8, (uint64_t[]){ ptrs[k] });
-		}
-		ev(&w, pid, RT_ID_rt_exit, ts + 100, 10, r % 8, (uint64_t[]){ 0 });
-		flush_packet(&w, pid);
-		fclose(w.f);
-	}
+	for (int r = 0; r < ranks; r++)
+		write_rank(&w, out, r, ranks, events);
 	printf("gen_trace: %d ranks x %ld events in %s\n", ranks, events, out);
 	return 0;
 }

@@ -42,6 +42,56 @@ static unsigned sum(const unsigned char *p, size_t n)
 	return s;
 }
 
+/* NCCL: the calls after the CUDA ones; host is main's host buffer (an
+ * invalid device pointer for NCCL). */
+static void probe_nccl(unsigned char *host)
+{
+	void *d = NULL;
+	char extra[128];
+	ncclComm_t comm = NULL, comms[2] = { NULL, NULL }, split = NULL;
+	ncclUniqueId id;
+	ncclResult_t async = ncclSuccess;
+	float buf[4] = { 1, 2, 3, 4 };
+
+	/* NCCL: one-rank communicator, collectives on it, and invalid uses */
+	NC(ncclGetUniqueId(&id), NULL);
+	CU(cudaSetDevice(0), NULL);
+	NC(ncclCommInitRank(&comm, 1, id, 0), ptr_state(comm));
+	NC(ncclCommInitRank(NULL, 1, id, 5), NULL);
+	CU(cudaMalloc(&d, 64), NULL);
+	CU(cudaMemcpy(d, buf, sizeof(buf), cudaMemcpyHostToDevice), NULL);
+	NC(ncclAllReduce(d, d, 4, ncclFloat32, ncclSum, comm, NULL), NULL);
+	NC(ncclAllGather(d, d, 4, ncclFloat32, comm, NULL), NULL);
+	NC(ncclReduceScatter(d, d, 4, ncclFloat32, ncclSum, comm, NULL), NULL);
+	NC(ncclBroadcast(d, d, 4, ncclFloat32, 0, comm, NULL), NULL);
+	NC(ncclBcast(d, 4, ncclFloat32, 0, comm, NULL), NULL);
+	NC(ncclReduce(d, d, 4, ncclFloat32, ncclMax, 0, comm, NULL), NULL);
+	NC(ncclBroadcast(d, d, 4, ncclFloat32, 3, comm, NULL), NULL);
+	NC(ncclAllReduce(host, host, 4, ncclFloat32, ncclSum, comm, NULL), NULL);
+	NC(ncclGroupStart(), NULL);
+	NC(ncclSend(d, 4, ncclFloat32, 0, comm, NULL), NULL);
+	NC(ncclRecv((char *)d + 16, 4, ncclFloat32, 0, comm, NULL), NULL);
+	NC(ncclGroupEnd(), NULL);
+	NC(ncclGroupEnd(), NULL);
+	CU(cudaMemcpy(buf, d, sizeof(buf), cudaMemcpyDeviceToHost),
+	   (snprintf(extra, sizeof(extra), "buf=%g,%g,%g,%g", buf[0], buf[1], buf[2], buf[3]), extra));
+	NC(ncclCommGetAsyncError(comm, &async), (snprintf(extra, sizeof(extra), "async=%d", async), extra));
+	NC(ncclCommSplit(comm, 0, 0, &split, NULL), ptr_state(split));
+	NC(ncclCommDestroy(split), NULL);
+	NC(ncclCommDestroy(comm), NULL);
+	NC(ncclCommInitAll(comms, 2, NULL), ptr_state(comms[1]));
+	NC(ncclCommAbort(comms[0]), NULL);
+	NC(ncclCommDestroy(comms[1]), NULL);
+	{
+		ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+
+		NC(ncclGetUniqueId(&id), NULL);
+		NC(ncclCommInitRankConfig(&comm, 1, id, 0, &cfg), ptr_state(comm));
+		NC(ncclCommDestroy(comm), NULL);
+	}
+	CU(cudaFree(d), NULL);
+}
+
 int main(void)
 {
 	void *d = NULL, *d2 = NULL, *h = NULL, *m = NULL, *pool_ptr = NULL;
@@ -51,10 +101,6 @@ int main(void)
 	cudaStream_t s = NULL, s2 = NULL, s3 = NULL;
 	cudaMemPool_t pool = NULL;
 	int dev = -1, bad = 0;
-	ncclComm_t comm = NULL, comms[2] = { NULL, NULL }, split = NULL;
-	ncclUniqueId id;
-	ncclResult_t async = ncclSuccess;
-	float buf[4] = { 1, 2, 3, 4 };
 
 	for (size_t i = 0; i < sizeof(host); i++)
 		host[i] = (unsigned char)(i * 7);
@@ -104,42 +150,6 @@ int main(void)
 	CU(cudaGetLastError(), NULL);
 	CU(cudaDeviceReset(), NULL);
 
-	/* NCCL: one-rank communicator, collectives on it, and invalid uses */
-	NC(ncclGetUniqueId(&id), NULL);
-	CU(cudaSetDevice(0), NULL);
-	NC(ncclCommInitRank(&comm, 1, id, 0), ptr_state(comm));
-	NC(ncclCommInitRank(NULL, 1, id, 5), NULL);
-	CU(cudaMalloc(&d, 64), NULL);
-	CU(cudaMemcpy(d, buf, sizeof(buf), cudaMemcpyHostToDevice), NULL);
-	NC(ncclAllReduce(d, d, 4, ncclFloat32, ncclSum, comm, NULL), NULL);
-	NC(ncclAllGather(d, d, 4, ncclFloat32, comm, NULL), NULL);
-	NC(ncclReduceScatter(d, d, 4, ncclFloat32, ncclSum, comm, NULL), NULL);
-	NC(ncclBroadcast(d, d, 4, ncclFloat32, 0, comm, NULL), NULL);
-	NC(ncclBcast(d, 4, ncclFloat32, 0, comm, NULL), NULL);
-	NC(ncclReduce(d, d, 4, ncclFloat32, ncclMax, 0, comm, NULL), NULL);
-	NC(ncclBroadcast(d, d, 4, ncclFloat32, 3, comm, NULL), NULL);
-	NC(ncclAllReduce(host, host, 4, ncclFloat32, ncclSum, comm, NULL), NULL);
-	NC(ncclGroupStart(), NULL);
-	NC(ncclSend(d, 4, ncclFloat32, 0, comm, NULL), NULL);
-	NC(ncclRecv((char *)d + 16, 4, ncclFloat32, 0, comm, NULL), NULL);
-	NC(ncclGroupEnd(), NULL);
-	NC(ncclGroupEnd(), NULL);
-	CU(cudaMemcpy(buf, d, sizeof(buf), cudaMemcpyDeviceToHost),
-	   (snprintf(extra, sizeof(extra), "buf=%g,%g,%g,%g", buf[0], buf[1], buf[2], buf[3]), extra));
-	NC(ncclCommGetAsyncError(comm, &async), (snprintf(extra, sizeof(extra), "async=%d", async), extra));
-	NC(ncclCommSplit(comm, 0, 0, &split, NULL), ptr_state(split));
-	NC(ncclCommDestroy(split), NULL);
-	NC(ncclCommDestroy(comm), NULL);
-	NC(ncclCommInitAll(comms, 2, NULL), ptr_state(comms[1]));
-	NC(ncclCommAbort(comms[0]), NULL);
-	NC(ncclCommDestroy(comms[1]), NULL);
-	{
-		ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
-
-		NC(ncclGetUniqueId(&id), NULL);
-		NC(ncclCommInitRankConfig(&comm, 1, id, 0, &cfg), ptr_state(comm));
-		NC(ncclCommDestroy(comm), NULL);
-	}
-	CU(cudaFree(d), NULL);
+	probe_nccl(host);
 	return 0;
 }
