@@ -45,14 +45,6 @@ static void note_entered(struct rt_vw_rank *r, uint64_t comm, uint32_t seq)
 		r->entered[k].seq = seq;
 }
 
-uint32_t rt_vw_entered_seq(const struct rt_vw_rank *r, uint64_t comm)
-{
-	for (int k = 0; k < r->nentered; k++)
-		if (r->entered[k].comm_id == comm)
-			return r->entered[k].seq;
-	return 0;
-}
-
 void rt_vw_track_calls(struct rt_vw_rank *r, const struct rt_vw_event *e)
 {
 	int ck = rt_vw_coll_kind(e->id);
@@ -83,12 +75,6 @@ void rt_vw_track_calls(struct rt_vw_rank *r, const struct rt_vw_event *e)
 		return;
 	}
 	r->open[k] = (struct rt_vw_open_call){ e->id, e->tid, e->ts, comm, seq, -1 };
-}
-
-/* Alive, or stopped with the whole job: in the stall analysis. */
-bool rt_vw_frozen(const struct rt_vw_rank *r)
-{
-	return r->state == RT_S_RUNNING || r->interrupted;
 }
 
 void rt_vw_interruption(struct rt_vw_trace *t)
@@ -163,25 +149,6 @@ static char proc_state(const struct rt_vw_trace *t, const struct rt_vw_rank *r)
 static bool is_stopped(const struct rt_vw_rank *r)
 {
 	return r->proc_state == 'T' || r->proc_state == 't';
-}
-
-void rt_vw_call_name(char *out, size_t n, const struct rt_vw_open_call *c)
-{
-	if (rt_vw_coll_kind(c->id) >= 0 && c->comm_id)
-		snprintf(out, n, "%s #%u", rt_events[c->id].name, c->seq);
-	else
-		snprintf(out, n, "%s", rt_events[c->id].name);
-}
-
-/* The oldest open call of rank r (its main thread's, when several). */
-const struct rt_vw_open_call *rt_vw_oldest_open(const struct rt_vw_rank *r)
-{
-	const struct rt_vw_open_call *o = NULL;
-
-	for (int k = 0; k < r->nopen; k++)
-		if (!o || r->open[k].ts < o->ts)
-			o = &r->open[k];
-	return o;
 }
 
 /* The collective most running ranks wait in: the laggard analysis's

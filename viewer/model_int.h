@@ -228,7 +228,8 @@ void rt_vw_interruption(struct rt_vw_trace *t);
  * findings; an interrupted job as it stood when it was stopped. After
  * rt_vw_completeness and rt_vw_interruption. */
 void rt_vw_liveness(struct rt_vw_trace *t);
-/* hang.c's helpers, shared with devhang.c */
+/* rank.c: what a live rank is inside (hang.c tracks it; hang.c and devhang.c
+ * read it) */
 bool rt_vw_frozen(const struct rt_vw_rank *r);
 uint32_t rt_vw_entered_seq(const struct rt_vw_rank *r, uint64_t comm);
 const struct rt_vw_open_call *rt_vw_oldest_open(const struct rt_vw_rank *r);

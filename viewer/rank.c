@@ -3,8 +3,10 @@
  * every output uses), did it crash; and the collective kind of a call.
  *
  * Pure functions of one rank or one id: the model (model.c), the matcher's
- * and liveness passes (hang.c, root.c), the detectors and the outputs call
- * them. Calls nothing else of the viewer. */
+ * and liveness passes (hang.c, devhang.c, root.c), the detectors and the
+ * outputs call them. Calls nothing else of the viewer. Also what a rank is
+ * inside when live: its oldest open call, the last sequence it entered per
+ * communicator, whether it is in the stall analysis (hang.c tracks them). */
 #include <inttypes.h>
 #include <stdio.h>
 
@@ -53,4 +55,37 @@ bool rt_vw_crashed(const struct rt_vw_rank *r)
 		return false;
 	return r->signo || (r->exit_seen && r->exit_status > 0) || r->died_in[0] ||
 	       (!r->exit_seen && r->readable);
+}
+
+uint32_t rt_vw_entered_seq(const struct rt_vw_rank *r, uint64_t comm)
+{
+	for (int k = 0; k < r->nentered; k++)
+		if (r->entered[k].comm_id == comm)
+			return r->entered[k].seq;
+	return 0;
+}
+
+/* Alive, or stopped with the whole job: in the stall analysis. */
+bool rt_vw_frozen(const struct rt_vw_rank *r)
+{
+	return r->state == RT_S_RUNNING || r->interrupted;
+}
+
+void rt_vw_call_name(char *out, size_t n, const struct rt_vw_open_call *c)
+{
+	if (rt_vw_coll_kind(c->id) >= 0 && c->comm_id)
+		snprintf(out, n, "%s #%u", rt_events[c->id].name, c->seq);
+	else
+		snprintf(out, n, "%s", rt_events[c->id].name);
+}
+
+/* The oldest open call of rank r (its main thread's, when several). */
+const struct rt_vw_open_call *rt_vw_oldest_open(const struct rt_vw_rank *r)
+{
+	const struct rt_vw_open_call *o = NULL;
+
+	for (int k = 0; k < r->nopen; k++)
+		if (!o || r->open[k].ts < o->ts)
+			o = &r->open[k];
+	return o;
 }
