@@ -25,9 +25,16 @@ import json, sys
 j = json.load(open(sys.argv[1]))
 j.pop("dir", None)
 s = (j.get("device") or {}).get("stragglers")
-if s:
-    s.pop("mean_wait_ms", None); s.pop("noise_ms", None)
-    s["ranks"] = [r["rank"] for r in s["ranks"]]
+if s:  # who is last, and whether one stands out, is timing: the count stays
+    j["device"]["stragglers"] = {"collectives": s["collectives"]}
+def timing(f):
+    return isinstance(f, dict) and (f.get("id") == "straggler" or "is the straggler" in str(f.get("text", "")))
+for k, v in list(j.items()):
+    if isinstance(v, list):
+        j[k] = [f for f in v if not timing(f)]
+        for f in j[k]:
+            if isinstance(f, dict):
+                f.pop("finding", None)  # an index that shifts with them
 for r in j.get("ranks", []):
     r.pop("idle_s", None)
     for c in r.get("open_calls", []):
