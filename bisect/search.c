@@ -30,13 +30,6 @@ struct worker {
 	int i;
 };
 
-const char *bs_judged_name(int judged)
-{
-	static const char *const names[] = { "untested", "good", "bad", "skip" };
-
-	return judged >= 0 && judged <= BS_SKIP ? names[judged] : "?";
-}
-
 static void on_stop(int sig)
 {
 	(void)sig;

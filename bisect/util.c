@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* util.c - small helpers of bisect/: rm -rf and mkdir -p of its work
  * directories, shell quoting (the reproducing command), {version} and {dir}
- * in CMD and --setup, the last line of a step's log.
+ * in CMD and --setup, the last line of a step's log, a judgement's name.
  *
  * No state; allocate only where they return a string; any process. */
 #include <errno.h>
@@ -147,4 +147,11 @@ void bs_last_line(const char *path, char *out, size_t n)
 			snprintf(out, n, "%s", line);
 	}
 	fclose(f);
+}
+
+const char *bs_judged_name(int judged)
+{
+	static const char *const names[] = { "untested", "good", "bad", "skip" };
+
+	return judged >= 0 && judged <= BS_SKIP ? names[judged] : "?";
 }
