@@ -7,25 +7,9 @@
  * hanging one's whole process group killed); --env and the candidate reach
  * the set-up; the state file round-trips any text and refuses damage. */
 #include "bisect_rig.h"
+#include "proc_alive.h"
 
 TestSuite(bisect_setup, .init = rig_init, .fini = rig_fini);
-
-static bool alive(pid_t pid)
-{
-	char p[64], s[512] = "";
-	FILE *f;
-	char *rp;
-
-	snprintf(p, sizeof(p), "/proc/%d/stat", (int)pid);
-	f = fopen(p, "r");
-	if (!f)
-		return false;
-	if (!fgets(s, sizeof(s), f))
-		s[0] = '\0';
-	fclose(f);
-	rp = strrchr(s, ')');
-	return rp && rp[1] == ' ' && rp[2] != 'Z' && rp[2] != 'X'; /* a zombie is dead */
-}
 
 static int list(struct bs_ctx *x, const char *versions, const char *good, const char *bad)
 {

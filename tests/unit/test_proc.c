@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "proc.h"
+#include "proc_alive.h"
 
 static double now(void)
 {
@@ -21,22 +22,6 @@ static double now(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static bool alive(pid_t pid)
-{
-	char p[64], s[512] = "", *rp;
-	FILE *f;
-
-	snprintf(p, sizeof(p), "/proc/%d/stat", (int)pid);
-	f = fopen(p, "r");
-	if (!f)
-		return false;
-	if (!fgets(s, sizeof(s), f))
-		s[0] = '\0';
-	fclose(f);
-	rp = strrchr(s, ')');
-	return rp && rp[1] == ' ' && rp[2] != 'Z' && rp[2] != 'X'; /* a zombie is dead */
 }
 
 /* sh -c SCRIPT, captured; returns the exit code. */
