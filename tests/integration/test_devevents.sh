@@ -6,12 +6,7 @@
 # completed on the device; a rank delayed 20 ms on the device shows it in
 # the completion times; auto mode keeps the plugin when it initialised.
 . "$(dirname "$0")/lib.sh" "$1"
-RT="$B/bin/ranktrace"
-run4() { local out=$1; shift; timeout 120 "$@" "$B/bin/rt-launch" -n 4 "$B/bin/fsdp_mini" --steps 3 \
-  > "$T/$out.log" 2>&1; }
-json() { timeout 60 "$RT" view --json "$T/$1" > "$T/$1.json"; }
-py() { python3 -c "import json,sys; d=json.load(open('$T/$1.json')); sys.exit(0 if ($2) else 1)"; }
-DEV="d['device']"
+. "$(dirname "$0")/device_lib.sh"
 DONE="len($DEV['ranks']) == 4 and all(r['source'] == 'cuda-events' and r['enqueued'] == 30 and r['completed'] == 30 and r['started'] == 0 for r in $DEV['ranks'])"
 # lat DIR RANK: the least ms from an AllGather's enqueue (the call) to its
 # completion (rt_dev_coll, source 2), matched on (comm_id, seq)

@@ -6,13 +6,7 @@
 # collective (devdelay) is named with its lateness within 20 %; a healthy
 # run names none; a plugin the user chose is kept.
 . "$(dirname "$0")/lib.sh" "$1"
-RT="$B/bin/ranktrace"
-run4() { local out=$1; shift; timeout 120 "$@" "$B/bin/rt-launch" -n 4 "$B/bin/fsdp_mini" --steps 3 \
-  > "$T/$out.log" 2>&1; }
-json() { timeout 60 "$RT" view --json "$T/$1" > "$T/$1.json"; }
-# py DIR EXPR: EXPR over the view --json d, true when it holds
-py() { python3 -c "import json,sys; d=json.load(open('$T/$1.json')); sys.exit(0 if ($2) else 1)"; }
-DEV="d['device']"
+. "$(dirname "$0")/device_lib.sh"
 ALL30="len($DEV['ranks']) == 4 and all(r['enqueued'] == 30 and r['started'] == 30 and r['completed'] == 30 for r in $DEV['ranks'])"
 
 sim run4 healthy "$RT" run -o "$T/healthy" --

@@ -13,18 +13,9 @@
 #    devdelay): enqueued by all 4, started on 0,1,3, never on rank 2's.
 # Usage: test_hangdev.sh BUILD_DIR
 source "$(dirname "$0")/lib.sh"
-RT="$B/bin/ranktrace"
+source "$(dirname "$0")/device_lib.sh"
 export SIMGPU_TIMEOUT=120  # the simulated NCCL must not time the hang out itself
 unset SIMGPU_SYNC
-JOBS=()
-trap 'for p in "${JOBS[@]}"; do kill -KILL -- -"$p" 2>/dev/null; done; rm -rf "$T"' EXIT
-
-start() { local out=$1 plan=$2
-  LD_LIBRARY_PATH="$SIM${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" setsid timeout -k 5 90 "$RT" run \
-    -o "$T/$out" --inject "$plan" -- "$B/bin/rt-launch" -n 4 "$B/bin/fsdp_mini" --steps 2 \
-    > "$T/$out.log" 2>&1 &
-  JOBS+=("$!"); LAST=$!
-}
 # until verdict --stall 2s says hung (40 s at most)
 wait_hung() { local d=$1 i
   for i in $(seq 40); do
@@ -32,10 +23,6 @@ wait_hung() { local d=$1 i
     sleep 1
   done
   return 1
-}
-stop() { kill -TERM "$1" 2>/dev/null
-  for i in $(seq 60); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.5; done
-  kill -KILL -- -"$1" 2>/dev/null; return 1
 }
 COLL='AllGather #([0-9]+) \(comm [0-9a-f]+, [0-9]+ [KMG]?i?B\)'
 
@@ -59,9 +46,7 @@ stop "$LAST"
 check "the hung job stopped" [ $? -eq 0 ]
 
 # 2. the watchdog's ending, post-mortem
-FSDP_MINI_NCCL_TIMEOUT_S=3 LD_LIBRARY_PATH="$SIM${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" timeout -k 5 90 \
-  "$RT" run -o "$T/wd" --inject 'cudaMalloc:hang:rank=2:when=10' -- "$B/bin/rt-launch" -n 4 \
-  "$B/bin/fsdp_mini" --steps 2 > "$T/wd.log" 2>&1; rc=$?
+FSDP_MINI_NCCL_TIMEOUT_S=3 sim run4 wd "$RT" run -o "$T/wd" --inject 'cudaMalloc:hang:rank=2:when=10' --; rc=$?
 check "watchdog: the job ended by SIGABRT (rc $rc), PyTorch's message" bash -c "[ $rc -eq 134 ] && grep -q 'Watchdog caught collective operation timeout' '$T/wd.log'" || tail -8 "$T/wd.log"
 timeout -k 2 30 "$RT" verdict "$T/wd" > "$T/wd.v" 2> "$T/wd.verr"
 # the first watchdog to fire aborts its communicator: the others may fail on

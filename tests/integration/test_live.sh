@@ -10,19 +10,8 @@
 source "$(dirname "$0")/lib.sh"
 RT="$B/bin/ranktrace"
 export SIMGPU_TIMEOUT=120  # the simulated NCCL must not time the hang out itself
-JOBS=()
-trap 'for p in "${JOBS[@]}"; do kill -KILL -- -"$p" 2>/dev/null; done; rm -rf "$T"' EXIT
 js() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if ($2) else 1)" "$1"; }
 
-# start: ranktrace run in its own session (pgid = pid), bounded
-start() { local out=$1 plan=$2
-  # not through sim(): $! must be the job's own pid (setsid execs timeout,
-  # which forwards our SIGTERM to ranktrace run)
-  LD_LIBRARY_PATH="$SIM${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" setsid timeout -k 5 120 "$RT" run \
-    -o "$T/$out" --inject "$plan" -- "$B/bin/rt-launch" -n 4 "$B/bin/fsdp_mini" --steps 2 \
-    > "$T/$out.log" 2>&1 &
-  JOBS+=("$!"); LAST=$!
-}
 # wait (at most 40 s) until view --json says: 4 ranks running, each inside a call
 wait_stuck() { local d=$1 i
   for i in $(seq 80); do
@@ -31,12 +20,6 @@ wait_stuck() { local d=$1 i
     sleep 0.5
   done
   return 1
-}
-# stop: SIGTERM to `ranktrace run` (it forwards to the launcher, which stops
-# the ranks as torchrun does), then wait for it, bounded
-stop() { kill -TERM "$1" 2>/dev/null
-  for i in $(seq 60); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.5; done
-  kill -KILL -- -"$1" 2>/dev/null; return 1
 }
 
 # ---- every rank hangs in its 5th collective ----
