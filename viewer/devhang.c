@@ -14,12 +14,32 @@
 #include "device.h"
 #include "model_int.h"
 
-static const struct rt_vw_devcoll *find(const struct rt_vw_devlog *d, uint64_t comm, uint32_t seq)
+#define find rt_vw_dev_find
+
+static bool in_comm(const struct rt_vw_rank *r, uint64_t comm)
 {
-	for (uint32_t j = 0; d && j < d->n; j++)
-		if (d->v[j].comm_id == comm && d->v[j].seq == seq)
-			return &d->v[j];
-	return NULL;
+	return rt_vw_entered_seq(r, comm) > 0;
+}
+
+/* Did c complete on some device? A completion counts only on a rank that
+ * had not aborted the communicator before (devevents: a CUDA event after a
+ * failed or aborted collective completes too), and only when every rank of
+ * the communicator enqueued it: without one of them no collective can
+ * complete, so that completion was a failure's. */
+static bool completed(const struct rt_vw_trace *t, const struct rt_vw_devcoll *c)
+{
+	bool done = false;
+
+	for (int k = 0; k < t->nranks; k++) {
+		const struct rt_vw_rank *r = &t->ranks[k];
+
+		if (!r->readable)
+			continue;
+		if (in_comm(r, c->comm_id) && rt_vw_entered_seq(r, c->comm_id) < c->seq)
+			return false;
+		done = done || rt_vw_dev_done(r->dev, find(r->dev, c->comm_id, c->seq));
+	}
+	return done;
 }
 
 static bool has_device_records(const struct rt_vw_trace *t)
@@ -42,26 +62,14 @@ static const struct rt_vw_devcoll *subject(const struct rt_vw_trace *t)
 
 		for (uint32_t j = 0; t->ranks[i].readable && d && j < d->n; j++) {
 			const struct rt_vw_devcoll *c = &d->v[j];
-			bool done = false;
 
-			if (!c->enq_ts || c->done_ts)
+			if (!c->enq_ts || rt_vw_dev_done(d, c) || (best && c->seq > best->seq))
 				continue;
-			for (int k = 0; k < t->nranks && !done; k++) {
-				const struct rt_vw_devcoll *o = find(t->ranks[k].dev, c->comm_id, c->seq);
-
-				done = o && o->done_ts;
-			}
-			if (!done && (!best || c->seq < best->seq ||
-				      (c->seq == best->seq && c->enq_ts < best->enq_ts)))
+			if ((!best || c->seq < best->seq || c->enq_ts < best->enq_ts) && !completed(t, c))
 				best = c;
 		}
 	}
 	return best;
-}
-
-static bool in_comm(const struct rt_vw_rank *r, uint64_t comm)
-{
-	return rt_vw_entered_seq(r, comm) > 0;
 }
 
 /* "its host thread has been inside cudaMalloc for 31 s" or how it ended */
@@ -150,7 +158,8 @@ static bool watchdogged(const struct rt_vw_rank *r, const struct rt_vw_devcoll *
 	return true;
 }
 
-/* "ranks 0,1,3": the readable ranks that enqueued c (aborted: and died by SIGABRT) */
+/* "ranks 0,1,3": the readable ranks that enqueued c (aborted: and died by
+ * SIGABRT); c, the subject, completed on no device */
 static void enqueuers(const struct rt_vw_trace *t, const struct rt_vw_devcoll *c, bool aborted,
 		      char *out, size_t n)
 {
@@ -161,8 +170,7 @@ static void enqueuers(const struct rt_vw_trace *t, const struct rt_vw_devcoll *c
 		const struct rt_vw_rank *r = &t->ranks[i];
 		const struct rt_vw_devcoll *o = find(r->dev, c->comm_id, c->seq);
 
-		if (!r->readable || !o || !o->enq_ts || o->done_ts ||
-		    (aborted && !watchdogged(r, c)) || el >= n - 12)
+		if (!r->readable || !o || !o->enq_ts || (aborted && !watchdogged(r, c)) || el >= n - 12)
 			continue;
 		el += (size_t)snprintf(out + el, n - el, "%s%d", el ? "," : "", r->meta.rank);
 	}
@@ -189,11 +197,33 @@ static size_t missing(const struct rt_vw_trace *t, const struct rt_vw_devcoll *c
 	return len < n ? len : n - 1;
 }
 
+/* "; which device never started it is not known (...)": every rank of the
+ * communicator enqueued c and their device source records no starts (CUDA
+ * events polled by the tracer, completion only): which device held it up
+ * cannot be told. */
+static size_t start_unknown(const struct rt_vw_trace *t, const struct rt_vw_devcoll *c, char *out,
+			    size_t n)
+{
+	int k;
+
+	for (int i = 0; i < t->nranks; i++) {
+		const struct rt_vw_devlog *d = t->ranks[i].dev;
+		const struct rt_vw_devcoll *o = find(d, c->comm_id, c->seq);
+
+		if (t->ranks[i].readable && o && o->enq_ts &&
+		    (d->started || d->source != RT_DEV_SRC_EVENT))
+			return 0;
+	}
+	k = snprintf(out, n, "; which device never started it is not known (CUDA events record "
+		     "completion only)");
+	return k < 0 ? 0 : (size_t)k < n ? (size_t)k : n - 1;
+}
+
 size_t rt_vw_dev_hang(const struct rt_vw_trace *t, char *out, size_t n)
 {
 	const struct rt_vw_devcoll *c;
 	char enq[200];
-	size_t len;
+	size_t len, more;
 
 	if (n < 2 || !has_device_records(t) || !(c = subject(t)))
 		return 0;
@@ -204,7 +234,10 @@ size_t rt_vw_dev_hang(const struct rt_vw_trace *t, char *out, size_t n)
 	if (len >= n)
 		return n - 1;
 	len += not_started(t, c, out + len, n - len);
-	len += missing(t, c, out + len, n - len);
+	more = missing(t, c, out + len, n - len);
+	if (!more && len < n - 1)
+		more = start_unknown(t, c, out + len, n - len);
+	len += more;
 	return len < n ? len : n - 1;
 }
 
@@ -217,8 +250,12 @@ void rt_vw_dev_watchdog(struct rt_vw_trace *t)
 	const struct rt_vw_devcoll *c;
 	char ab[200], text[600];
 	size_t len;
+	bool sigabrt = false;
 
-	if (t->hung || !has_device_records(t) || !(c = subject(t)))
+	for (int i = 0; i < t->nranks; i++) /* no SIGABRT: no watchdog (and no search) */
+		sigabrt = sigabrt || (t->ranks[i].readable && t->ranks[i].state == RT_S_KILLED &&
+				      t->ranks[i].signo == SIGABRT);
+	if (!sigabrt || t->hung || !has_device_records(t) || !(c = subject(t)))
 		return;
 	enqueuers(t, c, true, ab, sizeof(ab));
 	if (!ab[0])

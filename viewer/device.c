@@ -66,6 +66,45 @@ static struct rt_vw_devcoll *entry(struct rt_vw_devlog *d, uint64_t comm, uint32
 	return &d->v[d->n++];
 }
 
+const struct rt_vw_devcoll *rt_vw_dev_find(const struct rt_vw_devlog *d, uint64_t comm, uint32_t seq)
+{
+	if (!d || !d->cap)
+		return NULL;
+	for (uint32_t k = (uint32_t)hash(comm, seq) & (d->cap * 2 - 1); d->ix[k] != UINT32_MAX;
+	     k = (k + 1) & (d->cap * 2 - 1)) {
+		const struct rt_vw_devcoll *c = &d->v[d->ix[k]];
+
+		if (c->comm_id == comm && c->seq == seq)
+			return c;
+	}
+	return NULL;
+}
+
+bool rt_vw_dev_done(const struct rt_vw_devlog *d, const struct rt_vw_devcoll *c)
+{
+	if (!c || !c->done_ts)
+		return false;
+	for (int k = 0; d && k < d->naborted; k++)
+		if (d->aborted[k].comm_id == c->comm_id && d->aborted[k].ts <= c->done_ts)
+			return false;
+	return true;
+}
+
+/* ncclCommAbort of comm entered at ts (the first; a few communicators) */
+static void on_abort(struct rt_vw_devlog *d, uint64_t comm, uint64_t ts)
+{
+	int k;
+
+	for (k = 0; k < d->naborted; k++)
+		if (d->aborted[k].comm_id == comm)
+			return;
+	if (comm && k < (int)(sizeof(d->aborted) / sizeof(d->aborted[0]))) {
+		d->aborted[k].comm_id = comm;
+		d->aborted[k].ts = ts;
+		d->naborted++;
+	}
+}
+
 static struct rt_vw_devlog *log_of(struct rt_vw_rank *r)
 {
 	if (!r->dev)
@@ -114,6 +153,9 @@ bool rt_vw_dev_event(struct rt_vw_rank *r, const struct rt_vw_event *e)
 		}
 		return true;
 	}
+	/* a rank with collectives has its log already */
+	if (e->id == RT_ID_ncclCommAbort && r->dev)
+		on_abort(r->dev, (uint64_t)rt_vw_fld(e, RT_FN_comm_id), e->ts);
 	if (rt_events[e->id].role != RT_R_COLL)
 		return false;
 	comm = (uint64_t)rt_vw_fld(e, RT_FN_comm_id);

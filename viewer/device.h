@@ -28,12 +28,22 @@ struct rt_vw_devlog {
 	uint8_t source;          /* RT_DEV_SRC_*: where device times come from */
 	int version;             /* the plugin's API version */
 	bool source_seen;
+	/* the communicators this rank aborted (ncclCommAbort entered at ts):
+	 * a completion after it is the abort's (the stream moved on), not the
+	 * collective's (CUDA events cannot tell them apart) */
+	struct { uint64_t comm_id, ts; } aborted[4];
+	uint8_t naborted;
 };
 
 /* The model's pass: true when e was a device record (consumed); collective
  * calls are noted (enqueued) and false returned. */
 bool rt_vw_dev_event(struct rt_vw_rank *r, const struct rt_vw_event *e);
 void rt_vw_dev_free(struct rt_vw_rank *r);
+/* The record of (comm, seq) in d, or NULL. */
+const struct rt_vw_devcoll *rt_vw_dev_find(const struct rt_vw_devlog *d, uint64_t comm, uint32_t seq);
+/* Did c complete on d's device? Not when its communicator was aborted on
+ * this rank before the completion was seen. */
+bool rt_vw_dev_done(const struct rt_vw_devlog *d, const struct rt_vw_devcoll *c);
 /* Perfetto: device-side slices per rank on their own track (RT_VW_DEV_TRACK). */
 #define RT_VW_DEV_TRACK 0x20000000ull
 void rt_vw_dev_perfetto(FILE *f, const struct rt_vw_trace *t, uint64_t t0);

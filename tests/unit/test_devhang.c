@@ -8,17 +8,28 @@
 
 #define KIB512 U(131072) /* floats */
 
-/* rank ri enqueues AllGather #seq; started/done on its device when asked */
-static void coll(int ri, uint32_t seq, bool started, bool done)
+/* the device source of the records: the plugin (start and completion), or
+ * CUDA events (completion; with starts when events_start) */
+static int src = RT_DEV_SRC_PLUGIN;
+static bool events_start;
+
+static void done(int ri, uint32_t seq)
+{
+	ev(ri, RT_ID_rt_dev_coll, ri, 0, false, RT_FN_dev_phase, U(RT_DEV_COMPLETED), RT_FN_comm_id,
+	   COMM, RT_FN_seq, U(seq), RT_FN_source, U(src), -1);
+}
+
+/* rank ri enqueues AllGather #seq; started/done on its device when asked
+ * (started: not recorded by CUDA events without events_start) */
+static void coll(int ri, uint32_t seq, bool started, bool fin)
 {
 	ev(ri, RT_ID_ncclAllGather, ri, 0, false, RT_FN_comm_id, COMM, RT_FN_seq, U(seq),
 	   RT_FN_count, KIB512, RT_FN_datatype, U(7), -1);
-	if (started)
+	if (started && (src == RT_DEV_SRC_PLUGIN || events_start))
 		ev(ri, RT_ID_rt_dev_coll, ri, 0, false, RT_FN_dev_phase, U(RT_DEV_STARTED),
-		   RT_FN_comm_id, COMM, RT_FN_seq, U(seq), RT_FN_source, U(1), -1);
-	if (done)
-		ev(ri, RT_ID_rt_dev_coll, ri, 0, false, RT_FN_dev_phase, U(RT_DEV_COMPLETED),
-		   RT_FN_comm_id, COMM, RT_FN_seq, U(seq), RT_FN_source, U(1), -1);
+		   RT_FN_comm_id, COMM, RT_FN_seq, U(seq), RT_FN_source, U(src), -1);
+	if (fin)
+		done(ri, seq);
 }
 
 /* three collectives done everywhere; then #4 as host2/dev2 say for rank 2;
@@ -29,6 +40,9 @@ static void job(bool host2, bool dev2, bool device_records)
 	for (int i = 0; i < t->nranks; i++) {
 		OK(i, cudaSetDevice, i, RT_FN_device, U(i));
 		OK(i, ncclCommInitRank, i, RT_FN_comm_id, COMM, RT_FN_nranks, U(t->nranks), RT_FN_rank, U(i));
+		if (device_records && src == RT_DEV_SRC_EVENT) /* said at the first collective */
+			OK(i, rt_dev_source, i, RT_FN_source, U(src), RT_FN_version, U(0), RT_FN_detail,
+			   "cuda events polled by the tracer");
 	}
 	for (uint32_t c = 1; c <= 3; c++)
 		for (int i = 0; i < t->nranks; i++)
@@ -43,15 +57,19 @@ static void job(bool host2, bool dev2, bool device_records)
 	}
 }
 
-/* The model of job(...) with every rank taken as alive (the rig's ranks
+/* The model of job(...), then() feeding more events after the job's (or
+ * NULL), with every rank taken as alive (the rig's ranks
  * have no live process: the model calls them dead inside their open call),
  * and devhang.c's text for it. */
-static void judge(bool host2, bool dev2, bool device_records, const char *want, const char *absent)
+static void judge_then(bool host2, bool dev2, bool device_records, void (*then)(void),
+		       const char *want, const char *absent)
 {
 	char text[600] = "";
 
 	rig(4);
 	job(host2, dev2, device_records);
+	if (then)
+		then();
 	rt_vw_model_finish(m);
 	for (int i = 0; i < t->nranks; i++) {
 		t->ranks[i].state = RT_S_RUNNING;
@@ -64,6 +82,11 @@ static void judge(bool host2, bool dev2, bool device_records, const char *want, 
 	cr_expect(!absent || !strstr(text, absent), "\"%s\" has \"%s\"", text, absent);
 	rt_vw_free(t);
 	free(m);
+}
+
+static void judge(bool host2, bool dev2, bool device_records, const char *want, const char *absent)
+{
+	judge_then(host2, dev2, device_records, NULL, want, absent);
 }
 
 Test(devhang, a_rank_that_never_enqueued_is_named_with_its_host_call)
@@ -116,3 +139,79 @@ Test(devhang, collectives_all_completed_say_nothing)
 	rt_vw_free(t);
 	free(m);
 }
+
+/* CUDA events (devevents.c) record completion only: with every rank's #4
+ * enqueued and none completed, which device never started it cannot be
+ * told, and the text says so instead of naming none */
+Test(devhang, cuda_events_without_starts_say_the_device_is_not_known)
+{
+	src = RT_DEV_SRC_EVENT;
+	judge(true, false, true, "AllGather #4 (comm 00c0, 512 KiB) was enqueued by ranks 0,1,2,3 and "
+	      "never completed on any device; which device never started it is not known (CUDA events "
+	      "record completion only)", "started on");
+}
+
+/* with start records from CUDA events: the device that never started it, as with the plugin */
+Test(devhang, cuda_events_with_starts_name_the_device)
+{
+	src = RT_DEV_SRC_EVENT;
+	events_start = true;
+	judge(true, false, true, "never completed on any device; it started on the devices of ranks "
+	      "0,1,3, never on rank 2's", "not known");
+}
+
+/* a rank that never enqueued #4 is the answer: nothing said of starts */
+Test(devhang, cuda_events_a_rank_that_never_enqueued_is_named)
+{
+	src = RT_DEV_SRC_EVENT;
+	judge(false, false, true, "AllGather #4 (comm 00c0, 512 KiB) was enqueued by ranks 0,1,3 and "
+	      "never completed on any device; rank 2 never enqueued #4: its host thread has been "
+	      "inside cudaMalloc for 31 s (last collective it enqueued: #3)", "not known");
+}
+
+/* rank 1's watchdog aborts the communicator: its CUDA event after #4 then
+ * completes (the stream moves on), which is no completion of #4 */
+static void abort_then_done(void)
+{
+	OK(1, ncclCommAbort, 1, RT_FN_comm_id, COMM);
+	done(1, 4);
+}
+
+Test(devhang, a_completion_after_the_ranks_abort_is_none)
+{
+	src = RT_DEV_SRC_EVENT;
+	judge_then(true, false, true, abort_then_done, "AllGather #4 (comm 00c0, 512 KiB) was enqueued "
+		   "by ranks 0,1,2,3 and never completed on any device", NULL);
+}
+
+/* rank 1's #4 completes (its stream passed a failed collective: a peer
+ * aborted) while rank 2 never enqueued #4: no collective completes without
+ * one of its ranks, so #4 is still the one that never completed */
+static void done_on_1(void)
+{
+	done(1, 4);
+}
+
+Test(devhang, a_completion_without_every_rank_is_none)
+{
+	src = RT_DEV_SRC_EVENT;
+	judge_then(false, false, true, done_on_1, "AllGather #4 (comm 00c0, 512 KiB) was enqueued by "
+		   "ranks 0,1,3 and never completed on any device; rank 2 never enqueued #4", NULL);
+}
+
+/* post-mortem, event mode: ranks 0,1,3 ended by their watchdogs (SIGABRT
+ * after ncclCommAbort, rank 1's event completing after its abort), rank 2
+ * killed in cudaMalloc by the launcher */
+static void s_watchdog_events(void)
+{
+	src = RT_DEV_SRC_EVENT;
+	job(false, false, true);
+	abort_then_done();
+	for (int i = 0; i < t->nranks; i++)
+		OK(i, rt_signal, i, RT_FN_signo, U(i == 2 ? 15 : 6));
+}
+
+RIG_CASE(devhang, cuda_events_the_watchdog_ending_is_named, s_watchdog_events, RT_V_CRASHED,
+	 "ranks 0,1,3 were ended by the NCCL watchdog (SIGABRT) on AllGather #4 (comm 00c0, 512 KiB), "
+	 "enqueued and never completed on any device; rank 2 never enqueued #4: it was killed (signal "
+	 "15) inside cudaMalloc", NULL)
