@@ -7,13 +7,14 @@
 # plugin: start and completion) and CUDA events (=events: completion).
 #  - host-side hang: rank 2 hangs in cudaMalloc before AllGather #4; live
 #    `verdict --stall` and `view --stall` name #4, ranks 0,1,3 that enqueued
-#    it, rank 2 and its host thread inside cudaMalloc;
+#    it, rank 2 and its host thread inside cudaMalloc; post-mortem (the job
+#    stopped), `verdict --stall` says the same as it stood;
 #  - the same with a 3 s watchdog: post-mortem, the waiting ranks ended by
 #    the NCCL watchdog on #4 (the one its message names), rank 2 the cause;
 #  - device-side hang: rank 2's device never starts a collective (a 600 s
 #    devdelay): enqueued by all 4, never completed; started on 0,1,3, never
 #    on rank 2's (where the source records starts; else it says it cannot
-#    know which device held it up).
+#    know which device held it up); post-mortem the same.
 # Usage: test_hangdev.sh BUILD_DIR
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/device_lib.sh"
@@ -54,6 +55,10 @@ host_hang() { local d=$SRC-host i
   check "$SRC: the device records came from $SRCNAME" from_source "$d"
   stop "$LAST"
   check "$SRC: the hung job stopped" [ $? -eq 0 ]
+  # post-mortem: as the job stood when it was stopped
+  timeout -k 2 30 "$RT" verdict "$T/$d" --stall 2s > /dev/null 2> "$T/$d.pm"
+  check "$SRC: post-mortem verdict --stall: the same, hung when the job was interrupted" \
+    grep -qE "hung when the job was interrupted: ${re#hung: }" "$T/$d.pm" || head -1 "$T/$d.pm"
 }
 
 # 2. the watchdog's ending, post-mortem
@@ -86,6 +91,10 @@ device_hang() { local d=$SRC-dev who
   check "$SRC: view --stall says the same" grep -qE "error: $re" "$T/$d.view" || grep hung: "$T/$d.view"
   stop "$LAST"
   check "$SRC: the hung job stopped" [ $? -eq 0 ]
+  # post-mortem: as the job stood when it was stopped
+  timeout -k 2 30 "$RT" verdict "$T/$d" --stall 2s > /dev/null 2> "$T/$d.pm"
+  check "$SRC: post-mortem verdict --stall: the same, hung when the job was interrupted" \
+    grep -qE "hung when the job was interrupted: ${re#hung: }" "$T/$d.pm" || head -1 "$T/$d.pm"
 }
 
 for SRC in plugin events; do
