@@ -180,7 +180,21 @@ static void print_diagnosis_json(const struct rt_vw_trace *t, int only_rank)
 	free(g);
 }
 
-/* "findings": every finding with its level, detector and advice. */
+/* A finding's ranks (the first RT_VW_FINDING_RANKS it names), and the
+ * collective it is about (the matcher's), or nulls. */
+static void print_finding_where_json(const struct rt_vw_finding *f)
+{
+	printf(", \"ranks\": [");
+	for (int k = 0; k < f->nranks && k < RT_VW_FINDING_RANKS; k++)
+		printf("%s%d", k ? ", " : "", f->ranks[k]);
+	if (f->comm)
+		printf("], \"comm\": \"%016llx\", \"seq\": %u", (unsigned long long)f->comm, f->seq);
+	else
+		printf("], \"comm\": null, \"seq\": null");
+}
+
+/* "findings": every finding with its level, detector, advice, ranks and
+ * collective. */
 static void print_findings_json(const struct rt_vw_trace *t, int only_rank)
 {
 	printf("\n], \"findings\": [");
@@ -200,6 +214,7 @@ static void print_findings_json(const struct rt_vw_trace *t, int only_rank)
 			rt_cli_json_str(stdout, t->findings[i].advice);
 		else
 			printf("null");
+		print_finding_where_json(&t->findings[i]);
 		printf("}");
 	}
 }

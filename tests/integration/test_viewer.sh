@@ -59,6 +59,16 @@ d = json.load(open('$T/dev0.json'))
 assert d['verdict'] == 'device-misplacement', d['verdict']
 assert all(r['devices'] in ([], [0]) for r in d['ranks']), [r['devices'] for r in d['ranks']]
 assert any(f['signature'] == 'device-misplacement' and 'ranks 0,1,2,3' in f['text'] for f in d['findings'])
+assert any(f['signature'] == 'device-misplacement' and f['ranks'] == [0, 1, 2, 3] and f['comm'] is None for f in d['findings'])
+"
+"$RT" view "$T/skip" --json > "$T/skip.json"
+check "view --json: the mismatch finding carries its ranks [2], communicator and sequence 4, as its text says" python3 -c "
+import json
+d = json.load(open('$T/skip.json'))
+m = [f for f in d['findings'] if f['id'] == 'matcher']
+assert m and m[0]['ranks'] == [2] and m[0]['seq'] == 4, m
+assert 'sequence 4 of communicator %s:' % m[0]['comm'] in m[0]['text'] and len(m[0]['comm']) == 16, m
+assert all(f['comm'] is None and f['seq'] is None and f['ranks'] == [f['rank']] for f in d['findings'] if f['id'] != 'matcher')
 "
 check "view --json: parameters on cuda:0 in device 3's memory: devices [3], device-misplacement" python3 -c "
 import json, sys
