@@ -14,19 +14,11 @@ static const char *source_name(unsigned s)
 											: "none";
 }
 
-static bool any_device(const struct rt_vw_trace *t)
-{
-	for (int i = 0; i < t->nranks; i++)
-		if (t->ranks[i].dev && (t->ranks[i].dev->started || t->ranks[i].dev->source_seen))
-			return true;
-	return false;
-}
-
 void rt_cli_print_device_text(const struct rt_vw_trace *t, int only_rank)
 {
 	const struct rt_vw_straggle *s = t->straggle;
 
-	if (!any_device(t))
+	if (!rt_vw_dev_any(t))
 		return;
 	printf("\ncollectives on the device (enqueued/started/completed, last into, mean lateness):\n");
 	for (int i = 0; i < t->nranks; i++) {
@@ -72,7 +64,7 @@ static void print_straggle_json(const struct rt_vw_straggle *s)
  * traces read as before) */
 void rt_cli_print_device_json(const struct rt_vw_trace *t)
 {
-	if (!any_device(t))
+	if (!rt_vw_dev_any(t))
 		return;
 	printf(", \"device\": {\"ranks\": [");
 	for (int i = 0, first = 1; i < t->nranks; i++) {

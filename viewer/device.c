@@ -173,6 +173,14 @@ bool rt_vw_dev_event(struct rt_vw_rank *r, const struct rt_vw_event *e)
 	return false;
 }
 
+bool rt_vw_dev_any(const struct rt_vw_trace *t)
+{
+	for (int i = 0; i < t->nranks; i++)
+		if (t->ranks[i].dev && (t->ranks[i].dev->started || t->ranks[i].dev->source_seen))
+			return true;
+	return false;
+}
+
 void rt_vw_dev_free(struct rt_vw_rank *r)
 {
 	if (!r->dev)

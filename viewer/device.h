@@ -68,9 +68,23 @@ struct rt_vw_straggle {
 /* Computed once per trace (t->straggle), NULL when no collective has device
  * times on two ranks or out of memory. */
 const struct rt_vw_straggle *rt_vw_stragglers(struct rt_vw_trace *t);
+/* Rank index ri's lateness in each collective analysed that it started, in
+ * the order it started them: *n of them, malloc'd; NULL (*n 0) when none or
+ * out of memory. */
+struct rt_vw_late {
+	uint64_t ts;     /* its device start */
+	double late_ns;  /* minus the mean of the others' starts */
+	uint32_t seq;
+	uint8_t kind;    /* enum rt_coll_kind */
+};
+struct rt_vw_late *rt_vw_straggle_series(const struct rt_vw_trace *t, int ri, size_t *n);
 /* The finding (id "straggler", a warning) when a straggler is named. */
 void rt_vw_straggler_detect(struct rt_vw_trace *t);
 void rt_vw_straggle_free(struct rt_vw_trace *t);
+
+/* A rank with device records (the plugin's or CUDA events'): the trace has
+ * a device section in view and the report. */
+bool rt_vw_dev_any(const struct rt_vw_trace *t);
 
 /* A hang on device truth (devhang.c): the first collective some rank
  * enqueued that never completed, who enqueued it, who did not and where

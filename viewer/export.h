@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* export.h - trace exports, views of a loaded model: Perfetto/Chrome JSON
- * (perfetto.c), the HTML report (report_html.c, report_params.c) and the
- * helpers they share with the CLI (export.c: escaping, which calls are
- * collectives, where the trace starts). Used by cli/cmd_export.c (`export`
+ * (perfetto.c), the HTML report (report_html.c, report_params.c,
+ * report_device.c) and the helpers they share with the CLI (export.c:
+ * escaping, which calls are collectives, where the trace starts). Used by cli/cmd_export.c (`export`
  * and `report`, through cli/cli.h), the CLI's JSON escaping, bisect's state
  * file and test_escape. */
 #ifndef RT_VW_EXPORT_H
@@ -17,7 +17,8 @@
  * 0, or -1 on a write error. */
 int rt_vw_export_perfetto(const struct rt_vw_trace *t, FILE *f);
 
-/* One self-contained HTML file (no network): findings, ranks, timeline,
+/* One self-contained HTML file (no network): findings, ranks, collectives
+ * on the device and the straggler (traces with device records), timeline,
  * device memory, parameter placement. 0, or -1. */
 int rt_vw_report_html(const struct rt_vw_trace *t, FILE *f);
 

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* report_html.c - one self-contained HTML report (no network, no script):
- * verdict, findings, a row per rank (its end and last error), a timeline of
- * collectives and probe events per rank, device memory per rank and device
- * (a legend entry each), and the parameter placement grid grouped by module.
+ * verdict, findings, a row per rank (its end and last error), collectives on
+ * the device and the straggler (report_device.c; traces with device records
+ * only), a timeline of collectives and probe events per rank, device memory
+ * per rank and device (a legend entry each), and the parameter placement
+ * grid grouped by module.
  *
  * Both charts share one time axis that starts at the first event drawn and
  * ends at the last, and one CSS-only zoom (radio buttons widen the charts
@@ -343,6 +345,7 @@ int rt_vw_report_html(const struct rt_vw_trace *t, FILE *f)
 		p.t1 = p.t0 + 1;
 	header(f, t);
 	ranks_table(f, t);
+	rt_vw_report_device(t, f);
 	fputs("<div class=\"charts\"><span class=\"zoom\">zoom (both charts):<input type=\"radio\" name=\"zoom\" id=\"z1\" "
 	      "checked><label for=\"z1\">1x</label><input type=\"radio\" name=\"zoom\" id=\"z2\">"
 	      "<label for=\"z2\">2x</label><input type=\"radio\" name=\"zoom\" id=\"z4\"><label "

@@ -17,7 +17,8 @@
  * millisecond among GPUs that start within microseconds is a straggler.
  * Times are the ranks' clocks: one host's clock is shared; ranks on several
  * hosts compare as well as their clocks agree. Runs after the model's pass,
- * single-threaded; allocates its result once (t->straggle). */
+ * single-threaded; allocates its result once (t->straggle). The report's
+ * chart asks for one rank's lateness per collective (rt_vw_straggle_series). */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -31,6 +32,7 @@
 struct start {
 	uint64_t comm_id;
 	uint32_t seq;
+	uint8_t kind;
 	int ri;
 	uint64_t ts;
 };
@@ -62,7 +64,8 @@ static struct start *gather(const struct rt_vw_trace *t, size_t *n)
 
 		for (uint32_t j = 0; d && j < d->n; j++)
 			if (d->v[j].start_ts)
-				v[k++] = (struct start){ d->v[j].comm_id, d->v[j].seq, i, d->v[j].start_ts };
+				v[k++] = (struct start){ d->v[j].comm_id, d->v[j].seq, d->v[j].kind, i,
+							 d->v[j].start_ts };
 	}
 	qsort(v, k, sizeof(*v), cmp_start);
 	*n = k;
@@ -190,6 +193,53 @@ void rt_vw_straggler_detect(struct rt_vw_trace *t)
 	f->id = "straggler";
 	f->advice = "look at what that rank does before its collectives (`ranktrace export "
 		    "--perfetto`: its device track starts late); `view --json` has each rank's share";
+}
+
+static int cmp_late(const void *a, const void *b)
+{
+	const struct rt_vw_late *x = a, *y = b;
+
+	return x->ts < y->ts ? -1 : x->ts > y->ts;
+}
+
+/* Rank index ri's lateness in the collective g[0..k), into *out. */
+static void late_of(const struct start *g, size_t k, int ri, struct rt_vw_late *out)
+{
+	double others = 0;
+	size_t me = k;
+
+	for (size_t i = 0; i < k; i++)
+		if (g[i].ri == ri && me == k)
+			me = i;
+		else
+			others += (double)g[i].ts;
+	*out = (struct rt_vw_late){ g[me].ts, (double)g[me].ts - others / (double)(k - 1), g[me].seq,
+				    g[me].kind };
+}
+
+struct rt_vw_late *rt_vw_straggle_series(const struct rt_vw_trace *t, int ri, size_t *n)
+{
+	size_t nv = 0, m = 0;
+	struct start *v = gather(t, &nv);
+	struct rt_vw_late *l = v ? malloc(sizeof(*l) * (nv ? nv : 1)) : NULL;
+
+	*n = 0;
+	for (size_t i = 0, j; l && i < nv; i = j) {
+		bool mine = false;
+
+		for (j = i; j < nv && v[j].comm_id == v[i].comm_id && v[j].seq == v[i].seq; j++)
+			mine = mine || v[j].ri == ri;
+		if (mine && j - i >= 2 && (int)(j - i) >= rt_vw_comm_size(t, v[i].comm_id))
+			late_of(&v[i], j - i, ri, &l[m++]);
+	}
+	free(v);
+	if (!m) {
+		free(l);
+		return NULL;
+	}
+	qsort(l, m, sizeof(*l), cmp_late);
+	*n = m;
+	return l;
 }
 
 void rt_vw_straggle_free(struct rt_vw_trace *t)

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # test_export.sh - Perfetto JSON passes a schema check; the HTML report is
-# self-contained, renders in headless Chromium and escapes every name.
+# self-contained, renders in headless Chromium and escapes every name; its
+# device section names a rank slowed on the device (20 ms per all-gather) as
+# the straggler and a healthy run's none, and damaged device traces draw no
+# NaN or Infinity.
 source "$(dirname "$0")/lib.sh"
 RT="$B/bin/ranktrace"
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -33,6 +36,27 @@ lib.rt_param(b'model.embed_tokens.weight', 2, -1, 0, ctypes.c_uint64(10), ctypes
 check "report: a parameter named <script> is escaped in the heatmap" bash -c "grep -qF '<tr><td>&lt;script&gt;alert(1)&lt;/script&gt;</td>' '$T/param.html' && ! grep -qi '<script' '$T/param.html'"
 check "report: the heatmap shows the meta parameter" grep -q 'title="meta"' "$T/param.html"
 
+# collectives on the device (async simulator, the profiler plugin): rank 2's all-gathers 20 ms late
+sim timeout -k 5 120 "$RT" run -o "$T/slow" --inject 'ncclAllGather:devdelay=20ms:rank=2' -- \
+  "$B/bin/rt-launch" -n 4 "$B/bin/fsdp_mini" --steps 3 > /dev/null 2>&1
+"$RT" report "$T/slow" -o "$T/slow.html" 2> /dev/null
+timeout 60 "$RT" view --json "$T/slow" > "$T/slow.json"
+"$RT" report "$T/good" -o "$T/good.html" 2> /dev/null
+check "device report: rank 2 named the straggler, in view's words" bash -c "grep -o 'rank 2 is the straggler: last into [^;]*' '$T/slow.html' | grep -qF \"\$(timeout 60 '$RT' view '$T/slow' | grep -o 'rank 2 is the straggler: last into [^;]*')\""
+check "device report (healthy): a device section, no straggler" bash -c "grep -q '<table id=\"device\">' '$T/good.html' && grep -q '<p id=\"straggler\">No straggler' '$T/good.html'"
+check "a trace without device records (no NCCL): no device section" bash -c "! grep -q 'id=\"device\"' '$T/param.html'"
+python3 "$HERE/../../scripts/damage-corpus.py" "$T/slow" "$T/dcorpus" > "$T/dvariants"
+nd=0
+while read -r v; do
+  timeout -k 5 60 "$RT" report "$T/dcorpus/$v" -o "$T/d.html" > /dev/null 2>&1 < /dev/null
+  [ -s "$T/d.html" ] || continue
+  nd=$((nd + 1))
+  grep -oiE '<(svg|rect|polyline|line)[^>]*>' "$T/d.html" | grep -qiE '"[^"]*(nan|inf)' && bad "$v: NaN or Infinity in the report's SVG"
+  grep -qi '<script' "$T/d.html" && bad "$v: a script element in the report"
+  rm -f "$T/d.html"
+done < "$T/dvariants"
+check "damaged device traces: $nd reports written, every SVG finite" [ "$nd" -ge 10 ]
+
 if command -v chromium > /dev/null; then
   timeout 120 chromium --headless --no-sandbox --disable-gpu --window-size=1200,1400 \
     --screenshot="$T/bad.png" "file://$T/bad.html" > /dev/null 2>&1
@@ -53,6 +77,15 @@ if command -v chromium > /dev/null; then
     python3 "$HERE/check_report.py" "$T/gdom.html"
   check "rendered report: the zoom is CSS only (radio buttons), the charts stretch in their viewBox" \
     bash -c "grep -q 'id=\"z4\"' '$T/gdom.html' && grep -q 'preserveAspectRatio=\"none\"' '$T/gdom.html'"
+  timeout 120 chromium --headless --no-sandbox --disable-gpu --window-size=1200,1600 \
+    --screenshot="$T/slow.png" "file://$T/slow.html" > /dev/null 2>&1
+  check "device report: a non-blank screenshot" [ "$(stat -c %s "$T/slow.png" 2>/dev/null || echo 0)" -gt 20000 ]
+  timeout 120 chromium --headless --no-sandbox --disable-gpu --dump-dom "file://$T/slow.html" > "$T/sdom.html" 2> /dev/null
+  check "rendered device report: rank 2 the straggler, its all-gathers 20 ms late within 20 %, view's figures, bars inside their charts" \
+    python3 "$HERE/check_report_device.py" "$T/sdom.html" --straggler 2 --late-ms 20 --view-json "$T/slow.json"
+  check "rendered device report: the rest of the page as before" python3 "$HERE/check_report.py" "$T/sdom.html"
+  check "rendered device report (healthy): no straggler, no lateness chart" \
+    python3 "$HERE/check_report_device.py" "$T/gdom.html" --none
   check "the hostile name stayed text in the DOM" grep -qF '&lt;script&gt;alert(1)&lt;/script&gt;' "$T/dom.html"
   timeout 120 chromium --headless --no-sandbox --disable-gpu --dump-dom "file://$T/param.html" > "$T/pdom.html" 2> /dev/null
   check "rendered heatmap: the <script> parameter is a text cell, no script element" bash -c "grep -qF '&lt;script&gt;alert(1)&lt;/script&gt;</td>' '$T/pdom.html' && ! grep -qi '<script' '$T/pdom.html'"
