@@ -4,9 +4,9 @@
  * on the calling thread (CPU time and wall time), run by bench/device.sh
  * without the tracer, with it and no plugin (NCCL_PROFILER_PLUGIN=none), and
  * with ranktrace's plugin, and with CUDA events (RANKTRACE_DEVICE_SOURCE=
- * events). The calls are timed in batches of 256 with the stream drained
- * between batches (not timed), so the event pool (1024) is not full and
- * every call records its event. Under SIMGPU_SYNC=1 the device runs the
+ * events). The calls are timed in batches (256, or argv[2]) with the stream
+ * drained between batches (not timed); a batch of all N is a tight loop
+ * (test_devevents: no event record is dropped). Under SIMGPU_SYNC=1 the device runs the
  * collective inside the call, so the plugin's device-side callbacks and
  * records land on this thread too: an upper bound of what it adds. */
 #include <cuda_runtime_api.h>
@@ -25,7 +25,7 @@ static double now(clockid_t c)
 
 int main(int argc, char **argv)
 {
-	int n = argc > 1 ? atoi(argv[1]) : 20000;
+	int n = argc > 1 ? atoi(argv[1]) : 20000, batch = argc > 2 ? atoi(argv[2]) : 256;
 	ncclUniqueId id;
 	ncclComm_t comm;
 	float *buf;
@@ -39,12 +39,14 @@ int main(int argc, char **argv)
 	for (int i = 0; i < 1000; i++) /* warm up */
 		ncclAllReduce(buf, buf, 1, ncclFloat32, ncclSum, comm, NULL);
 	cudaStreamSynchronize(NULL);
-	for (int done = 0; done < n; done += 256) {
+	if (batch < 1)
+		batch = 256;
+	for (int done = 0; done < n; done += batch) {
 		struct timespec nap = { 0, 2000000 }; /* the tracer's poller frees the slots */
 
 		w0 = now(CLOCK_MONOTONIC);
 		c0 = now(CLOCK_THREAD_CPUTIME_ID);
-		for (int i = done; i < n && i < done + 256; i++)
+		for (int i = done; i < n && i < done + batch; i++)
 			ncclAllReduce(buf, buf, 1, ncclFloat32, ncclSum, comm, NULL);
 		c += now(CLOCK_THREAD_CPUTIME_ID) - c0;
 		w += now(CLOCK_MONOTONIC) - w0;

@@ -168,7 +168,7 @@ uint32_t rt_tr_coll_seq(const void *comm)
 	if (!s)
 		return 0;
 	seq = atomic_fetch_add_explicit(&s->coll_seq, 1, memory_order_relaxed) + 1;
-	rt_tr_dev_enqueued(s->id, seq); /* device.c: for the plugin to tie NCCL's event to it */
+	rt_tr_dev_enqueued(s->id, seq, s->device); /* device.c: for the plugin to tie NCCL's event to it */
 	return seq;
 }
 

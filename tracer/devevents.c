@@ -1,82 +1,83 @@
 /* SPDX-License-Identifier: MIT */
-/* devevents.c - device-side completion from CUDA events, where no profiler
- * plugin reports it (the user kept their own NCCL_PROFILER_PLUGIN, NCCL has
- * no profiler interface, or our plugin failed to initialise).
+/* devevents.c - device-side start and completion of collectives from CUDA
+ * events, where no profiler plugin reports them (the user kept their own
+ * NCCL_PROFILER_PLUGIN, NCCL has no profiler interface, or our plugin failed
+ * to initialise).
  *
  * The source is chosen per process (RANKTRACE_DEVICE_SOURCE, format/env.def):
  * auto (default): the plugin if it initialised (it called rt_dev_loaded
  * before the collective), else CUDA events; events: CUDA events only (the
  * plugin's reports are dropped); plugin: never CUDA events; off: neither.
  *
- * After a collective returns, its wrapper's after-hook records one of our own
- * events on the collective's stream. Events come from a pool per device,
- * created once on the first collective of that device (cudaEventDisableTiming:
- * we only poll them); no event is created on the hot path. A slot is claimed
- * with a compare-and-swap; a pool that is full drops the record (counted in
- * the warning, never blocking). A poller thread of ours queries recorded
- * slots (cudaEventQuery) and writes rt_dev_coll, source 2, phase completed.
+ * Per collective, two events of ours on its stream (hooks in
+ * format/nccl_api.def): a start event recorded before the collective is
+ * enqueued (its stream field, taken before the call), a completion event
+ * after the call returned success. Inside ncclGroupStart/End, NCCL launches
+ * the collectives at the outermost ncclGroupEnd: their start events are
+ * recorded just before the real ncclGroupEnd, their completion events once it
+ * returned success (dropped when it failed). The devdelay fault's stream
+ * sleep, enqueued after the stream field was taken, re-records the start
+ * event behind it (rt_tr_devev_delayed).
  *
- * What we chose: only completion is known. The start on the device is not
- * recorded (no phase 1); the completion time is the poll time (the poller
- * naps POLL_NS while events are pending), an upper bound late by at most one
- * poll period plus scheduling.
+ * Where: a queue per (thread, device) (devqueue.c): entries in record order,
+ * one producer (the thread), one consumer (our poller thread); the poller
+ * only looks at entries not yet completed, and a queue grows by chunks of
+ * events (cold, capped) instead of dropping; nothing waits. No atomic
+ * read-modify-write and no communicator lookup on the hot path (the device
+ * comes with the sequence number, device.c).
+ *
+ * Times, what we chose: the poll time. The poller queries pending events
+ * every POLL_NS and writes rt_dev_coll (source 2) started / completed when it
+ * sees an event complete: late by at most one poll period plus scheduling
+ * (0.5 ms; measured in test_devevents: a 20 ms device delay reads 20.x ms).
+ * Timing events read against a reference event (cudaEventElapsedTime, as
+ * PyTorch's Flight Recorder reads durations) would give device times, but
+ * need the device clock mapped to the trace clock and re-mapped against
+ * drift, and the viewer to read a second time; not done (docs/performance.md).
  *
  * The program's behaviour is unchanged: nothing is recorded while the stream
  * is being captured (cudaStreamIsCapturing), nor while the program has an
  * error pending (cudaPeekAtLastError): our call could not then leave the
  * last-error state as it was. When our own call fails, cudaGetLastError
  * resets the state to the success it was before; one warning, then the
- * source turns itself off. Inside ncclGroupStart/End the collective is only
- * launched at ncclGroupEnd, so an event recorded after the call would
- * complete early: not handled yet (see the report). */
+ * source turns itself off. */
 #include <cuda_runtime_api.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "devqueue.h"
 #include "env.h"
-#include "tracer.h"
 
-#define POOL 1024   /* events per device */
-#define NDEV 16     /* devices with a pool */
-#define POLL_NS 500000
+#define GROUP_MAX 256 /* collectives of one group that get events */
 
-enum { FREE, CLAIMED, RECORDED };
-
-struct slot {
-	cudaEvent_t ev;
-	uint64_t comm_id;
-	uint32_t seq;
-	uint32_t state; /* FREE, CLAIMED, RECORDED (atomics) */
+/* What this thread's hooks carry from one to the next (cold-allocated). */
+struct grouped {
+	struct rt_dq_entry *e;
+	struct rt_dq *q;
+	const void *stream;
+	uint8_t ok; /* the collective's call returned success */
 };
 
-struct pool {
-	struct slot slot[POOL];
-	uint32_t head;  /* next slot to claim (atomic) */
-	uint32_t ready; /* 0 not made, 1 making, 2 ready, 3 failed */
+struct tls {
+	struct rt_dq *q[RT_DQ_NDEV];
+	struct rt_dq_entry *cur; /* made by the running call's before-hook */
+	struct rt_dq *cur_q;
+	const void *cur_stream;
+	int depth;  /* ncclGroupStart depth */
+	int ending; /* the outermost ncclGroupEnd runs: its starts are recorded */
+	unsigned n; /* grouped collectives */
+	struct grouped g[GROUP_MAX];
 };
 
-static struct pool pools[NDEV];
+static RT_TLS struct tls *me;
 static int mode = -1; /* 0 off, 1 auto, 2 events, 3 plugin */
-static int plugin_up, disabled, warned, source_said, dropped;
-static pid_t poller_pid;
-static uint32_t pending; /* recorded, not yet seen completed (atomic) */
-
-static struct {
-	cudaError_t (*create)(cudaEvent_t *, unsigned);
-	cudaError_t (*record)(cudaEvent_t, cudaStream_t);
-	cudaError_t (*query)(cudaEvent_t);
-	cudaError_t (*capturing)(cudaStream_t, enum cudaStreamCaptureStatus *);
-	cudaError_t (*peek)(void);
-	cudaError_t (*get)(void);
-	cudaError_t (*getdev)(int *);
-	cudaError_t (*setdev)(int);
-} cu;
+static int plugin_up;
+struct rt_dq_cuda rt_dq_cu;
+int rt_dq_disabled, rt_dq_warned;
 
 static void resolve(void)
 {
-#define R(f, n) *(void **)&cu.f = rt_tr_resolve(n, RT_LIB_CUDA)
+#define R(f, n) *(void **)&rt_dq_cu.f = rt_tr_resolve(n, RT_LIB_CUDA)
 	R(create, "cudaEventCreateWithFlags");
 	R(record, "cudaEventRecord");
 	R(query, "cudaEventQuery");
@@ -100,7 +101,8 @@ static int mode_now(void)
 	m = !s || !*s || !strcmp(s, "auto") ? 1 : !strcmp(s, "events") ? 2 : !strcmp(s, "plugin") ? 3 : 0;
 	if (m == 1 || m == 2)
 		resolve();
-	if (!cu.create || !cu.record || !cu.query || !cu.peek || !cu.get)
+	if (!rt_dq_cu.create || !rt_dq_cu.record || !rt_dq_cu.query || !rt_dq_cu.peek ||
+	    !rt_dq_cu.get)
 		m = m == 1 || m == 2 ? (m == 1 ? 3 : 0) : m;
 	__atomic_store_n(&mode, m, __ATOMIC_RELEASE);
 	return m;
@@ -116,168 +118,240 @@ bool rt_tr_devev_plugin_ok(void)
 	return m == 1 || m == 3;
 }
 
-static void fail_once(const char *what, int err)
+void rt_dq_fail_once(const char *what, int err)
 {
-	__atomic_store_n(&disabled, 1, __ATOMIC_RELEASE);
-	rt_tr_warn_once(&warned, "device completion from CUDA events is off: %s failed (%d)", what, err);
+	__atomic_store_n(&rt_dq_disabled, 1, __ATOMIC_RELEASE);
+	rt_tr_warn_once(&rt_dq_warned, "device completion from CUDA events is off: %s failed (%d)",
+			what, err);
 }
 
-/* Make a device's pool (the first collective on it; the caller's current
- * device is kept). */
-__attribute__((cold, noinline)) static struct pool *make_pool(int dev)
+/* Is the source on for this process? */
+static inline bool active(void)
 {
-	struct pool *p = &pools[dev];
-	uint32_t expect = 0;
-	int cur = -1, n;
+	int m = __atomic_load_n(&mode, __ATOMIC_RELAXED);
 
-	if (!__atomic_compare_exchange_n(&p->ready, &expect, 1, false, __ATOMIC_ACQ_REL,
-					 __ATOMIC_ACQUIRE))
-		return expect == 2 ? p : NULL; /* another thread makes it, or it failed */
-	if (cu.getdev && cu.getdev(&cur) == cudaSuccess && cur != dev && cu.setdev)
-		cu.setdev(dev);
-	for (n = 0; n < POOL; n++)
-		if (cu.create(&p->slot[n].ev, cudaEventDisableTiming) != cudaSuccess)
-			break;
-	if (cur >= 0 && cur != dev && cu.setdev)
-		cu.setdev(cur);
-	cu.get(); /* success before (checked by the caller): success after */
-	if (n < POOL) {
-		__atomic_store_n(&p->ready, 3, __ATOMIC_RELEASE);
-		fail_once("cudaEventCreateWithFlags", 0);
+	if (rt_unlikely(m < 0))
+		m = mode_now();
+	return (m == 2 || (m == 1 && !__atomic_load_n(&plugin_up, __ATOMIC_RELAXED))) &&
+	       !__atomic_load_n(&rt_dq_disabled, __ATOMIC_RELAXED);
+}
+
+__attribute__((cold, noinline)) static struct tls *make_tls(void)
+{
+	me = calloc(1, sizeof(*me));
+	if (me)
+		rt_dq_thread_started(me->q);
+	return me;
+}
+
+/* May an event be recorded on stream now? Not with an error of the
+ * program's pending, not while the stream is being captured. */
+static bool may_record(const void *stream)
+{
+	enum cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
+
+	if (rt_dq_cu.peek() != cudaSuccess)
+		return false; /* an error of the program's is pending: leave it alone */
+	if (rt_dq_cu.capturing && (rt_dq_cu.capturing((cudaStream_t)stream, &cap) != cudaSuccess ||
+				   cap != cudaStreamCaptureStatusNone)) {
+		rt_dq_cu.get(); /* capturing is legal; a failed query must not stay behind */
+		return false;
+	}
+	return true;
+}
+
+/* Record ev on stream; a failure of ours is cleared and turns the source off. */
+static bool record(cudaEvent_t ev, const void *stream)
+{
+	cudaError_t e = rt_dq_cu.record(ev, (cudaStream_t)stream);
+
+	if (__builtin_expect(e == cudaSuccess, 1))
+		return true;
+	rt_dq_cu.get(); /* ours: back to the success it was */
+	rt_dq_fail_once("cudaEventRecord", (int)e);
+	return false;
+}
+
+/* What an earlier call left: a collective whose call failed (its before-hook
+ * ran, its after-hook did not), a group whose ncclGroupEnd failed or was not
+ * recorded. Their entries are voided and handed to the poller. */
+static void settle(struct tls *t)
+{
+	if (t->cur && !t->depth && !t->ending) {
+		t->cur->dead = 1;
+		rt_dq_publish(t->cur_q);
+	}
+	t->cur = NULL;
+	if (t->ending) { /* published already */
+		for (unsigned i = 0; i < t->n; i++)
+			rt_dq_set(&t->g[i].e->dead);
+		t->n = 0;
+		t->ending = 0;
+	}
+}
+
+/* The queue of this thread for dev, made on first use (cold). */
+static inline struct rt_dq *queue_of(struct tls *t, int dev)
+{
+	if (rt_unlikely(dev < 0 || dev >= RT_DQ_NDEV))
 		return NULL;
-	}
-	__atomic_store_n(&p->ready, 2, __ATOMIC_RELEASE);
-	return p;
+	if (__builtin_expect(t->q[dev] != NULL, 1))
+		return t->q[dev];
+	return t->q[dev] = rt_dq_claim(dev);
 }
 
-static void *poller(void *arg);
-
-__attribute__((cold, noinline)) static void start_poller(void)
+/* Inside a group: remember the collective; its events come at group end. */
+static void stash(struct tls *t, struct rt_dq *q, uint64_t comm_id, uint32_t seq,
+		  const void *stream)
 {
-	pthread_attr_t attr;
-	pthread_t t;
-	sigset_t all, old;
+	struct rt_dq_entry *e;
 
-	if (__atomic_exchange_n(&poller_pid, rt_tr_pid, __ATOMIC_ACQ_REL) == rt_tr_pid)
+	if (t->n == GROUP_MAX || !(e = rt_dq_reserve(q))) {
+		rt_dq_count_drop();
 		return;
-	if (!source_said) {
-		source_said = 1;
-		rt_tr_ev_rt_dev_source(RT_DEV_SRC_EVENT, 0, "cuda events polled by the tracer");
 	}
-	if (pthread_attr_init(&attr) != 0)
-		return;
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	sigfillset(&all); /* the program's signals are never delivered to our thread */
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	if (pthread_create(&t, &attr, poller, NULL) != 0)
-		fail_once("pthread_create", 0);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	pthread_attr_destroy(&attr);
+	e->comm_id = comm_id;
+	e->seq = seq;
+	t->g[t->n++] = (struct grouped){ e, q, stream, 0 };
+	t->cur = e;
 }
 
-/* The collective's after-hook (format/nccl_api.def): it returned success
- * and has been given (comm_id, seq) on this thread (rt_tr_dev_last). */
+/* The collective's stream field: it has taken its (comm_id, seq) on this
+ * thread (device.c). Records the start event; returns the stream. */
+const void *rt_tr_devev_before(const void *stream)
+{
+	struct tls *t = me;
+	struct rt_dq_entry *e;
+	struct rt_dq *q;
+	uint64_t comm_id;
+	uint32_t seq;
+
+	if (!active() || (!t && !(t = make_tls())))
+		return stream;
+	if (rt_unlikely(t->cur || t->ending))
+		settle(t);
+	if (!(q = queue_of(t, rt_tr_dev_last(&comm_id, &seq))))
+		return stream;
+	if (t->depth > 0) {
+		stash(t, q, comm_id, seq, stream);
+		return stream;
+	}
+	if (!may_record(stream))
+		return stream;
+	if (rt_unlikely(!(e = rt_dq_reserve(q)))) {
+		rt_dq_count_drop();
+		return stream;
+	}
+	e->comm_id = comm_id;
+	e->seq = seq;
+	if (!record(e->start, stream)) {
+		e->dead = 1;
+		rt_dq_publish(q);
+		return stream;
+	}
+	t->cur = e;
+	t->cur_q = q;
+	t->cur_stream = stream;
+	return stream;
+}
+
+/* The collective's after-hook: it returned success. */
 void rt_tr_devev_after(const void *comm, const void *stream)
 {
-	int m = __atomic_load_n(&mode, __ATOMIC_RELAXED), dev;
-	enum cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
-	struct pool *p;
-	struct slot *s;
-	uint32_t i, expect = FREE;
+	struct tls *t = me;
+	struct rt_dq_entry *e;
 
-	if (m < 0)
-		m = mode_now();
-	if ((m != 1 && m != 2) || (m == 1 && __atomic_load_n(&plugin_up, __ATOMIC_RELAXED)) ||
-	    __atomic_load_n(&disabled, __ATOMIC_RELAXED))
+	(void)comm;
+	if (!t || !(e = t->cur))
 		return;
-	dev = rt_tr_comm_device(comm);
-	if (dev < 0 || dev >= NDEV || cu.peek() != cudaSuccess)
-		return; /* an error of the program's is pending: leave it alone */
-	if (cu.capturing && (cu.capturing((cudaStream_t)stream, &cap) != cudaSuccess ||
-			     cap != cudaStreamCaptureStatusNone)) {
-		cu.get(); /* capturing is legal; a failed query must not stay behind */
+	t->cur = NULL;
+	if (t->depth > 0) { /* launched at the group's end */
+		t->g[t->n - 1].ok = 1;
 		return;
 	}
-	p = &pools[dev];
-	if (rt_unlikely(__atomic_load_n(&p->ready, __ATOMIC_ACQUIRE) != 2) && !(p = make_pool(dev)))
-		return;
-	if (rt_unlikely(__atomic_load_n(&poller_pid, __ATOMIC_RELAXED) != rt_tr_pid))
-		start_poller();
-	i = __atomic_fetch_add(&p->head, 1, __ATOMIC_RELAXED) % POOL;
-	s = &p->slot[i];
-	if (!__atomic_compare_exchange_n(&s->state, &expect, CLAIMED, false, __ATOMIC_ACQUIRE,
-					 __ATOMIC_RELAXED)) {
-		__atomic_fetch_add(&dropped, 1, __ATOMIC_RELAXED);
-		return; /* the pool is full of pending events: drop, never wait */
-	}
-	rt_tr_dev_last(&s->comm_id, &s->seq);
-	if (cu.record(s->ev, (cudaStream_t)stream) != cudaSuccess) {
-		int err = (int)cu.get(); /* ours: back to the success it was */
-
-		__atomic_store_n(&s->state, FREE, __ATOMIC_RELEASE);
-		fail_once("cudaEventRecord", err);
-		return;
-	}
-	__atomic_fetch_add(&pending, 1, __ATOMIC_RELAXED);
-	__atomic_store_n(&s->state, RECORDED, __ATOMIC_RELEASE);
+	if (record(e->end, stream))
+		e->armed = 1;
+	else
+		e->dead = 1;
+	rt_dq_publish(t->cur_q);
 }
 
-/* One pass over every pool: record what completed. Returns how many are
- * still pending. The poller's thread; also the exiting thread (drain). */
-static unsigned poll_once(void)
+/* The devdelay fault put a sleep on the running collective's stream after
+ * its start event: the start moves behind it (re-recording an event is
+ * CUDA's "the event now stands for this point"). */
+void rt_tr_devev_delayed(const void *stream)
 {
-	unsigned left = 0;
+	struct tls *t = me;
 
-	for (int d = 0; d < NDEV; d++) {
-		struct pool *p = &pools[d];
+	if (t && t->cur && !t->depth && t->cur_stream == stream && may_record(stream) &&
+	    !record(t->cur->start, stream))
+		t->cur->dead = 1;
+}
 
-		if (__atomic_load_n(&p->ready, __ATOMIC_ACQUIRE) != 2)
-			continue;
-		for (int i = 0; i < POOL; i++) {
-			struct slot *s = &p->slot[i];
-			uint32_t expect = RECORDED;
-			cudaError_t e;
+/* The outermost ncclGroupEnd is about to run: the start events of the
+ * collectives it launches, on their streams. */
+static void group_starts(struct tls *t)
+{
+	bool ok = rt_dq_cu.peek() == cudaSuccess;
 
-			if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) != RECORDED)
-				continue;
-			e = cu.query(s->ev);
-			if (e == cudaErrorNotReady) {
-				left++;
-				continue;
-			}
-			if (!__atomic_compare_exchange_n(&s->state, &expect, CLAIMED, false,
-							 __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
-				continue; /* the drain took it */
-			if (e == cudaSuccess)
-				rt_tr_ev_rt_dev_coll(RT_DEV_COMPLETED, s->comm_id, s->seq, 0, 0,
-						     RT_DEV_SRC_EVENT, 0);
-			__atomic_fetch_sub(&pending, 1, __ATOMIC_RELAXED);
-			__atomic_store_n(&s->state, FREE, __ATOMIC_RELEASE);
+	for (unsigned i = 0; i < t->n; i++) {
+		struct grouped *g = &t->g[i];
+
+		if (!ok || !g->ok || !may_record(g->stream) || !record(g->e->start, g->stream)) {
+			g->ok = 0;
+			g->e->dead = 1;
 		}
 	}
-	return left;
+	for (unsigned i = 0; i < t->n; i++) /* the poller sees the starts at once */
+		rt_dq_publish(t->g[i].q);
+	t->ending = 1;
 }
 
-static void *poller(void *arg)
+/* ncclGroupStart's (+1) and ncclGroupEnd's (-1) device column, before the
+ * call; returns the current device, as DEV_CUR. */
+int rt_tr_devev_group(int step)
 {
-	const struct timespec nap = { 0, POLL_NS }, idle = { 0, 20 * 1000 * 1000 };
+	struct tls *t = me;
 
-	(void)arg;
-	while (!rt_tr_stopped() && !rt_tr_off && __atomic_load_n(&poller_pid, __ATOMIC_RELAXED) == rt_tr_pid) {
-		if (__atomic_load_n(&pending, __ATOMIC_RELAXED))
-			poll_once();
-		nanosleep(__atomic_load_n(&pending, __ATOMIC_RELAXED) ? &nap : &idle, NULL);
+	if (!t) {
+		if (step < 0 || !active() || !make_tls())
+			return rt_tr_cur_dev;
+		t = me;
 	}
-	return NULL;
+	if (rt_unlikely(t->cur || t->ending))
+		settle(t);
+	if (step > 0) {
+		if (t->depth++ == 0)
+			t->n = 0;
+	} else if (t->depth > 0 && --t->depth == 0 && t->n) {
+		if (active()) {
+			group_starts(t);
+		} else { /* the source went off meanwhile */
+			for (unsigned i = 0; i < t->n; i++) {
+				t->g[i].e->dead = 1;
+				rt_dq_publish(t->g[i].q);
+			}
+			t->n = 0;
+		}
+	}
+	return rt_tr_cur_dev;
 }
 
-/* At exit: one last pass for what completed since the poller's last look
- * (nothing is waited for: a collective still running stays incomplete). */
-void rt_tr_devev_drain(void)
+/* ncclGroupEnd's after-hook (it returned success): the completion events. */
+void rt_tr_devev_group_done(void)
 {
-	if (__atomic_load_n(&pending, __ATOMIC_RELAXED) && cu.query)
-		poll_once();
-	if (__atomic_load_n(&dropped, __ATOMIC_RELAXED))
-		rt_tr_warn_once(&warned, "device completion: %d CUDA event records dropped (pool full)",
-				dropped);
+	struct tls *t = me;
+
+	if (!t || !t->ending || t->depth)
+		return;
+	for (unsigned i = 0; i < t->n; i++) {
+		struct grouped *g = &t->g[i];
+
+		if (g->ok && active() && record(g->e->end, g->stream))
+			rt_dq_set(&g->e->armed);
+		else
+			rt_dq_set(&g->e->dead);
+	}
+	t->n = 0;
+	t->ending = 0;
 }

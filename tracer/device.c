@@ -26,6 +26,7 @@ struct pending {
 	uint64_t comm_id;
 	uint32_t seq;
 	int8_t kind; /* enum rt_coll_kind, -1: bound already */
+	int dev;     /* the communicator's device */
 };
 
 static RT_TLS struct pending ring[RING];
@@ -34,21 +35,24 @@ static RT_TLS struct pending last; /* the collective this thread numbered last *
 
 /* comms.c, when a collective takes its number: the call being recorded is
  * the collective (rt_tr_cur_id). */
-void rt_tr_dev_enqueued(uint64_t comm_id, uint32_t seq)
+void rt_tr_dev_enqueued(uint64_t comm_id, uint32_t seq, int dev)
 {
 	struct pending *p = &ring[ring_head++ % RING];
 
 	p->comm_id = comm_id;
 	p->seq = seq;
+	p->dev = dev;
 	p->kind = (int8_t)rt_coll_kind_of(rt_tr_cur_id);
 	last = *p;
 }
 
-/* devevents.c: the (comm_id, seq) the collective being recorded took */
-void rt_tr_dev_last(uint64_t *comm_id, uint32_t *seq)
+/* devevents.c: the (comm_id, seq) the collective being recorded took, and
+ * its communicator's device (no second lookup of the communicator) */
+int rt_tr_dev_last(uint64_t *comm_id, uint32_t *seq)
 {
 	*comm_id = last.comm_id;
 	*seq = last.seq;
+	return last.dev;
 }
 
 static int kind_of(const char *func)
@@ -117,8 +121,9 @@ int rt_inj_host_stream_delay(uint64_t stream, int64_t ns)
 			"cudaLaunchHostFunc", RT_LIB_CUDA);
 	if (!launch || ns < 0)
 		return -1;
-	return launch((cudaStream_t)(uintptr_t)stream, stream_sleep, (void *)(uintptr_t)ns) ==
-			       cudaSuccess
-		       ? 0
-		       : -1;
+	if (launch((cudaStream_t)(uintptr_t)stream, stream_sleep, (void *)(uintptr_t)ns) !=
+	    cudaSuccess)
+		return -1;
+	rt_tr_devev_delayed((const void *)(uintptr_t)stream); /* the start event behind it */
+	return 0;
 }

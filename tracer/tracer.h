@@ -166,10 +166,18 @@ uint32_t rt_tr_coll_seq(const void *comm);
 uint32_t rt_tr_p2p_seq(const void *comm);
 int rt_tr_comm_device(const void *comm);
 /* device.c: a collective took its number on this thread */
-void rt_tr_dev_enqueued(uint64_t comm_id, uint32_t seq);
-void rt_tr_dev_last(uint64_t *comm_id, uint32_t *seq);
-/* devevents.c: device-side completion from CUDA events (the fallback source) */
+void rt_tr_dev_enqueued(uint64_t comm_id, uint32_t seq, int dev);
+int rt_tr_dev_last(uint64_t *comm_id, uint32_t *seq);
+/* devevents.c: device-side start and completion from CUDA events (the
+ * fallback source). The hooks of format/nccl_api.def: a collective's stream
+ * field (before the call; returns the stream), its after-hook; the group
+ * calls' device column (returns the current device) and ncclGroupEnd's
+ * after-hook. The devdelay fault's stream delay moves the start behind it. */
+const void *rt_tr_devev_before(const void *stream);
 void rt_tr_devev_after(const void *comm, const void *stream);
+int rt_tr_devev_group(int step);
+void rt_tr_devev_group_done(void);
+void rt_tr_devev_delayed(const void *stream);
 bool rt_tr_devev_plugin_ok(void);
 void rt_tr_devev_drain(void);
 /* writer.c: metadata */

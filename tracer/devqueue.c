@@ -1,0 +1,278 @@
+/* SPDX-License-Identifier: MIT */
+/* devqueue.c - the queues of CUDA events of devevents.c, and the poller
+ * that reports them (devqueue.h).
+ *
+ * Cold paths only, apart from the poller's pass: a queue is made when a
+ * thread first records on a device (or taken over from a thread that
+ * exited), a chunk of events when a queue's chunks are all in use (at most
+ * MAX_CHUNKS per queue: then a record is dropped, counted, never waited
+ * for). The poller walks each queue from its oldest unreported entry to the
+ * newest published one: completed work is reported once and the chunks
+ * behind it go back to their producer; a queue with nothing pending costs
+ * two loads. */
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "devqueue.h"
+
+#define MAX_CHUNKS 64  /* per queue: 4096 collectives in flight */
+#define MAX_QUEUES 256 /* threads x devices, reused as threads exit */
+#define POLL_NS 500000 /* while anything is pending, and 1 s after */
+#define IDLE_NS 10000000
+
+static struct rt_dq *queues; /* every queue (atomic push) */
+static int nqueues, dropped;
+static pid_t poller_pid;
+static int in_pass; /* the poller is in a pass (drain waits for its end) */
+static pthread_key_t exit_key;
+static pthread_once_t key_once = PTHREAD_ONCE_INIT;
+
+void rt_dq_count_drop(void)
+{
+	__atomic_fetch_add(&dropped, 1, __ATOMIC_RELAXED);
+}
+
+/* A chunk of fresh events on dev (the caller's device kept). */
+static struct rt_dq_chunk *make_chunk(int dev)
+{
+	struct rt_dq_chunk *c = calloc(1, sizeof(*c));
+	int cur = -1, n = 0;
+
+	if (!c)
+		return NULL;
+	if (rt_dq_cu.getdev && rt_dq_cu.getdev(&cur) == cudaSuccess && cur != dev && rt_dq_cu.setdev)
+		rt_dq_cu.setdev(dev);
+	for (; n < RT_DQ_CHUNK; n++)
+		if (rt_dq_cu.create(&c->e[n].start, cudaEventDisableTiming) != cudaSuccess ||
+		    rt_dq_cu.create(&c->e[n].end, cudaEventDisableTiming) != cudaSuccess)
+			break;
+	if (cur >= 0 && cur != dev && rt_dq_cu.setdev)
+		rt_dq_cu.setdev(cur);
+	rt_dq_cu.get(); /* success before (checked by the caller): success after */
+	if (n < RT_DQ_CHUNK) { /* the events made stay: a failure is the end of the source */
+		free(c);
+		rt_dq_fail_once("cudaEventCreateWithFlags", 0);
+		return NULL;
+	}
+	return c;
+}
+
+static void thread_exit(void *mine)
+{
+	struct rt_dq **q = mine;
+
+	for (int d = 0; d < RT_DQ_NDEV; d++)
+		if (q[d])
+			__atomic_store_n(&q[d]->owner, 0, __ATOMIC_RELEASE);
+}
+
+static void make_key(void)
+{
+	if (pthread_key_create(&exit_key, thread_exit) != 0)
+		exit_key = (pthread_key_t)-1;
+}
+
+void rt_dq_thread_started(struct rt_dq **mine)
+{
+	pthread_once(&key_once, make_key);
+	if (exit_key != (pthread_key_t)-1)
+		pthread_setspecific(exit_key, mine);
+}
+
+static void *poller(void *arg);
+
+static void start_poller(void)
+{
+	pthread_attr_t attr;
+	pthread_t t;
+	sigset_t all, old;
+
+	if (__atomic_exchange_n(&poller_pid, rt_tr_pid, __ATOMIC_ACQ_REL) == rt_tr_pid)
+		return;
+	rt_tr_ev_rt_dev_source(RT_DEV_SRC_EVENT, 0, "cuda events polled by the tracer");
+	if (pthread_attr_init(&attr) != 0)
+		return;
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	sigfillset(&all); /* the program's signals are never delivered to our thread */
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	if (pthread_create(&t, &attr, poller, NULL) != 0)
+		rt_dq_fail_once("pthread_create", 0);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_attr_destroy(&attr);
+}
+
+/* Cold: a queue on dev for the calling thread. */
+struct rt_dq *rt_dq_claim(int dev)
+{
+	struct rt_dq *q;
+	int zero;
+
+	if (__atomic_load_n(&poller_pid, __ATOMIC_RELAXED) != rt_tr_pid)
+		start_poller();
+	for (q = __atomic_load_n(&queues, __ATOMIC_ACQUIRE); q; q = q->next_q) {
+		zero = 0;
+		if (q->dev == dev && !__atomic_load_n(&q->owner, __ATOMIC_RELAXED) &&
+		    __atomic_compare_exchange_n(&q->owner, &zero, 1, false, __ATOMIC_ACQUIRE,
+						__ATOMIC_RELAXED))
+			return q; /* its thread exited: its producer state is ours now */
+	}
+	if (__atomic_fetch_add(&nqueues, 1, __ATOMIC_RELAXED) >= MAX_QUEUES ||
+	    !(q = calloc(1, sizeof(*q))))
+		return NULL;
+	q->dev = dev;
+	q->owner = 1;
+	if (!(q->wc = q->rc = make_chunk(dev))) {
+		free(q);
+		return NULL;
+	}
+	q->nchunks = 1;
+	q->next_q = __atomic_load_n(&queues, __ATOMIC_RELAXED);
+	while (!__atomic_compare_exchange_n(&queues, &q->next_q, q, true, __ATOMIC_RELEASE,
+					    __ATOMIC_RELAXED))
+		;
+	return q;
+}
+
+/* The current chunk is full: link the next one (reused, or new). */
+__attribute__((cold, noinline)) struct rt_dq_entry *rt_dq_reserve_slow(struct rt_dq *q)
+{
+	struct rt_dq_chunk *c = q->spare;
+
+	if (!c) /* what the poller gave back, all at once */
+		c = q->spare = __atomic_exchange_n(&q->freed, NULL, __ATOMIC_ACQUIRE);
+	if (c) {
+		q->spare = c->next;
+	} else {
+		if (q->nchunks >= MAX_CHUNKS || !(c = make_chunk(q->dev)))
+			return NULL;
+		q->nchunks++;
+	}
+	c->next = NULL;
+	__atomic_store_n(&q->wc->next, c, __ATOMIC_RELEASE);
+	q->wc = c;
+	q->wi = 0;
+	return rt_dq_reserve(q);
+}
+
+/* The poller: one entry, in stream order (start before completion).
+ * Returns whether it is fully reported. */
+static bool visit(struct rt_dq_entry *e)
+{
+	cudaError_t r;
+
+	if (__atomic_load_n(&e->dead, __ATOMIC_ACQUIRE))
+		return true;
+	if (!(e->seen & 1)) {
+		r = rt_dq_cu.query(e->start);
+		if (r == cudaErrorNotReady)
+			return false;
+		e->seen |= 1;
+		if (r != cudaSuccess) /* a device error: neither is known */
+			return true;
+		rt_tr_ev_rt_dev_coll(RT_DEV_STARTED, e->comm_id, e->seq, 0, 0, RT_DEV_SRC_EVENT, 0);
+	}
+	if (!__atomic_load_n(&e->armed, __ATOMIC_ACQUIRE)) /* its group's end runs */
+		return __atomic_load_n(&e->dead, __ATOMIC_ACQUIRE);
+	r = rt_dq_cu.query(e->end);
+	if (r == cudaErrorNotReady)
+		return false;
+	if (r == cudaSuccess)
+		rt_tr_ev_rt_dev_coll(RT_DEV_COMPLETED, e->comm_id, e->seq, 0, 0, RT_DEV_SRC_EVENT, 0);
+	return true;
+}
+
+/* The chunk behind the poller goes back to the producer. */
+static void give_back(struct rt_dq *q, struct rt_dq_chunk *c)
+{
+	c->next = __atomic_load_n(&q->freed, __ATOMIC_RELAXED);
+	while (!__atomic_compare_exchange_n(&q->freed, &c->next, c, true, __ATOMIC_RELEASE,
+					    __ATOMIC_RELAXED))
+		;
+}
+
+/* One pass over a queue's published entries not yet reported; returns how
+ * many stay pending. Only the oldest unreported entries move the tail. */
+static unsigned poll_queue(struct rt_dq *q)
+{
+	uint64_t head = __atomic_load_n(&q->head, __ATOMIC_ACQUIRE), t = q->tail;
+	struct rt_dq_chunk *c = q->rc;
+	unsigned i = q->ri, left = 0;
+	bool front = true;
+
+	for (; t < head; t++, i++) {
+		if (i == RT_DQ_CHUNK) { /* entry t is published: the next chunk is linked */
+			struct rt_dq_chunk *n = __atomic_load_n(&c->next, __ATOMIC_ACQUIRE);
+
+			if (front) {
+				give_back(q, c);
+				q->rc = n;
+				q->ri = 0;
+			}
+			c = n;
+			i = 0;
+		}
+		struct rt_dq_entry *e = &c->e[i];
+
+		if (e->seen != 2 && !visit(e)) {
+			front = false;
+			left++;
+			continue;
+		}
+		e->seen = 2;
+		if (front) {
+			q->tail = t + 1;
+			q->ri = i + 1;
+		}
+	}
+	return left;
+}
+
+static unsigned poll_all(void)
+{
+	unsigned left = 0;
+
+	for (struct rt_dq *q = __atomic_load_n(&queues, __ATOMIC_ACQUIRE); q; q = q->next_q)
+		if (q->tail != __atomic_load_n(&q->head, __ATOMIC_ACQUIRE))
+			left += poll_queue(q);
+	return left;
+}
+
+static void *poller(void *arg)
+{
+	const struct timespec nap = { 0, POLL_NS }, idle = { 0, IDLE_NS };
+	unsigned quiet = 0; /* passes with nothing pending */
+
+	(void)arg;
+	while (!rt_tr_stopped() && !rt_tr_off) {
+		__atomic_store_n(&in_pass, 1, __ATOMIC_SEQ_CST);
+		if (__atomic_load_n(&poller_pid, __ATOMIC_SEQ_CST) != rt_tr_pid)
+			break; /* the drain took over, or a fork's child */
+		quiet = poll_all() ? 0 : quiet + 1;
+		__atomic_store_n(&in_pass, 0, __ATOMIC_SEQ_CST);
+		nanosleep(quiet < 2000 ? &nap : &idle, NULL); /* 0.5 ms until 1 s quiet */
+	}
+	__atomic_store_n(&in_pass, 0, __ATOMIC_SEQ_CST);
+	return NULL;
+}
+
+/* At exit: one last pass for what completed since the poller's last look
+ * (nothing is waited for: a collective still running stays incomplete).
+ * The poller leaves (poller_pid); its pass, if one runs, ends first (one
+ * consumer at a time; 100 ms at most, else no last pass). */
+void rt_tr_devev_drain(void)
+{
+	if (rt_dq_cu.query && __atomic_exchange_n(&poller_pid, 0, __ATOMIC_SEQ_CST) == rt_tr_pid) {
+		struct timespec nap = { 0, 100000 };
+		int n = 0;
+
+		while (__atomic_load_n(&in_pass, __ATOMIC_SEQ_CST) && n++ < 1000)
+			nanosleep(&nap, NULL);
+		if (!__atomic_load_n(&in_pass, __ATOMIC_SEQ_CST))
+			poll_all();
+	}
+	if (__atomic_load_n(&dropped, __ATOMIC_RELAXED))
+		rt_tr_warn_once(&rt_dq_warned, "device completion: %d CUDA event records dropped",
+				dropped);
+}
