@@ -6,13 +6,16 @@
  * with ranktrace's plugin, and with CUDA events (RANKTRACE_DEVICE_SOURCE=
  * events). The calls are timed in batches (256, or argv[2]) with the stream
  * drained between batches (not timed); a batch of all N is a tight loop
- * (test_devevents: no event record is dropped). Under SIMGPU_SYNC=1 the device runs the
+ * (test_devevents: no event record is dropped). argv[3] "byhand": what the
+ * CUDA-event source does, done by the program without a tracer (an event
+ * recorded before and one after each call): the runtime's own share. Under SIMGPU_SYNC=1 the device runs the
  * collective inside the call, so the plugin's device-side callbacks and
  * records land on this thread too: an upper bound of what it adds. */
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 static double now(clockid_t c)
@@ -30,6 +33,7 @@ int main(int argc, char **argv)
 	ncclComm_t comm;
 	float *buf;
 	double w0, c0, w = 0, c = 0;
+	cudaEvent_t *ev = NULL;
 
 	if (cudaSetDevice(0) != cudaSuccess || cudaMalloc((void **)&buf, sizeof(float)) != cudaSuccess ||
 	    ncclGetUniqueId(&id) != ncclSuccess || ncclCommInitRank(&comm, 1, id, 0) != ncclSuccess) {
@@ -41,13 +45,23 @@ int main(int argc, char **argv)
 	cudaStreamSynchronize(NULL);
 	if (batch < 1)
 		batch = 256;
+	if (argc > 3 && !strcmp(argv[3], "byhand")) { /* two events per call, no tracer */
+		ev = calloc(2 * (size_t)batch, sizeof(*ev));
+		for (int i = 0; ev && i < 2 * batch; i++)
+			cudaEventCreateWithFlags(&ev[i], cudaEventDisableTiming);
+	}
 	for (int done = 0; done < n; done += batch) {
 		struct timespec nap = { 0, 2000000 }; /* the tracer's poller frees the slots */
 
 		w0 = now(CLOCK_MONOTONIC);
 		c0 = now(CLOCK_THREAD_CPUTIME_ID);
-		for (int i = done; i < n && i < done + batch; i++)
+		for (int i = done; i < n && i < done + batch; i++) {
+			if (ev)
+				cudaEventRecord(ev[2 * (i % batch)], NULL);
 			ncclAllReduce(buf, buf, 1, ncclFloat32, ncclSum, comm, NULL);
+			if (ev)
+				cudaEventRecord(ev[2 * (i % batch) + 1], NULL);
+		}
 		c += now(CLOCK_THREAD_CPUTIME_ID) - c0;
 		w += now(CLOCK_MONOTONIC) - w0;
 		cudaStreamSynchronize(NULL);

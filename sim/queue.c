@@ -438,6 +438,7 @@ cudaError_t sq_enqueue(struct sim_stream *st, struct simgpu_work *w, struct mark
 {
 	struct item *it;
 	struct mark *m;
+	bool busy;
 
 	if (!sq_async()) {
 		run_inline(w);
@@ -464,7 +465,8 @@ cudaError_t sq_enqueue(struct sim_stream *st, struct simgpu_work *w, struct mark
 	}
 	legacy_deps(it, st);
 	add_dep(it, wait_on);
-	if (st->tail)
+	busy = st->tail != NULL;
+	if (busy)
 		st->tail->next = it;
 	else
 		st->head = it;
@@ -473,7 +475,11 @@ cudaError_t sq_enqueue(struct sim_stream *st, struct simgpu_work *w, struct mark
 	st->last = m;
 	if (out)
 		*out = m;
-	pthread_cond_broadcast(&qcv);
+	/* Only a new head can run now: an item behind another one runs after
+	 * it completes, and the worker makes another pass after every
+	 * completion. Enqueueing completes nothing a host waiter waits for. */
+	if (!busy)
+		pthread_cond_broadcast(&qcv);
 	pthread_mutex_unlock(&qlock);
 	return cudaSuccess;
 }

@@ -23,7 +23,19 @@
 #define EXPORT __attribute__((visibility("default")))
 
 static pthread_mutex_t elock = PTHREAD_MUTEX_INITIALIZER;
-static struct sim_event *events;
+/* Every live event, hashed by handle (a program, or the tracer's CUDA-event
+ * source, may hold thousands: a list walk per record was the cost). */
+#define EV_BUCKETS 4096
+static struct sim_event *events[EV_BUCKETS];
+
+static struct sim_event **bucket(const void *e)
+{
+	uintptr_t h = (uintptr_t)e;
+
+	h ^= h >> 17;
+	h *= 0x9E3779B97F4A7C15ull;
+	return &events[(h >> 40) % EV_BUCKETS];
+}
 
 /* ---- work items ---- */
 
@@ -304,7 +316,7 @@ static struct sim_event *event_of(cudaEvent_t e)
 	struct sim_event *found = NULL;
 
 	pthread_mutex_lock(&elock);
-	for (struct sim_event *p = events; p; p = p->next)
+	for (struct sim_event *p = *bucket(e); p && !found; p = p->next)
 		if ((void *)p == (void *)e)
 			found = p;
 	pthread_mutex_unlock(&elock);
@@ -343,8 +355,8 @@ EXPORT cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned int fla
 	e->magic = EVENT_MAGIC;
 	e->flags = flags;
 	pthread_mutex_lock(&elock);
-	e->next = events;
-	events = e;
+	e->next = *bucket(e);
+	*bucket(e) = e;
 	pthread_mutex_unlock(&elock);
 	*event = (cudaEvent_t)e;
 	return cudaSuccess;
@@ -360,7 +372,7 @@ EXPORT cudaError_t cudaEventDestroy(cudaEvent_t event)
 	struct sim_event *found = NULL;
 
 	pthread_mutex_lock(&elock);
-	for (struct sim_event **link = &events; *link; link = &(*link)->next) {
+	for (struct sim_event **link = bucket(event); *link; link = &(*link)->next) {
 		if ((void *)*link == (void *)event) {
 			found = *link;
 			*link = found->next;
