@@ -9,8 +9,13 @@
  * kernel-channel events only. A collective event starts on the enqueuing
  * thread (the plugin asks the tracer which of its collectives it is); its
  * kernel channels start and stop as the device runs it: the first channel
- * to start is the collective's start on the device, the last to stop (once
- * NCCL stopped the collective event itself) its completion.
+ * to start is the collective's start on the device; it completed once NCCL
+ * stopped the collective event itself and every channel that started has
+ * stopped, and, when NCCL announced the collective's channel count
+ * (nChannels, as NVIDIA's Inspector plugin counts them), that many have:
+ * NCCL's profiler thread reports each channel when it finds it done, so
+ * channel 0 may start and stop before channel 1 starts. Its time is the
+ * latest channel stop. Reports on a completed record change nothing.
  *
  * The plugin records nothing itself: it calls libranktrace.so's hooks
  * (rt_dev_bind, rt_dev_event, rt_dev_loaded), found with dlsym. Without
@@ -26,7 +31,6 @@
 
 #define EXPORT __attribute__((visibility("default")))
 #define POOL 4096
-#define CHANNELS 64
 
 enum { T_COLL = 1, T_CHAN = 2 };
 
@@ -41,10 +45,13 @@ struct coll {
 	_Atomic int busy;
 	_Atomic int refs;    /* the collective event itself + running channels */
 	_Atomic int started; /* phase 1 recorded */
-	_Atomic uint64_t gpu_stop;
+	_Atomic int stopped; /* channels stopped */
+	_Atomic int done;    /* phase 2 recorded */
+	int nchan;           /* channels NCCL announced, 0: not said */
+	_Atomic uint64_t gpu_stop; /* the latest channel stop */
 	uint64_t comm_id, nccl_comm, nccl_seq;
 	uint32_t seq;
-	struct chan ch[CHANNELS];
+	struct chan ch; /* every channel's handle: NCCL only hands it back */
 };
 
 struct ctx {
@@ -54,18 +61,30 @@ struct ctx {
 
 static struct coll pool[POOL];
 static _Atomic unsigned pool_next;
-static rt_dev_bind_fn bind_hook;
-static rt_dev_event_fn event_hook;
-static rt_dev_loaded_fn loaded_hook;
+/* Set once, by the first init that finds all three (several threads may
+ * init communicators at once); read by every event. NULL until then: an
+ * event before any init (or with no tracer) is dropped. */
+static rt_dev_bind_fn _Atomic bind_hook;
+static rt_dev_event_fn _Atomic event_hook;
+static rt_dev_loaded_fn _Atomic loaded_hook;
 
 static bool hooks(void)
 {
-	if (!event_hook) {
-		bind_hook = (rt_dev_bind_fn)dlsym(RTLD_DEFAULT, "rt_dev_bind");
-		loaded_hook = (rt_dev_loaded_fn)dlsym(RTLD_DEFAULT, "rt_dev_loaded");
-		event_hook = (rt_dev_event_fn)dlsym(RTLD_DEFAULT, "rt_dev_event");
-	}
-	return bind_hook && loaded_hook && event_hook;
+	rt_dev_bind_fn b;
+	rt_dev_event_fn e;
+	rt_dev_loaded_fn l;
+
+	if (atomic_load(&event_hook))
+		return true;
+	b = (rt_dev_bind_fn)dlsym(RTLD_DEFAULT, "rt_dev_bind");
+	l = (rt_dev_loaded_fn)dlsym(RTLD_DEFAULT, "rt_dev_loaded");
+	e = (rt_dev_event_fn)dlsym(RTLD_DEFAULT, "rt_dev_event");
+	if (!b || !l || !e)
+		return false;
+	atomic_store(&bind_hook, b);
+	atomic_store(&loaded_hook, l);
+	atomic_store(&event_hook, e); /* last: the others are set when it is */
+	return true;
 }
 
 static ncclResult_t init_common(void **context, int *mask, uint64_t comm, int rank, int version)
@@ -82,7 +101,7 @@ static ncclResult_t init_common(void **context, int *mask, uint64_t comm, int ra
 	c->rank = rank;
 	*mask = RT_NCCL_PROFILE_COLL | RT_NCCL_PROFILE_KERNEL_CH;
 	*context = c;
-	loaded_hook(version);
+	atomic_load(&loaded_hook)(version);
 	return ncclSuccess;
 }
 
@@ -98,66 +117,88 @@ static struct coll *claim(void)
 	return NULL;
 }
 
-/* The last reference gone: completed on the device if a channel ran. NCCL
- * may stop the collective event (enqueued) before any channel starts: the
- * record then waits, unreferenced, for its channels. A collective whose
- * channels never come (an NCCL without kernel events) keeps its record. */
+/* A reference gone. The last one (nothing running) completes the record
+ * if a channel ran and, when NCCL announced nchan channels, that many
+ * stopped; else the record waits for more channels. NCCL may stop the
+ * collective event (enqueued) before any channel starts, or a channel
+ * before the next starts. A collective whose channels never come (an NCCL
+ * without kernel events, an aborted communicator) keeps its record. A
+ * channel counts its stop before it drops its reference, so the put that
+ * ends at zero sees every stop before it. */
 static void put(struct coll *o)
 {
-	if (atomic_fetch_sub(&o->refs, 1) != 1 || !atomic_load(&o->started))
+	int no = 0;
+
+	if (atomic_fetch_sub(&o->refs, 1) != 1 || !atomic_load(&o->started) ||
+	    (o->nchan && atomic_load(&o->stopped) < o->nchan) ||
+	    !atomic_compare_exchange_strong(&o->done, &no, 1))
 		return;
-	event_hook(2, o->comm_id, o->seq, o->nccl_comm, o->nccl_seq, atomic_load(&o->gpu_stop));
+	atomic_load(&event_hook)(2, o->comm_id, o->seq, o->nccl_comm, o->nccl_seq,
+				 atomic_load(&o->gpu_stop));
 	atomic_store(&o->busy, 0);
 }
 
-static void *coll_start(struct ctx *c, uint64_t nccl_seq, const char *func)
+static void *coll_start(struct ctx *c, uint64_t nccl_seq, const char *func, uint8_t nchan)
 {
-	struct coll *o = claim();
+	rt_dev_bind_fn bind = atomic_load(&bind_hook);
+	struct coll *o = bind ? claim() : NULL;
 
 	if (!o)
 		return NULL;
 	o->type = T_COLL;
 	o->nccl_comm = c ? c->nccl_comm : 0;
 	o->nccl_seq = nccl_seq;
+	o->nchan = nchan;
+	o->ch = (struct chan){ T_CHAN, o };
 	atomic_store(&o->refs, 1);
 	atomic_store(&o->started, 0);
+	atomic_store(&o->stopped, 0);
+	atomic_store(&o->done, 0);
 	atomic_store(&o->gpu_stop, 0);
-	bind_hook(func, &o->comm_id, &o->seq);
+	bind(func, &o->comm_id, &o->seq);
 	return o;
 }
 
-static void *chan_start(void *parent, unsigned channel, uint64_t gpu_ns)
+static void *chan_start(void *parent, uint64_t gpu_ns)
 {
 	struct coll *o = parent;
 	int no = 0;
 
-	if (!o || o->type != T_COLL || channel >= CHANNELS)
+	if (!o || o->type != T_COLL || atomic_load(&o->done))
 		return NULL;
 	atomic_fetch_add(&o->refs, 1); /* before started: put() must not see started alone */
 	if (atomic_compare_exchange_strong(&o->started, &no, 1))
-		event_hook(1, o->comm_id, o->seq, o->nccl_comm, o->nccl_seq, gpu_ns);
-	o->ch[channel].type = T_CHAN;
-	o->ch[channel].parent = o;
-	return &o->ch[channel];
+		atomic_load(&event_hook)(1, o->comm_id, o->seq, o->nccl_comm, o->nccl_seq, gpu_ns);
+	return &o->ch;
 }
 
 static ncclResult_t stop_event(void *handle)
 {
 	uint8_t type = handle ? *(const uint8_t *)handle : 0;
 
-	if (type == T_COLL)
+	if (type == T_COLL) {
 		put(handle);
-	else if (type == T_CHAN)
-		put(((struct chan *)handle)->parent);
+	} else if (type == T_CHAN) {
+		struct coll *o = ((struct chan *)handle)->parent;
+
+		atomic_fetch_add(&o->stopped, 1);
+		put(o);
+	}
 	return ncclSuccess;
 }
 
+/* KernelChStop: the record keeps the latest channel stop */
 static ncclResult_t record_state(void *handle, int state, union rt_nccl_state_args *args)
 {
 	struct chan *ch = handle;
+	uint64_t t, old;
 
-	if (ch && ch->type == T_CHAN && state == RT_NCCL_KERNEL_CH_STOP && args)
-		atomic_store(&ch->parent->gpu_stop, args->kernelCh.pTimer);
+	if (!ch || ch->type != T_CHAN || state != RT_NCCL_KERNEL_CH_STOP || !args)
+		return ncclSuccess;
+	t = args->kernelCh.pTimer;
+	old = atomic_load(&ch->parent->gpu_stop);
+	while (t > old && !atomic_compare_exchange_weak(&ch->parent->gpu_stop, &old, t))
+		;
 	return ncclSuccess;
 }
 
@@ -178,11 +219,13 @@ static ncclResult_t init_v5(void **context, uint64_t comm_id, int *mask, const c
 
 static ncclResult_t start_v5(void *context, void **handle, struct rt_nccl_descr_v5 *d)
 {
+	if (!handle || !d)
+		return ncclSuccess;
 	*handle = NULL;
 	if (d->type == RT_NCCL_PROFILE_COLL)
-		*handle = coll_start(context, d->coll.seqNumber, d->coll.func);
+		*handle = coll_start(context, d->coll.seqNumber, d->coll.func, d->coll.nChannels);
 	else if (d->type == RT_NCCL_PROFILE_KERNEL_CH)
-		*handle = chan_start(d->parentObj, d->kernelCh.channelId, d->kernelCh.pTimer);
+		*handle = chan_start(d->parentObj, d->kernelCh.pTimer);
 	return ncclSuccess;
 }
 
@@ -201,11 +244,13 @@ static ncclResult_t init_v4(void **context, int *mask, const char *name, uint64_
 
 static ncclResult_t start_v4(void *context, void **handle, struct rt_nccl_descr_v4 *d)
 {
+	if (!handle || !d)
+		return ncclSuccess;
 	*handle = NULL;
 	if (d->type == RT_NCCL_PROFILE_COLL)
-		*handle = coll_start(context, d->coll.seqNumber, d->coll.func);
+		*handle = coll_start(context, d->coll.seqNumber, d->coll.func, d->coll.nChannels);
 	else if (d->type == RT_NCCL_PROFILE_KERNEL_CH)
-		*handle = chan_start(d->parentObj, d->kernelCh.channelId, d->kernelCh.pTimer);
+		*handle = chan_start(d->parentObj, d->kernelCh.pTimer);
 	return ncclSuccess;
 }
 

@@ -1,0 +1,272 @@
+/* SPDX-License-Identifier: MIT */
+/* test_nccl_plugin.c - ranktrace's NCCL profiler plugin
+ * (libnccl-profiler-ranktrace.so) driven through its ABI as NCCL drives it,
+ * including orders the simulated NCCL never produces: a collective on
+ * several kernel channels whose first channel stops before the next starts
+ * (NCCL's profiler thread reports each channel as it finds it done), channel
+ * stops out of time order, events for a communicator the plugin never saw,
+ * stops without a start, init from several threads, a fork after init.
+ *
+ * This program stands in for libranktrace.so: it exports the hooks the
+ * plugin looks up (rt_dev_bind, rt_dev_event, rt_dev_loaded) and records
+ * what the plugin reports. */
+#include <criterion/criterion.h>
+#include <dlfcn.h>
+#include <pthread.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "nccl_profiler_abi.h"
+
+#define MAXEV 64
+
+struct dev_ev {
+	int phase;
+	uint64_t comm_id, nccl_seq, gpu_ns;
+	uint32_t seq;
+};
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static struct dev_ev evs[MAXEV];
+static int nev, loaded, binds;
+
+__attribute__((visibility("default"))) void rt_dev_bind(const char *func, uint64_t *comm_id,
+							  uint32_t *seq)
+{
+	pthread_mutex_lock(&mu);
+	binds++;
+	*comm_id = func ? 0xc0 : 0;
+	*seq = (uint32_t)binds;
+	pthread_mutex_unlock(&mu);
+}
+
+__attribute__((visibility("default"))) void rt_dev_event(int phase, uint64_t comm_id, uint32_t seq,
+							   uint64_t nccl_comm, uint64_t nccl_seq,
+							   uint64_t gpu_ns)
+{
+	(void)nccl_comm;
+	pthread_mutex_lock(&mu);
+	if (nev < MAXEV)
+		evs[nev++] = (struct dev_ev){ phase, comm_id, nccl_seq, gpu_ns, seq };
+	pthread_mutex_unlock(&mu);
+}
+
+__attribute__((visibility("default"))) void rt_dev_loaded(int version)
+{
+	pthread_mutex_lock(&mu);
+	loaded += version;
+	pthread_mutex_unlock(&mu);
+}
+
+static const rt_nccl_profiler_v5_t *v5;
+static const rt_nccl_profiler_v4_t *v4;
+
+static void load(void)
+{
+	void *lib = dlopen(RT_PLUGIN_PATH, RTLD_NOW | RTLD_LOCAL);
+
+	cr_assert(lib, "dlopen %s: %s", RT_PLUGIN_PATH, dlerror());
+	v5 = dlsym(lib, "ncclProfiler_v5");
+	v4 = dlsym(lib, "ncclProfiler_v4");
+	cr_assert(v5 && v4);
+	nev = loaded = binds = 0;
+}
+
+static int count(int phase)
+{
+	int n = 0;
+
+	for (int i = 0; i < nev; i++)
+		n += evs[i].phase == phase;
+	return n;
+}
+
+static void *coll(void *ctx, uint64_t nseq, uint8_t nchannels)
+{
+	struct rt_nccl_descr_v5 d = { .type = RT_NCCL_PROFILE_COLL };
+	void *h = NULL;
+
+	d.coll = (struct rt_nccl_coll_v5){ .seqNumber = nseq, .func = "AllReduce", .count = 8,
+					   .nChannels = nchannels };
+	cr_assert_eq(v5->startEvent(ctx, &h, &d), ncclSuccess);
+	cr_assert(h);
+	return h;
+}
+
+static void *chan(void *ctx, void *parent, uint8_t id, uint64_t t)
+{
+	struct rt_nccl_descr_v5 d = { .type = RT_NCCL_PROFILE_KERNEL_CH, .parentObj = parent };
+	void *h = NULL;
+
+	d.kernelCh.channelId = id;
+	d.kernelCh.pTimer = t;
+	cr_assert_eq(v5->startEvent(ctx, &h, &d), ncclSuccess);
+	return h;
+}
+
+static void chan_stop(void *h, uint64_t t)
+{
+	union rt_nccl_state_args a = { .kernelCh = { t } };
+
+	v5->recordEventState(h, RT_NCCL_KERNEL_CH_STOP, &a);
+	v5->stopEvent(h);
+}
+
+static void *init5(void)
+{
+	void *ctx = NULL;
+	int mask = 0;
+
+	cr_assert_eq(v5->init(&ctx, 0x1234, &mask, "", 1, 2, 0, NULL), ncclSuccess);
+	cr_assert(mask & RT_NCCL_PROFILE_KERNEL_CH);
+	return ctx;
+}
+
+Test(nccl_plugin, completion_waits_for_every_channel_the_collective_announced)
+{
+	void *ctx, *c, *h;
+
+	load();
+	ctx = init5();
+	c = coll(ctx, 7, 2);
+	v5->stopEvent(c); /* NCCL stops the collective event at launch */
+	/* the profiler thread finds channel 0 started and done before channel 1 started */
+	h = chan(ctx, c, 0, 100);
+	chan_stop(h, 150);
+	cr_expect_eq(count(2), 0, "completed after 1 of its 2 channels");
+	h = chan(ctx, c, 1, 120);
+	chan_stop(h, 300);
+	cr_expect_eq(count(1), 1);
+	cr_expect_eq(count(2), 1, "one completion, after the last channel");
+	cr_expect_eq(evs[nev - 1].gpu_ns, 300);
+	v5->finalize(ctx);
+}
+
+Test(nccl_plugin, completion_time_is_the_latest_channel_stop_whatever_the_order)
+{
+	void *ctx, *c, *h0, *h1;
+
+	load();
+	ctx = init5();
+	c = coll(ctx, 1, 2);
+	h0 = chan(ctx, c, 0, 100);
+	h1 = chan(ctx, c, 1, 100);
+	chan_stop(h1, 500);
+	chan_stop(h0, 400); /* reported after, stopped before */
+	v5->stopEvent(c);   /* the host stops the collective event last */
+	cr_assert_eq(count(2), 1);
+	cr_expect_eq(evs[nev - 1].gpu_ns, 500);
+	v5->finalize(ctx);
+}
+
+Test(nccl_plugin, channels_past_64_are_counted)
+{
+	void *ctx, *c;
+
+	load();
+	ctx = init5();
+	c = coll(ctx, 1, 80); /* a future NCCL with more channels */
+	v5->stopEvent(c);
+	for (int i = 0; i < 80; i++) {
+		void *h = chan(ctx, c, (uint8_t)i, 10);
+
+		cr_assert(h, "channel %d has no handle", i);
+		chan_stop(h, 20 + (uint64_t)i);
+	}
+	cr_expect_eq(count(2), 1);
+	cr_expect_eq(evs[nev - 1].gpu_ns, 99);
+	v5->finalize(ctx);
+}
+
+Test(nccl_plugin, unknown_channel_count_completes_when_every_started_channel_stopped)
+{
+	void *ctx, *c, *h;
+
+	load();
+	ctx = init5();
+	c = coll(ctx, 1, 0); /* NCCL did not say */
+	v5->stopEvent(c);
+	h = chan(ctx, c, 0, 100);
+	chan_stop(h, 200);
+	cr_expect_eq(count(2), 1);
+	v5->finalize(ctx);
+}
+
+Test(nccl_plugin, reports_after_completion_change_nothing)
+{
+	void *ctx, *c, *h;
+
+	load();
+	ctx = init5();
+	c = coll(ctx, 1, 1);
+	v5->stopEvent(c);
+	h = chan(ctx, c, 0, 100);
+	chan_stop(h, 200);
+	cr_assert_eq(count(2), 1);
+	/* a stray extra channel on the finished record: no second completion */
+	h = chan(ctx, c, 1, 300);
+	if (h)
+		chan_stop(h, 400);
+	cr_expect_eq(count(2), 1);
+	v5->finalize(ctx);
+}
+
+Test(nccl_plugin, strange_calls_are_harmless)
+{
+	struct rt_nccl_descr_v5 d = { .type = RT_NCCL_PROFILE_KERNEL_CH };
+	union rt_nccl_state_args a = { .kernelCh = { 1 } };
+	void *h = (void *)1;
+
+	load();
+	cr_expect_eq(v5->stopEvent(NULL), ncclSuccess);
+	cr_expect_eq(v5->recordEventState(NULL, RT_NCCL_KERNEL_CH_STOP, &a), ncclSuccess);
+	/* a kernel channel with no parent, events of types never activated */
+	cr_expect_eq(v5->startEvent(NULL, &h, &d), ncclSuccess);
+	cr_expect_null(h);
+	d.type = RT_NCCL_PROFILE_GROUP;
+	cr_expect_eq(v5->startEvent(NULL, &h, &d), ncclSuccess);
+	cr_expect_null(h);
+	/* a collective of a communicator the plugin never saw (no context) */
+	d = (struct rt_nccl_descr_v5){ .type = RT_NCCL_PROFILE_COLL };
+	d.coll.func = NULL;
+	cr_expect_eq(v5->startEvent(NULL, &h, &d), ncclSuccess);
+	if (h)
+		v5->stopEvent(h);
+	cr_expect_eq(count(1) + count(2), 0);
+}
+
+static void *init_thread(void *arg)
+{
+	void *ctx = NULL;
+	int mask = 0;
+
+	(void)arg;
+	if (v4->init(&ctx, &mask, "", 1, 1, 8, 0, NULL) != ncclSuccess || !ctx)
+		return (void *)1;
+	v4->finalize(ctx);
+	return NULL;
+}
+
+Test(nccl_plugin, init_from_many_threads_and_after_fork)
+{
+	pthread_t th[8];
+	void *r;
+	pid_t pid;
+	int st;
+
+	load();
+	for (int i = 0; i < 8; i++)
+		pthread_create(&th[i], NULL, init_thread, NULL);
+	for (int i = 0; i < 8; i++) {
+		pthread_join(th[i], &r);
+		cr_expect_null(r);
+	}
+	cr_expect_eq(loaded, 8 * 4);
+	pid = fork();
+	if (pid == 0) {
+		alarm(10);
+		_exit(init_thread(NULL) ? 1 : 0);
+	}
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
