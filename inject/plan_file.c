@@ -7,20 +7,58 @@
  * gets one clear error and never a hang or a huge allocation: a directory or
  * a device (/dev/zero, /dev/urandom) is refused without reading it, a file
  * over RT_INJ_MAX_PLAN_FILE bytes (a pipe included) is refused, and so is a
- * NUL byte (the plan after it would be silently dropped). */
+ * NUL byte (the plan after it would be silently dropped). A pipe is read as
+ * `cat` would, with a bound: a named pipe whose writer opens it later is
+ * waited for (Linux reports a FIFO's hang-up only once a writer has come
+ * and gone), the whole plan must have come within
+ * rt_inj_plan_pipe_wait_ms. */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "plan.h"
+#include "plan_int.h"
 
-/* Up to max bytes of fd into *buf; -errno, or -EFBIG when there is more. */
-static ssize_t slurp(int fd, size_t max, char **buf)
+int rt_inj_plan_pipe_wait_ms = 30000;
+
+static long long now_ms(void)
 {
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* A non-blocking pipe: wait until it can be read (data, or the writer
+ * gone) or the deadline passed: 0, or -ETIMEDOUT. */
+static int wait_pipe(int fd, long long deadline)
+{
+	for (;;) {
+		struct pollfd p = { fd, POLLIN, 0 };
+		long long left = deadline - now_ms();
+		int k = left > 0 ? poll(&p, 1, (int)left) : 0;
+
+		if (k > 0)
+			return 0;
+		if (k == 0)
+			return -ETIMEDOUT;
+		if (errno != EINTR)
+			return -errno;
+	}
+}
+
+/* Up to max bytes of fd into *buf; -errno, or -EFBIG when there is more.
+ * pipe: fd is a non-blocking pipe, read until its writer closes it, by
+ * the deadline (-ETIMEDOUT after). */
+static ssize_t slurp(int fd, size_t max, char **buf, bool pipe)
+{
+	long long deadline = now_ms() + rt_inj_plan_pipe_wait_ms;
 	size_t len = 0, cap = 4096;
 	char *b = malloc(cap + 1);
 
@@ -38,8 +76,13 @@ static ssize_t slurp(int fd, size_t max, char **buf)
 			}
 			b = q;
 		}
+		k = pipe ? wait_pipe(fd, deadline) : 0;
+		if (k < 0) {
+			free(b);
+			return k;
+		}
 		k = read(fd, b + len, cap - len);
-		if (k < 0 && errno == EINTR)
+		if (k < 0 && (errno == EINTR || (pipe && errno == EAGAIN)))
 			continue;
 		if (k < 0) {
 			int e = errno;
@@ -103,10 +146,13 @@ int rt_inj_read_plan_file(const char *path, char **plan, char *err, size_t errle
 			 S_ISDIR(st.st_mode) ? "a directory" : "a device or socket: a plan is a text file");
 		goto out;
 	}
-	/* a pipe (`--inject-file <(...)`) is read as it comes */
-	if (S_ISFIFO(st.st_mode))
-		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-	len = slurp(fd, RT_INJ_MAX_PLAN_FILE, &text);
+	/* a pipe (`--inject-file <(...)`, a named pipe) is read as it comes */
+	len = slurp(fd, RT_INJ_MAX_PLAN_FILE, &text, S_ISFIFO(st.st_mode));
+	if (len == -ETIMEDOUT) {
+		snprintf(err, errlen, "%s: a pipe that no writer wrote and closed within %d s (no "
+			 "writer?)", path, (rt_inj_plan_pipe_wait_ms + 999) / 1000);
+		goto out;
+	}
 	if (len < 0) {
 		snprintf(err, errlen, "%s: %s", path, len == -EFBIG ? "over 1 MiB: not a plan file"
 								 : strerror((int)-len));

@@ -23,4 +23,7 @@ struct rt_inj_preset {
 extern const struct rt_inj_preset rt_inj_presets[];
 extern const size_t rt_inj_npresets;
 
+/* plan_file.c: how long a named pipe waits for its writer (tests shorten it) */
+extern int rt_inj_plan_pipe_wait_ms;
+
 #endif

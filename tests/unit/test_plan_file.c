@@ -163,6 +163,46 @@ Test(plan_file, a_pipe_is_read_as_it_comes)
 	free(plan);
 }
 
+/* A named pipe whose writer opens it late (`mkfifo p; ranktrace run
+ * --inject-file p ... & echo spec > p`): read as `cat p` would, once the
+ * writer came; with no writer at all, refused after a bounded wait. */
+Test(plan_file, a_named_pipe_waits_for_a_late_writer)
+{
+	char *plan = NULL, err[512];
+	int status;
+	pid_t pid;
+
+	cr_assert_eq(mkfifo(path, 0600), 0);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		int fd;
+
+		alarm(20);
+		usleep(300 * 1000); /* the reader is already there */
+		fd = open(path, O_WRONLY);
+		_exit(fd >= 0 && write(fd, "cudaFree:skip\n", 14) == 14 ? 0 : 1);
+	}
+	alarm(20);
+	cr_assert_eq(read_plan(&plan, err, sizeof(err)), 0, "%s", err);
+	cr_assert_str_eq(plan, "cudaFree:skip");
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	free(plan);
+}
+
+Test(plan_file, a_named_pipe_nobody_writes_is_refused_in_bounded_time)
+{
+	char *plan = NULL, err[512];
+
+	cr_assert_eq(mkfifo(path, 0600), 0);
+	rt_inj_plan_pipe_wait_ms = 200;
+	alarm(20);
+	cr_assert_eq(read_plan(&plan, err, sizeof(err)), -1);
+	cr_expect(strstr(err, "no writer"), "%s", err);
+	cr_expect_null(plan);
+}
+
 /* ---- inject --list ---- */
 
 static char *list_text(void)
