@@ -198,9 +198,9 @@ static size_t missing(const struct rt_vw_trace *t, const struct rt_vw_devcoll *c
 }
 
 /* "; which device never started it is not known (...)": every rank of the
- * communicator enqueued c and their device source records no starts (CUDA
- * events polled by the tracer, completion only): which device held it up
- * cannot be told. */
+ * communicator enqueued c and their records, from CUDA events, hold no
+ * device start (a tracer before devevents.c recorded start events, or its
+ * start events all lost): which device held it up cannot be told. */
 static size_t start_unknown(const struct rt_vw_trace *t, const struct rt_vw_devcoll *c, char *out,
 			    size_t n)
 {
@@ -214,8 +214,8 @@ static size_t start_unknown(const struct rt_vw_trace *t, const struct rt_vw_devc
 		    (d->started || d->source != RT_DEV_SRC_EVENT))
 			return 0;
 	}
-	k = snprintf(out, n, "; which device never started it is not known (CUDA events record "
-		     "completion only)");
+	k = snprintf(out, n, "; which device never started it is not known (the CUDA-event records "
+		     "hold completions only)");
 	return k < 0 ? 0 : (size_t)k < n ? (size_t)k : n - 1;
 }
 

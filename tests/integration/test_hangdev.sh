@@ -4,7 +4,7 @@
 # ranks' host threads are in a stream synchronisation, the collective that
 # never completed shows only in the device records. Each case runs once per
 # device source: ranktrace's NCCL profiler plugin (RANKTRACE_DEVICE_SOURCE=
-# plugin: start and completion) and CUDA events (=events: completion).
+# plugin) and CUDA events (=events), each with device start and completion.
 #  - host-side hang: rank 2 hangs in cudaMalloc before AllGather #4; live
 #    `verdict --stall` and `view --stall` name #4, ranks 0,1,3 that enqueued
 #    it, rank 2 and its host thread inside cudaMalloc; post-mortem (the job
@@ -13,8 +13,7 @@
 #    the NCCL watchdog on #4 (the one its message names), rank 2 the cause;
 #  - device-side hang: rank 2's device never starts a collective (a 600 s
 #    devdelay): enqueued by all 4, never completed; started on 0,1,3, never
-#    on rank 2's (where the source records starts; else it says it cannot
-#    know which device held it up); post-mortem the same.
+#    on rank 2's (both sources record device starts); post-mortem the same.
 # Usage: test_hangdev.sh BUILD_DIR
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/device_lib.sh"
@@ -30,9 +29,10 @@ wait_hung() { local d=$1 i
 }
 COLL='AllGather #([0-9]+) \(comm [0-9a-f]+, [0-9]+ [KMG]?i?B\)'
 
-# the live trace's device records come from $SRC's source ($SRCNAME)
+# from_source NAME [EXPR]: the live trace's device records come from $SRC's
+# source ($SRCNAME), on every rank (and EXPR holds for each rank r)
 from_source() { timeout -k 2 30 "$RT" view "$T/$1" --json --stall 2s > "$T/$1.json"
-  py "$1" "len($DEV['ranks']) == 4 and all(r['source'] == '$SRCNAME' for r in $DEV['ranks'])"
+  py "$1" "len($DEV['ranks']) == 4 and all(r['source'] == '$SRCNAME' and (${2:-True}) for r in $DEV['ranks'])"
 }
 
 # 1. host-side hang, live
@@ -78,16 +78,13 @@ watchdog() { local d=$SRC-wd rc n
 }
 
 # 3. device-side hang: rank 2's device never starts its 4th collective
-device_hang() { local d=$SRC-dev who
+device_hang() { local d=$SRC-dev
   FSDP_MINI_NCCL_TIMEOUT_S=600 start "$d" '@collective:devdelay=600s:rank=2:when=4'
   check "$SRC: device hang: the live job is hung" wait_hung "$T/$d"
   timeout -k 2 30 "$RT" verdict "$T/$d" --stall 2s > "$T/$d.v" 2> "$T/$d.verr"
   timeout -k 2 30 "$RT" view "$T/$d" --stall 2s > "$T/$d.view" 2>&1
-  from_source "$d"
-  who="it started on the devices of ranks 0,1,3, never on rank 2's"
-  if [ "$SRC" = events ] && py "$d" "all(r['started'] == 0 for r in $DEV['ranks'])"; then
-    who="which device never started it is not known \\(CUDA events record completion only\\)"
-  fi
+  check "$SRC: the device records came from $SRCNAME, with device starts" from_source "$d" "r['started'] > 0"
+  local who="it started on the devices of ranks 0,1,3, never on rank 2's"
   local re="hung: [A-Za-z]+ #[0-9]+ \(comm [0-9a-f]+, [0-9]+ [KMG]?i?B\) was enqueued by ranks 0,1,2,3 and never completed on any device; $who"
   check "$SRC: verdict --stall: enqueued by all 4, never completed; $who ($(grep -m1 'hung:' "$T/$d.verr"))" grep -qE "$re" "$T/$d.verr"
   check "$SRC: view --stall says the same" grep -qE "error: $re" "$T/$d.view" || grep hung: "$T/$d.view"

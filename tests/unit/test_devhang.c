@@ -9,7 +9,8 @@
 #define KIB512 U(131072) /* floats */
 
 /* the device source of the records: the plugin (start and completion), or
- * CUDA events (completion; with starts when events_start) */
+ * CUDA events (with starts when events_start, as devevents.c records them;
+ * completion only without, as an older tracer did) */
 static int src = RT_DEV_SRC_PLUGIN;
 static bool events_start;
 
@@ -140,18 +141,19 @@ Test(devhang, collectives_all_completed_say_nothing)
 	free(m);
 }
 
-/* CUDA events (devevents.c) record completion only: with every rank's #4
- * enqueued and none completed, which device never started it cannot be
- * told, and the text says so instead of naming none */
+/* CUDA-event records with completions only (a tracer before start events):
+ * with every rank's #4 enqueued and none completed, which device never
+ * started it cannot be told, and the text says so instead of naming none */
 Test(devhang, cuda_events_without_starts_say_the_device_is_not_known)
 {
 	src = RT_DEV_SRC_EVENT;
 	judge(true, false, true, "AllGather #4 (comm 00c0, 512 KiB) was enqueued by ranks 0,1,2,3 and "
-	      "never completed on any device; which device never started it is not known (CUDA events "
-	      "record completion only)", "started on");
+	      "never completed on any device; which device never started it is not known (the CUDA-event "
+	      "records hold completions only)", "started on");
 }
 
-/* with start records from CUDA events: the device that never started it, as with the plugin */
+/* with start records from CUDA events: the device that never started it,
+ * as with the plugin */
 Test(devhang, cuda_events_with_starts_name_the_device)
 {
 	src = RT_DEV_SRC_EVENT;
