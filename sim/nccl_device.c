@@ -120,13 +120,31 @@ static void dev_release(struct simgpu_work *w)
 	free(d);
 }
 
-/* Run ops: enqueued on the first op's stream (a group's ops all run there),
- * or inside the call under SIMGPU_SYNC=1. */
+/* The distinct streams of ops (the first 64; more are not joined). */
+static int streams_of(const struct op *ops, size_t n, void **st, int *ns)
+{
+	*ns = 0;
+	for (size_t i = 0; i < n; i++) {
+		int j = 0;
+
+		while (j < *ns && st[j] != (void *)ops[i].stream)
+			j++;
+		if (j == *ns && *ns < 64)
+			st[(*ns)++] = (void *)ops[i].stream;
+	}
+	return *ns;
+}
+
+/* Run ops: enqueued on the first op's stream (a group's ops all run there;
+ * with several streams, joined as NCCL joins them: the group waits for each
+ * stream's earlier work, and each stream's later work for the group), or
+ * inside the call under SIMGPU_SYNC=1. */
 ncclResult_t launch(struct op *ops, size_t n)
 {
 	struct dev_work *d;
+	void *st[64];
 	ncclResult_t r;
-	int e;
+	int e, ns;
 
 	for (size_t i = 0; i < n; i++) /* a profiler plugin's collective event, on this thread */
 		sim_prof_launch(&ops[i].comm->prof, &ops[i].prof, ops[i].type != OP_SEND &&
@@ -154,7 +172,8 @@ ncclResult_t launch(struct op *ops, size_t n)
 		d->ops[i].ticket = j < i ? d->ops[j].ticket : ++d->ops[i].comm->tickets;
 		atomic_fetch_add(&ops[i].comm->inflight, 1);
 	}
-	e = simgpu_enqueue(ops[0].stream, &d->w);
+	e = streams_of(ops, n, st, &ns) > 1 ? simgpu_enqueue_joined(st, ns, &d->w)
+					      : simgpu_enqueue(ops[0].stream, &d->w);
 	if (e != 0) {
 		warn("%s : invalid stream %p (CUDA error %d)", op_names[ops[0].type], ops[0].stream,
 		     e);

@@ -88,6 +88,11 @@ bool simgpu_async(void);
 /* Enqueue w on a stream (NULL: the current device's legacy stream): a
  * cudaError_t; on failure w was neither run nor released. */
 int simgpu_enqueue(void *stream, struct simgpu_work *w);
+/* The same for work that uses n streams (a group of NCCL collectives on
+ * several streams): it runs on streams[0] once the work already enqueued on
+ * every one of them is done, and later work on each of them waits for it,
+ * as NCCL joins a group's streams with events. */
+int simgpu_enqueue_joined(void *const *streams, int n, struct simgpu_work *w);
 /* Wait until every stream of the device has drained (cuCtxSynchronize). */
 void simgpu_device_sync(int device);
 

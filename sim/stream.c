@@ -245,6 +245,36 @@ static cudaError_t enqueue_nop(struct sim_stream *st, struct mark *wait_on, stru
 	return e;
 }
 
+__attribute__((visibility("default"))) int simgpu_enqueue_joined(void *const *streams, int n,
+								struct simgpu_work *w)
+{
+	struct sim_stream *first = sq_stream((cudaStream_t)streams[0]);
+	struct mark *m = NULL;
+	cudaError_t e;
+
+	if (!first)
+		return cudaErrorInvalidResourceHandle;
+	for (int i = 1; i < n; i++) { /* the work waits for what each stream holds */
+		struct sim_stream *o = sq_stream((cudaStream_t)streams[i]);
+
+		if (o && o != first && (m = sq_stream_last(o)) != NULL) {
+			enqueue_nop(first, m, NULL);
+			sq_mark_put(m);
+		}
+	}
+	e = sq_enqueue(first, w, NULL, &m);
+	if (e != cudaSuccess)
+		return e;
+	for (int i = 1; i < n; i++) { /* and each stream's later work for it */
+		struct sim_stream *o = sq_stream((cudaStream_t)streams[i]);
+
+		if (o && o != first)
+			enqueue_nop(o, m, NULL);
+	}
+	sq_mark_put(m);
+	return cudaSuccess;
+}
+
 /* ---- streams ---- */
 
 EXPORT cudaError_t cudaStreamCreateWithPriority(cudaStream_t *pStream, unsigned int flags,

@@ -308,11 +308,14 @@ static void group_starts(struct tls *t)
 }
 
 /* ncclGroupStart's (+1) and ncclGroupEnd's (-1) device column, before the
- * call; returns the current device, as DEV_CUR. */
+ * call, traced or not; returns the current device, as DEV_CUR. A call
+ * nested in one of ours, or made while the tracer is off, is not counted. */
 int rt_tr_devev_group(int step)
 {
 	struct tls *t = me;
 
+	if (rt_tr_off || rt_tr_depth != 0)
+		return rt_tr_cur_dev;
 	if (!t) {
 		if (step < 0 || !active() || !make_tls())
 			return rt_tr_cur_dev;

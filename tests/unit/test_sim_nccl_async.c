@@ -250,3 +250,49 @@ static int two_streams(int rank, const ncclUniqueId *id)
 }
 
 Test(sim_nccl_async, a_communicators_ops_run_in_issue_order_across_streams) { run2(two_streams); }
+
+/* A group over two devices' streams (ncclCommInitAll, one thread), as NCCL
+ * launches it: the group waits for work already on either stream (held: 300
+ * ms), and later work on either stream waits for the group. */
+static void joined(int held)
+{
+	ncclComm_t c[2];
+	cudaStream_t s[2];
+	cudaEvent_t ev;
+	float *d[2];
+
+	cr_assert_eq(ncclCommInitAll(c, 2, NULL), ncclSuccess);
+	for (int r = 0; r < 2; r++) {
+		cudaSetDevice(r);
+		cr_assert_not_null(d[r] = dev_floats((float)(r + 1), 16));
+		cr_assert_eq(cudaStreamCreateWithFlags(&s[r], cudaStreamNonBlocking), cudaSuccess);
+	}
+	cudaSetDevice(held);
+	cudaLaunchHostFunc(s[held], hold_300ms, NULL);
+	cr_assert_eq(ncclGroupStart(), ncclSuccess);
+	for (int r = 0; r < 2; r++)
+		cr_assert_eq(ncclAllReduce(d[r], d[r], 16, ncclFloat32, ncclSum, c[r], s[r]), ncclSuccess);
+	cr_assert_eq(ncclGroupEnd(), ncclSuccess);
+	cudaSetDevice(1 - held);
+	cr_assert_eq(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming), cudaSuccess);
+	cr_assert_eq(cudaEventRecord(ev, s[1 - held]), cudaSuccess);
+	usleep(100 * 1000);
+	cr_assert_eq(cudaEventQuery(ev), cudaErrorNotReady,
+		     "work after the group on the other stream ran before the group (held stream %d)", held);
+	cr_assert_eq(cudaEventSynchronize(ev), cudaSuccess);
+	for (int r = 0; r < 2; r++) {
+		float h[16];
+
+		cudaSetDevice(r);
+		cr_assert_eq(cudaStreamSynchronize(s[r]), cudaSuccess);
+		cr_assert_eq(cudaMemcpy(h, d[r], sizeof(h), cudaMemcpyDeviceToHost), cudaSuccess);
+		cr_assert_eq(h[0], 3.0f);
+		ncclCommDestroy(c[r]);
+	}
+}
+
+Test(sim_nccl_async, a_group_on_two_streams_waits_for_both_and_both_wait_for_it)
+{
+	joined(0);
+	joined(1);
+}
