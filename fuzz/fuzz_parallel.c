@@ -12,13 +12,18 @@
  * pass must end (libFuzzer's -timeout: a window end saturated at 2^64-1 once
  * repeated its rounds forever), never crash, and give the same model on one
  * thread with one window as on three threads with windows of one and of
- * seven events: verdict, findings, events, completeness, communicators. */
+ * seven events: verdict, findings, events, completeness, communicators.
+ * Device records (rt_dev_coll, started or completed, of the collective just
+ * enqueued or the one before) at those times reach the straggler analysis
+ * and the report's device section, which must draw no NaN or Infinity. */
+#include <ctype.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "encode.h"
+#include "export_int.h"
 #include "model_int.h"
 
 #define MAXR 6
@@ -76,7 +81,7 @@ static void one_event(struct in *in, uint32_t *seq, uint64_t *latest)
 {
 	static const unsigned ids[] = { RT_ID_ncclCommInitRank, RT_ID_ncclAllReduce, RT_ID_ncclAllGather,
 					RT_ID_cudaMalloc, RT_ID_cudaFree, RT_ID_rt_exit, RT_ID_ncclCommInitAll,
-					RT_ID_ncclAllReduce };
+					RT_ID_rt_dev_coll };
 	unsigned b = take(in), r = b % (unsigned)nranks, s = (b >> 3) % (unsigned)nstreams[r];
 	unsigned k = take(in), id = ids[k % 8], t = take(in);
 	size_t i = nev[r][s];
@@ -96,12 +101,38 @@ static void one_event(struct in *in, uint32_t *seq, uint64_t *latest)
 	put(f, id, RT_FN_count, 64);
 	put(f, id, RT_FN_ptr, 0x7f0000000000ull + ((uint64_t)(k >> 5) << 12));
 	put(f, id, RT_FN_size, 4096);
+	if (id == RT_ID_rt_dev_coll) {
+		put(f, id, RT_FN_seq, seq[r] - ((k >> 4) & 1));
+		put(f, id, RT_FN_dev_phase, k & 32 ? RT_DEV_COMPLETED : RT_DEV_STARTED);
+		put(f, id, RT_FN_source, RT_DEV_SRC_PLUGIN);
+	}
 	*e = (struct rt_vw_event){ .id = id, .ts = pick_time(t, last, other), .fields = f,
 				   .dur = t & 64 ? UINT64_MAX - (t & 7) : t & 32 ? RT_DUR_MAX : 10,
 				   .pending = (k >> 7) && id != RT_ID_rt_exit, .dev = (int)r,
 				   .pid = 100u + r, .tid = 100u + r + 1000u * s };
 	latest[r] = e->ts;
 	nev[r][s]++;
+}
+
+/* The report's device section of the model: finite numbers only. */
+static void report_device(const struct rt_vw_trace *t)
+{
+	char *out = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&out, &len);
+
+	if (!f)
+		abort();
+	rt_vw_report_device(t, f);
+	fclose(f);
+	for (size_t i = 0; i + 3 <= len; i++)
+		if ((!strncmp(out + i, "nan", 3) || !strncmp(out + i, "inf", 3)) &&
+		    (i == 0 || out[i - 1] == '"' || out[i - 1] == '-' || out[i - 1] == ' ' ||
+		     out[i - 1] == ',' || out[i - 1] == '>') && (i + 3 == len || !isalpha((unsigned char)out[i + 3]))) {
+			fprintf(stderr, "NaN or Infinity in the report's device section:\n%s\n", out);
+			abort();
+		}
+	free(out);
 }
 
 /* The model of the job on `jobs` threads, windows of `window` events (0:
@@ -158,6 +189,7 @@ static char *model(int jobs, int window)
 		fprintf(f, "comm %llx %d\n", (unsigned long long)t->comms[i].id, t->comms[i].nranks);
 	for (int r = 0; r < nranks; r++)
 		fprintf(f, "rank %d %llu %s\n", r, (unsigned long long)t->ranks[r].events, t->ranks[r].damaged);
+	report_device(t);
 	fclose(f);
 	rt_vw_free(t);
 	free(m);

@@ -26,6 +26,11 @@ mkdir -p "$corpus/par"
 printf '\003\001\001\001\000\000\011\010\000\011\020\001\011\011\001\012\020\005\002' > "$corpus/par/s0"
 printf '\002\002\002\000\000\001\001\000\001\000\001\002\001\001\002\000\005\003\001\005\003' > "$corpus/par/s1"
 LC_ALL=C awk 'BEGIN { for (i = 0; i < 1200; i++) printf "%c", (i * 37 + 11) % 256 }' > "$corpus/par/s2"
+# device records (event 7): two ranks start an AllReduce on their devices (s3); ten of
+# them, rank 1 2^40 ns late every time (s4: a straggler, the report's lateness chart)
+printf '\001\000\000\000\000\011\001\000\011\000\001\011\001\001\011\000\007\011\001\007\011' > "$corpus/par/s3"
+{ printf '\001\000\000\000\000\011\001\000\011'
+  for i in 1 2 3 4 5 6 7 8 9 10; do printf '\000\001\011\001\001\011\000\007\011\001\007\012'; done; } > "$corpus/par/s4"
 echo "fuzz_parallel: ${SECONDS_EACH}s"
 "$FB/bin/fuzz_parallel" -max_total_time="$SECONDS_EACH" -timeout=20 -max_len=1600 -print_final_stats=1 "$corpus/par" 2>&1 | tail -4
 mkdir -p "$corpus/plans"
