@@ -202,14 +202,14 @@ static int parse_ranks(struct ctx *c, size_t col, const char *v, struct rt_inj_r
 #define MAX_DELAY_NS 86400e9 /* a day: longer is a hang, which says so */
 
 /* A finite, non-negative duration of at most a day (nan, inf and 1e12s would
- * spin or never end). */
-static int parse_duration(struct ctx *c, size_t col, const char *v, int64_t *ns)
+ * spin or never end); what names the action (delay, devdelay). */
+static int parse_duration(struct ctx *c, size_t col, const char *v, int64_t *ns, const char *what)
 {
 	char *end;
 	double d = strtod(v, &end), unit;
 
 	if (end == v || !(isdigit((unsigned char)*v) || *v == '.') || !isfinite(d) || d < 0)
-		return fail(c, col, "delay= needs a finite duration such as 50ms, 200us or 2s");
+		return fail(c, col, "%s= needs a finite duration such as 50ms, 200us or 2s", what);
 	if (!strcmp(end, "s"))
 		unit = 1e9;
 	else if (!strcmp(end, "ms"))
@@ -221,8 +221,8 @@ static int parse_duration(struct ctx *c, size_t col, const char *v, int64_t *ns)
 	else
 		return fail(c, col + (size_t)(end - v), "duration unit is s, ms, us or ns");
 	if (d * unit > MAX_DELAY_NS)
-		return fail(c, col, "delay= is at most a day (86400s); use hang for a call that "
-			    "never returns");
+		return fail(c, col, "%s= is at most a day (86400s)%s", what,
+			    strcmp(what, "delay") ? "" : "; use hang for a call that never returns");
 	*ns = (int64_t)(d * unit);
 	return 0;
 }
@@ -319,14 +319,14 @@ static int parse_action(struct ctx *c, size_t col, const char *a, struct rt_inj_
 	case RT_INJ_ERROR:
 		return parse_error_arg(c, col + klen + 1, v, r);
 	case RT_INJ_DELAY:
-		return parse_duration(c, col + klen + 1, v, &r->arg);
+		return parse_duration(c, col + klen + 1, v, &r->arg, "delay");
 	case RT_INJ_DEVDELAY:
 		for (unsigned id = 0; id < RT_ID_FIRST_TRACER; id++)
 			if (rt_inj_rule_matches(r, id) && rt_events[id].role != RT_R_COLL &&
 			    rt_events[id].role != RT_R_P2P)
 				return fail(c, col, "devdelay= delays collectives on their stream, not %s",
 					    rt_events[id].name);
-		return parse_duration(c, col + klen + 1, v, &r->arg);
+		return parse_duration(c, col + klen + 1, v, &r->arg, "devdelay");
 	case RT_INJ_DEVICE: {
 		char *end;
 

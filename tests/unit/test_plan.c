@@ -109,6 +109,11 @@ ParameterizedTestParameters(plan, bad_plans_point_at_the_mistake)
 		{ "cudaMalloc:delay=nans", "delay= needs a finite duration", 17 },
 		{ "cudaMalloc:delay=infms", "delay= needs a finite duration", 17 },
 		{ "cudaMalloc:delay=-5ms", "delay= needs a finite duration", 17 },
+		/* devdelay's own name in its messages (they said delay=) */
+		{ "@collective:devdelay=-5ms", "devdelay= needs a finite duration", 21 },
+		{ "@collective:devdelay=nan", "devdelay= needs a finite duration", 21 },
+		{ "@collective:devdelay=1e30s", "devdelay= is at most a day (86400s)\n", 21 },
+		{ "ncclAllReduce:devdelay=5 parsecs", "duration unit is s, ms, us or ns", 24 },
 		{ "cudaMalloc:skip:prob=nan", "prob= is a probability between 0 and 1", 21 },
 		{ "cudaMalloc:skip:prob=-nan", "prob= is a probability between 0 and 1", 21 },
 		{ "my.point:error=4294967296", "a failure point's error= is a program error number", 15 },
