@@ -260,7 +260,8 @@ static int next_in_file(struct rt_vw_cursor *c, struct rt_vw_event *e)
 		return fail(c, c->pkt + c->off, "event cut short by the end of the packet's content");
 	e->ts = c->clock;
 	rt_fmt_event_common_get(p + c->off + hdr, &e->dur, &r, &dev);
-	e->pending = e->dur == RT_DUR_PENDING;
+	/* only a call is written pending; a tracer record reading so is damage */
+	e->pending = e->dur == RT_DUR_PENDING && e->id < RT_ID_FIRST_TRACER;
 	e->ret = r;
 	e->dev = dev;
 	e->fields = p + c->off + hdr + RT_COMMON_BYTES;

@@ -92,6 +92,31 @@ Test(reader, decodes_events_and_marks_a_call_that_never_returned)
 	unlink(path);
 }
 
+/* Only a call is written pending (the wrapper, before the real call): a
+ * tracer record (rt_dev_coll...) whose duration reads "pending" is damage,
+ * not a call the rank died in ("ranks 0-3 died inside rt_dev_coll" beside
+ * their clean exits). */
+Test(reader, a_tracer_record_is_never_a_pending_call)
+{
+	struct rt_fmt_packet h = { NULL, 1000000, 1000000, 0, PKT, 0, 42, 43 };
+	uint8_t buf[PKT], f[96] = { 0 };
+	char path[] = "/tmp/rt-reader-XXXXXX", err[512] = "";
+	struct seen s = { 0 };
+	size_t off = RT_PACKET_HEADER_BYTES;
+	int fd = mkstemp(path);
+
+	close(fd);
+	memset(buf, 0, PKT);
+	off += put_event(buf + off, RT_ID_rt_dev_coll, 1000100, RT_DUR_PENDING, 0, 0, f);
+	h.content_bytes = off;
+	rt_fmt_packet_put(buf, &h);
+	write_file(path, buf, PKT);
+	cr_assert_eq(rt_vw_read_stream(path, collect, &s, NULL, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(s.n, 1);
+	cr_expect_not(s.last_pending, "rt_dev_coll read as a call that never returned");
+	unlink(path);
+}
+
 Test(reader, cut_files_report_file_and_offset)
 {
 	uint8_t buf[PKT];
