@@ -136,11 +136,19 @@ static inline bool active(void)
 	       !__atomic_load_n(&rt_dq_disabled, __ATOMIC_RELAXED);
 }
 
+static void settle(struct tls *t);
+
+/* The thread exits (devqueue.c's key destructor; q is the first member). */
+static void settle_at_exit(void *mine)
+{
+	settle((struct tls *)mine);
+}
+
 __attribute__((cold, noinline)) static struct tls *make_tls(void)
 {
 	me = calloc(1, sizeof(*me));
 	if (me)
-		rt_dq_thread_started(me->q);
+		rt_dq_thread_started(me->q, settle_at_exit);
 	return me;
 }
 

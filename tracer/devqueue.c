@@ -27,6 +27,7 @@ static int nqueues, dropped;
 static pid_t poller_pid;
 static int in_pass; /* the poller is in a pass (drain waits for its end) */
 static pthread_key_t exit_key;
+static void (*settle_hook)(void *); /* devevents.c: what the thread left */
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 
 void rt_dq_count_drop(void)
@@ -59,13 +60,32 @@ static struct rt_dq_chunk *make_chunk(int dev)
 	return c;
 }
 
+/* A thread exits: what it reserved and did not publish (a call or a group
+ * it was in) is voided and published; its queues are free for another. */
 static void thread_exit(void *mine)
 {
-	struct rt_dq **q = mine;
+	struct rt_dq **qs = mine;
 
-	for (int d = 0; d < RT_DQ_NDEV; d++)
-		if (q[d])
-			__atomic_store_n(&q[d]->owner, 0, __ATOMIC_RELEASE);
+	if (settle_hook)
+		settle_hook(mine);
+	for (int d = 0; d < RT_DQ_NDEV; d++) {
+		struct rt_dq *q = qs[d];
+		struct rt_dq_chunk *c;
+		unsigned i;
+
+		if (!q)
+			continue;
+		for (c = q->pc, i = q->pi; c && !(c == q->wc && i == q->wi); i++) {
+			if (i == RT_DQ_CHUNK) {
+				c = c->next;
+				i = (unsigned)-1;
+				continue;
+			}
+			c->e[i].dead = 1;
+		}
+		rt_dq_publish(q);
+		__atomic_store_n(&q->owner, 0, __ATOMIC_RELEASE);
+	}
 }
 
 static void make_key(void)
@@ -74,8 +94,9 @@ static void make_key(void)
 		exit_key = (pthread_key_t)-1;
 }
 
-void rt_dq_thread_started(struct rt_dq **mine)
+void rt_dq_thread_started(struct rt_dq **mine, void (*settle)(void *))
 {
+	settle_hook = settle;
 	pthread_once(&key_once, make_key);
 	if (exit_key != (pthread_key_t)-1)
 		pthread_setspecific(exit_key, mine);
@@ -123,7 +144,7 @@ struct rt_dq *rt_dq_claim(int dev)
 		return NULL;
 	q->dev = dev;
 	q->owner = 1;
-	if (!(q->wc = q->rc = make_chunk(dev))) {
+	if (!(q->wc = q->rc = q->pc = make_chunk(dev))) {
 		free(q);
 		return NULL;
 	}

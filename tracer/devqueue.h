@@ -38,6 +38,8 @@ struct rt_dq {
 	/* the producer's */
 	struct rt_dq_chunk *wc, *spare;
 	unsigned wi, nchunks;
+	struct rt_dq_chunk *pc;        /* where the entries not yet published begin */
+	unsigned pi;
 	uint64_t made;                 /* entries reserved */
 	/* shared */
 	uint64_t head;                 /* entries published (release / acquire) */
@@ -66,8 +68,9 @@ void rt_dq_fail_once(const char *what, int err);
 /* A queue for dev for the calling thread (an abandoned one, or new); NULL
  * when none can be had (counted as drops). */
 struct rt_dq *rt_dq_claim(int dev);
-/* The calling thread's queues (an array of RT_DQ_NDEV) go back at its exit. */
-void rt_dq_thread_started(struct rt_dq **mine);
+/* The calling thread's queues (an array of RT_DQ_NDEV) go back at its exit,
+ * after settle(mine) voided what its last calls left. */
+void rt_dq_thread_started(struct rt_dq **mine, void (*settle)(void *));
 void rt_dq_count_drop(void);
 /* Grow: the next chunk (cold). */
 struct rt_dq_entry *rt_dq_reserve_slow(struct rt_dq *q);
@@ -96,6 +99,8 @@ static inline void rt_dq_set(uint8_t *flag)
 /* Hand every reserved entry to the poller. */
 static inline void rt_dq_publish(struct rt_dq *q)
 {
+	q->pc = q->wc;
+	q->pi = q->wi;
 	__atomic_store_n(&q->head, q->made, __ATOMIC_RELEASE);
 }
 
