@@ -104,4 +104,11 @@ json tight
 check "a tight loop: no event record dropped" bash -c "! grep -q 'dropped' '$T/tight.log'"
 check "a tight loop: 4000 enqueued, started and completed" \
   py tight "[(r['enqueued'], r['started'], r['completed']) for r in $DEV['ranks']] == [(4000, 4000, 4000)]"
+
+# threads that come and go: each takes over the queue of the one before
+RANKTRACE_DEVICE_SOURCE=events sim timeout 120 "$RT" run -o "$T/threads" -- "$B/bin/coll_threads" 50 \
+  > "$T/threads.log" 2>&1
+json threads
+check "50 short-lived threads: 560 enqueued, the 550 launched started and completed, nothing dropped" \
+  py threads "[(r['enqueued'], r['started'], r['completed']) for r in $DEV['ranks']] == [(560, 550, 550)] and 'dropped' not in open('$T/threads.log').read()"
 finish
