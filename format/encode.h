@@ -195,6 +195,27 @@ static inline void rt_fmt_event_result(uint8_t *common, uint64_t dur, int16_t re
 	rt_fmt_put64(common, rt_fmt_common_word(dur, ret, (int8_t)common[7]));
 }
 
+/* Header and common part together (the tracer's entry record): the same
+ * bytes as rt_fmt_event_header then rt_fmt_event_common, in two stores
+ * when the header is compact (the first also writes the common part's
+ * first two bytes, which the second overwrites). Returns where the common
+ * part went; the fields follow it. */
+static inline uint8_t *rt_fmt_event_begin(uint8_t *p, unsigned id, uint64_t ts, uint64_t last_ts,
+					  uint64_t common_word)
+{
+	uint8_t *q;
+
+	if (__builtin_expect(ts - last_ts > 0xffffffffull, 0)) {
+		q = rt_fmt_event_header_ext(p, id, ts);
+	} else {
+		/* ts's bits 32-47 land in bytes 6-7: the common part's, written next */
+		rt_fmt_put64(p, (uint64_t)(uint16_t)id | ts << 16);
+		q = p + RT_HEADER_COMPACT_BYTES;
+	}
+	rt_fmt_put64(q, common_word);
+	return q;
+}
+
 /* A decoded event header. */
 struct rt_fmt_header {
 	unsigned id;

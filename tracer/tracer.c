@@ -34,11 +34,7 @@ int rt_tr_off = 1;
 pid_t rt_tr_pid;
 int rt_tr_clock_tsc;
 uint64_t rt_tr_tsc0, rt_tr_mono0, rt_tr_tsc_mult;
-RT_TLS int rt_tr_depth;
-RT_TLS int rt_tr_cur_dev;
-RT_TLS unsigned rt_tr_cur_id = ~0u;
-RT_TLS struct rt_tr_stream *rt_tr_stream_tls;
-RT_TLS int *rt_tr_errno_p;
+RT_TLS struct rt_tr_thread rt_tr_th = { .cur_id = ~0u };
 
 static int exit_recorded;
 static int warned_config;

@@ -86,13 +86,17 @@ struct rt_tr_stream {
 	uint8_t buf[RT_PACKET_HEADER_BYTES + 2 * RT_EVENT_MAX_BYTES];
 };
 
-/* One call being recorded. */
+/* One call being recorded. Held in registers by the inlined hot path:
+ * pkt and end save reloading the stream after the field stores (byte
+ * stores may alias anything, so the compiler could not keep them). */
 struct rt_tr_call {
 	struct rt_tr_stream *s;
 	uint8_t *common;  /* dur_ns, ret, cur_dev */
 	uint8_t *fields;  /* first field */
 	uint8_t *p;       /* field cursor */
 	uint8_t *rec;     /* where the record begins (header) */
+	uint8_t *pkt;     /* the packet the entry record is in */
+	uint8_t *end;     /* where the entry record ends */
 	unsigned id;
 	uint64_t t0;
 	int errno_out;
@@ -105,14 +109,24 @@ extern pid_t rt_tr_pid;        /* our pid, updated after fork */
 extern int rt_tr_clock_tsc;    /* 1: timestamps from the TSC */
 extern uint64_t rt_tr_tsc0, rt_tr_mono0, rt_tr_tsc_mult; /* ns = mono0 + (tsc-tsc0)*mult>>32 */
 
-/* Per thread. depth: 0 outside, 1 in tracer code, 2 in the real function. */
-extern RT_TLS int rt_tr_depth;
-extern RT_TLS int rt_tr_cur_dev;
-extern RT_TLS unsigned rt_tr_cur_id; /* the event rt_tr_begin last started (cupti.c) */
-extern RT_TLS struct rt_tr_stream *rt_tr_stream_tls;
-/* This thread's errno (what __errno_location() returns, which is a call):
- * set with rt_tr_stream_tls, so valid wherever a record is being written. */
-extern RT_TLS int *rt_tr_errno_p;
+/* Per thread, the hot path's state in one block: one address (the GOT's
+ * offset of the block from the thread pointer) reaches all of it, where
+ * separate variables cost a GOT load each. Named by the macros below. */
+struct rt_tr_thread {
+	int depth;    /* 0 outside, 1 in tracer code, 2 in the real function */
+	int cur_dev;
+	unsigned cur_id; /* the event rt_tr_begin last started (cupti.c) */
+	struct rt_tr_stream *stream;
+	/* This thread's errno (what __errno_location() returns, which is a
+	 * call): set with stream, so valid wherever a record is being written. */
+	int *errno_p;
+};
+extern RT_TLS struct rt_tr_thread rt_tr_th;
+#define rt_tr_depth (rt_tr_th.depth)
+#define rt_tr_cur_dev (rt_tr_th.cur_dev)
+#define rt_tr_cur_id (rt_tr_th.cur_id)
+#define rt_tr_stream_tls (rt_tr_th.stream)
+#define rt_tr_errno_p (rt_tr_th.errno_p)
 
 /* lttng_backend.c: RANKTRACE_BACKEND=lttng. rt_tr_lttng_emit is NULL unless
  * the LTTng-UST provider is loaded: then every finished record goes to it. */
@@ -318,8 +332,8 @@ RT_TR_HOT bool rt_tr_begin(struct rt_tr_call *c, unsigned id, unsigned payload, 
 {
 	struct rt_tr_stream *s;
 	unsigned need = RT_HEADER_EXTENDED_BYTES + RT_COMMON_BYTES + payload;
-	uint64_t now;
-	uint8_t *p;
+	uint64_t now, last;
+	uint8_t *p, *q;
 
 	if (rt_tr_depth || rt_tr_off)
 		return false;
@@ -328,30 +342,38 @@ RT_TR_HOT bool rt_tr_begin(struct rt_tr_call *c, unsigned id, unsigned payload, 
 	if (rt_unlikely(!s || s->pid != rt_tr_pid))
 		s = rt_tr_stream_open();
 	now = rt_tr_now();
-	if (now < s->last_ts)
-		now = s->last_ts;
-	if (rt_unlikely(s->pos + need > s->end))
+	last = s->last_ts;
+	if (now < last)
+		now = last;
+	if (rt_unlikely(s->pos + need > s->end)) {
 		rt_tr_stream_next(s, now, need);
+		last = s->last_ts;
+	}
+	p = s->pos;
+	c->pkt = s->pkt;
 	/* own the cache lines the next records go to before they are written:
 	 * a lock in the real function would otherwise wait for their misses */
-	__builtin_prefetch(s->pos + 256, 1, 3);
-	p = rt_fmt_event_header(s->pos, id, now, s->last_ts);
+	__builtin_prefetch(p + 256, 1, 3);
+	q = rt_fmt_event_begin(p, id, now, last, rt_fmt_common_word(RT_DUR_PENDING, 0, dev));
 	s->last_ts = now;
+	rt_tr_cur_id = id;
+	c->fields = c->p = q + RT_COMMON_BYTES;
+	c->end = c->fields + payload;
+	s->pos = c->end;
 	c->s = s;
-	c->rec = s->pos;
+	c->rec = p;
 	c->id = id;
 	c->t0 = now;
-	rt_tr_cur_id = id;
-	c->common = p;
-	c->fields = c->p = rt_fmt_event_common(p, RT_DUR_PENDING, 0, dev);
-	s->pos = c->fields + payload;
+	c->common = q;
 	return true;
 }
 
 /* The entry record is complete: make it visible, then call the real thing. */
 RT_TR_HOT void rt_tr_call_real(struct rt_tr_call *c)
 {
-	rt_tr_commit(c->s, c->t0);
+	/* the packet and position rt_tr_begin left: nothing records meanwhile
+	 * (depth 1) */
+	rt_fmt_packet_commit(c->pkt, (uint64_t)(c->end - c->pkt), c->t0);
 	c->s->events++;
 	if (rt_unlikely(rt_tr_lttng_emit != NULL) && rt_tr_lttng_entry[c->id]) {
 		int e = *rt_tr_errno_p;

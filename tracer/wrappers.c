@@ -61,7 +61,7 @@
 		c.ok = r == 0;                                                         \
 		if (c.ok)                                                              \
 			(void)(after);                                                 \
-		c.p = c.fields;                                                        \
+		c.p = c.common + RT_COMMON_BYTES; /* c.fields: kept in no register */  \
 		RT_TR_FIELDS(1, field_list)                                            \
 		rt_tr_end(&c, (long)r);                                                \
 		return r;                                                              \

@@ -5,6 +5,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
+#include "encode.h"
 #include "schema.h"
 
 static bool has(unsigned id, int f)
@@ -105,4 +106,37 @@ Test(format, collective_kinds_in_output_order)
 	cr_expect_eq(rt_coll_kind_of(RT_ID_ncclSend), RT_CK_Send);
 	cr_expect_eq(rt_coll_kind_of(RT_ID_cudaMalloc), -1);
 	cr_expect_eq(rt_coll_kind_of(RT_ID_rt_exit), -1);
+}
+
+/* The tracer's entry record (rt_fmt_event_begin, two overlapping stores)
+ * is byte for byte what rt_fmt_event_header then rt_fmt_event_common
+ * write: compact and extended headers, times whose bits 32-47 are set
+ * (they land in the common part's bytes until its store), every device,
+ * and nothing written past the common part. */
+Test(format, entry_record_equals_header_then_common)
+{
+	static const uint64_t ts[] = { 0, 1, 0x12345678ull, 0xffffffffull, 0x0000abcd12345678ull,
+				       0xffffffffffff0001ull, 0x7fffffffffffffffull };
+	static const uint64_t back[] = { 0, 1, 0xfffffffeull, 0xffffffffull, 0x100000000ull };
+	static const int devs[] = { 0, 3, -1, 127 };
+
+	for (size_t i = 0; i < sizeof(ts) / sizeof(ts[0]); i++)
+		for (size_t k = 0; k < sizeof(back) / sizeof(back[0]); k++)
+			for (size_t d = 0; d < sizeof(devs) / sizeof(devs[0]); d++) {
+				uint8_t a[64], b[64];
+				uint64_t last = ts[i] - back[k];
+				unsigned id = (unsigned)(i * 37 + d) % RT_ID_COUNT;
+				uint64_t w = rt_fmt_common_word(RT_DUR_PENDING, 0, devs[d]);
+				uint8_t *qa, *qb;
+
+				memset(a, 0xa5, sizeof(a));
+				memset(b, 0xa5, sizeof(b));
+				qa = rt_fmt_event_header(a, id, ts[i], last);
+				qa = rt_fmt_event_common(qa, RT_DUR_PENDING, 0, devs[d]) - RT_COMMON_BYTES;
+				qb = rt_fmt_event_begin(b, id, ts[i], last, w);
+				cr_assert_eq(qb - b, qa - a, "ts %#llx last %#llx: common part at %td, not %td",
+					     (unsigned long long)ts[i], (unsigned long long)last, qb - b, qa - a);
+				cr_assert_arr_eq(a, b, sizeof(a), "ts %#llx last %#llx dev %d: bytes differ",
+						 (unsigned long long)ts[i], (unsigned long long)last, devs[d]);
+			}
 }
