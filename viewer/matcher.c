@@ -93,15 +93,25 @@ void rt_vw_comm_join(struct rt_vw_matcher *m, uint64_t id)
 		c->nranks++;
 }
 
-static void describe(char *out, size_t n, const struct rt_vw_sig *s)
+/* "AllGather(count 1048576)", with the datatype and the reduction op where
+ * they differ from other's (NULL: none to compare): what makes two calls of
+ * one kind and count differ must be in the text. */
+static void describe(char *out, size_t n, const struct rt_vw_sig *s, const struct rt_vw_sig *other)
 {
-	snprintf(out, n, "%s(count %" PRIu64 "%s)", rt_coll_names[s->kind], s->count,
-		 rt_ck_has_root(s->kind) ? ", root" : "");
-	if (rt_ck_has_root(s->kind)) {
-		size_t k = strlen(out);
+	const char *dt = rt_nccl_dtype_name(s->dtype);
+	size_t k;
 
-		snprintf(out + k - 1, n - k + 1, " %d)", s->root);
-	}
+	snprintf(out, n, "%s(count %" PRIu64, rt_coll_names[s->kind], s->count);
+	k = strlen(out);
+	if (rt_ck_has_root(s->kind))
+		k += (size_t)snprintf(out + k, n - k, ", root %d", s->root);
+	if (other && other->dtype != s->dtype && k < n)
+		k += dt ? (size_t)snprintf(out + k, n - k, ", %s", dt)
+			: (size_t)snprintf(out + k, n - k, ", datatype %u", s->dtype);
+	if (other && other->op != s->op && rt_ck_has_op(s->kind) && k < n)
+		k += (size_t)snprintf(out + k, n - k, ", op %u", s->op);
+	if (k < n)
+		snprintf(out + k, n - k, ")");
 }
 
 static bool same_sig(const struct rt_vw_sig *a, const struct rt_vw_sig *b)
@@ -179,8 +189,8 @@ static void check_entry(struct rt_vw_matcher *m, struct rt_vw_centry *e)
 		    len < sizeof(ranks) - 16)
 			len += (size_t)snprintf(ranks + len, sizeof(ranks) - len, "%s%d", len ? "," : "",
 						t->ranks[r].meta.rank);
-	describe(a, sizeof(a), &e->by_rank[groups[major]]);
-	describe(b, sizeof(b), &e->by_rank[groups[minor]]);
+	describe(a, sizeof(a), &e->by_rank[groups[major]], &e->by_rank[groups[minor]]);
+	describe(b, sizeof(b), &e->by_rank[groups[minor]], &e->by_rank[groups[major]]);
 	if (!first_mismatch(m, e))
 		return;
 	f = rt_vw_add_finding(t, 20, RT_V_COLLECTIVE_MISMATCH,
@@ -204,8 +214,8 @@ static void local_mismatch(struct rt_vw_matcher *m, struct rt_vw_centry *e, int 
 
 	if (!first_mismatch(m, e))
 		return;
-	describe(a, sizeof(a), &e->by_rank[ri]);
-	describe(b, sizeof(b), s);
+	describe(a, sizeof(a), &e->by_rank[ri], s);
+	describe(b, sizeof(b), s, &e->by_rank[ri]);
 	f = rt_vw_add_finding(t, 20, RT_V_COLLECTIVE_MISMATCH,
 			      "collective mismatch at sequence %u of communicator %016" PRIx64 ": the "
 			      "devices of rank %d (ncclCommInitAll) called %s and %s (a device skipped "
@@ -306,7 +316,7 @@ static void never_called(struct rt_vw_trace *t, const struct rt_vw_centry *first
 						len ? "," : "", t->ranks[r].meta.rank);
 	}
 	if (any >= 0)
-		describe(a, sizeof(a), &first->by_rank[any]);
+		describe(a, sizeof(a), &first->by_rank[any], NULL);
 	/* "never called" rests on the absence of events: only from ranks
 	 * whose whole run is in the trace and that were not stopped from
 	 * outside before they got there (an interrupted job's ranks are a

@@ -198,6 +198,16 @@ static void s_mismatch(void)
 	exit_all(0);
 }
 
+/* rank 1 calls AllReduce #1 with another datatype: the text names both */
+static void s_mismatch_dtype(void)
+{
+	init_all();
+	for (int i = 0; i < t->nranks; i++)
+		ev(i, RT_ID_ncclAllReduce, i, 0, false, RT_FN_comm_id, COMM, RT_FN_seq, U(1),
+		   RT_FN_count, U(128), RT_FN_datatype, U(i == 1 ? 6 : 7), -1);
+	exit_all(0);
+}
+
 /* rank 1 never reaches sequence 2 */
 static void s_never_reached(void)
 {
@@ -412,6 +422,9 @@ RIG_CASE(model, address_reused_across_threads, s_address_reused_across_threads, 
 	 "never allocated")
 RIG_CASE(model, discarded, s_discarded, RT_V_INCONCLUSIVE, "rank 1: 12 events discarded", NULL)
 RIG_CASE(model, collective_mismatch, s_mismatch, RT_V_COLLECTIVE_MISMATCH, "Broadcast", NULL)
+RIG_CASE(model, mismatch_names_the_datatype, s_mismatch_dtype, RT_V_COLLECTIVE_MISMATCH,
+	 "rank 1 called AllReduce(count 128, ncclFloat16) where 3 ranks called AllReduce(count 128, ncclFloat32)",
+	 NULL)
 RIG_CASE(model, never_reached, s_never_reached, RT_V_COLLECTIVE_MISMATCH, "1", NULL)
 RIG_CASE(model, killed_in_collective_is_no_mismatch, s_killed_in_collective, RT_V_CRASHED,
 	 "rank 1 was killed by signal 9 inside ncclAllReduce", "never called")
