@@ -158,10 +158,20 @@ static void set_injection(const char *lib)
 	setenv("CUDA_INJECTION64_PATH", lib, 1);
 }
 
+/* Does NCCL_PROFILER_PLUGIN=v name ranktrace's plugin (NCCL's NAME form
+ * "ranktrace", or a path to a libnccl-profiler-ranktrace.so)? */
+static bool names_ours(const char *v)
+{
+	const char *base = strrchr(v, '/');
+
+	return !strcmp(v, "ranktrace") || !strcmp(base ? base + 1 : v, "libnccl-profiler-ranktrace.so");
+}
+
 /* NCCL loads ranktrace's profiler plugin (device-side start and completion
  * of each collective), found next to libranktrace.so, unless the user chose
  * a plugin: then theirs stays, said once (the tracer falls back to CUDA
- * events and records why). */
+ * events and records why). A setting that names ranktrace's own plugin is
+ * no other plugin: ours, by its path, which matches this tracer. */
 static void set_profiler_plugin(const char *lib)
 {
 	const char *old = getenv("NCCL_PROFILER_PLUGIN");
@@ -170,7 +180,7 @@ static void set_profiler_plugin(const char *lib)
 
 	snprintf(path, sizeof(path), "%.*slibnccl-profiler-ranktrace.so",
 		 slash ? (int)(slash - lib + 1) : 0, lib);
-	if (old && *old && strcmp(old, path)) {
+	if (old && *old && strcmp(old, path) && !names_ours(old)) {
 		fprintf(stderr, "ranktrace run: NCCL_PROFILER_PLUGIN is already %s: keeping it "
 			"(device-side completion from CUDA events instead of ranktrace's plugin)\n",
 			old);

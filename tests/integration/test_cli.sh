@@ -110,4 +110,18 @@ for c in codes:
     assert subprocess.run(['$RT', 'inject', '--check', '$fn:error=' + c], capture_output=True).returncode == 0, c
 "
 done
+# NCCL_PROFILER_PLUGIN: a plugin the user chose is kept and said; "ranktrace"
+# (NCCL's NAME form) or a path to a libnccl-profiler-ranktrace.so names ours:
+# no "keeping it ... CUDA events instead", ours by its path
+plug() { NCCL_PROFILER_PLUGIN="$1" "$RT" run -o "$T/plug" -- sh -c 'echo "P=$NCCL_PROFILER_PLUGIN"' \
+  > "$T/plug.out" 2> "$T/plug.err"; rm -rf "$T/plug"; }
+plug theirs
+check "run keeps a profiler plugin the user set, and says so" bash -c \
+  "grep -qx 'P=theirs' '$T/plug.out' && grep -q 'NCCL_PROFILER_PLUGIN is already theirs: keeping it' '$T/plug.err'"
+OURS=$(readlink -f "$(dirname "${RANKTRACE_LIB:-$B/lib/libranktrace.so}")/libnccl-profiler-ranktrace.so")
+for mine in ranktrace /elsewhere/lib/libnccl-profiler-ranktrace.so; do
+  plug "$mine"
+  check "NCCL_PROFILER_PLUGIN=$mine is ranktrace's own plugin: ours, nothing said" bash -c \
+    "[ \"\$(readlink -f \"\$(sed -n 's/^P=//p' '$T/plug.out')\")\" = '$OURS' ] && ! grep -q 'keeping it' '$T/plug.err'"
+done
 finish
