@@ -12,10 +12,16 @@ mkdir -p "$corpus/tmp"; export TMPDIR="$corpus/tmp"
 if [ -x "$B/bin/ranktrace" ]; then
   LD_LIBRARY_PATH="$B/sim" "$B/bin/ranktrace" run -o "$corpus/t" -- "$B/bin/rt-launch" -n 2 \
     "$B/bin/fsdp_mini" --steps 1 > /dev/null 2>&1 || true
+  # one seed per file: the main threads' calls, the device workers' rt_dev_coll
+  # records, the metadata (i counts in this shell: an $((i++)) in head's
+  # redirection ran in head's child, and every file overwrote seed0)
   i=0
   for f in "$corpus"/t/rank-*/stream-* "$corpus"/t/rank-00000/metadata; do
-    [ -f "$f" ] && head -c 65536 "$f" > "$corpus/seed$((i++))"
+    [ -f "$f" ] || continue
+    head -c 65536 "$f" > "$corpus/seed$i"
+    i=$((i + 1))
   done
+  echo "fuzz_reader: $i seeds"
   rm -rf "$corpus/t"
 fi
 echo "fuzz_reader: ${SECONDS_EACH}s"
