@@ -3,6 +3,7 @@
  * memory (model_rig.h): a rank that starts every collective on the device
  * well after the others is named; one a loaded host schedules a little late,
  * within the others' own spread, is noise; too few collectives say nothing. */
+#include "device.h"
 #include "model_rig.h"
 
 /* rank ri enqueues AllReduce #seq at the current time and starts it on the
@@ -65,3 +66,39 @@ RIG_CASE(straggler, lateness_within_the_noise_is_no_straggler, s_loaded_host, RT
 	 "straggler")
 RIG_CASE(straggler, a_changing_last_rank_is_no_straggler, s_rotating, RT_V_HEALTHY, NULL, "straggler")
 RIG_CASE(straggler, three_collectives_name_no_straggler, s_few, RT_V_HEALTHY, NULL, "straggler")
+
+/* Perfetto's device track: a collective a device started and never
+ * completed (a hang on the device) is drawn from its start to the rank's
+ * last event, marked never_completed, as a call that never returned is. */
+Test(straggler, perfetto_draws_a_collective_that_never_completed)
+{
+	char *out = NULL, *p;
+	size_t len = 0;
+	int drawn = 0;
+	FILE *f;
+
+	rig(4);
+	job(2, (const uint64_t[4]){ 0, 0, 0, 0 }, false);
+	for (int i = 0; i < t->nranks; i++)
+		for (uint32_t seq = 1; seq <= 2; seq++)
+			if (seq == 1 || i != 2)
+				ev(i, RT_ID_rt_dev_coll, i, 0, false, RT_FN_dev_phase, U(RT_DEV_COMPLETED),
+				   RT_FN_comm_id, COMM, RT_FN_seq, U(seq), RT_FN_source, U(1), -1);
+	now += 1000000;
+	for (int i = 0; i < t->nranks; i++)
+		OK(i, cudaSetDevice, i, RT_FN_device, U(i));
+	rt_vw_model_finish(m);
+	f = open_memstream(&out, &len);
+	cr_assert(f);
+	rt_vw_dev_perfetto(f, t, 0);
+	fclose(f);
+	for (p = out; (p = strstr(p, "\"name\":\"AllReduce #2\"")); p++)
+		drawn++;
+	cr_expect_eq(drawn, 4, "AllReduce #2 drawn on %d device tracks of 4:\n%s", drawn, out);
+	p = strstr(out, "\"never_completed\":true");
+	cr_expect(p, "no slice says never_completed:\n%s", out);
+	cr_expect(p && !strstr(p + 1, "\"never_completed\":true"), "more than rank 2's #2:\n%s", out);
+	free(out);
+	rt_vw_free(t);
+	free(m);
+}
