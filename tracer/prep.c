@@ -295,7 +295,10 @@ void rt_tr_prep_start(void)
 
 /* The process ends: files made ahead and not taken yet hold no event:
  * remove them. A thread that still needs one after this (atexit handlers
- * may still trace) makes it itself. */
+ * may still trace, and exit() from a signal handler stops no other thread)
+ * makes it itself, under the removed file's number: a later number would
+ * leave a hole, a missing file before the stream's last. The stream is
+ * ours while its state is BUSY (nobody else makes its files then). */
 void rt_tr_prep_at_exit(void)
 {
 	if (pthread_mutex_trylock(&rt_tr_lock) != 0)
@@ -307,6 +310,8 @@ void rt_tr_prep_at_exit(void)
 						 __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
 			continue;
 		rt_tr_chunk_drop(s, &s->next, true);
+		s->seq_next = s->next.seq; /* (still there if not removed: made under the next) */
+		s->nchunks--;
 		__atomic_store_n(&s->next_state, RT_TR_NEXT_IDLE, __ATOMIC_RELEASE);
 		futex_wake(&s->next_state);
 	}

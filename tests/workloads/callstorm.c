@@ -11,7 +11,9 @@
  * thread 0 so a test can kill it mid-run; --crash dies of SIGSEGV at the end.
  * --waves W runs the threads W times over (short-lived threads: --threads
  * 100 --waves 50 --calls 2 is 5000 threads); --exit-in-handler MS calls
- * exit(3) from a SIGALRM handler MS ms in, while the threads still call. */
+ * exit(3) from a SIGALRM handler MS ms in, while the threads still call;
+ * --linger-at-exit MS then sleeps MS ms in an atexit handler, the threads
+ * still calling (their files go on after the tracer's own exit work). */
 #include <cuda_runtime_api.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -80,10 +82,31 @@ static int run_threads(int nthreads, int base)
 	return 0;
 }
 
+static int linger_ms;
+
+static void linger(void)
+{
+	struct timespec ts = { linger_ms / 1000, (long)(linger_ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
 static void exit_now(int signo)
 {
 	(void)signo;
 	exit(3); /* on purpose: exit() from a signal handler while threads trace */
+}
+
+static void arm_exit(int exit_ms)
+{
+	struct itimerval it = { { 0, 0 }, { exit_ms / 1000, (exit_ms % 1000) * 1000 } };
+
+	if (exit_ms <= 0)
+		return;
+	if (linger_ms > 0)
+		atexit(linger);
+	signal(SIGALRM, exit_now);
+	setitimer(ITIMER_REAL, &it, NULL);
 }
 
 int main(int argc, char **argv)
@@ -98,6 +121,7 @@ int main(int argc, char **argv)
 		{ "crash", no_argument, NULL, 'x' },
 		{ "waves", required_argument, NULL, 'w' },
 		{ "exit-in-handler", required_argument, NULL, 'e' },
+		{ "linger-at-exit", required_argument, NULL, 'l' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int nthreads = 1, o, status = 0, waves = 1, exit_ms = 0;
@@ -115,9 +139,10 @@ int main(int argc, char **argv)
 		case 'x': crash = true; break;
 		case 'w': waves = atoi(optarg); break;
 		case 'e': exit_ms = atoi(optarg); break;
+		case 'l': linger_ms = atoi(optarg); break;
 		default:
 			fprintf(stderr, "usage: callstorm [--threads T] [--calls N] [--cheap] [--fork] "
-				"[--counter FILE] [--sleep-after N] [--waves W] [--exit-in-handler MS]\n");
+				"[--counter FILE] [--sleep-after N] [--waves W] [--exit-in-handler MS] [--linger-at-exit MS]\n");
 			return 2;
 		}
 	}
@@ -134,12 +159,7 @@ int main(int argc, char **argv)
 		if (counters == MAP_FAILED)
 			return 1;
 	}
-	if (exit_ms > 0) {
-		struct itimerval it = { { 0, 0 }, { exit_ms / 1000, (exit_ms % 1000) * 1000 } };
-
-		signal(SIGALRM, exit_now);
-		setitimer(ITIMER_REAL, &it, NULL);
-	}
+	arm_exit(exit_ms);
 	for (int w = 0; w < waves; w++)
 		if (run_threads(nthreads, 0))
 			return 1;
