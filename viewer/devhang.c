@@ -248,6 +248,7 @@ size_t rt_vw_dev_hang(const struct rt_vw_trace *t, char *out, size_t n)
 void rt_vw_dev_watchdog(struct rt_vw_trace *t)
 {
 	const struct rt_vw_devcoll *c;
+	struct rt_vw_finding *f;
 	char ab[200], text[600];
 	size_t len;
 	bool sigabrt = false;
@@ -267,5 +268,9 @@ void rt_vw_dev_watchdog(struct rt_vw_trace *t)
 				"any device");
 	if (len < sizeof(text))
 		missing(t, c, text + len, sizeof(text) - len);
-	rt_vw_add_finding(t, 1, RT_V_CRASHED, "%s", text);
+	f = rt_vw_add_finding(t, 1, RT_V_CRASHED, "%s", text);
+	if (f) { /* view --json: the collective it timed out on */
+		f->comm = c->comm_id;
+		f->seq = c->seq;
+	}
 }

@@ -72,6 +72,12 @@ print('%.1f' % st.median(v) if len(v) >= 5 else -1)"
 L=$(aglate slow)
 echo "# rank 2's AllGathers start on the device $L ms after the others' (median)"
 check "its lateness in AllGathers is within 20 % of 20 ms" python3 -c "import sys; sys.exit(0 if abs($L - 20) <= 4 else 1)"
+# every collective of rank 2 slowed 20 ms on its device (the acceptance case):
+# view's own mean lateness, from the CUDA events' start times
+RANKTRACE_DEVICE_SOURCE=events sim run4 slowall "$RT" run -o "$T/slowall" --inject '@collective:devdelay=20ms:rank=2' --
+json slowall
+check "every collective 20 ms late on rank 2's device: view names rank 2, its mean lateness within 20 % of 20 ms" \
+  py slowall "$DEV['stragglers']['straggler'] == 2 and abs($DEV['stragglers']['ranks'][2]['mean_late_ms'] - 20) <= 4"
 
 # grouped: NCCL launches a group's collectives at its outermost ncclGroupEnd;
 # here that end is held 50 ms on the host (delay), so every completion comes

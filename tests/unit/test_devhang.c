@@ -217,3 +217,22 @@ RIG_CASE(devhang, cuda_events_the_watchdog_ending_is_named, s_watchdog_events, R
 	 "ranks 0,1,3 were ended by the NCCL watchdog (SIGABRT) on AllGather #4 (comm 00c0, 512 KiB), "
 	 "enqueued and never completed on any device; rank 2 never enqueued #4: it was killed (signal "
 	 "15) inside cudaMalloc", NULL)
+
+/* view --json's comm and seq of the watchdog finding: the collective it
+ * timed out on */
+Test(devhang, the_watchdog_finding_carries_its_collective)
+{
+	int k = -1;
+
+	rig(4);
+	s_watchdog_events();
+	rt_vw_model_finish(m);
+	for (int i = 0; i < t->nfindings; i++)
+		if (strstr(t->findings[i].text, "NCCL watchdog"))
+			k = i;
+	cr_assert_geq(k, 0, "no watchdog finding");
+	cr_expect_eq(t->findings[k].comm, COMM);
+	cr_expect_eq(t->findings[k].seq, 4);
+	rt_vw_free(t);
+	free(m);
+}
