@@ -19,7 +19,7 @@
 
 #define MAX_CHUNKS 64  /* per queue: 4096 collectives in flight */
 #define MAX_QUEUES 256 /* threads x devices, reused as threads exit */
-#define POLL_NS 500000 /* while anything is pending, and 1 s after */
+#define POLL_NS RT_DEV_EVENT_POLL_NS /* while anything is pending, and 1 s after */
 #define IDLE_NS 10000000
 
 static struct rt_dq *queues; /* every queue (atomic push) */

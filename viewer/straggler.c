@@ -15,6 +15,11 @@
  * says more, how late the last rank was when it was another one. A rank a
  * loaded host schedules a millisecond late is noise there; the same
  * millisecond among GPUs that start within microseconds is a straggler.
+ * Where a rank's times come from CUDA events they are poll times, each
+ * rank's poller with its own phase and scheduling: a lateness below
+ * RT_VW_STRAGGLE_POLLS poll periods is not told apart from that, and names
+ * nobody (a healthy 4-rank job on 2 cores read one rank last into half of
+ * the collectives, 1.1-1.5 ms late, without it).
  * Times are the ranks' clocks: one host's clock is shared; ranks on several
  * hosts compare as well as their clocks agree. Runs after the model's pass,
  * single-threaded; allocates its result once (t->straggle). The report's
@@ -28,6 +33,7 @@
 #define RT_VW_STRAGGLE_MIN_COLLS 8
 #define RT_VW_STRAGGLE_MIN_NS 1000000.0
 #define RT_VW_STRAGGLE_NOISE 3.0
+#define RT_VW_STRAGGLE_POLLS 4
 
 struct start {
 	uint64_t comm_id;
@@ -99,7 +105,18 @@ static void judge(struct rt_vw_straggle *s, const struct start *g, size_t k)
 	s->r[g[last].ri].late_ns += (double)g[last].ts - others;
 }
 
-static void name_straggler(struct rt_vw_straggle *s)
+/* The least lateness that names a straggler: more where times are polled. */
+static double least_late(const struct rt_vw_trace *t)
+{
+	for (int i = 0; i < t->nranks; i++)
+		if (t->ranks[i].dev && t->ranks[i].dev->source == RT_DEV_SRC_EVENT)
+			return RT_VW_STRAGGLE_MIN_NS > RT_VW_STRAGGLE_POLLS * (double)RT_DEV_EVENT_POLL_NS
+				       ? RT_VW_STRAGGLE_MIN_NS
+				       : RT_VW_STRAGGLE_POLLS * (double)RT_DEV_EVENT_POLL_NS;
+	return RT_VW_STRAGGLE_MIN_NS;
+}
+
+static void name_straggler(struct rt_vw_straggle *s, double least)
 {
 	int best = -1;
 
@@ -128,7 +145,7 @@ static void name_straggler(struct rt_vw_straggle *s)
 	}
 	s->straggler = -1;
 	if (best >= 0 && s->colls >= RT_VW_STRAGGLE_MIN_COLLS && 2 * s->r[best].last >= s->colls &&
-	    s->r[best].late_ns >= RT_VW_STRAGGLE_MIN_NS &&
+	    s->r[best].late_ns >= least &&
 	    s->r[best].late_ns >= RT_VW_STRAGGLE_NOISE * s->noise_ns)
 		s->straggler = best;
 }
@@ -159,7 +176,7 @@ static struct rt_vw_straggle *analyse(struct rt_vw_trace *t)
 			judge(s, &v[i], j - i);
 	}
 	free(v);
-	name_straggler(s);
+	name_straggler(s, least_late(t));
 	return s;
 }
 

@@ -6,6 +6,8 @@
 #include "device.h"
 #include "model_rig.h"
 
+static unsigned src = RT_DEV_SRC_PLUGIN; /* where the device times come from */
+
 /* rank ri enqueues AllReduce #seq at the current time and starts it on the
  * device at base + at_ns */
 static void start(int ri, uint32_t seq, uint64_t base, uint64_t at_ns)
@@ -14,7 +16,7 @@ static void start(int ri, uint32_t seq, uint64_t base, uint64_t at_ns)
 	   RT_FN_count, U(256), -1);
 	now = base + at_ns;
 	ev(ri, RT_ID_rt_dev_coll, ri, 0, false, RT_FN_dev_phase, U(RT_DEV_STARTED), RT_FN_comm_id, COMM,
-	   RT_FN_seq, U(seq), RT_FN_source, U(1), -1);
+	   RT_FN_seq, U(seq), RT_FN_source, U(src), -1);
 }
 
 /* ncoll collectives; in each, rank r starts at offset[r] ns (plus the
@@ -60,6 +62,32 @@ static void s_few(void)
 	job(3, (const uint64_t[4]){ 0, 50000, 5000000, 100000 }, false);
 }
 
+/* rank 2 starts 1.5 ms after the others, which start within 0.1 ms: a
+ * straggler by the plugin's times; from CUDA events (poll times, 0.5 ms
+ * apart, each rank's poller its own phase) below what they tell apart */
+static void s_late_1_5ms(void)
+{
+	job(10, (const uint64_t[4]){ 0, 50000, 1500000, 100000 }, false);
+}
+
+static void s_late_1_5ms_events(void)
+{
+	src = RT_DEV_SRC_EVENT;
+	s_late_1_5ms();
+}
+
+static void s_slow_rank_events(void)
+{
+	src = RT_DEV_SRC_EVENT;
+	s_slow_rank();
+}
+
+RIG_CASE(straggler, late_1_5_ms_by_the_plugin_is_named, s_late_1_5ms, RT_V_HEALTHY,
+	 "rank 2 is the straggler", NULL)
+RIG_CASE(straggler, late_1_5_ms_by_cuda_event_polls_is_no_straggler, s_late_1_5ms_events, RT_V_HEALTHY,
+	 NULL, "straggler")
+RIG_CASE(straggler, late_5_ms_by_cuda_event_polls_is_named, s_slow_rank_events, RT_V_HEALTHY,
+	 "rank 2 is the straggler", NULL)
 RIG_CASE(straggler, a_rank_late_on_the_device_is_named, s_slow_rank, RT_V_HEALTHY,
 	 "rank 2 is the straggler: last into 100 % of collectives (10 of 10)", NULL)
 RIG_CASE(straggler, lateness_within_the_noise_is_no_straggler, s_loaded_host, RT_V_HEALTHY, NULL,
