@@ -14,8 +14,6 @@
 #include "device.h"
 #include "model_int.h"
 
-#define find rt_vw_dev_find
-
 static bool in_comm(const struct rt_vw_rank *r, uint64_t comm)
 {
 	return rt_vw_entered_seq(r, comm) > 0;
@@ -37,7 +35,7 @@ static bool completed(const struct rt_vw_trace *t, const struct rt_vw_devcoll *c
 			continue;
 		if (in_comm(r, c->comm_id) && rt_vw_entered_seq(r, c->comm_id) < c->seq)
 			return false;
-		done = done || rt_vw_dev_done(r->dev, find(r->dev, c->comm_id, c->seq));
+		done = done || rt_vw_dev_done(r->dev, rt_vw_dev_find(r->dev, c->comm_id, c->seq));
 	}
 	return done;
 }
@@ -114,7 +112,7 @@ static size_t not_started(const struct rt_vw_trace *t, const struct rt_vw_devcol
 	size_t a = 0, b = 0;
 
 	for (int i = 0; i < t->nranks; i++) {
-		const struct rt_vw_devcoll *o = find(t->ranks[i].dev, c->comm_id, c->seq);
+		const struct rt_vw_devcoll *o = rt_vw_dev_find(t->ranks[i].dev, c->comm_id, c->seq);
 
 		if (!t->ranks[i].readable || !o || !o->enq_ts)
 			continue;
@@ -168,7 +166,7 @@ static void enqueuers(const struct rt_vw_trace *t, const struct rt_vw_devcoll *c
 	out[0] = '\0';
 	for (int i = 0; i < t->nranks; i++) {
 		const struct rt_vw_rank *r = &t->ranks[i];
-		const struct rt_vw_devcoll *o = find(r->dev, c->comm_id, c->seq);
+		const struct rt_vw_devcoll *o = rt_vw_dev_find(r->dev, c->comm_id, c->seq);
 
 		if (!r->readable || !o || !o->enq_ts || (aborted && !watchdogged(r, c)) || el >= n - 12)
 			continue;
@@ -185,7 +183,7 @@ static size_t missing(const struct rt_vw_trace *t, const struct rt_vw_devcoll *c
 
 	for (int i = 0; i < t->nranks && len < n - 1; i++) {
 		const struct rt_vw_rank *r = &t->ranks[i];
-		const struct rt_vw_devcoll *o = find(r->dev, c->comm_id, c->seq);
+		const struct rt_vw_devcoll *o = rt_vw_dev_find(r->dev, c->comm_id, c->seq);
 		uint32_t last = rt_vw_entered_seq(r, c->comm_id);
 
 		if (!r->readable || (o && o->enq_ts) || !in_comm(r, c->comm_id) || last >= c->seq)
@@ -208,7 +206,7 @@ static size_t start_unknown(const struct rt_vw_trace *t, const struct rt_vw_devc
 
 	for (int i = 0; i < t->nranks; i++) {
 		const struct rt_vw_devlog *d = t->ranks[i].dev;
-		const struct rt_vw_devcoll *o = find(d, c->comm_id, c->seq);
+		const struct rt_vw_devcoll *o = rt_vw_dev_find(d, c->comm_id, c->seq);
 
 		if (t->ranks[i].readable && o && o->enq_ts &&
 		    (d->started || d->source != RT_DEV_SRC_EVENT))

@@ -47,6 +47,17 @@ static int grow(struct rt_vw_devlog *d)
 	return 0;
 }
 
+/* Where (comm, seq) stands in d's index, or the empty slot it would take. */
+static uint32_t slot(const struct rt_vw_devlog *d, uint64_t comm, uint32_t seq)
+{
+	uint32_t k = (uint32_t)hash(comm, seq) & (d->cap * 2 - 1);
+
+	while (d->ix[k] != UINT32_MAX &&
+	       (d->v[d->ix[k]].comm_id != comm || d->v[d->ix[k]].seq != seq))
+		k = (k + 1) & (d->cap * 2 - 1);
+	return k;
+}
+
 /* The record of (comm, seq), made when missing; NULL out of memory. */
 static struct rt_vw_devcoll *entry(struct rt_vw_devlog *d, uint64_t comm, uint32_t seq)
 {
@@ -54,13 +65,9 @@ static struct rt_vw_devcoll *entry(struct rt_vw_devlog *d, uint64_t comm, uint32
 
 	if (d->n == d->cap && grow(d) != 0)
 		return NULL;
-	for (k = (uint32_t)hash(comm, seq) & (d->cap * 2 - 1); d->ix[k] != UINT32_MAX;
-	     k = (k + 1) & (d->cap * 2 - 1)) {
-		struct rt_vw_devcoll *c = &d->v[d->ix[k]];
-
-		if (c->comm_id == comm && c->seq == seq)
-			return c;
-	}
+	k = slot(d, comm, seq);
+	if (d->ix[k] != UINT32_MAX)
+		return &d->v[d->ix[k]];
 	d->ix[k] = d->n;
 	d->v[d->n] = (struct rt_vw_devcoll){ .comm_id = comm, .seq = seq };
 	return &d->v[d->n++];
@@ -68,16 +75,12 @@ static struct rt_vw_devcoll *entry(struct rt_vw_devlog *d, uint64_t comm, uint32
 
 const struct rt_vw_devcoll *rt_vw_dev_find(const struct rt_vw_devlog *d, uint64_t comm, uint32_t seq)
 {
+	uint32_t k;
+
 	if (!d || !d->cap)
 		return NULL;
-	for (uint32_t k = (uint32_t)hash(comm, seq) & (d->cap * 2 - 1); d->ix[k] != UINT32_MAX;
-	     k = (k + 1) & (d->cap * 2 - 1)) {
-		const struct rt_vw_devcoll *c = &d->v[d->ix[k]];
-
-		if (c->comm_id == comm && c->seq == seq)
-			return c;
-	}
-	return NULL;
+	k = slot(d, comm, seq);
+	return d->ix[k] == UINT32_MAX ? NULL : &d->v[d->ix[k]];
 }
 
 bool rt_vw_dev_done(const struct rt_vw_devlog *d, const struct rt_vw_devcoll *c)
