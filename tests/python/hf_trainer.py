@@ -50,6 +50,14 @@ RANK = int(os.environ.get("RANK", "0"))
 prepared = []
 
 
+def say(msg):
+    """One status line on stderr in one write(2): print() writes the text and
+    its newline in two calls on Python's unbuffered stderr, and with both ranks
+    writing one log a line could come out as "...=truehf_trainer: rank 1
+    ...=true" (the tests grep these lines, anchored)."""
+    os.write(2, f"hf_trainer: rank {RANK}{msg}\n".encode())
+
+
 def patch_accelerate_cpu_fsdp():
     """accelerate keeps FSDP for GPU-like types only: on CPU, do what its FSDP
     branch does for them (state.py, AcceleratorState.__init__)."""
@@ -75,17 +83,14 @@ def watch_prepare_model(want_orig):
     def prepare_model(self, model, *args, **kw):
         out = orig(self, model, *args, **kw)
         if not isinstance(out, FSDP):
-            print(f"hf_trainer: rank {RANK}: prepared model is {type(out).__name__}, "
-                  "not FullyShardedDataParallel", file=sys.stderr, flush=True)
+            say(f": prepared model is {type(out).__name__}, not FullyShardedDataParallel")
             os._exit(3)
         uop = bool(getattr(out, "_use_orig_params", False))
         if want_orig is not None and uop != want_orig:
-            print(f"hf_trainer: rank {RANK}: use_orig_params={uop}, asked {want_orig}",
-                  file=sys.stderr, flush=True)
+            say(f": use_orig_params={uop}, asked {want_orig}")
             os._exit(3)
         prepared.append(out)
-        print(f"hf_trainer: rank {RANK} prepared FullyShardedDataParallel "
-              f"use_orig_params={str(uop).lower()}", file=sys.stderr, flush=True)
+        say(f" prepared FullyShardedDataParallel use_orig_params={str(uop).lower()}")
         return out
     accelerate.Accelerator.prepare_model = prepare_model
 
@@ -150,9 +155,9 @@ def main():
         trainer.accelerator.state.fsdp_plugin.auto_wrap_policy = fsdp_auto_wrap_policy(trainer.model)
     trainer.train()
     if not prepared:
-        print(f"hf_trainer: rank {RANK}: accelerate never prepared the model", file=sys.stderr)
+        say(": accelerate never prepared the model")
         sys.exit(3)
-    print(f"hf_trainer: rank {RANK} trained {args.steps} steps", file=sys.stderr, flush=True)
+    say(f" trained {args.steps} steps")
 
 
 if __name__ == "__main__":
