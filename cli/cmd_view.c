@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "escape.h"
 
 /* "next: ..." with this trace's directory in place of DIR. */
 static void print_advice(const char *advice, const char *dir)
@@ -19,7 +20,7 @@ static void print_advice(const char *advice, const char *dir)
 	printf("     next: ");
 	for (const char *p = advice; *p; p++) {
 		if (!strncmp(p, "DIR", 3) && (p == advice || p[-1] == ' ')) {
-			rt_vw_text_esc(stdout, dir);
+			rt_esc_text_file(stdout, dir);
 			p += 2;
 		} else {
 			putchar(*p);

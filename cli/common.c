@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "escape.h"
 
 /* ---- view, verdict, diff ---- */
 
@@ -35,7 +36,7 @@ const char *rt_cli_esc(const char *s)
 	static char bufs[8][4 * 4096 + 16]; /* the longest string: a path, escaped */
 	static unsigned next;
 
-	return rt_vw_text_escs(bufs[next++ % 8], sizeof(bufs[0]), s);
+	return rt_esc_text(bufs[next++ % 8], sizeof(bufs[0]), s);
 }
 
 void rt_cli_devices_str(uint64_t mask, char *out, size_t n)

@@ -2,13 +2,15 @@
 /* fuzz_plan.c - libFuzzer target: arbitrary text as a fault plan, and the
  * same bytes as a plan file (--inject-file). The parser must accept or
  * refuse with a message quoting the plan, never crash; the file reader must
- * join its lines or refuse it with one message. */
+ * join its lines or refuse it with one message. Every message is fit for a
+ * terminal whatever the plan holds (escaped: fuzz_safe.h). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "fuzz_safe.h"
 #include "plan.h"
 
 static void plan_file(const uint8_t *data, size_t size)
@@ -29,6 +31,7 @@ static void plan_file(const uint8_t *data, size_t size)
 	if (rt_inj_read_plan_file(path, &plan, err, sizeof(err)) != 0) {
 		if (!strstr(err, path) || strchr(err, '\n'))
 			abort(); /* one line naming the file */
+		fuzz_assert_safe(err, strlen(err), false);
 		return;
 	}
 	if (!plan[0] || strchr(plan, '\n') || strchr(plan, '#'))
@@ -55,6 +58,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		rt_inj_plan_free(&plan);
 	} else if (!strstr(err, "bad fault plan") && !strstr(err, "out of memory")) {
 		abort();
+	} else {
+		fuzz_assert_safe(err, strlen(err), true);
 	}
 	free(text);
 	plan_file(data, size);

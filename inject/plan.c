@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "escape.h"
 #include "plan.h"
 #include "plan_int.h"
 
@@ -110,20 +111,23 @@ static int fail(struct ctx *c, size_t col, const char *fmt, ...) __attribute__((
 
 static int fail(struct ctx *c, size_t col, const char *fmt, ...)
 {
-	char msg[400];
+	char msg[400], safe[1200], quote[1000];
 	va_list ap;
-	size_t len = strlen(c->plan), at = c->spec_off + (c->in_preset ? 0 : col);
+	size_t len = strlen(c->plan), at = c->spec_off + (c->in_preset ? 0 : col), from, cols;
 
 	if (at > len)
 		at = len;
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	if (len > 200) /* quote around the mistake */
-		snprintf(c->err, c->errlen, "bad fault plan: %s\n  ...%.60s\n     %*s^", msg,
-			 c->plan + (at > 30 ? at - 30 : 0), (int)(at > 30 ? 30 : at), "");
-	else
-		snprintf(c->err, c->errlen, "bad fault plan: %s\n  %s\n  %*s^", msg, c->plan, (int)at, "");
+	/* the plan is untrusted text: the message (which may quote a word of
+	 * it) and the quote are escaped, the caret counted in escaped columns */
+	rt_esc_text(safe, sizeof(safe), msg);
+	from = len > 200 && at > 30 ? at - 30 : 0; /* a long plan: quote around the mistake */
+	cols = rt_esc_columns(quote, rt_esc_text_mem(quote, sizeof(quote), c->plan + from, at - from));
+	rt_esc_text_mem(quote, sizeof(quote), c->plan + from, len > 200 ? at - from + 30 : len);
+	snprintf(c->err, c->errlen, "bad fault plan: %s\n  %s%s\n  %s%*s^", safe, from ? "..." : "",
+		 quote, from ? "   " : "", (int)cols, "");
 	return -1;
 }
 

@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "escape.h"
 #include "plan.h"
 #include "plan_int.h"
 
@@ -133,16 +134,19 @@ int rt_inj_read_plan_file(const char *path, char **plan, char *err, size_t errle
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK), rc = -1;
 	struct stat st;
-	char *text = NULL, *nul;
+	char *text = NULL, *nul, name[1100];
 	ssize_t len;
 
 	*plan = NULL;
 	if (fd < 0) {
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		int e = errno;
+
+		snprintf(err, errlen, "%s: %s", rt_esc_text(name, sizeof(name), path), strerror(e));
 		return -1;
 	}
+	rt_esc_text(name, sizeof(name), path); /* the errors quote it: untrusted text */
 	if (fstat(fd, &st) != 0 || !(S_ISREG(st.st_mode) || S_ISFIFO(st.st_mode))) {
-		snprintf(err, errlen, "%s: not a plan file (%s)", path,
+		snprintf(err, errlen, "%s: not a plan file (%s)", name,
 			 S_ISDIR(st.st_mode) ? "a directory" : "a device or socket: a plan is a text file");
 		goto out;
 	}
@@ -150,11 +154,11 @@ int rt_inj_read_plan_file(const char *path, char **plan, char *err, size_t errle
 	len = slurp(fd, RT_INJ_MAX_PLAN_FILE, &text, S_ISFIFO(st.st_mode));
 	if (len == -ETIMEDOUT) {
 		snprintf(err, errlen, "%s: a pipe that no writer wrote and closed within %d s (no "
-			 "writer?)", path, (rt_inj_plan_pipe_wait_ms + 999) / 1000);
+			 "writer?)", name, (rt_inj_plan_pipe_wait_ms + 999) / 1000);
 		goto out;
 	}
 	if (len < 0) {
-		snprintf(err, errlen, "%s: %s", path, len == -EFBIG ? "over 1 MiB: not a plan file"
+		snprintf(err, errlen, "%s: %s", name, len == -EFBIG ? "over 1 MiB: not a plan file"
 								 : strerror((int)-len));
 		goto out;
 	}
@@ -164,12 +168,12 @@ int rt_inj_read_plan_file(const char *path, char **plan, char *err, size_t errle
 
 		for (const char *p = text; p < nul; p++)
 			line += *p == '\n';
-		snprintf(err, errlen, "%s: line %d: a NUL byte (at byte %zu): not a text file", path,
+		snprintf(err, errlen, "%s: line %d: a NUL byte (at byte %zu): not a text file", name,
 			 line, (size_t)(nul - text));
 		goto out;
 	}
 	if (join_specs(text, (size_t)len, text) == 0) {
-		snprintf(err, errlen, "%s holds no spec", path);
+		snprintf(err, errlen, "%s holds no spec", name);
 		goto out;
 	}
 	*plan = text;

@@ -48,6 +48,14 @@ for p in 'skip-fsdp-root' 'ncclAllReduce:error=ncclSystemError:when=5:rank=2' \
 done
 echo "fuzz_plan: ${SECONDS_EACH}s"
 "$FB/bin/fuzz_plan" -max_total_time="$SECONDS_EACH" -max_len=512 -print_final_stats=1 "$corpus/plans" 2>&1 | tail -4
+# escaping: seeded with the hostile names of test_hostile.sh's kind (ESC, OSC,
+# C1 CSI, bidi override, invalid and cut UTF-8, HTML's characters)
+mkdir -p "$corpus/esc"
+printf 'host\033]0;pwned\007x' > "$corpus/esc/e0"
+printf 'csi\302\233' > "$corpus/esc/e1"; printf 'rlo\342\200\256cba' > "$corpus/esc/e2"
+printf 'bad\377\376cut\346\227' > "$corpus/esc/e3"; printf '<a href="x">&amp;\x27</a>' > "$corpus/esc/e4"
+echo "fuzz_escape: ${SECONDS_EACH}s"
+"$FB/bin/fuzz_escape" -max_total_time="$SECONDS_EACH" -max_len=512 -print_final_stats=1 "$corpus/esc" 2>&1 | tail -4
 # bisect's state file: seeded with the state of a short (failing) bisect
 mkdir -p "$corpus/state"
 if [ -x "$B/bin/ranktrace" ]; then

@@ -14,26 +14,7 @@
 
 #include "export.h"
 #include "export_int.h"
-
-/* Length of the valid UTF-8 sequence at s (1-4), or 0 (overlong forms,
- * surrogates and code points over U+10FFFF are invalid, RFC 3629). */
-static int utf8_len(const unsigned char *s)
-{
-	int n = s[0] >= 0xf0 ? 4 : s[0] >= 0xe0 ? 3 : 2;
-	uint32_t cp = s[0] & (0x3f >> (n - 1));
-
-	if (s[0] < 0xc2 || s[0] > 0xf4)
-		return 0;
-	for (int i = 1; i < n; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		cp = cp << 6 | (s[i] & 0x3f);
-	}
-	if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
-	    (cp >= 0xd800 && cp <= 0xdfff))
-		return 0;
-	return n;
-}
+#include "escape.h"
 
 /* A JSON string body: always valid JSON and valid UTF-8 whatever s holds
  * (a hostname or parameter name from a trace is untrusted input); a byte
@@ -42,6 +23,7 @@ void rt_vw_json_esc(FILE *f, const char *s)
 {
 	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
 		unsigned char c = *p;
+		uint32_t cp;
 		int n;
 
 		if (c == '"' || c == '\\')
@@ -50,96 +32,11 @@ void rt_vw_json_esc(FILE *f, const char *s)
 			fprintf(f, "\\u%04x", c);
 		else if (c < 0x80)
 			fputc(c, f);
-		else if ((n = utf8_len(p)) > 0) {
+		else if ((n = rt_utf8_next(p, &cp)) > 0) {
 			fwrite(p, 1, (size_t)n, f);
 			p += n - 1;
 		} else
 			fputs("\\ufffd", f);
-	}
-}
-
-/* What a terminal must not be handed raw, at p: a control character (C0,
- * DEL; C1 as UTF-8: U+0080-U+009F, 0x9b is a CSI), a bidirectional override
- * (U+202A-U+202E, U+2066-U+2069: text shown in another order than it
- * reads), or a byte not part of valid UTF-8. Writes its escape to out
- * ("\x1b", "\u009b") and returns the bytes it covers; 0 for a printable
- * character (*len: its bytes). */
-static int unsafe_char(const unsigned char *p, char out[8], int *len)
-{
-	int n = p[0] < 0x80 ? 1 : utf8_len(p);
-	uint32_t cp = n == 2 ? (uint32_t)(p[0] & 0x1f) << 6 | (p[1] & 0x3f) :
-		      n == 3 ? (uint32_t)(p[0] & 0x0f) << 12 | (uint32_t)(p[1] & 0x3f) << 6 | (p[2] & 0x3f) :
-		      p[0];
-
-	*len = n;
-	if (n == 0) {
-		snprintf(out, 8, "\\x%02x", p[0]);
-		return 1;
-	}
-	if ((n == 1 && (cp < 0x20 || cp == 0x7f)) ||
-	    (n == 2 && cp >= 0x80 && cp <= 0x9f) ||
-	    (n == 3 && ((cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069)))) {
-		snprintf(out, 8, n == 1 ? "\\x%02x" : "\\u%04x", (unsigned)cp);
-		return n;
-	}
-	return 0;
-}
-
-void rt_vw_text_esc(FILE *f, const char *s)
-{
-	for (const unsigned char *p = (const unsigned char *)s; *p;) {
-		char e[8];
-		int len, k = unsafe_char(p, e, &len);
-
-		if (k)
-			fputs(e, f);
-		else
-			fwrite(p, 1, (size_t)len, f);
-		p += k ? k : len;
-	}
-}
-
-const char *rt_vw_text_escs(char *out, size_t n, const char *s)
-{
-	size_t o = 0;
-
-	for (const unsigned char *p = (const unsigned char *)s; *p && n;) {
-		char e[8];
-		int len, k = unsafe_char(p, e, &len);
-		const char *w = k ? e : (const char *)p;
-		size_t m = k ? strlen(e) : (size_t)len;
-
-		if (o + m >= n) /* whole characters and escapes only */
-			break;
-		memcpy(out + o, w, m);
-		o += m;
-		p += k ? k : len;
-	}
-	if (n)
-		out[o] = '\0';
-	return out;
-}
-
-void rt_vw_html_esc(FILE *f, const char *s)
-{
-	for (const unsigned char *p = (const unsigned char *)s; *p;) {
-		char e[8];
-		int len, k = unsafe_char(p, e, &len);
-
-		if (k) {
-			fputs(e, f); /* valid UTF-8, no control bytes in the page */
-			p += k;
-			continue;
-		}
-		switch (*p) {
-		case '<': fputs("&lt;", f); break;
-		case '>': fputs("&gt;", f); break;
-		case '&': fputs("&amp;", f); break;
-		case '"': fputs("&quot;", f); break;
-		case '\'': fputs("&#39;", f); break;
-		default: fwrite(p, 1, (size_t)len, f);
-		}
-		p += len;
 	}
 }
 

@@ -2,7 +2,8 @@
 /* export.h - trace exports, views of a loaded model: Perfetto/Chrome JSON
  * (perfetto.c), the HTML report (report_html.c, report_params.c,
  * report_device.c) and the helpers they share with the CLI (export.c:
- * escaping, which calls are collectives, where the trace starts). Used by cli/cmd_export.c (`export`
+ * JSON escaping, which calls are collectives, where the trace starts;
+ * text and HTML escaping are util/escape.h's). Used by cli/cmd_export.c (`export`
  * and `report`, through cli/cli.h), the CLI's JSON escaping, bisect's state
  * file and test_escape. */
 #ifndef RT_VW_EXPORT_H
@@ -27,17 +28,5 @@ void rt_vw_json_esc(FILE *f, const char *s);
 
 /* Bytes the one way every output writes them: "512 B", "3.1 KiB", "2.0 GiB". */
 void rt_vw_human_bytes(char *out, size_t n, uint64_t b);
-
-/* Write s with HTML's special characters escaped, and what rt_vw_text_esc
- * escapes: the page holds only valid UTF-8, no control bytes. */
-void rt_vw_html_esc(FILE *f, const char *s);
-
-/* Text from a trace (names, hosts, paths) for a terminal or a text file:
- * control characters (C0, DEL, C1), bidirectional overrides and bytes not
- * part of valid UTF-8 written as \xNN or \uNNNN; the rest as it is. */
-void rt_vw_text_esc(FILE *f, const char *s);
-/* The same into out (n bytes, cut at a character): returns out, for
- * printf("%s"). */
-const char *rt_vw_text_escs(char *out, size_t n, const char *s);
 
 #endif

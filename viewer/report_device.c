@@ -18,6 +18,7 @@
 
 #include "device.h"
 #include "export_int.h"
+#include "escape.h"
 
 #define BAR_W 100.0      /* viewBox width of a bar */
 #define LATE_W 1000.0    /* viewBox width of the lateness chart */
@@ -75,7 +76,7 @@ static void verdict(FILE *f, const struct rt_vw_trace *t, const struct rt_vw_str
 		if (t->findings[i].id && !strcmp(t->findings[i].id, "straggler")) {
 			rt_vw_finding_text(&t->findings[i], text, sizeof(text));
 			fputs("<b>Straggler:</b> ", f);
-			rt_vw_html_esc(f, text);
+			rt_esc_html_file(f, text);
 			fputs("</p>\n", f);
 			return;
 		}

@@ -19,6 +19,7 @@
 
 #include "export.h"
 #include "export_int.h"
+#include "escape.h"
 
 #define MAX_SPANS 4000  /* per rank, drawn on the timeline */
 #define MAX_POINTS 2000 /* per rank and device, memory curve */
@@ -85,7 +86,7 @@ static const char *span_colour(const struct span *s)
 static void swatch(FILE *f, const char *colour, const char *label)
 {
 	fprintf(f, "<span><i class=\"sw\" style=\"background:%s\"></i>", colour);
-	rt_vw_html_esc(f, label);
+	rt_esc_html_file(f, label);
 	fputs("</span>", f);
 }
 
@@ -253,10 +254,10 @@ static void findings(FILE *f, const struct rt_vw_trace *t)
 	for (int k = 0; k < n; k++) {
 		fprintf(f, "<li><span class=\"lv %s\">%s</span> ", rt_vw_level_names[g[k].level],
 			rt_vw_level_names[g[k].level]);
-		rt_vw_html_esc(f, g[k].text);
+		rt_esc_html_file(f, g[k].text);
 		if (next && t->findings[g[k].first].advice == next) {
 			fputs("<br><b>next:</b> ", f);
-			rt_vw_html_esc(f, next);
+			rt_esc_html_file(f, next);
 			next = NULL;
 		}
 		fputs("</li>", f);
@@ -270,7 +271,7 @@ static void header(FILE *f, const struct rt_vw_trace *t)
 	fprintf(f, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
 		"<title>ranktrace report</title><style>%s</style></head><body>\n<h1>ranktrace report: ",
 		style);
-	rt_vw_html_esc(f, t->dir);
+	rt_esc_html_file(f, t->dir);
 	fprintf(f, "</h1>\n<p>%d rank%s, %" PRIu64 " events. Verdict: <span class=\"verdict %s\">%s"
 		"</span></p>\n", t->nranks, t->nranks == 1 ? "" : "s", t->events,
 		t->verdict == RT_V_HEALTHY ? "good" : "bad", rt_vw_verdict_names[t->verdict]);
@@ -278,7 +279,7 @@ static void header(FILE *f, const struct rt_vw_trace *t)
 		rt_vw_completeness_names[t->completeness]);
 	if (t->inconclusive[0]) {
 		fputs(" (", f);
-		rt_vw_html_esc(f, t->inconclusive);
+		rt_esc_html_file(f, t->inconclusive);
 		fputs(")", f);
 	}
 	fputs("</p>\n<h2>Findings</h2>\n", f);
@@ -301,7 +302,7 @@ static void ranks_table(FILE *f, const struct rt_vw_trace *t)
 			colls += r->colls[k];
 		rt_vw_human_bytes(bytes, sizeof(bytes), peak);
 		fprintf(f, "<tr><td>%d</td><td>", r->meta.rank);
-		rt_vw_html_esc(f, r->meta.hostname);
+		rt_esc_html_file(f, r->meta.hostname);
 		fputs("</td><td>", f);
 		for (int d = 0, c = 0; d < RT_VW_MAX_DEV; d++)
 			if (r->devices_used & (1ull << d))
@@ -309,12 +310,12 @@ static void ranks_table(FILE *f, const struct rt_vw_trace *t)
 		fprintf(f, "</td><td>%d</td><td>%" PRIu64 "</td><td>%s</td><td>%" PRIu64 "</td><td>%"
 			PRIu64 "</td><td title=\"", r->meta.local_rank, r->allocs, bytes, colls,
 			r->fsdp_root_forwards);
-		rt_vw_html_esc(f, r->incomplete);
+		rt_esc_html_file(f, r->incomplete);
 		fprintf(f, "\">%s</td><td>", rt_vw_completeness_names[r->completeness]);
 		rt_vw_rank_end(r, end, sizeof(end));
-		rt_vw_html_esc(f, end);
+		rt_esc_html_file(f, end);
 		fputs("</td><td>", f);
-		rt_vw_html_esc(f, r->last_error[0] ? r->last_error : "-");
+		rt_esc_html_file(f, r->last_error[0] ? r->last_error : "-");
 		fputs("</td></tr>\n", f);
 	}
 	fputs("</table>\n", f);

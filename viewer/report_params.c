@@ -10,6 +10,7 @@
 
 #include "export.h"
 #include "export_int.h"
+#include "escape.h"
 
 #define MAX_ROWS 50000 /* parameters drawn; the rest are counted */
 #define OPEN_ALL 60    /* up to this many parameters, every group starts open */
@@ -70,7 +71,7 @@ static void group(FILE *f, const struct rt_vw_trace *t, const struct rt_vw_names
 		}
 	snprintf(prefix, sizeof(prefix), "%.*s", (int)len, nm->v[from]);
 	fprintf(f, "<details%s><summary>", open_all || bad ? " open" : "");
-	rt_vw_html_esc(f, prefix);
+	rt_esc_html_file(f, prefix);
 	fprintf(f, " (%zu parameter%s%s", to - from, to - from == 1 ? "" : "s",
 		bad ? ", " : "");
 	if (bad)
@@ -81,7 +82,7 @@ static void group(FILE *f, const struct rt_vw_trace *t, const struct rt_vw_names
 	fputs("</tr>\n", f);
 	for (size_t k = from; k < to; k++) {
 		fputs("<tr><td>", f);
-		rt_vw_html_esc(f, nm->v[k]);
+		rt_esc_html_file(f, nm->v[k]);
 		fputs("</td>", f);
 		for (int i = 0; i < t->nranks; i++)
 			cell(f, rt_vw_find_param(&t->ranks[i], nm->v[k]));
@@ -113,7 +114,7 @@ void rt_vw_report_params(const struct rt_vw_trace *t, FILE *f)
 
 		if (rt_vw_placement_summary(&t->ranks[i], line, sizeof(line))) {
 			fprintf(f, "<p>rank %d: ", t->ranks[i].meta.rank);
-			rt_vw_html_esc(f, line);
+			rt_esc_html_file(f, line);
 			fputs("</p>\n", f);
 		}
 	}

@@ -196,3 +196,46 @@ Test(plan, error_code_hints_suggest_only_codes_the_function_accepts)
 		cr_assert(n >= 1, "%s: an empty hint", plans[i]);
 	}
 }
+
+/* A plan is untrusted text: its error echoed raw ESC, an OSC title sequence
+ * (ESC ] 0 ; ... BEL) and U+202E to the terminal (issue 28). The message and
+ * the quote are escaped, and the caret still stands under the mistake, in
+ * the escaped text's columns. */
+struct hostile {
+	char plan[96];
+	char message[80]; /* escaped, as it must read */
+	char quote[96];   /* the quoted plan, escaped */
+	int caret;
+};
+
+ParameterizedTestParameters(plan, a_hostile_plan_is_quoted_escaped)
+{
+	static struct hostile cases[] = {
+		{ "ncclAllReduce:\x1b]0;pwned\askip", "unknown action '\\x1b]0'",
+		  "ncclAllReduce:\\x1b]0;pwned\\x07skip", 14 },
+		{ "cudaMalloc:\xe2\x80\xaeskip", "unknown action '\\u202eskip'", "cudaMalloc:\\u202eskip", 11 },
+		{ "\xc2\x9b" "2J:skip", "unknown target '\\u009b2J'", "\\u009b2J:skip", 0 },
+		{ "cudaMalloc:skip:when=\xff", "when= needs a call number", "cudaMalloc:skip:when=\\xff", 21 },
+		{ "cudaMalloc:skip;\x1b[2Jx:skip", "unknown target '\\x1b[2Jx'", "cudaMalloc:skip;\\x1b[2Jx:skip", 16 },
+		{ "caf\xc3\xa9\xe2\x80\xa8:skip", "unknown target 'caf\xc3\xa9\\u2028'", "caf\xc3\xa9\\u2028:skip", 0 },
+		{ "cudaMalloc:delay=\x1b" "5ms:when=\x07", "delay= needs a finite duration", "cudaMalloc:delay=\\x1b5ms:when=\\x07", 17 },
+		{ "cudaMalloc:\xe6\x97\xa5\x1b:when=1", "unknown action '\xe6\x97\xa5\\x1b'", "cudaMalloc:\xe6\x97\xa5\\x1b:when=1", 11 },
+	};
+	return cr_make_param_array(struct hostile, cases, sizeof(cases) / sizeof(cases[0]));
+}
+
+ParameterizedTest(struct hostile *h, plan, a_hostile_plan_is_quoted_escaped)
+{
+	struct rt_inj_plan p;
+	char err[1024] = "";
+	const char *l2, *l3;
+
+	cr_assert_eq(rt_inj_parse(h->plan, &p, err, sizeof(err)), -1);
+	for (const unsigned char *c = (const unsigned char *)err; *c; c++)
+		cr_assert(*c >= 0x20 || *c == '\n', "raw control 0x%02x in: %s", *c, err);
+	cr_assert(strstr(err, h->message) != NULL, "%s\nwanted: %s", err, h->message);
+	l2 = strchr(err, '\n');
+	cr_assert(!strncmp(l2 + 3, h->quote, strlen(h->quote)), "quote: %s", err);
+	l3 = strchr(l2 + 1, '\n');
+	cr_assert_eq((int)(strchr(l3 + 3, '^') - (l3 + 3)), h->caret, "%s", err);
+}
