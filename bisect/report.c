@@ -10,38 +10,30 @@
 #include <string.h>
 
 #include "bisect_int.h"
-#include "export.h"
+#include "escape.h"
+#include "json.h"
+#include "json_keys.h"
 
-static void json_s(FILE *f, const char *s)
-{
-	fputc('"', f);
-	rt_vw_json_esc(f, s);
-	fputc('"', f);
-}
-
-static void json_cand(const struct bs_ctx *x, int i, FILE *f)
+/* One candidate as an object (docs/json.md: "Each candidate"). */
+static void json_cand(const struct bs_ctx *x, int i, struct rt_json *w, const char *key)
 {
 	const struct bs_cand *c = &x->c[i];
 	char trace[PATH_MAX];
 
 	bs_trace_dir(x, i, 0, trace, sizeof(trace));
-	fprintf(f, "{\"index\": %d, \"name\": ", i);
-	json_s(f, c->name);
-	fprintf(f, ", \"id\": ");
-	json_s(f, c->id);
-	fprintf(f, ", \"label\": ");
-	json_s(f, c->label);
-	fprintf(f, ", \"judged\": \"%s\", \"verdict\": ", bs_judged_name(c->judged));
-	json_s(f, c->verdict);
-	fprintf(f, ", \"reason\": ");
-	json_s(f, c->reason);
-	fprintf(f, ", \"runs\": %d, \"seconds\": %.3f, \"round\": %d, \"trace\": ", c->runs,
-		c->seconds, c->round);
-	if (c->runs)
-		json_s(f, trace);
-	else
-		fputs("null", f);
-	fputc('}', f);
+	rt_json_obj(w, key);
+	rt_json_int(w, RT_JK(index), i);
+	rt_json_str(w, RT_JK(name), c->name);
+	rt_json_str(w, RT_JK(id), c->id);
+	rt_json_str(w, RT_JK(label), c->label);
+	rt_json_str(w, RT_JK(judged), bs_judged_name(c->judged));
+	rt_json_str(w, RT_JK(verdict), c->verdict);
+	rt_json_str(w, RT_JK(reason), c->reason);
+	rt_json_int(w, RT_JK(runs), c->runs);
+	rt_json_fixed(w, RT_JK(seconds), c->seconds, 3);
+	rt_json_int(w, RT_JK(round), c->round);
+	rt_json_str(w, RT_JK(trace), c->runs ? trace : NULL);
+	rt_json_end(w);
 }
 
 /* --env's value of NAME, or NULL. */
@@ -136,89 +128,95 @@ static char *repro(const struct bs_ctx *x, int i)
 	return s;
 }
 
-static void json_head(const struct bs_ctx *x, bool found, int runs)
+static void json_head(const struct bs_ctx *x, struct rt_json *w, bool found)
 {
-	printf("{\"schema\": \"ranktrace.bisect/1\", \"found\": %s, \"signature\": ",
-	       found ? "true" : "false");
-	json_s(stdout, x->signature);
-	printf(", \"source\": \"%s\", \"candidates_total\": %d, \"rounds\": %d, \"runs\": %d",
-	       x->o.source == BS_PIP ? "pip" : x->o.source == BS_GIT ? "git" : "versions", x->n,
-	       x->rounds, runs);
-	printf(",\n \"order\": [");
+	static const char *const sources[] = { [BS_PIP] = "pip", [BS_GIT] = "git", [BS_VERSIONS] = "versions" };
+	int runs = 0;
+
 	for (int i = 0; i < x->n; i++)
-		json_s(stdout, x->c[i].id), printf(i < x->n - 1 ? ", " : "");
-	printf("]");
+		runs += x->c[i].runs;
+	rt_json_init(w, stdout, false);
+	rt_json_obj(w, NULL);
+	rt_json_str(w, RT_JK(schema), RT_JSCHEMA(bisect));
+	rt_json_bool(w, RT_JK(found), found);
+	rt_json_str(w, RT_JK(signature), x->signature);
+	rt_json_str(w, RT_JK(source), sources[x->o.source]);
+	rt_json_int(w, RT_JK(candidates_total), x->n);
+	rt_json_int(w, RT_JK(rounds), x->rounds);
+	rt_json_int(w, RT_JK(runs), runs);
+	rt_json_brk(w, 1);
+	rt_json_arr(w, RT_JK(order));
+	for (int i = 0; i < x->n; i++)
+		rt_json_str(w, NULL, x->c[i].id);
+	rt_json_end(w);
 }
 
-static void json_tried(const struct bs_ctx *x)
+/* The candidates tried, oldest first, one a line; then the document ends. */
+static void json_tried(const struct bs_ctx *x, struct rt_json *w)
 {
-	int k = 0;
-
-	printf(",\n \"candidates\": [");
-	for (int i = 0; i < x->n; i++) {
-		if (x->c[i].judged == BS_UNTESTED)
-			continue;
-		printf("%s\n  ", k++ ? "," : "");
-		json_cand(x, i, stdout);
-	}
-	printf("\n]");
+	rt_json_brk(w, 1);
+	rt_json_arr(w, RT_JK(candidates));
+	rt_json_lines(w, 2, true);
+	for (int i = 0; i < x->n; i++)
+		if (x->c[i].judged != BS_UNTESTED)
+			json_cand(x, i, w, NULL);
+	rt_json_end(w);
+	rt_json_end(w);
+	if (rt_json_finish(w) != 0)
+		fprintf(stderr, "ranktrace bisect: writing the JSON report failed\n");
 }
 
 /* git mode: `git log --oneline` last_good..first_bad, oldest first. */
-static void json_commits(const struct bs_ctx *x, int lo, int hi)
+static void json_commits(const struct bs_ctx *x, struct rt_json *w, int lo, int hi)
 {
 	char range[300], *out = NULL, *save = NULL;
 	char *log[] = { "git", "-C", (char *)x->repo, "log", "--oneline", "--reverse", range, NULL };
-	int k = 0;
 
 	snprintf(range, sizeof(range), "%s..%s", x->c[lo].id, x->c[hi].id);
 	if (bs_capture(log, NULL, &out, true) == 0)
-		for (char *l = strtok_r(out, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
-			printf("%s", k++ ? ", " : "");
-			json_s(stdout, l);
-		}
+		for (char *l = strtok_r(out, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
+			rt_json_str(w, NULL, l);
 	free(out);
 }
 
 static void report_json(struct bs_ctx *x, int lo, int hi, bool found, const char *cmd)
 {
-	int runs = 0;
+	struct rt_json w;
 
-	for (int i = 0; i < x->n; i++)
-		runs += x->c[i].runs;
-	json_head(x, found, runs);
-	printf(",\n \"first_bad\": ");
+	json_head(x, &w, found);
+	rt_json_brk(&w, 1);
 	if (found)
-		json_cand(x, hi, stdout);
+		json_cand(x, hi, &w, RT_JK(first_bad));
 	else
-		printf("null");
-	printf(",\n \"last_good\": ");
-	json_cand(x, lo, stdout);
-	printf(",\n \"first_bad_range\": [");
+		rt_json_null(&w, RT_JK(first_bad));
+	rt_json_brk(&w, 1);
+	json_cand(x, lo, &w, RT_JK(last_good));
+	rt_json_brk(&w, 1);
+	rt_json_arr(&w, RT_JK(first_bad_range));
 	for (int i = lo + 1; i <= hi; i++)
-		json_s(stdout, x->c[i].id), printf(i < hi ? ", " : "");
-	printf("],\n \"commits\": [");
+		rt_json_str(&w, NULL, x->c[i].id);
+	rt_json_end(&w);
+	rt_json_brk(&w, 1);
+	rt_json_arr(&w, RT_JK(commits));
 	if (x->o.source == BS_GIT)
-		json_commits(x, lo, hi);
-	printf("],\n \"repro\": ");
-	json_s(stdout, cmd ? cmd : "");
-	json_tried(x);
-	printf("}\n");
+		json_commits(x, &w, lo, hi);
+	rt_json_end(&w);
+	rt_json_brk(&w, 1);
+	rt_json_str(&w, RT_JK(repro), cmd ? cmd : "");
+	json_tried(x, &w);
 }
 
 /* --json when the bisect stops at its endpoints: what was tried, and why. */
 void bs_report_error(struct bs_ctx *x, const char *msg)
 {
-	int runs = 0;
+	struct rt_json w;
 
-	for (int i = 0; i < x->n; i++)
-		runs += x->c[i].runs;
-	json_head(x, false, runs);
-	printf(",\n \"first_bad\": null, \"last_good\": null, \"error\": ");
-	json_s(stdout, msg);
-	json_tried(x);
-	printf("}\n");
-	fflush(stdout);
+	json_head(x, &w, false);
+	rt_json_brk(&w, 1);
+	rt_json_null(&w, RT_JK(first_bad));
+	rt_json_null(&w, RT_JK(last_good));
+	rt_json_str(&w, RT_JK(error), msg);
+	json_tried(x, &w);
 }
 
 static void report_table(const struct bs_ctx *x)
@@ -232,33 +230,36 @@ static void report_table(const struct bs_ctx *x)
 	       "time", "round", "trace, or why skipped");
 	for (int i = 0; i < x->n; i++) {
 		const struct bs_cand *c = &x->c[i];
-		char trace[PATH_MAX];
+		char trace[PATH_MAX], why[4 * sizeof(c->reason)];
 
 		if (c->judged == BS_UNTESTED)
 			continue;
 		bs_trace_dir(x, i, 0, trace, sizeof(trace));
+		/* a reason quotes a set-up log's last line: escaped for the terminal */
 		printf("  %-14.14s %-20s %-6s %4d %7.1fs %5d  %s\n", x->o.source == BS_GIT ? c->name : c->id,
 		       c->verdict, bs_judged_name(c->judged), c->runs, c->seconds, c->round,
-		       c->judged == BS_SKIP ? c->reason : trace);
+		       c->judged == BS_SKIP ? rt_esc_text(why, sizeof(why), c->reason) : trace);
 	}
 }
 
 static void report_text(struct bs_ctx *x, int lo, int hi, bool found, const char *cmd)
 {
 	const struct bs_cand *g = &x->c[lo], *b = &x->c[hi];
-	char ta[PATH_MAX], tb[PATH_MAX], range[300];
+	char ta[PATH_MAX], tb[PATH_MAX], range[300], lg[4 * sizeof(g->label)], lb[sizeof(lg)];
 	char *diff[] = { x->self, "diff", ta, tb, NULL };
 	char *log[] = { "git", "-C", x->repo, "log", "--oneline", range, NULL };
 
+	rt_esc_text(lg, sizeof(lg), g->label); /* commit subjects: escaped for the terminal */
+	rt_esc_text(lb, sizeof(lb), b->label);
 	if (found)
-		printf("first bad: %s%s%s  (%s)\n", b->id, b->label[0] ? "  " : "", b->label, x->signature);
+		printf("first bad: %s%s%s  (%s)\n", b->id, lb[0] ? "  " : "", lb, x->signature);
 	else {
 		printf("the first bad is one of (the others were skipped):");
 		for (int i = lo + 1; i <= hi; i++)
 			printf(" %s", x->c[i].id);
 		printf("\n");
 	}
-	printf("last good: %s%s%s\n", g->id, g->label[0] ? "  " : "", g->label);
+	printf("last good: %s%s%s\n", g->id, lg[0] ? "  " : "", lg);
 	report_table(x);
 	bs_trace_dir(x, lo, 0, ta, sizeof(ta));
 	bs_trace_dir(x, hi, 0, tb, sizeof(tb));

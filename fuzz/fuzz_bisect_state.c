@@ -14,14 +14,6 @@
 
 static char dir[512];
 
-/* The report (bs_report) is not reached from the state loader; its one
- * viewer dependency is satisfied here instead of linking the whole viewer. */
-void rt_vw_json_esc(FILE *f, const char *s);
-void rt_vw_json_esc(FILE *f, const char *s)
-{
-	fputs(s, f);
-}
-
 static int setup(void)
 {
 	char side[sizeof(dir) + 16];

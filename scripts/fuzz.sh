@@ -66,3 +66,13 @@ if [ -x "$B/bin/ranktrace" ]; then
 fi
 echo "fuzz_bisect_state: ${SECONDS_EACH}s"
 "$FB/bin/fuzz_bisect_state" -max_total_time="$SECONDS_EACH" -max_len=4096 -print_final_stats=1 "$corpus/state" 2>&1 | grep -v '^ranktrace bisect' | tail -4
+# the JSON writer: seeded with call sequences (a byte a call: 0 object, 1 array,
+# 2 end, 3 string, 7 lines, 8 break; bit 7 a key): view's layout, hostile strings
+# (bidi override, ESC, an invalid byte), a NaN, breaks, nesting to the limit
+mkdir -p "$corpus/json"
+printf '\000\000\203\006schema\020ranktrace.view/1\201\005ranks\007\002\000\204\004rank\000\000\001\002\002\002' > "$corpus/json/s0"
+printf '\001\001\007\100\000\003\011h\342\200\256ost\033\377\005\000\000\000\000\000\000\370\177\003\002' > "$corpus/json/s1"
+printf '\000\000\010\001\206\005found\002\211\004name\003x\302\233\002' > "$corpus/json/s2"
+{ printf '\000'; for i in $(seq 20); do printf '\001'; done; for i in $(seq 20); do printf '\002'; done; } > "$corpus/json/s3"
+echo "fuzz_json: ${SECONDS_EACH}s"
+"$FB/bin/fuzz_json" -max_total_time="$SECONDS_EACH" -max_len=2048 -print_final_stats=1 "$corpus/json" 2>&1 | tail -4
