@@ -17,6 +17,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -109,6 +110,31 @@ static void load_config(void)
 void config(void)
 {
 	pthread_once(&config_once, load_config);
+}
+
+/* ---- CUDA's fork rule (simgpu.h) ---- */
+
+static _Atomic bool cuda_used;   /* a runtime call initialised CUDA here */
+static bool forked_after_init;  /* this process is such a process's child */
+
+static void fork_child(void)
+{
+	if (atomic_load(&cuda_used))
+		forked_after_init = true;
+}
+
+__attribute__((constructor)) static void fork_rule(void)
+{
+	pthread_atfork(NULL, NULL, fork_child);
+}
+
+EXPORT bool simgpu_forked(void)
+{
+	if (__builtin_expect(forked_after_init, 0))
+		return true;
+	if (!atomic_load_explicit(&cuda_used, memory_order_relaxed))
+		atomic_store(&cuda_used, true);
+	return false;
 }
 
 cudaError_t fail(cudaError_t e)
@@ -429,6 +455,7 @@ EXPORT cudaError_t cudaRuntimeGetVersion(int *v)
 
 EXPORT cudaError_t cudaGetDeviceCount(int *count)
 {
+	SQ_FORK_CHECK();
 	config();
 	if (!count)
 		return fail(cudaErrorInvalidValue);
@@ -440,6 +467,7 @@ EXPORT cudaError_t cudaGetDeviceCount(int *count)
 
 EXPORT cudaError_t cudaSetDevice(int device)
 {
+	SQ_FORK_CHECK();
 	if (!valid_device(device))
 		return fail(cudaErrorInvalidDevice);
 	current_device = device;
@@ -448,6 +476,7 @@ EXPORT cudaError_t cudaSetDevice(int device)
 
 EXPORT cudaError_t cudaGetDevice(int *device)
 {
+	SQ_FORK_CHECK();
 	config();
 	if (!device)
 		return fail(cudaErrorInvalidValue);
@@ -459,6 +488,7 @@ EXPORT cudaError_t cudaGetDevice(int *device)
 
 EXPORT cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int device)
 {
+	SQ_FORK_CHECK();
 	if (!prop)
 		return fail(cudaErrorInvalidValue);
 	if (!valid_device(device))
@@ -492,6 +522,7 @@ EXPORT cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr, 
 {
 	struct cudaDeviceProp p;
 
+	SQ_FORK_CHECK();
 	if (!value)
 		return fail(cudaErrorInvalidValue);
 	if (cudaGetDeviceProperties(&p, device) != cudaSuccess)
@@ -515,6 +546,7 @@ EXPORT cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr, 
 
 EXPORT cudaError_t cudaDeviceGetStreamPriorityRange(int *least, int *greatest)
 {
+	SQ_FORK_CHECK();
 	if (least)
 		*least = 0;
 	if (greatest)
@@ -524,6 +556,7 @@ EXPORT cudaError_t cudaDeviceGetStreamPriorityRange(int *least, int *greatest)
 
 EXPORT cudaError_t cudaDeviceSynchronize(void)
 {
+	SQ_FORK_CHECK();
 	config();
 	sq_device_sync(current_device);
 	return cudaSuccess;
@@ -534,6 +567,7 @@ EXPORT cudaError_t cudaDeviceReset(void)
 {
 	struct heap *h;
 
+	SQ_FORK_CHECK();
 	config();
 	sq_device_sync(current_device);
 	pthread_mutex_lock(&lock);

@@ -67,6 +67,7 @@ EXPORT cudaError_t cudaGetDriverEntryPoint(const char *symbol, void **funcPtr,
 					   unsigned long long flags,
 					   enum cudaDriverEntryPointQueryResult *driverStatus)
 {
+	SQ_FORK_CHECK();
 	return entry_point(symbol, funcPtr, CUDART_VERSION, flags, driverStatus);
 }
 
@@ -75,6 +76,7 @@ EXPORT cudaError_t cudaGetDriverEntryPointByVersion(const char *symbol, void **f
 						    unsigned long long flags,
 						    enum cudaDriverEntryPointQueryResult *driverStatus)
 {
+	SQ_FORK_CHECK();
 	return entry_point(symbol, funcPtr, cudaVersion, flags, driverStatus);
 }
 
@@ -82,6 +84,7 @@ EXPORT cudaError_t cudaGetDriverEntryPoint_ptsz(const char *symbol, void **funcP
 						unsigned long long flags,
 						enum cudaDriverEntryPointQueryResult *driverStatus)
 {
+	SQ_FORK_CHECK();
 	return entry_point(symbol, funcPtr, CUDART_VERSION, flags, driverStatus);
 }
 
@@ -90,5 +93,6 @@ EXPORT cudaError_t cudaGetDriverEntryPointByVersion_ptsz(const char *symbol, voi
 							 unsigned long long flags,
 							 enum cudaDriverEntryPointQueryResult *st)
 {
+	SQ_FORK_CHECK();
 	return entry_point(symbol, funcPtr, cudaVersion, flags, st);
 }

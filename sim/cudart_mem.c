@@ -93,6 +93,7 @@ bool sq_host_pinned(const void *p)
 
 EXPORT cudaError_t cudaMalloc(void **devPtr, size_t size)
 {
+	SQ_FORK_CHECK();
 	config();
 	return device_malloc(devPtr, size, current_device);
 }
@@ -101,6 +102,7 @@ EXPORT cudaError_t cudaMallocPitch(void **devPtr, size_t *pitch, size_t width, s
 {
 	size_t p = (width + 511) & ~(size_t)511;
 
+	SQ_FORK_CHECK();
 	if (!pitch)
 		return fail(cudaErrorInvalidValue);
 	*pitch = p;
@@ -110,6 +112,7 @@ EXPORT cudaError_t cudaMallocPitch(void **devPtr, size_t *pitch, size_t width, s
 
 EXPORT cudaError_t cudaMallocAsync(void **devPtr, size_t size, cudaStream_t stream)
 {
+	SQ_FORK_CHECK();
 	(void)stream;
 	config();
 	return device_malloc(devPtr, size, current_device);
@@ -117,6 +120,7 @@ EXPORT cudaError_t cudaMallocAsync(void **devPtr, size_t size, cudaStream_t stre
 
 EXPORT cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t *pool, int device)
 {
+	SQ_FORK_CHECK();
 	if (!pool)
 		return fail(cudaErrorInvalidValue);
 	if (!valid_device(device))
@@ -130,6 +134,7 @@ EXPORT cudaError_t cudaMallocFromPoolAsync(void **ptr, size_t size, cudaMemPool_
 {
 	int dev = simgpu_pool_device(pool);
 
+	SQ_FORK_CHECK();
 	(void)stream;
 	if (dev < 0)
 		return fail(cudaErrorInvalidValue);
@@ -138,6 +143,7 @@ EXPORT cudaError_t cudaMallocFromPoolAsync(void **ptr, size_t size, cudaMemPool_
 
 EXPORT cudaError_t cudaFree(void *devPtr)
 {
+	SQ_FORK_CHECK();
 	return device_free(devPtr, true);
 }
 
@@ -148,6 +154,7 @@ EXPORT int simgpu_free(const void *p)
 
 EXPORT cudaError_t cudaFreeAsync(void *devPtr, cudaStream_t stream)
 {
+	SQ_FORK_CHECK();
 	if (!devPtr)
 		return cudaSuccess;
 	if (!heap_known(devPtr))
@@ -159,6 +166,7 @@ EXPORT cudaError_t cudaMallocManaged(void **devPtr, size_t size, unsigned int fl
 {
 	void *r;
 
+	SQ_FORK_CHECK();
 	(void)flags;
 	config();
 	if (!devPtr || size == 0)
@@ -194,6 +202,7 @@ EXPORT cudaError_t cudaHostAlloc(void **pHost, size_t size, unsigned int flags)
 {
 	void *r;
 
+	SQ_FORK_CHECK();
 	(void)flags;
 	if (!pHost)
 		return fail(cudaErrorInvalidValue);
@@ -210,6 +219,7 @@ EXPORT cudaError_t cudaHostAlloc(void **pHost, size_t size, unsigned int flags)
 
 EXPORT cudaError_t cudaMallocHost(void **ptr, size_t size)
 {
+	SQ_FORK_CHECK();
 	return cudaHostAlloc(ptr, size, cudaHostAllocDefault);
 }
 
@@ -235,6 +245,7 @@ EXPORT int simgpu_host_free(void *ptr)
 
 EXPORT cudaError_t cudaFreeHost(void *ptr)
 {
+	SQ_FORK_CHECK();
 	if (!ptr)
 		return cudaSuccess;
 	return simgpu_host_free(ptr) == 0 ? cudaSuccess : fail(cudaErrorInvalidValue);
@@ -244,6 +255,7 @@ EXPORT cudaError_t cudaMemGetInfo(size_t *freeb, size_t *total)
 {
 	struct heap *h;
 
+	SQ_FORK_CHECK();
 	config();
 	if (!freeb || !total)
 		return fail(cudaErrorInvalidValue);
@@ -261,6 +273,7 @@ EXPORT cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *attr, 
 	enum mem_kind k;
 	bool pinned = false;
 
+	SQ_FORK_CHECK();
 	config();
 	if (!attr)
 		return fail(cudaErrorInvalidValue);
@@ -336,18 +349,21 @@ static cudaError_t copy(void *dst, const void *src, size_t count, enum cudaMemcp
 /* Synchronous: on the legacy stream, after the work before it there. */
 EXPORT cudaError_t cudaMemcpy(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind)
 {
+	SQ_FORK_CHECK();
 	return copy(dst, src, count, kind, NULL, true);
 }
 
 EXPORT cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count,
 				   enum cudaMemcpyKind kind, cudaStream_t stream)
 {
+	SQ_FORK_CHECK();
 	return copy(dst, src, count, kind, stream, false);
 }
 
 EXPORT cudaError_t cudaMemcpyPeer(void *dst, int dstDevice, const void *src, int srcDevice,
 				  size_t count)
 {
+	SQ_FORK_CHECK();
 	if (!valid_device(dstDevice) || !valid_device(srcDevice))
 		return fail(cudaErrorInvalidDevice);
 	if (count && (simgpu_range_device(dst, count) != dstDevice ||
@@ -359,6 +375,7 @@ EXPORT cudaError_t cudaMemcpyPeer(void *dst, int dstDevice, const void *src, int
 EXPORT cudaError_t cudaMemcpyPeerAsync(void *dst, int dstDevice, const void *src, int srcDevice,
 				       size_t count, cudaStream_t stream)
 {
+	SQ_FORK_CHECK();
 	if (!valid_device(dstDevice) || !valid_device(srcDevice))
 		return fail(cudaErrorInvalidDevice);
 	if (count && (simgpu_range_device(dst, count) != dstDevice ||
@@ -371,6 +388,7 @@ EXPORT cudaError_t cudaMemcpyPeerAsync(void *dst, int dstDevice, const void *src
  * for programs that read device memory through the host pointer). */
 EXPORT cudaError_t cudaMemset(void *devPtr, int value, size_t count)
 {
+	SQ_FORK_CHECK();
 	if (count == 0)
 		return cudaSuccess;
 	if (simgpu_range_device(devPtr, count) < 0)
@@ -380,6 +398,7 @@ EXPORT cudaError_t cudaMemset(void *devPtr, int value, size_t count)
 
 EXPORT cudaError_t cudaMemsetAsync(void *devPtr, int value, size_t count, cudaStream_t stream)
 {
+	SQ_FORK_CHECK();
 	if (count == 0)
 		return cudaSuccess;
 	if (simgpu_range_device(devPtr, count) < 0)

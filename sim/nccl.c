@@ -102,17 +102,27 @@ double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+void word_bump(_Atomic uint32_t *w)
+{
+	atomic_fetch_add(w, 1);
+	syscall(SYS_futex, w, FUTEX_WAKE, INT32_MAX, NULL, NULL, 0);
+}
+
+void word_wait(_Atomic uint32_t *w, uint32_t seen, long ns)
+{
+	struct timespec ts = { .tv_sec = 0, .tv_nsec = ns };
+
+	syscall(SYS_futex, w, FUTEX_WAIT, seen, &ts, NULL, 0);
+}
+
 void bump(struct shm_hdr *h)
 {
-	atomic_fetch_add(&h->wake, 1);
-	syscall(SYS_futex, &h->wake, FUTEX_WAKE, INT32_MAX, NULL, NULL, 0);
+	word_bump(&h->wake);
 }
 
 void wait_change(struct shm_hdr *h, uint32_t seen, long ns)
 {
-	struct timespec ts = { .tv_sec = 0, .tv_nsec = ns };
-
-	syscall(SYS_futex, &h->wake, FUTEX_WAIT, seen, &ts, NULL, 0);
+	word_wait(&h->wake, seen, ns);
 }
 
 /* Has process pid exited? A zombie (not yet reaped by its launcher) counts. */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* nccl_coll.c - simulated NCCL entry points for operations: argument checks,
- * groups (ncclGroupStart/End, per thread) and the collective and
- * point-to-point calls. Split out of nccl.c. */
+/* nccl_coll.c - simulated NCCL entry points for operations: argument checks
+ * and the collective and point-to-point calls; inside a group they wait for
+ * its end (nccl_group.c). Split out of nccl.c. */
 #include <nccl.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -26,11 +26,28 @@
 #include "nccl_int.h"
 #include "simgpu.h"
 
-static __thread int group_depth;
-static __thread struct op *group_ops;
-static __thread size_t group_n, group_cap;
-static __thread ncclResult_t group_error;
+/* The communicator can take an operation now (NCCL's EnsureReady). */
+static ncclResult_t comm_ready(struct ncclComm *c, const char *what)
+{
+	ncclResult_t r;
 
+	if (!comm_ok(c)) {
+		warn("%s : invalid communicator", what);
+		return ncclInvalidArgument;
+	}
+	if (atomic_load(&c->revoked)) {
+		warn("%s: communicator was revoked", what);
+		return ncclInvalidUsage;
+	}
+	r = get_async_error(c);
+	if (r == ncclInProgress) {
+		warn("Attempt to use communicator before the previous operation returned ncclSuccess");
+		return ncclInvalidArgument;
+	}
+	if (r != ncclSuccess)
+		warn("%s : communicator has an error (%s)", what, ncclGetErrorString(r));
+	return r;
+}
 
 /* Validate and either queue (inside a group) or run an op. */
 static ncclResult_t submit(struct op o)
@@ -39,11 +56,9 @@ static ncclResult_t submit(struct op o)
 	size_t es, in_bytes, out_bytes;
 	ncclResult_t r;
 
-	if (!comm_ok(c)) {
-		warn("%s : invalid communicator", op_names[o.type]);
-		r = ncclInvalidArgument;
+	r = comm_ready(c, op_names[o.type]);
+	if (r != ncclSuccess)
 		goto out;
-	}
 	es = dtype_size(o.dtype);
 	if (es == 0) {
 		warn("%s : invalid type %d (the simulated NCCL has no fp8)", op_names[o.type],
@@ -59,13 +74,6 @@ static ncclResult_t submit(struct op o)
 	if (o.root < 0 || o.root >= c->nranks) {
 		warn("%s : invalid root/peer %d (nranks %d)", op_names[o.type], o.root, c->nranks);
 		r = ncclInvalidArgument;
-		goto out;
-	}
-	r = get_async_error(c);
-	if (r != ncclSuccess) {
-		if (r != ncclInProgress)
-			warn("%s : communicator has an error (%s)", op_names[o.type],
-			     ncclGetErrorString(r));
 		goto out;
 	}
 	in_bytes = out_bytes = o.count * es;
@@ -88,55 +96,21 @@ static ncclResult_t submit(struct op o)
 		r = ncclInvalidArgument;
 		goto out;
 	}
+	if (forked_child(op_names[o.type])) {
+		r = ncclUnhandledCudaError;
+		goto out;
+	}
 	if (is_collective(o.type))
 		o.seq = ++c->colls;
-	if (group_depth > 0) {
-		if (group_n == group_cap) {
-			size_t cap = group_cap ? group_cap * 2 : 16;
-			struct op *p = realloc(group_ops, cap * sizeof(*p));
-
-			if (!p) {
-				r = ncclSystemError;
-				goto out;
-			}
-			group_ops = p;
-			group_cap = cap;
-		}
-		group_ops[group_n++] = o;
+	if (group_open()) {
+		r = group_add_op(&o);
+		if (r != ncclSuccess)
+			goto out;
 		return ncclSuccess;
 	}
 	return launch(&o, 1);
 out:
-	if (group_depth > 0 && group_error == ncclSuccess)
-		group_error = r;
-	return r;
-}
-
-EXPORT ncclResult_t ncclGroupStart(void)
-{
-	if (group_depth == 0) {
-		group_n = 0;
-		group_error = ncclSuccess;
-	}
-	group_depth++;
-	return ncclSuccess;
-}
-
-EXPORT ncclResult_t ncclGroupEnd(void)
-{
-	ncclResult_t r;
-
-	if (group_depth == 0) {
-		warn("ncclGroupEnd: not in a group call");
-		return ncclInvalidUsage;
-	}
-	if (--group_depth > 0)
-		return ncclSuccess;
-	r = group_error;
-	if (r == ncclSuccess && group_n)
-		r = launch(group_ops, group_n);
-	group_n = 0;
-	group_error = ncclSuccess;
+	group_note_error(r);
 	return r;
 }
 

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* nccl_comm.c - simulated NCCL communicators: unique ids, creation and bootstrap
- * over the shared segment (ncclCommInitRank/InitAll/Split), destruction, abort
- * and the communicator queries. Split out of nccl.c. */
+/* nccl_comm.c - simulated NCCL communicators: unique ids, joining the shared
+ * segment and the bootstrap (every rank there, NCCL's device rule),
+ * ncclCommInitRank and ncclCommInitAll, destruction, abort and the queries.
+ * The other ways to make one (config, scalable, split, shrink) and the jobs
+ * that make them are in nccl_jobs.c. */
 #include <nccl.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -56,11 +58,51 @@ bool comm_ok(struct ncclComm *c)
 	return c && c->magic == COMM_MAGIC;
 }
 
+bool config_blocking(const ncclConfig_t *config)
+{
+	const char *env = getenv("NCCL_COMM_BLOCKING");
+
+	if (config && config->blocking != NCCL_CONFIG_UNDEF_INT)
+		return config->blocking != 0;
+	return !(env && *env && atoi(env) == 0);
+}
+
+ncclResult_t config_check(const ncclConfig_t *config)
+{
+	if (config && config->magic != 0xcafebeef) {
+		warn("ncclConfig_t not initialised with NCCL_CONFIG_INITIALIZER");
+		return ncclInvalidArgument;
+	}
+	return ncclSuccess;
+}
+
+/* NCCL's calls reach the device through CUDA: in a child forked after CUDA
+ * was initialised they fail as CUDA's calls do (simgpu.h). */
+bool forked_child(const char *what)
+{
+	if (!simgpu_forked())
+		return false;
+	warn("%s : Cuda failure 3 'initialization error' (CUDA cannot be used in a process "
+	     "forked after CUDA was initialised)", what);
+	return true;
+}
+
+struct ncclComm *comm_new(const ncclConfig_t *config)
+{
+	struct ncclComm *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->magic = COMM_MAGIC;
+	c->blocking = config_blocking(config);
+	c->device = simgpu_current_device();
+	return c;
+}
+
 /* Map the segment and claim slot `rank`. Does not wait for the others. */
-static ncclResult_t comm_attach(struct ncclComm **out, int nranks, const char *name, int rank,
+static ncclResult_t comm_attach(struct ncclComm *c, int nranks, const char *name, int rank,
 				int device)
 {
-	struct ncclComm *c;
 	struct shm_rank *me;
 	int fd;
 
@@ -69,10 +111,6 @@ static ncclResult_t comm_attach(struct ncclComm **out, int nranks, const char *n
 		     rank, nranks, MAX_RANKS);
 		return ncclInvalidArgument;
 	}
-	c = calloc(1, sizeof(*c));
-	if (!c)
-		return ncclSystemError;
-	c->magic = COMM_MAGIC;
 	c->rank = rank;
 	c->nranks = nranks;
 	c->device = device;
@@ -83,21 +121,20 @@ static ncclResult_t comm_attach(struct ncclComm **out, int nranks, const char *n
 		warn("cannot create shared segment %s: %s", name, strerror(errno));
 		if (fd >= 0)
 			close(fd);
-		free(c);
 		return ncclSystemError;
 	}
 	c->shm = mmap(NULL, c->shm_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	close(fd);
 	if (c->shm == MAP_FAILED) {
 		warn("cannot map shared segment %s: %s", name, strerror(errno));
-		free(c);
+		c->shm = NULL;
 		return ncclSystemError;
 	}
 	me = &c->shm->ranks[rank];
 	if (atomic_load(&me->joined)) {
 		warn("rank %d of this communicator joined twice", rank);
 		munmap(c->shm, c->shm_size);
-		free(c);
+		c->shm = NULL;
 		return ncclInvalidUsage;
 	}
 	me->device = device;
@@ -109,11 +146,10 @@ static ncclResult_t comm_attach(struct ncclComm **out, int nranks, const char *n
 		gethostname(me->host, sizeof(me->host) - 1);
 	atomic_store(&me->joined, 1);
 	bump(c->shm);
-	*out = c;
 	return ncclSuccess;
 }
 
-static void comm_release(struct ncclComm *c, bool unlink_name)
+void comm_release(struct ncclComm *c, bool unlink_name)
 {
 	sim_prof_fini(&c->prof);
 	if (unlink_name)
@@ -141,8 +177,21 @@ static ncclResult_t check_devices(struct ncclComm *c)
 	return ncclSuccess;
 }
 
-/* Wait, bounded, until all nranks have joined. */
-static ncclResult_t wait_joined(struct ncclComm *c)
+static void warn_missing(struct ncclComm *c)
+{
+	char missing[256] = "";
+	size_t len = 0;
+
+	for (int r = 0; r < c->nranks && len < sizeof(missing) - 8; r++)
+		if (!atomic_load(&c->shm->ranks[r].joined))
+			len += (size_t)snprintf(missing + len, sizeof(missing) - len, "%s%d",
+						len ? "," : "", r);
+	warn("bootstrap timeout after %.0f s: rank(s) %s never joined the communicator",
+	     simgpu_timeout_s(), missing);
+}
+
+/* Wait, bounded, until all nranks have joined (or c or stop is aborted). */
+static ncclResult_t wait_joined(struct ncclComm *c, struct ncclComm *stop)
 {
 	double deadline = now_s() + simgpu_timeout_s();
 
@@ -154,44 +203,37 @@ static ncclResult_t wait_joined(struct ncclComm *c)
 			joined += atomic_load(&c->shm->ranks[r].joined);
 		if (joined == c->nranks)
 			return ncclSuccess;
+		if (atomic_load(&c->aborted_local) || (stop && atomic_load(&stop->aborted_local))) {
+			warn("communicator init aborted (ncclCommAbort)");
+			return ncclRemoteError;
+		}
 		if (now_s() > deadline) {
-			char missing[256] = "";
-			size_t len = 0;
-
-			for (int r = 0; r < c->nranks && len < sizeof(missing) - 8; r++)
-				if (!atomic_load(&c->shm->ranks[r].joined))
-					len += (size_t)snprintf(missing + len, sizeof(missing) - len,
-								"%s%d", len ? "," : "", r);
-			warn("bootstrap timeout after %.0f s: rank(s) %s never joined the communicator",
-			     simgpu_timeout_s(), missing);
+			warn_missing(c);
 			return ncclSystemError;
 		}
 		wait_change(c->shm, seen, 50 * 1000 * 1000);
 	}
 }
 
-ncclResult_t init_rank(ncclComm_t *out, int nranks, const char *name, int rank)
+ncclResult_t init_rank_into(struct ncclComm *c, int nranks, const char *name, int rank,
+			    int device, struct ncclComm *stop)
 {
-	struct ncclComm *c = NULL;
-	ncclResult_t r;
+	ncclResult_t r = comm_attach(c, nranks, name, rank, device);
 
-	if (!out)
-		return ncclInvalidArgument;
-	r = comm_attach(&c, nranks, name, rank, simgpu_current_device());
 	if (r != ncclSuccess)
 		return r;
-	r = wait_joined(c);
+	r = wait_joined(c, stop);
 	if (r == ncclSuccess)
 		r = check_devices(c);
 	/* everyone has mapped it (or never will): the name is no longer needed */
 	if (rank == 0 || r != ncclSuccess)
 		shm_unlink(c->shm_name);
 	if (r != ncclSuccess) {
-		comm_release(c, false);
+		munmap(c->shm, c->shm_size);
+		c->shm = NULL;
 		return r;
 	}
 	sim_prof_init(&c->prof, c->shm_name, nranks, rank);
-	*out = c;
 	return ncclSuccess;
 }
 
@@ -209,12 +251,7 @@ bool id_ok(const ncclUniqueId *id)
 
 EXPORT ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId commId, int rank)
 {
-	char name[64];
-
-	if (!id_ok(&commId))
-		return ncclInvalidArgument;
-	id_name(&commId, "", name, sizeof(name));
-	return init_rank(comm, nranks, name, rank);
+	return ncclCommInitRankConfig(comm, nranks, commId, rank, NULL);
 }
 
 EXPORT ncclResult_t ncclCommInitAll(ncclComm_t *comms, int ndev, const int *devlist)
@@ -226,6 +263,8 @@ EXPORT ncclResult_t ncclCommInitAll(ncclComm_t *comms, int ndev, const int *devl
 
 	if (!comms || ndev < 1)
 		return ncclInvalidArgument;
+	if (forked_child("ncclCommInitAll"))
+		return ncclUnhandledCudaError;
 	r = ncclGetUniqueId(&id);
 	if (r != ncclSuccess)
 		return r;
@@ -238,9 +277,13 @@ EXPORT ncclResult_t ncclCommInitAll(ncclComm_t *comms, int ndev, const int *devl
 			r = ncclInvalidArgument;
 			goto out_release;
 		}
-		r = comm_attach(&comms[i], ndev, name, i, dev);
-		if (r != ncclSuccess)
+		comms[i] = comm_new(NULL);
+		r = comms[i] ? comm_attach(comms[i], ndev, name, i, dev) : ncclSystemError;
+		if (r != ncclSuccess) {
+			if (comms[i])
+				comm_release(comms[i], false);
 			goto out_release;
+		}
 	}
 	for (i = 0; i < ndev; i++) {
 		r = check_devices(comms[i]);
@@ -267,7 +310,9 @@ EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm)
 		return ncclSuccess;
 	if (!comm_ok(comm))
 		return ncclInvalidArgument;
-	init_join(comm);
+	if (forked_child("ncclCommDestroy"))
+		return ncclUnhandledCudaError;
+	jobs_wait(comm);
 	drain(comm); /* NCCL's destroy waits for the communicator's operations */
 	comm_release(comm, false);
 	return ncclSuccess;
@@ -279,8 +324,10 @@ EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm)
 		return ncclSuccess;
 	if (!comm_ok(comm))
 		return ncclInvalidArgument;
+	if (forked_child("ncclCommAbort"))
+		return ncclUnhandledCudaError;
 	atomic_store(&comm->aborted_local, 1);
-	init_join(comm);
+	jobs_wait(comm); /* a job in its bootstrap sees the abort */
 	if (comm->shm) {
 		atomic_store(&comm->shm->aborted, comm->rank + 1);
 		bump(comm->shm);
@@ -326,53 +373,4 @@ EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *asyncEr
 		return ncclInvalidArgument;
 	*asyncError = get_async_error(comm);
 	return ncclSuccess;
-}
-
-struct split_entry {
-	int color, key, rank;
-};
-
-static int split_cmp(const void *a, const void *b)
-{
-	const struct split_entry *x = a, *y = b;
-
-	if (x->key != y->key)
-		return x->key < y->key ? -1 : 1;
-	return x->rank - y->rank;
-}
-
-/* Every rank of comm exchanges (color, key) through the parent, then joins a
- * segment named after the parent, the split count and the color. */
-EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *newcomm,
-				  ncclConfig_t *config)
-{
-	struct split_entry mine, all[MAX_RANKS], same[MAX_RANKS];
-	struct op o;
-	char name[160];
-	int n = 0, newrank = -1;
-	ncclResult_t r;
-
-	(void)config;
-	if (!comm_ok(comm) || !newcomm)
-		return ncclInvalidArgument;
-	mine = (struct split_entry){ color, key, comm->rank };
-	o = (struct op){ .type = OP_ALLGATHER, .comm = comm, .send = (const char *)&mine,
-			 .recv = (char *)all, .count = 3, .dtype = ncclInt32 };
-	o.seq = ++comm->colls;
-	r = run_ops(&o, 1);
-	if (r != ncclSuccess)
-		return r;
-	comm->splits++;
-	*newcomm = NULL;
-	if (color == NCCL_SPLIT_NOCOLOR)
-		return ncclSuccess;
-	for (int i = 0; i < comm->nranks; i++)
-		if (all[i].color == color)
-			same[n++] = all[i];
-	qsort(same, (size_t)n, sizeof(same[0]), split_cmp);
-	for (int i = 0; i < n; i++)
-		if (same[i].rank == comm->rank)
-			newrank = i;
-	snprintf(name, sizeof(name), "%s-s%u-c%d", comm->shm_name, comm->splits, color);
-	return init_rank(newcomm, n, name, newrank);
 }

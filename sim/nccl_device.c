@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* nccl_device.c - the simulated NCCL's device side: operations enqueued on
  * CUDA streams and run by the device workers (sim/queue.c), in each
- * communicator's issue order; asynchronous errors; non-blocking init. */
+ * communicator's issue order; asynchronous errors. */
 #include <nccl.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -120,36 +120,55 @@ static void dev_release(struct simgpu_work *w)
 	free(d);
 }
 
-/* The distinct streams of ops (the first 64; more are not joined). */
-static int streams_of(const struct op *ops, size_t n, void **st, int *ns)
+/* An op's stream: the legacy stream (NULL) is its communicator's device's,
+ * not the calling thread's current device's (a group of one thread over
+ * several devices). */
+static void *stream_of(const struct op *o)
 {
-	*ns = 0;
-	for (size_t i = 0; i < n; i++) {
-		int j = 0;
+	void *s = o->stream;
 
-		while (j < *ns && st[j] != (void *)ops[i].stream)
-			j++;
-		if (j == *ns && *ns < 64)
-			st[(*ns)++] = (void *)ops[i].stream;
-	}
-	return *ns;
+	if (s == NULL || s == (void *)cudaStreamLegacy || s == (void *)cudaStreamPerThread)
+		return simgpu_legacy_stream(o->comm->device);
+	return s;
 }
 
-/* Run ops: enqueued on the first op's stream (a group's ops all run there;
- * with several streams, joined as NCCL joins them: the group waits for each
- * stream's earlier work, and each stream's later work for the group), or
- * inside the call under SIMGPU_SYNC=1. */
-ncclResult_t launch(struct op *ops, size_t n)
+/* The distinct streams of ops, in first-use order, into st (room for n). */
+static int streams_of(const struct op *ops, size_t n, void **st)
 {
-	struct dev_work *d;
-	void *st[64];
-	ncclResult_t r;
-	int e, ns;
+	int ns = 0;
 
+	for (size_t i = 0; i < n; i++) {
+		void *s = stream_of(&ops[i]);
+		int j = 0;
+
+		while (j < ns && st[j] != s)
+			j++;
+		if (j == ns)
+			st[ns++] = s;
+	}
+	return ns;
+}
+
+static void dev_queue_prof(struct op *ops, size_t n)
+{
 	for (size_t i = 0; i < n; i++) /* a profiler plugin's collective event, on this thread */
 		sim_prof_launch(&ops[i].comm->prof, &ops[i].prof, ops[i].type != OP_SEND &&
 				ops[i].type != OP_RECV, op_names[ops[i].type], ops[i].send,
 				ops[i].recv, ops[i].count);
+}
+
+/* Run ops: enqueued on the first op's stream (a group's ops all run there;
+ * with several streams, however many, joined as NCCL joins them: the group
+ * waits for each stream's earlier work, and each stream's later work for
+ * the group), or inside the call under SIMGPU_SYNC=1. */
+ncclResult_t launch(struct op *ops, size_t n)
+{
+	struct dev_work *d;
+	void **st;
+	ncclResult_t r;
+	int e, ns;
+
+	dev_queue_prof(ops, n);
 	if (!simgpu_async()) { /* on the device from the call to its return */
 		for (size_t i = 0; i < n; i++)
 			sim_prof_device_start(&ops[i].prof);
@@ -159,8 +178,12 @@ ncclResult_t launch(struct op *ops, size_t n)
 		return r;
 	}
 	d = calloc(1, sizeof(*d) + n * sizeof(*ops));
-	if (!d)
+	st = calloc(n, sizeof(*st));
+	if (!d || !st) {
+		free(d);
+		free(st);
 		return ncclSystemError;
+	}
 	d->w = (struct simgpu_work){ dev_step, dev_release, NULL, 0 };
 	d->n = n;
 	memcpy(d->ops, ops, n * sizeof(*ops));
@@ -172,8 +195,9 @@ ncclResult_t launch(struct op *ops, size_t n)
 		d->ops[i].ticket = j < i ? d->ops[j].ticket : ++d->ops[i].comm->tickets;
 		atomic_fetch_add(&ops[i].comm->inflight, 1);
 	}
-	e = streams_of(ops, n, st, &ns) > 1 ? simgpu_enqueue_joined(st, ns, &d->w)
-					      : simgpu_enqueue(ops[0].stream, &d->w);
+	ns = streams_of(ops, n, st);
+	e = ns > 1 ? simgpu_enqueue_joined(st, ns, &d->w) : simgpu_enqueue(st[0], &d->w);
+	free(st);
 	if (e != 0) {
 		warn("%s : invalid stream %p (CUDA error %d)", op_names[ops[0].type], ops[0].stream,
 		     e);
@@ -189,90 +213,3 @@ void drain(struct ncclComm *c)
 	while (atomic_load(&c->inflight) > 0)
 		nanosleep(&(struct timespec){ 0, 1000 * 1000 }, NULL);
 }
-
-/* A non-blocking init (config blocking=0): the handle is returned at once
- * with ncclInProgress as its asynchronous error; this thread joins the others
- * and then sets ncclSuccess or the failure. */
-struct init_job {
-	struct ncclComm *shell;
-	int nranks, rank, device;
-	char name[64];
-};
-
-static void *init_thread(void *arg)
-{
-	struct init_job *j = arg;
-	struct ncclComm *c = NULL, *sh = j->shell;
-	ncclResult_t r;
-
-	simgpu_set_current_device(j->device);
-	r = init_rank(&c, j->nranks, j->name, j->rank);
-	if (r == ncclSuccess) {
-		sh->rank = c->rank;
-		sh->nranks = c->nranks;
-		sh->device = c->device;
-		sh->shm = c->shm;
-		sh->shm_size = c->shm_size;
-		memcpy(sh->shm_name, c->shm_name, sizeof(sh->shm_name));
-		sh->prof = c->prof; /* the plugin's context goes to the handle */
-		c->magic = 0;
-		free(c);
-	}
-	set_async_error(sh, r);
-	free(j);
-	return NULL;
-}
-
-void init_join(struct ncclComm *c)
-{
-	if (c->init_thread_live)
-		pthread_join(c->init_thread, NULL);
-	c->init_thread_live = false;
-}
-
-static ncclResult_t init_nonblocking(ncclComm_t *comm, int nranks, const char *name, int rank)
-{
-	struct ncclComm *c = calloc(1, sizeof(*c));
-	struct init_job *j = calloc(1, sizeof(*j));
-
-	if (!c || !j) {
-		free(c);
-		free(j);
-		return ncclSystemError;
-	}
-	c->magic = COMM_MAGIC;
-	c->rank = rank;
-	c->nranks = nranks;
-	c->device = simgpu_current_device();
-	c->async_error = ncclInProgress;
-	*j = (struct init_job){ .shell = c, .nranks = nranks, .rank = rank, .device = c->device };
-	snprintf(j->name, sizeof(j->name), "%s", name);
-	if (pthread_create(&c->init_thread, NULL, init_thread, j) != 0) {
-		free(c);
-		free(j);
-		return ncclSystemError;
-	}
-	c->init_thread_live = true;
-	*comm = c;
-	return ncclInProgress;
-}
-
-EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUniqueId commId,
-					   int rank, ncclConfig_t *config)
-{
-	char name[64];
-
-	if (config && config->magic != 0xcafebeef) {
-		warn("ncclConfig_t not initialised with NCCL_CONFIG_INITIALIZER");
-		return ncclInvalidArgument;
-	}
-	if (!config || config->blocking != 0)
-		return ncclCommInitRank(comm, nranks, commId, rank);
-	if (!comm)
-		return ncclInvalidArgument;
-	if (!id_ok(&commId))
-		return ncclInvalidArgument;
-	id_name(&commId, "", name, sizeof(name));
-	return init_nonblocking(comm, nranks, name, rank);
-}
-

@@ -64,9 +64,38 @@ struct ncclComm {
 	_Atomic int aborted_local; /* ncclCommAbort: queued ops end at once */
 	uint64_t tickets;          /* device work items enqueued (host side) */
 	_Atomic uint64_t dev_done; /* ... and completed on the device, in order */
-	bool init_thread_live;     /* non-blocking init: join init_thread */
-	pthread_t init_thread;
+	bool blocking;             /* config.blocking (default: NCCL_COMM_BLOCKING, else 1) */
+	_Atomic int jobs;          /* jobs (nccl_jobs.c) still running on this communicator */
+	_Atomic int revoked;       /* ncclCommRevoke: no new operation */
+	bool finalized;            /* ncclCommFinalize or ncclCommRevoke was called */
+	unsigned shrinks;          /* ncclCommShrink calls on this communicator */
 	struct sim_prof_comm prof; /* a profiler plugin's context (nccl_profiler.c) */
+};
+
+/* Making a communicator (nccl_jobs.c): ncclCommInitRank* (INIT), Split,
+ * Shrink. As in NCCL, a job runs at the end of its group (every call is
+ * its own group outside ncclGroupStart/End): a blocking group's jobs run
+ * together (several ranks of one process must meet) and the group end
+ * returns when they are done; a non-blocking group's jobs go on in the
+ * background and the group end returns ncclInProgress. */
+enum job_kind { JOB_INIT, JOB_SPLIT, JOB_SHRINK };
+
+struct comm_job {
+	enum job_kind kind;
+	struct ncclComm *comm;   /* INIT: the handle given out at the call */
+	struct ncclComm *parent; /* SPLIT, SHRINK */
+	ncclComm_t *out;         /* SPLIT, SHRINK: set once the communicator is made */
+	int nranks, rank, device;
+	int color, key;          /* SPLIT */
+	int flags, nexcl;        /* SHRINK: NCCL_SHRINK_*, excluded parent ranks */
+	int excl[MAX_RANKS];
+	unsigned ordinal;        /* SPLIT, SHRINK: the parent's count of them */
+	bool blocking;
+	char name[128];          /* INIT: the segment */
+	ncclResult_t result;
+	pthread_t thread;
+	bool threaded;
+	struct comm_job *next;   /* the group's list */
 };
 
 enum op_type { OP_ALLREDUCE, OP_BROADCAST, OP_REDUCE, OP_ALLGATHER, OP_REDUCESCATTER,
@@ -103,6 +132,10 @@ struct run_state {
 /* nccl.c */
 void warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 double now_s(void);
+/* A futex word shared by processes: bump it and wake its waiters; wait
+ * (at most ns) while it still reads seen. */
+void word_bump(_Atomic uint32_t *w);
+void word_wait(_Atomic uint32_t *w, uint32_t seen, long ns);
 void bump(struct shm_hdr *h);
 void wait_change(struct shm_hdr *h, uint32_t seen, long ns);
 size_t shm_bytes(int nranks);
@@ -115,7 +148,32 @@ ncclResult_t run_ops(struct op *ops, size_t n);
 void id_name(const ncclUniqueId *id, const char *suffix, char *out, size_t n);
 bool id_ok(const ncclUniqueId *id);
 bool comm_ok(struct ncclComm *c);
-ncclResult_t init_rank(ncclComm_t *out, int nranks, const char *name, int rank);
+/* A communicator not yet joined: magic set, blocking as config says. */
+struct ncclComm *comm_new(const ncclConfig_t *config);
+void comm_release(struct ncclComm *c, bool unlink_name);
+/* Join segment `name` as rank of nranks on device; wait (bounded, until c or
+ * stop is aborted) for the others; NCCL's duplicate-device rule. On failure
+ * c holds no segment. */
+ncclResult_t init_rank_into(struct ncclComm *c, int nranks, const char *name, int rank,
+			    int device, struct ncclComm *stop);
+/* The config's blocking (NULL: the default). */
+bool config_blocking(const ncclConfig_t *config);
+ncclResult_t config_check(const ncclConfig_t *config);
+/* CUDA's fork rule for NCCL's calls that use the device (simgpu.h). */
+bool forked_child(const char *what);
+
+/* nccl_jobs.c */
+ncclResult_t job_submit(struct comm_job *j);
+ncclResult_t jobs_run(struct comm_job *list);
+/* Wait for c's jobs to end (destroy, abort). */
+void jobs_wait(struct ncclComm *c);
+
+/* nccl_group.c */
+bool group_open(void);
+ncclResult_t group_add_op(const struct op *o);
+void group_add_job(struct comm_job *j);
+/* A call inside the group failed: ncclGroupEnd reports it. */
+void group_note_error(ncclResult_t r);
 
 /* nccl_reduce.c */
 size_t dtype_size(ncclDataType_t t);
@@ -125,7 +183,6 @@ void reduce(void *out, const char *const *src, int nr, size_t n, ncclDataType_t 
 /* nccl_device.c */
 ncclResult_t launch(struct op *ops, size_t n);
 void drain(struct ncclComm *c);
-void init_join(struct ncclComm *c);
 
 /* A failure of the ops' communicator: recorded for ncclCommGetAsyncError. */
 static inline void set_async_error(struct ncclComm *c, ncclResult_t r)

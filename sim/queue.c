@@ -42,13 +42,16 @@
 #include "queue.h"
 
 #define MAX_DEV 64
-#define MAX_DEPS (MAX_DEV + 2)
+#define INLINE_DEPS 4
 
+/* An item waits for every mark in deps: the legacy stream's item for each
+ * busy blocking stream of its device, however many (CUDA has no limit). */
 struct item {
 	struct simgpu_work *w;
 	struct mark *mark;
-	struct mark *deps[MAX_DEPS];
-	int ndeps;
+	struct mark **deps; /* inline_deps, or grown on the heap */
+	int ndeps, cap;
+	struct mark *inline_deps[INLINE_DEPS];
 	struct item *next;
 };
 
@@ -188,10 +191,29 @@ static int current_dev(void)
 	return d >= 0 && d < MAX_DEV ? d : 0;
 }
 
+static struct sim_stream *legacy_of(int d)
+{
+	pthread_mutex_lock(&qlock);
+	legacy[d].magic = STREAM_MAGIC;
+	legacy[d].device = d;
+	legacy[d].legacy = true;
+	pthread_mutex_unlock(&qlock);
+	return &legacy[d];
+}
+
+/* A device's legacy stream by a handle that names it whatever the current
+ * device (NCCL's NULL stream is its communicator's device's). */
+__attribute__((visibility("default"))) void *simgpu_legacy_stream(int device)
+{
+	return device >= 0 && device < MAX_DEV ? legacy_of(device) : NULL;
+}
+
 struct sim_stream *sq_stream(cudaStream_t s)
 {
 	struct sim_stream *found = NULL;
 
+	if ((void *)s >= (void *)legacy && (void *)s < (void *)(legacy + MAX_DEV))
+		return (struct sim_stream *)s; /* simgpu_legacy_stream's */
 	if (s == NULL || s == cudaStreamLegacy || s == cudaStreamPerThread) {
 		int d = current_dev();
 
@@ -279,6 +301,8 @@ static void complete_head(struct sim_stream *st)
 	it->mark->done = true;
 	it->mark->t_ns = sq_now_ns();
 	mark_put_locked(it->mark);
+	if (it->deps != it->inline_deps)
+		free(it->deps);
 	free(it);
 	pthread_cond_broadcast(&qcv);
 }
@@ -401,24 +425,50 @@ static void run_inline(struct simgpu_work *w)
 	w->release(w);
 }
 
-static void add_dep(struct item *it, struct mark *m)
+/* it waits for m too (under qlock); false when out of memory. */
+static bool add_dep(struct item *it, struct mark *m)
 {
-	if (m && !m->done && it->ndeps < MAX_DEPS)
-		it->deps[it->ndeps++] = mark_get(m);
+	if (!m || m->done)
+		return true;
+	if (it->ndeps == it->cap) {
+		int cap = it->cap * 2;
+		struct mark **d = it->deps == it->inline_deps ? malloc(sizeof(*d) * (size_t)cap)
+							       : realloc(it->deps, sizeof(*d) * (size_t)cap);
+
+		if (!d)
+			return false;
+		if (it->deps == it->inline_deps)
+			memcpy(d, it->inline_deps, sizeof(it->inline_deps));
+		it->deps = d;
+		it->cap = cap;
+	}
+	it->deps[it->ndeps++] = mark_get(m);
+	return true;
 }
 
-/* The legacy ordering of an item on st (under qlock). */
-static void legacy_deps(struct item *it, struct sim_stream *st)
+/* The legacy ordering of an item on st (under qlock): on the legacy stream,
+ * after every blocking stream of the device; on a blocking stream, after
+ * the legacy stream. */
+static bool legacy_deps(struct item *it, struct sim_stream *st)
 {
 	if (st->flags & cudaStreamNonBlocking)
-		return;
-	if (!st->legacy) {
-		add_dep(it, legacy[st->device].last);
-		return;
-	}
+		return true;
+	if (!st->legacy)
+		return add_dep(it, legacy[st->device].last);
 	for (struct sim_stream *s = streams; s; s = s->next)
-		if (s->device == st->device && !(s->flags & cudaStreamNonBlocking))
-			add_dep(it, s->last);
+		if (s->device == st->device && !(s->flags & cudaStreamNonBlocking) &&
+		    !add_dep(it, s->last))
+			return false;
+	return true;
+}
+
+static void item_free_locked(struct item *it)
+{
+	while (it->ndeps > 0)
+		mark_put_locked(it->deps[--it->ndeps]);
+	if (it->deps != it->inline_deps)
+		free(it->deps);
+	free(it);
 }
 
 static struct mark *new_done_mark(void)
@@ -455,16 +505,18 @@ cudaError_t sq_enqueue(struct sim_stream *st, struct simgpu_work *w, struct mark
 	}
 	it->w = w;
 	it->mark = m;
+	it->deps = it->inline_deps;
+	it->cap = INLINE_DEPS;
 	m->refs = out ? 3 : 2; /* the item, the stream's last, the caller */
 	pthread_mutex_lock(&qlock);
-	if (!start_worker_locked(st->device)) {
+	if (!start_worker_locked(st->device) || !legacy_deps(it, st) || !add_dep(it, wait_on)) {
+		bool started = worker_started[st->device];
+
+		item_free_locked(it);
 		pthread_mutex_unlock(&qlock);
-		free(it);
 		free(m);
-		return cudaErrorLaunchFailure;
+		return started ? cudaErrorMemoryAllocation : cudaErrorLaunchFailure;
 	}
-	legacy_deps(it, st);
-	add_dep(it, wait_on);
 	busy = st->tail != NULL;
 	if (busy)
 		st->tail->next = it;

@@ -77,6 +77,13 @@ cudaError_t sq_free_async(cudaStream_t s, void *p);
 
 /* cudart.c */
 cudaError_t sq_fail(cudaError_t e);
+/* First in every runtime entry point (but the error and version queries):
+ * in a child forked after CUDA was initialised, the call fails as CUDA's. */
+#define SQ_FORK_CHECK()                                                  \
+	do {                                                             \
+		if (__builtin_expect(simgpu_forked(), 0))                \
+			return sq_fail(cudaErrorInitializationError);    \
+	} while (0)
 bool sq_host_pinned(const void *p);
 int sq_free_now(void *p); /* free without waiting for the device: 0 or -1 */
 

@@ -61,6 +61,13 @@ int simgpu_vmm_retain(uint64_t *handle, uint64_t addr);
  * but not accessible, -1 not VMM. */
 int simgpu_vmm_lookup(uintptr_t p, size_t len, int *device);
 
+/* CUDA's fork rule: a child forked after its parent initialised CUDA
+ * cannot use it (its calls fail with cudaErrorInitializationError; NCCL's
+ * with ncclUnhandledCudaError). True in such a child; otherwise marks this
+ * process as one that initialised CUDA and returns false. Every runtime
+ * call but the error and version queries asks it first. */
+bool simgpu_forked(void);
+
 /* Seconds a collective or init waits for missing ranks (SIMGPU_TIMEOUT). */
 double simgpu_timeout_s(void);
 
@@ -93,6 +100,9 @@ int simgpu_enqueue(void *stream, struct simgpu_work *w);
  * every one of them is done, and later work on each of them waits for it,
  * as NCCL joins a group's streams with events. */
 int simgpu_enqueue_joined(void *const *streams, int n, struct simgpu_work *w);
+/* A handle for device's legacy default stream, whatever the current device
+ * (the NULL stream of a communicator's operation is its device's). */
+void *simgpu_legacy_stream(int device);
 /* Wait until every stream of the device has drained (cuCtxSynchronize). */
 void simgpu_device_sync(int device);
 

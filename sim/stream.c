@@ -213,6 +213,7 @@ EXPORT cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void
 	struct host_work *h;
 	cudaError_t e;
 
+	SQ_FORK_CHECK();
 	if (!st)
 		return sq_fail(cudaErrorInvalidResourceHandle);
 	if (!fn)
@@ -282,6 +283,7 @@ EXPORT cudaError_t cudaStreamCreateWithPriority(cudaStream_t *pStream, unsigned 
 {
 	struct sim_stream *s;
 
+	SQ_FORK_CHECK();
 	if (!pStream)
 		return sq_fail(cudaErrorInvalidValue);
 	s = sq_stream_create(simgpu_current_device(), flags,
@@ -294,16 +296,19 @@ EXPORT cudaError_t cudaStreamCreateWithPriority(cudaStream_t *pStream, unsigned 
 
 EXPORT cudaError_t cudaStreamCreateWithFlags(cudaStream_t *pStream, unsigned int flags)
 {
+	SQ_FORK_CHECK();
 	return cudaStreamCreateWithPriority(pStream, flags, 0);
 }
 
 EXPORT cudaError_t cudaStreamCreate(cudaStream_t *pStream)
 {
+	SQ_FORK_CHECK();
 	return cudaStreamCreateWithPriority(pStream, cudaStreamDefault, 0);
 }
 
 EXPORT cudaError_t cudaStreamDestroy(cudaStream_t stream)
 {
+	SQ_FORK_CHECK();
 	if (stream == NULL || stream == cudaStreamLegacy || stream == cudaStreamPerThread)
 		return sq_fail(cudaErrorInvalidResourceHandle);
 	return sq_stream_destroy(stream) ? cudaSuccess : sq_fail(cudaErrorInvalidResourceHandle);
@@ -313,6 +318,7 @@ EXPORT cudaError_t cudaStreamGetPriority(cudaStream_t stream, int *priority)
 {
 	struct sim_stream *st = sq_stream(stream);
 
+	SQ_FORK_CHECK();
 	if (!priority || !st)
 		return sq_fail(cudaErrorInvalidResourceHandle);
 	*priority = st->legacy ? 0 : st->priority;
@@ -323,6 +329,7 @@ EXPORT cudaError_t cudaStreamSynchronize(cudaStream_t stream)
 {
 	struct sim_stream *st = sq_stream(stream);
 
+	SQ_FORK_CHECK();
 	if (!st)
 		return sq_fail(cudaErrorInvalidResourceHandle);
 	sq_stream_sync(st);
@@ -333,6 +340,7 @@ EXPORT cudaError_t cudaStreamQuery(cudaStream_t stream)
 {
 	struct sim_stream *st = sq_stream(stream);
 
+	SQ_FORK_CHECK();
 	if (!st)
 		return sq_fail(cudaErrorInvalidResourceHandle);
 	/* cudaErrorNotReady is no error: the last error is left alone, as CUDA does */
@@ -360,6 +368,7 @@ EXPORT cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, u
 	struct mark *m;
 	cudaError_t e;
 
+	SQ_FORK_CHECK();
 	(void)flags;
 	if (!st || !ev)
 		return sq_fail(cudaErrorInvalidResourceHandle);
@@ -377,6 +386,7 @@ EXPORT cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned int fla
 {
 	struct sim_event *e;
 
+	SQ_FORK_CHECK();
 	if (!event)
 		return sq_fail(cudaErrorInvalidValue);
 	e = calloc(1, sizeof(*e));
@@ -394,6 +404,7 @@ EXPORT cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned int fla
 
 EXPORT cudaError_t cudaEventCreate(cudaEvent_t *event)
 {
+	SQ_FORK_CHECK();
 	return cudaEventCreateWithFlags(event, cudaEventDefault);
 }
 
@@ -401,6 +412,7 @@ EXPORT cudaError_t cudaEventDestroy(cudaEvent_t event)
 {
 	struct sim_event *found = NULL;
 
+	SQ_FORK_CHECK();
 	pthread_mutex_lock(&elock);
 	for (struct sim_event **link = bucket(event); *link; link = &(*link)->next) {
 		if ((void *)*link == (void *)event) {
@@ -425,6 +437,7 @@ EXPORT cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream)
 	struct mark *m = NULL;
 	cudaError_t e;
 
+	SQ_FORK_CHECK();
 	if (!ev || !st)
 		return sq_fail(cudaErrorInvalidResourceHandle);
 	e = enqueue_nop(st, NULL, &m);
@@ -438,6 +451,7 @@ EXPORT cudaError_t cudaEventSynchronize(cudaEvent_t event)
 {
 	struct sim_event *ev = event_of(event);
 
+	SQ_FORK_CHECK();
 	if (!ev)
 		return sq_fail(cudaErrorInvalidResourceHandle);
 	sq_wait(sq_event_last(ev));
@@ -450,6 +464,7 @@ EXPORT cudaError_t cudaEventQuery(cudaEvent_t event)
 	struct mark *m;
 	bool done;
 
+	SQ_FORK_CHECK();
 	if (!ev)
 		return sq_fail(cudaErrorInvalidResourceHandle);
 	m = sq_event_last(ev);
@@ -464,9 +479,13 @@ EXPORT cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_
 	struct mark *ma, *mb;
 	cudaError_t r = cudaSuccess;
 
+	SQ_FORK_CHECK();
 	if (!ms)
 		return sq_fail(cudaErrorInvalidValue);
 	if (!a || !b)
+		return sq_fail(cudaErrorInvalidResourceHandle);
+	/* CUDA: an event created with cudaEventDisableTiming has no time */
+	if ((a->flags | b->flags) & cudaEventDisableTiming)
 		return sq_fail(cudaErrorInvalidResourceHandle);
 	ma = sq_event_last(a);
 	mb = sq_event_last(b);
@@ -485,6 +504,7 @@ EXPORT cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_
  * (the tracer's CUDA-event source asks before recording its events). */
 EXPORT cudaError_t cudaStreamIsCapturing(cudaStream_t stream, enum cudaStreamCaptureStatus *status)
 {
+	SQ_FORK_CHECK();
 	(void)stream;
 	if (!status)
 		return sq_fail(cudaErrorInvalidValue);

@@ -3,7 +3,8 @@
  * work enqueued on a stream runs later on the device, in stream order;
  * queries answer cudaErrorNotReady until it is done; synchronous calls block
  * until it is; events order streams; the legacy default stream waits for
- * blocking streams; SIMGPU_SYNC=1 keeps the synchronous simulator.
+ * blocking streams; CUDA's fork rule; SIMGPU_SYNC=1 keeps the synchronous
+ * simulator.
  *
  * A host function (cudaLaunchHostFunc) that sleeps stands for a long kernel. */
 #include <criterion/criterion.h>
@@ -191,9 +192,10 @@ Test(sim_async, elapsed_time_is_not_ready_before_completion)
 	cr_assert_geq(ms, 290.0f, "%f ms", ms);
 }
 
-/* A child forked after the parent's device worker started gets its own
- * (CUDA itself forbids this; the simulator must not hang a test's ranks). */
-Test(sim_async, a_forked_child_has_a_working_device)
+/* CUDA's fork rule: a child forked after its parent initialised CUDA
+ * cannot use it; every call fails with cudaErrorInitializationError
+ * (CUDA's "initialization error"), the error queries still answer. */
+Test(sim_async, a_child_forked_after_cuda_was_used_cannot_use_it)
 {
 	int *dev, v = 3, st;
 	pid_t pid;
@@ -204,8 +206,40 @@ Test(sim_async, a_forked_child_has_a_working_device)
 	pid = fork();
 	cr_assert_geq(pid, 0);
 	if (pid == 0) {
+		int n = -1;
+
 		alarm(5);
-		if (cudaMemcpy(dev, &v, sizeof(v), cudaMemcpyHostToDevice) != cudaSuccess)
+		if (cudaMemcpy(dev, &v, sizeof(v), cudaMemcpyHostToDevice) != cudaErrorInitializationError)
+			_exit(1);
+		if (cudaGetLastError() != cudaErrorInitializationError)
+			_exit(2);
+		if (cudaGetDeviceCount(&n) != cudaErrorInitializationError || n != -1)
+			_exit(3);
+		if (cudaSetDevice(0) != cudaErrorInitializationError)
+			_exit(4);
+		if (strcmp(cudaGetErrorString(cudaErrorInitializationError), "initialization error"))
+			_exit(5);
+		_exit(0);
+	}
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %#x", st);
+	cr_assert_eq(cudaMemcpy(dev, &v, sizeof(v), cudaMemcpyHostToDevice), cudaSuccess,
+		     "the parent's CUDA is untouched");
+}
+
+/* ... but a child of a process that never used CUDA may. */
+Test(sim_async, a_child_forked_before_cuda_was_used_can_use_it)
+{
+	int st;
+	pid_t pid = fork();
+
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		int *dev, v = 3;
+
+		alarm(5);
+		if (cudaMalloc((void **)&dev, sizeof(int)) != cudaSuccess ||
+		    cudaMemcpy(dev, &v, sizeof(v), cudaMemcpyHostToDevice) != cudaSuccess)
 			_exit(1);
 		v = 0;
 		if (cudaMemcpy(&v, dev, sizeof(v), cudaMemcpyDeviceToHost) != cudaSuccess)
@@ -214,6 +248,52 @@ Test(sim_async, a_forked_child_has_a_working_device)
 	}
 	cr_assert_eq(waitpid(pid, &st, 0), pid);
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %#x", st);
+}
+
+static void CUDART_CB sleep_600ms(void *arg)
+{
+	(void)arg;
+	usleep(600 * 1000);
+}
+
+/* The legacy stream waits for every busy blocking stream, however many (it
+ * waited for the newest 66 only: with 100 busy streams, the oldest one's
+ * work was not waited for). */
+Test(sim_async, legacy_stream_waits_for_a_hundred_blocking_streams)
+{
+	cudaStream_t s[100];
+	int *dev, v = 1;
+	double t0;
+
+	cr_assert_eq(cudaMalloc((void **)&dev, sizeof(int)), cudaSuccess);
+	for (int i = 0; i < 100; i++)
+		cr_assert_eq(cudaStreamCreate(&s[i]), cudaSuccess);
+	t0 = now_s();
+	cr_assert_eq(cudaLaunchHostFunc(s[0], sleep_600ms, NULL), cudaSuccess);
+	for (int i = 1; i < 100; i++)
+		cr_assert_eq(cudaLaunchHostFunc(s[i], sleep_300ms, NULL), cudaSuccess);
+	cr_assert_eq(cudaMemcpy(dev, &v, sizeof(v), cudaMemcpyHostToDevice), cudaSuccess);
+	cr_assert_geq(now_s() - t0, 0.55, "the legacy stream did not wait for the first stream (%.3f s)",
+		      now_s() - t0);
+	cr_assert_eq(cudaStreamQuery(s[0]), cudaSuccess);
+}
+
+/* CUDA: an event created with cudaEventDisableTiming has no time to give. */
+Test(sim_async, elapsed_time_of_an_event_without_timing_fails)
+{
+	cudaEvent_t timed, untimed;
+	float ms = -1.0f;
+
+	cr_assert_eq(cudaEventCreate(&timed), cudaSuccess);
+	cr_assert_eq(cudaEventCreateWithFlags(&untimed, cudaEventDisableTiming), cudaSuccess);
+	cr_assert_eq(cudaEventRecord(timed, NULL), cudaSuccess);
+	cr_assert_eq(cudaEventRecord(untimed, NULL), cudaSuccess);
+	cr_assert_eq(cudaEventSynchronize(untimed), cudaSuccess);
+	cr_assert_eq(cudaEventElapsedTime(&ms, timed, untimed), cudaErrorInvalidResourceHandle);
+	cr_assert_eq(cudaEventElapsedTime(&ms, untimed, timed), cudaErrorInvalidResourceHandle);
+	cr_assert_eq(ms, -1.0f, "a time was written");
+	cr_assert_eq(cudaGetLastError(), cudaErrorInvalidResourceHandle);
+	cr_assert_eq(cudaEventElapsedTime(&ms, timed, timed), cudaSuccess);
 }
 
 /* SIMGPU_SYNC=1: the work runs inside the call, as before issue 20. */

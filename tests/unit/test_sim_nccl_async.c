@@ -179,7 +179,9 @@ static int nonblocking(int rank, const ncclUniqueId *id)
 	if (rank == 0) {
 		CHECK(ncclCommGetAsyncError(c, &a) == ncclSuccess && a == ncclInProgress,
 		      "in progress while the peer is missing: %d", a);
-		CHECK(ncclAllReduce(d, d, 16, ncclFloat32, ncclSum, c, NULL) == ncclInProgress,
+		/* NCCL 2.28's ncclCommEnsureReady: "Attempt to use communicator
+		 * before the previous operation returned ncclSuccess" */
+		CHECK(ncclAllReduce(d, d, 16, ncclFloat32, ncclSum, c, NULL) == ncclInvalidArgument,
 		      "a collective before init completed");
 	}
 	while (a == ncclInProgress && now_s() - t0 < 10) {
