@@ -34,28 +34,19 @@ int rt_cli_cmd_report(int argc, char **argv);
 int rt_cli_cmd_bisect(int argc, char **argv);
 int rt_cli_cmd_params(int argc, char **argv);
 
-/* view's device section and its --json member (view_device.c) */
-void rt_cli_print_device_text(const struct rt_vw_trace *t, int only_rank);
-void rt_cli_print_device_json(const struct rt_vw_trace *t);
-
 /* --jobs N / RANKTRACE_JOBS: threads reading ranks (common.c); 0, or -1
  * with a message naming cmd when s is not a number from 1 to 256. */
 int rt_cli_set_jobs(const char *cmd, const char *s);
 
 /* main.c */
 void rt_cli_usage(FILE *f);
-/* summary.c: one line per rank after `run`; returns the unreadable ranks */
+/* common.c: one line per rank after `run` (render/summary.c); returns the
+ * unreadable ranks */
 int rt_cli_print_summary(const char *dir);
 
 /* common.c */
 void rt_cli_human_bytes(char *out, size_t n, uint64_t b);
 void rt_cli_json_str(FILE *f, const char *s);
-/* s from a trace (a name, a host, a path, a finding) escaped for a terminal
- * (rt_vw_text_escs: control characters, invalid UTF-8): every text output
- * prints such strings through it. One of 8 static buffers in turn: for the
- * arguments of one printf. */
-const char *rt_cli_esc(const char *s);
-void rt_cli_devices_str(uint64_t mask, char *out, size_t n);
 uint64_t rt_cli_rank_peak(const struct rt_vw_rank *r);
 /* Each rank's placement summary (model: rt_vw_placement_summary), ranks with
  * the same line collapsed ("ranks 0-3: all 5 parameters on cuda:N"). */

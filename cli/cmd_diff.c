@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* cmd_diff.c - `ranktrace diff A B [--json]`: prints the comparison the
- * viewer makes (viewer/diff.c), the decisive difference first: the probe's
+ * viewer makes (viewer/analyse/diff.c), the decisive difference first: the probe's
  * counts per rank, parameter placement and shapes, each rank's collectives,
  * allocations and ending; then both verdicts and whether B shows A's failure
  * signature. JSON: schema ranktrace.diff/1 (docs/json.md). */
@@ -29,7 +29,7 @@ static const char *verdict_line(const struct rt_vw_diff *d)
 static void print_kinds(const struct rt_vw_diff_kind *k, int nk, const char *what, size_t total)
 {
 	for (int i = 0; i < nk; i++)
-		printf("  B: %s %s%s, A: %s; %zu of %zu parameters alike\n", rt_cli_esc(k[i].example), what, k[i].b,
+		printf("  B: %s %s%s, A: %s; %zu of %zu parameters alike\n", rt_vw_esc(k[i].example), what, k[i].b,
 		       k[i].a, k[i].n, total);
 }
 
@@ -64,8 +64,8 @@ static void print_rank(const struct rt_vw_diff_rank *r)
 
 static void print_text(const struct rt_vw_diff *d)
 {
-	printf("A %s: %s\nB %s: %s\n\n", rt_cli_esc(d->a->dir), rt_vw_verdict_names[d->a->verdict],
-	       rt_cli_esc(d->b->dir),
+	printf("A %s: %s\nB %s: %s\n\n", rt_vw_esc(d->a->dir), rt_vw_verdict_names[d->a->verdict],
+	       rt_vw_esc(d->b->dir),
 	       rt_vw_verdict_names[d->b->verdict]);
 	for (int c = 0; c < RT_VW_DC_COUNT; c++) {
 		char pa[200], pb[200];

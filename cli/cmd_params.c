@@ -106,7 +106,7 @@ static void print_row(const char *name, const char *list, char *c)
 
 	for (int i = 0; i < 8; i++)
 		f[i] = field(&c);
-	printf("%-*s %-7s %-14s %8s %-*s %-8s %8s %8s  %-28s %s\n", name_width, rt_cli_esc(name), list, f[0], f[1],
+	printf("%-*s %-7s %-14s %8s %-*s %-8s %8s %8s  %-28s %s\n", name_width, rt_vw_esc(name), list, f[0], f[1],
 	       shape_width, f[2], f[3], f[4], f[5], f[6], f[7]);
 }
 
@@ -181,7 +181,7 @@ static void print_text(const struct rt_vw_trace *t, const struct rt_vw_names *nm
 {
 	bool cuda;
 
-	printf("trace %s: %d rank%s, %zu parameter%s; placement at %s\n\n", rt_cli_esc(t->dir), t->nranks,
+	printf("trace %s: %d rank%s, %zu parameter%s; placement at %s\n\n", rt_vw_esc(t->dir), t->nranks,
 	       t->nranks == 1 ? "" : "s", nm->n, nm->n == 1 ? "" : "s",
 	       at == AT_LAST ? "the last report" : rt_vw_param_point_names[at]);
 	rt_cli_print_placement(t, only, "");

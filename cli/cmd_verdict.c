@@ -94,7 +94,7 @@ static void print_why(const struct rt_vw_trace *t, bool *named)
 	for (int k = 0; k < n; k++) {
 		if (t->findings[g[k].first].signature != t->verdict)
 			continue;
-		fprintf(stderr, "ranktrace verdict: %s\n", rt_cli_esc(g[k].text));
+		fprintf(stderr, "ranktrace verdict: %s\n", rt_vw_esc(g[k].text));
 		for (int j = 0; named && t->verdict == RT_V_CRASHED && j < g[k].nranks; j++) {
 			int i = rt_vw_rank_index(t, g[k].ranks[j]);
 
@@ -154,13 +154,13 @@ int rt_cli_cmd_verdict(int argc, char **argv)
 	}
 	printf("%s\n", rt_vw_verdict_names[t->verdict]);
 	if (t->verdict == RT_V_INCONCLUSIVE)
-		fprintf(stderr, "ranktrace verdict: inconclusive: %s\n", rt_cli_esc(t->inconclusive));
+		fprintf(stderr, "ranktrace verdict: inconclusive: %s\n", rt_vw_esc(t->inconclusive));
 	for (int i = 0; t->verdict == RT_V_HUNG && i < t->nfindings; i++)
 		if (t->findings[i].signature == RT_V_HUNG) {
 			char text[sizeof(t->findings[i].text)];
 
 			rt_vw_finding_text(&t->findings[i], text, sizeof(text));
-			fprintf(stderr, "ranktrace verdict: %s\n", rt_cli_esc(text));
+			fprintf(stderr, "ranktrace verdict: %s\n", rt_vw_esc(text));
 		}
 	if (t->interrupted && t->verdict == RT_V_INCONCLUSIVE)
 		print_endings(t, NULL);

@@ -29,7 +29,7 @@ static void print_advice(const char *advice, const char *dir)
 	putchar('\n');
 }
 
-/* The findings as a diagnosis (viewer/diagnosis.c): levels, ranks collapsed,
+/* The findings as a diagnosis (viewer/render/diagnosis.c): levels, ranks collapsed,
  * notes hidden unless all, what to do next under the first. */
 static void print_findings(const struct rt_vw_trace *t, int only_rank, bool all)
 {
@@ -39,7 +39,7 @@ static void print_findings(const struct rt_vw_trace *t, int only_rank, bool all)
 
 	printf("\nfindings:\n");
 	for (int k = 0; k < n; k++) {
-		printf("  %d. %s: %s\n", k + 1, rt_vw_level_names[g[k].level], rt_cli_esc(g[k].text));
+		printf("  %d. %s: %s\n", k + 1, rt_vw_level_names[g[k].level], rt_vw_esc(g[k].text));
 		if (next && t->findings[g[k].first].advice == next) {
 			print_advice(next, t->dir);
 			next = NULL;
@@ -77,11 +77,11 @@ static void print_view_text(const struct rt_vw_trace *t, int only_rank, bool all
 {
 	char labels[48], head[64];
 
-	printf("trace %s: %d rank%s, %llu events, verdict: %s\n", rt_cli_esc(t->dir), t->nranks,
+	printf("trace %s: %d rank%s, %llu events, verdict: %s\n", rt_vw_esc(t->dir), t->nranks,
 	       t->nranks == 1 ? "" : "s", (unsigned long long)t->events,
 	       rt_vw_verdict_names[t->verdict]);
 	printf("completeness: %s%s%s%s\n\n", rt_vw_completeness_names[t->completeness],
-	       t->inconclusive[0] ? " (" : "", rt_cli_esc(t->inconclusive), t->inconclusive[0] ? ")" : "");
+	       t->inconclusive[0] ? " (" : "", rt_vw_esc(t->inconclusive), t->inconclusive[0] ? ")" : "");
 	colls_column(labels, sizeof(labels), NULL);
 	snprintf(head, sizeof(head), "collectives (%s)", labels);
 	printf("%-6s %-10s %-8s %-4s %10s %7s %-28s %5s %-9s %-16s\n", "rank", "host", "devices",
@@ -92,7 +92,7 @@ static void print_view_text(const struct rt_vw_trace *t, int only_rank, bool all
 
 		if (only_rank >= 0 && r->meta.rank != only_rank)
 			continue;
-		rt_cli_devices_str(r->devices_used, devs, sizeof(devs));
+		rt_vw_devices_str(r->devices_used, devs, sizeof(devs));
 		rt_cli_human_bytes(peak, sizeof(peak), rt_cli_rank_peak(r));
 		rt_vw_rank_end(r, end, sizeof(end));
 		colls_column(colls, sizeof(colls), r);
@@ -101,7 +101,7 @@ static void print_view_text(const struct rt_vw_trace *t, int only_rank, bool all
 		else
 			snprintf(exp, sizeof(exp), "-");
 		printf("%-6d %-10.10s %-8s %-4s %10s %7llu %-28s %5llu %-9s %-16s\n", r->meta.rank,
-		       rt_cli_esc(r->meta.hostname), devs, exp, peak, (unsigned long long)r->allocs, colls,
+		       rt_vw_esc(r->meta.hostname), devs, exp, peak, (unsigned long long)r->allocs, colls,
 		       (unsigned long long)r->fsdp_root_forwards,
 		       rt_vw_completeness_names[r->completeness], end);
 	}
@@ -126,7 +126,7 @@ static void print_view_text(const struct rt_vw_trace *t, int only_rank, bool all
 		       "%.3f s before its last event; what came before was overwritten\n",
 		       r->meta.rank, ring, (double)(r->last_ts - r->first_ts) / 1e9);
 	}
-	rt_cli_print_device_text(t, only_rank);
+	rt_vw_device_text(stdout, t, only_rank);
 	print_findings(t, only_rank, all);
 }
 
@@ -327,7 +327,7 @@ static void print_view_json(const struct rt_vw_trace *t, int only_rank)
 		rt_cli_json_str(stdout, t->laggard);
 	else
 		printf("null");
-	rt_cli_print_device_json(t);
+	rt_vw_device_json(stdout, t);
 	printf(", \"ranks\": [");
 	for (int i = 0, first = 1; i < t->nranks; i++) {
 		if (only_rank >= 0 && t->ranks[i].meta.rank != only_rank)
@@ -356,7 +356,7 @@ static int view_once(const char *dir, uint64_t stall_ns, int only, bool json, bo
 		for (int k = 0; k < t->nmissing; k++)
 			missing |= t->missing[k] == only;
 		if (!missing) {
-			fprintf(stderr, "ranktrace view: no rank %d in %s\n", only, rt_cli_esc(dir));
+			fprintf(stderr, "ranktrace view: no rank %d in %s\n", only, rt_vw_esc(dir));
 			rt_vw_free(t);
 			return EXIT_USAGE;
 		}
@@ -424,7 +424,7 @@ static int view_loop(const char *dir, uint64_t stall_ns, uint64_t interval_ns, i
 
 		rt_vw_free_names(names, nr > 0 ? nr : 0);
 		if (watch && nr <= 0) { /* started before the job: wait for its first rank */
-			printf("waiting for rank traces in %s ...\n", rt_cli_esc(dir));
+			printf("waiting for rank traces in %s ...\n", rt_vw_esc(dir));
 			fflush(stdout);
 			sleep_ns(interval_ns);
 			continue;

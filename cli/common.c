@@ -16,6 +16,7 @@
 
 #include "cli.h"
 #include "escape.h"
+#include "read_bt2.h"
 
 /* ---- view, verdict, diff ---- */
 
@@ -29,26 +30,6 @@ void rt_cli_json_str(FILE *f, const char *s)
 	fputc('"', f);
 	rt_vw_json_esc(f, s);
 	fputc('"', f);
-}
-
-const char *rt_cli_esc(const char *s)
-{
-	static char bufs[8][4 * 4096 + 16]; /* the longest string: a path, escaped */
-	static unsigned next;
-
-	return rt_esc_text(bufs[next++ % 8], sizeof(bufs[0]), s);
-}
-
-void rt_cli_devices_str(uint64_t mask, char *out, size_t n)
-{
-	size_t len = 0;
-
-	out[0] = '\0';
-	for (int d = 0; d < RT_VW_MAX_DEV && len < n - 4; d++)
-		if (mask & (1ull << d))
-			len += (size_t)snprintf(out + len, n - len, "%s%d", len ? "," : "", d);
-	if (!len)
-		snprintf(out, n, "-");
 }
 
 uint64_t rt_cli_rank_peak(const struct rt_vw_rank *r)
@@ -133,6 +114,35 @@ int rt_cli_parse_duration(const char *cmd, const char *opt, const char *s, uint6
 	return -1;
 }
 
+int rt_cli_print_summary(const char *dir)
+{
+	char **names, err[1024];
+	int n = -1, bad; /* -1: an LTTng trace, its ranks counted by the model */
+	struct rt_vw_trace *t;
+
+	if (!rt_vw_is_lttng(dir)) {
+		n = rt_vw_list_ranks(dir, &names);
+		rt_vw_free_names(names, n > 0 ? n : 0);
+		if (n <= 0) {
+			printf("ranktrace: no rank traces in %s (the command made no CUDA or NCCL "
+			       "call)\n", rt_vw_esc(dir));
+			return 0;
+		}
+		printf("ranktrace: %d rank trace%s in %s/\n", n, n == 1 ? "" : "s", rt_vw_esc(dir));
+	}
+	t = rt_vw_load(dir, 0, err, sizeof(err));
+	if (!t) {
+		printf("  unreadable: %s\n", rt_vw_esc(err));
+		return n > 0 ? n : 1;
+	}
+	if (n < 0)
+		printf("ranktrace: %d rank%s in the LTTng trace %s/\n", t->nranks,
+		       t->nranks == 1 ? "" : "s", rt_vw_esc(dir));
+	bad = rt_vw_summary_ranks(stdout, t);
+	rt_vw_free(t);
+	return bad;
+}
+
 struct rt_vw_trace *rt_cli_load(const char *cmd, const char *dir)
 {
 	return rt_cli_load_stall(cmd, dir, 0);
@@ -146,10 +156,10 @@ struct rt_vw_trace *rt_cli_load_stall(const char *cmd, const char *dir, uint64_t
 	struct rt_vw_trace *t = rt_vw_load_stall(dir, flags, stall_ns, err, sizeof(err));
 
 	if (!t)
-		fprintf(stderr, "ranktrace %s: %s\n", cmd, rt_cli_esc(err));
+		fprintf(stderr, "ranktrace %s: %s\n", cmd, rt_vw_esc(err));
 	for (int i = 0; t && i < t->nranks; i++)
 		if (t->ranks[i].damaged[0])
-			fprintf(stderr, "ranktrace %s: warning: %s\n", cmd, rt_cli_esc(t->ranks[i].damaged));
+			fprintf(stderr, "ranktrace %s: warning: %s\n", cmd, rt_vw_esc(t->ranks[i].damaged));
 	return t;
 }
 
@@ -237,7 +247,7 @@ void rt_cli_print_placement(const struct rt_vw_trace *t, int only, const char *i
 
 		if (!n)
 			continue;
-		printf("%s%s %s: %s\n", indent, n > 1 ? "ranks" : "rank", list, rt_cli_esc(text[i]));
+		printf("%s%s %s: %s\n", indent, n > 1 ? "ranks" : "rank", list, rt_vw_esc(text[i]));
 	}
 	free(text);
 	free(ranks);

@@ -3,7 +3,7 @@
  *
  * The layout of format/schema.h as functions: the writer side (the tracer's
  * hot path, bench/gen_trace.c, tests building events in memory) and the
- * reader side (viewer/reader.c) call these and nothing else knows an offset.
+ * reader side (viewer/read/reader.c) call these and nothing else knows an offset.
  * All inline, no allocation, no branch beyond the compact/extended header
  * choice; little-endian as the CTF metadata declares.
  *

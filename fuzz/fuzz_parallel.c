@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* fuzz_parallel.c - libFuzzer target: the model's parallel pass
- * (viewer/parallel.c) on hostile event times.
+ * (viewer/load/parallel.c) on hostile event times.
  *
  * The input picks a job of 1-6 ranks with 1-3 streams each and up to 512
  * events (communicator inits, ncclCommInitAll, collectives, allocations,

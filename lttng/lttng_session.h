@@ -23,7 +23,7 @@ struct rt_lttng {
 
 /* Start a session daemon if none runs for this user, create a session
  * writing to dir (absolute; `run` has written its run id to
- * dir/ranktrace-run, see viewer/read_bt2.h), enable the ranktrace events (and kernel events
+ * dir/ranktrace-run, see viewer/read/read_bt2.h), enable the ranktrace events (and kernel events
  * when asked and allowed), start it. 0, or -1 with err set (nothing left
  * behind: session destroyed, our daemon stopped). */
 int rt_lttng_begin(struct rt_lttng *l, const char *dir, bool kernel, char *err, size_t n);

@@ -63,7 +63,7 @@ python3 - "$B" "$PWD" <<'EOF'
 import glob, json, os, subprocess, sys
 
 build, src = os.path.realpath(sys.argv[1]), os.path.realpath(sys.argv[2])
-rooms = [("viewer", ["viewer/*.c"], "MIN_VIEWER"),
+rooms = [("viewer", ["viewer/*/*.c"], "MIN_VIEWER"),
          ("bisect", ["bisect/*.c"], "MIN_BISECT"),
          ("inject", ["inject/*.c"], "MIN_INJECT")]
 if not glob.glob(os.path.join(src, "bisect/*.c")):

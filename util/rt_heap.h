@@ -2,8 +2,8 @@
 /*
  * rt_heap.h - the one binary min-heap: entries (key, idx), ordered by key,
  * ties by idx (deterministic whatever the heap's shape). Header-only and
- * inline: the viewer's merges of many streams (viewer/merge.c) and of many
- * ranks' logs (viewer/parallel.c) spend their time here. No allocation:
+ * inline: the viewer's merges of many streams (viewer/load/merge.c) and of many
+ * ranks' logs (viewer/load/parallel.c) spend their time here. No allocation:
  * the caller owns the array, n entries plus one slot, h[n], that
  * rt_heap_replace_top reads as "later than all" (RT_HEAP_LAST).
  */

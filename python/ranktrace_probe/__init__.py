@@ -160,7 +160,7 @@ def report_params(module, force=False):
     return n
 
 
-# Report points (viewer/model.h): announced with rt_marker("rt.params", POINT)
+# Report points (viewer/model/model.h): announced with rt_marker("rt.params", POINT)
 # before the reports they cover.
 POINT_WRAP, POINT_FIRST_FORWARD, POINT_ROOT_FORWARD = 1, 2, 3
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test_hangdev.sh - a hang judged on device truth (viewer/devhang.c), the
+# test_hangdev.sh - a hang judged on device truth (viewer/analyse/devhang.c), the
 # asynchronous simulator (no SIMGPU_SYNC), 4 ranks of fsdp_mini: the waiting
 # ranks' host threads are in a stream synchronisation, the collective that
 # never completed shows only in the device records. Each case runs once per

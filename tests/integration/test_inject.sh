@@ -97,7 +97,7 @@ check "delay: the second cudaMalloc lasted >= 200 ms ($dur ns)" [ "${dur:-0}" -g
 
 # abort: rank 3 dies at its first all-gather (asynchronous simulator: the
 # others' all-gather returns, they fail on the aborted peer and exit 1); an
-# abort inside the call is no watchdog's (viewer/devhang.c)
+# abort inside the call is no watchdog's (viewer/analyse/devhang.c)
 run4 abort 'ncclAllGather:abort:when=1:rank=3' --steps 1
 check "abort: rank 3 was killed by SIGABRT" grep -qE 'rank 3 +.*signal 6' "$T/abort.log"
 check "abort: its trace ends with the fault, then the signal" bash -c "babeltrace2 '$T/abort' 2>/dev/null | grep 'pid = $(pid_of abort 3),' | tail -2 | grep -c -E 'rt_fault|rt_signal' | grep -qx 2"

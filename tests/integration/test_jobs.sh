@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# test_jobs.sh - the model's parallel pass (viewer/parallel.c): view, view
+# test_jobs.sh - the model's parallel pass (viewer/load/parallel.c): view, view
 # --json and verdict say the same, byte for byte, for --jobs 1, 2, 3 and 8
 # and for windows of 1, 5 and 300 events (RANKTRACE_ROUND_EVENTS: the
 # replay then overlaps the rank jobs many times), on real traces: healthy,

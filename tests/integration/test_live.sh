@@ -67,7 +67,7 @@ PY"
 # The asynchronous simulator (the default): the others' AllGather returned
 # once enqueued, their host threads wait in the synchronous copy after it;
 # the collective that never completed is known from the device records
-# (viewer/devhang.c).
+# (viewer/analyse/devhang.c).
 start lag 'cudaMalloc:hang:rank=2:when=10'
 check "laggard: 4 ranks running, each inside a call" wait_stuck "$T/lag"
 sleep 2.5

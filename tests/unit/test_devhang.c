@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* test_devhang.c - viewer/devhang.c: a hung job judged on device truth
+/* test_devhang.c - viewer/analyse/devhang.c: a hung job judged on device truth
  * (model_rig.h). With asynchronous collectives the waiting ranks' host
  * threads sit in a stream synchronisation; the collective that never
  * completed is known from the device records only. */

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* test_diff.c - two traces built in memory compared (viewer/diff.c): the
+/* test_diff.c - two traces built in memory compared (viewer/analyse/diff.c): the
  * decisive difference is the first of root forwards per rank, unwrapped-module
  * calls, parameter placement, shapes, then collectives; collectives are "the same" by the
  * matcher's rule (dtype and op count); no limit on the ranks compared. */

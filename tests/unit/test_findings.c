@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* test_findings.c - findings are data (viewer/findings.c, matcher.c,
+/* test_findings.c - findings are data (viewer/analyse/findings.c, matcher.c,
  * detectors.c): the rank a finding is about, the ranks it names, the
  * collective it concerns; the sentence is made at the edge
  * (rt_vw_finding_text), and the diagnosis (diagnosis.c) groups findings by

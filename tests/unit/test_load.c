@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* test_load.c - trace directories written in $TMPDIR (dir_rig.h) read back
- * as `ranktrace` reads them (viewer/load.c, merge.c, trace_dir.c,
+ * as `ranktrace` reads them (viewer/load/load.c, merge.c, trace_dir.c,
  * parallel.c, completeness.c, hang.c): healthy, mismatched, damaged,
  * missing, duplicate, capped, interrupted and live jobs, the outputs made
  * from them and the replay of every event (rt_vw_foreach). */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* test_lttng_read.c - how an LTTng trace's processes become ranks
- * (viewer/read_bt2_ranks.c), on processes built in memory as read_bt2.c
+ * (viewer/read/read_bt2_ranks.c), on processes built in memory as read_bt2.c
  * would leave them: starts paired with returns, the call a process died in,
  * forked children, other runs' processes, NCCL-learned ranks. */
 #include <criterion/criterion.h>

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* test_memory.c - the rank model's memory (viewer/memory.c) on events built
+/* test_memory.c - the rank model's memory (viewer/model/memory.c) on events built
  * in memory: an allocation seen by the runtime and the driver path counts
  * once, VMM physical bytes belong to the handle's device, a pointer inside a
  * mapped range resolves to its mapping, mappings and handles end as the

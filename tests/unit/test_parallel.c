@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* test_parallel.c - the model's parallel pass (viewer/parallel.c) gives the
+/* test_parallel.c - the model's parallel pass (viewer/load/parallel.c) gives the
  * same model for any number of threads and any window size.
  *
  * Each case is a random job built in memory (seeded: a failure names its

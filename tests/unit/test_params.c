@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* test_params.c - the model's record of parameters (viewer/params.c) on
+/* test_params.c - the model's record of parameters (viewer/model/params.c) on
  * events built in memory: a shape goes with the next report of its name, and
  * elements, shape and the parameter's own bytes are each rank's at each report
  * point, apart from the bytes of the storage it lies in (FSDP's flat shard). */

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* test_report_device.c - the report's device section (viewer/report_device.c)
+/* test_report_device.c - the report's device section (viewer/render/report_device.c)
  * on device truth built in memory (model_rig.h): a straggler is named as
  * view names it, with its bars and its lateness per collective; a healthy
  * job names none; a trace without device records gets no section; and the

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* test_straggler.c - viewer/straggler.c's rule on device truth built in
+/* test_straggler.c - viewer/analyse/straggler.c's rule on device truth built in
  * memory (model_rig.h): a rank that starts every collective on the device
  * well after the others is named; one a loaded host schedules a little late,
  * within the others' own spread, is noise; too few collectives say nothing. */

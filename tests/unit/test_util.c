@@ -111,7 +111,7 @@ Test(grow, room_left_is_the_same_array)
 }
 
 /* Popped in (key, idx) order whatever the insertion order, with many ties,
- * through build, replace_top and pop as viewer/merge.c and parallel.c use them. */
+ * through build, replace_top and pop as viewer/load/merge.c and parallel.c use them. */
 Test(heap, pops_by_key_then_index)
 {
 	enum { N = 257 };

@@ -432,7 +432,7 @@ static void fsdp_root_forward(struct model *m, struct batch *b)
 	unshard(m, &m->units[0]);
 	for (int i = 0; i < m->nunits; i++)
 		m->units[i].storage_bytes = m->units[i].padded * sizeof(float);
-	/* report point (viewer/model.h): the first forward, then root forwards */
+	/* report point (viewer/model/model.h): the first forward, then root forwards */
 	rt_marker_if_traced("rt.params", m->root_forwards == 1 ? 2 : 3);
 	report_params(m, RT_DEV_CUDA);
 	blocks_forward(m, b);

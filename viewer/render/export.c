@@ -58,6 +58,26 @@ uint64_t rt_vw_trace_start(const struct rt_vw_trace *t)
 	return t0 == UINT64_MAX ? 0 : t0;
 }
 
+const char *rt_vw_esc(const char *s)
+{
+	static char bufs[8][4 * 4096 + 16]; /* the longest string: a path, escaped */
+	static unsigned next;
+
+	return rt_esc_text(bufs[next++ % 8], sizeof(bufs[0]), s);
+}
+
+void rt_vw_devices_str(uint64_t mask, char *out, size_t n)
+{
+	size_t len = 0;
+
+	out[0] = '\0';
+	for (int d = 0; d < RT_VW_MAX_DEV && len < n - 4; d++)
+		if (mask & (1ull << d))
+			len += (size_t)snprintf(out + len, n - len, "%s%d", len ? "," : "", d);
+	if (!len)
+		snprintf(out, n, "-");
+}
+
 void rt_vw_human_bytes(char *out, size_t n, uint64_t b)
 {
 	static const char *const u[] = { "B", "KiB", "MiB", "GiB", "TiB" };

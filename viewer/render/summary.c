@@ -3,17 +3,16 @@
  * per rank its events, devices used, how it ended, allocations and peak
  * device memory.
  *
- * A view of the model (rt_vw_load), as `view` is: the same devices, peaks,
- * allocation counts and endings (rt_vw_rank_end), never counted twice in
- * two ways. */
+ * A view of the model (the CLI loads it), as `view` is: the same devices,
+ * peaks, allocation counts and endings (rt_vw_rank_end), never counted twice
+ * in two ways. */
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "read_bt2.h"
+#include "export.h"
 
 /* "0:4224 B,1:512 B", or "-": the peak of every device the rank used. */
 static void peaks_str(const struct rt_vw_rank *r, char *out, size_t n)
@@ -51,68 +50,46 @@ static bool probe_only(const struct rt_vw_rank *r, char *out, size_t n)
 	return true;
 }
 
-static void print_rank(const struct rt_vw_rank *r, const char *discard_why)
+static void print_rank(FILE *f, const struct rt_vw_rank *r, const char *discard_why)
 {
 	char who[80], devs[256], how[128], peaks[512], probe[200];
 
 	if (r->meta.rank >= 0 && r->meta.rank < 100000)
 		snprintf(who, sizeof(who), "rank %d", r->meta.rank);
 	else
-		snprintf(who, sizeof(who), "%s", rt_cli_esc(r->name));
-	rt_cli_devices_str(r->devices_used, devs, sizeof(devs));
+		snprintf(who, sizeof(who), "%s", rt_vw_esc(r->name));
+	rt_vw_devices_str(r->devices_used, devs, sizeof(devs));
 	rt_vw_rank_end(r, how, sizeof(how));
 	peaks_str(r, peaks, sizeof(peaks));
-	printf("  %-12s %-10s %8" PRIu64 " events  device%s %-8s %-16s  ", who,
-	       rt_cli_esc(r->meta.hostname), r->events, strchr(devs, ',') ? "s" : " ", devs, how);
+	fprintf(f, "  %-12s %-10s %8" PRIu64 " events  device%s %-8s %-16s  ", who,
+	          rt_vw_esc(r->meta.hostname), r->events, strchr(devs, ',') ? "s" : " ", devs, how);
 	if (probe_only(r, probe, sizeof(probe)))
-		printf("%s", probe);
+		fprintf(f, "%s", probe);
 	else
-		printf("%" PRIu64 " allocation%s, peak %s", r->allocs, r->allocs == 1 ? "" : "s", peaks);
+		fprintf(f, "%" PRIu64 " allocation%s, peak %s", r->allocs, r->allocs == 1 ? "" : "s", peaks);
 	if (r->discarded)
-		printf("  (%" PRIu64 " events discarded: %s)", r->discarded,
-		       r->stopped && rt_stop_prose(r->stop_reason) ? rt_stop_prose(r->stop_reason)
+		fprintf(f, "  (%" PRIu64 " events discarded: %s)", r->discarded,
+		          r->stopped && rt_stop_prose(r->stop_reason) ? rt_stop_prose(r->stop_reason)
 								 : discard_why);
 	if (r->damaged[0])
-		printf("\n    damaged: %s", rt_cli_esc(r->damaged));
-	printf("\n");
+		fprintf(f, "\n    damaged: %s", rt_vw_esc(r->damaged));
+	fprintf(f, "\n");
 }
 
-/* One line per rank. Returns the number of unreadable or damaged ranks. */
-int rt_cli_print_summary(const char *dir)
+int rt_vw_summary_ranks(FILE *f, const struct rt_vw_trace *t)
 {
-	char **names, err[1024];
-	int n = -1, bad = 0; /* -1: an LTTng trace, its ranks counted by the model */
-	struct rt_vw_trace *t;
+	int bad = 0;
 
-	if (!rt_vw_is_lttng(dir)) {
-		n = rt_vw_list_ranks(dir, &names);
-		rt_vw_free_names(names, n > 0 ? n : 0);
-		if (n <= 0) {
-			printf("ranktrace: no rank traces in %s (the command made no CUDA or NCCL "
-			       "call)\n", rt_cli_esc(dir));
-			return 0;
-		}
-		printf("ranktrace: %d rank trace%s in %s/\n", n, n == 1 ? "" : "s", rt_cli_esc(dir));
-	}
-	t = rt_vw_load(dir, 0, err, sizeof(err));
-	if (!t) {
-		printf("  unreadable: %s\n", rt_cli_esc(err));
-		return n > 0 ? n : 1;
-	}
-	if (n < 0)
-		printf("ranktrace: %d rank%s in the LTTng trace %s/\n", t->nranks,
-		       t->nranks == 1 ? "" : "s", rt_cli_esc(dir));
 	for (int i = 0; i < t->nranks; i++) {
 		const struct rt_vw_rank *r = &t->ranks[i];
 
 		if (!r->readable) {
-			printf("  %-12s unreadable: %s\n", rt_cli_esc(r->name), rt_cli_esc(r->damaged));
+			fprintf(f, "  %-12s unreadable: %s\n", rt_vw_esc(r->name), rt_vw_esc(r->damaged));
 			bad++;
 			continue;
 		}
-		print_rank(r, t->lttng ? "LTTng ring buffers, an upper bound" : "size cap");
+		print_rank(f, r, t->lttng ? "LTTng ring buffers, an upper bound" : "size cap");
 		bad += r->damaged[0] != '\0';
 	}
-	rt_vw_free(t);
 	return bad;
 }
