@@ -32,6 +32,35 @@ for r in 0 1 2 3; do
 done
 check "4.53.0: no step completes" bash -c "! grep -q 'step 1 loss' '$T/broken'"
 
+# --mesh (issue 27): HSDP, tensor + data parallel, pipeline parallel (and
+# non-blocking communicators) train the same model on the same data: the
+# same losses as FULL_SHARD, exactly (4 decimals)
+for mesh in hsdp:2 tp:2 pp "pp --microbatches 8" "hsdp:2 --nonblocking-init" \
+            "tp:2 --nonblocking-init" "pp --nonblocking-init"; do
+  name=$(echo "$mesh" | tr ' :' '__')
+  sim timeout -k 5 120 "$B/bin/rt-launch" -n 4 "$B/bin/fsdp_mini" --steps 4 --mesh $mesh \
+    --call-counts "$T/counts.$name" > "$T/mesh.$name" 2>&1
+  check "--mesh $mesh exits 0" [ $? -eq 0 ]
+  grep '^\[rank0\]:step' "$T/mesh.$name" | sed 's/^\[rank0\]://' > "$T/loss.$name"
+  check "--mesh $mesh: the same 4 losses as FULL_SHARD" cmp -s "$T/loss.4" "$T/loss.$name"
+done
+calls() { awk -v f="$2" '$1 == f {n += $2} END {print n + 0}' "$T"/counts."$1".rank*; }
+check "--mesh hsdp:2: 2 splits per rank, all-reduces across the replicas" \
+  bash -c "[ $(calls hsdp_2 ncclCommSplit) -eq 8 ] && [ $(calls hsdp_2 ncclAllReduce) -gt $(calls hsdp_2 ncclReduceScatter) ]"
+check "--mesh pp: activations and gradients by Send/Recv (4 stages x 4 microbatches x 2 directions, 4 steps)" \
+  bash -c "[ $(calls pp ncclSend) -eq 96 ] && [ $(calls pp ncclRecv) -eq 96 ] && [ $(calls pp ncclAllGather) -eq 0 ]"
+check "--nonblocking-init: ncclCommInitRankConfig, polled" \
+  bash -c "[ $(calls tp_2_--nonblocking-init ncclCommInitRankConfig) -eq 4 ] && [ $(calls tp_2_--nonblocking-init ncclCommGetAsyncError) -ge 4 ]"
+# stage 2 never sends its 3rd microbatch: stage 3 waits in ncclRecv for it
+SIMGPU_TIMEOUT=3 sim timeout -k 5 60 "$B/bin/rt-launch" -n 4 "$B/bin/fsdp_mini" --mesh pp \
+  --skip-send 2:3 --steps 2 > "$T/pp_skip" 2>&1
+check "--skip-send 2:3: the job fails (after SIMGPU_TIMEOUT), no step completes" \
+  bash -c "[ $? -ne 0 ] && ! grep -q 'step 1 loss' '$T/pp_skip'"
+sim "$B/bin/fsdp_mini" --mesh tp:3 > "$T/tp3" 2>&1
+check "--mesh tp:3 with --hidden 16: refused, says why" bash -c "[ $? -eq 2 ] && grep -q 'divisible by 3' '$T/tp3'"
+sim "$B/bin/fsdp_mini" --mesh xp > "$T/xp" 2>&1
+check "--mesh xp: refused, names the modes" bash -c "[ $? -eq 2 ] && grep -q 'fsdp, hsdp:S, tp:T or pp' '$T/xp'"
+
 # PyTorch's NCCL watchdog: rank 3 hangs on the host (in cudaMalloc) before the
 # all-gather #4 (the 4th collective); on the others it is enqueued and never
 # completes on the device, their host threads wait in a synchronisation, and

@@ -38,6 +38,26 @@ bool trainer_uses_wrapped(const char *version)
 	return i < 0 || releases[i].wrapped;
 }
 
+/* fsdp | hsdp:S | tp:T | pp */
+static bool parse_mesh(const char *v, struct config *c)
+{
+	char kind[8];
+	int n = 0;
+
+	if (!strcmp(v, "fsdp") || !strcmp(v, "pp")) {
+		c->mesh = v[0] == 'f' ? MESH_FSDP : MESH_PP;
+		return true;
+	}
+	if (sscanf(v, "%4[a-z]:%d", kind, &n) == 2 && n >= 1 &&
+	    (!strcmp(kind, "hsdp") || !strcmp(kind, "tp"))) {
+		c->mesh = kind[0] == 'h' ? MESH_HSDP : MESH_TP;
+		c->mesh_size = n;
+		return true;
+	}
+	fprintf(stderr, "fsdp_mini: --mesh is fsdp, hsdp:S, tp:T or pp (got %s)\n", v);
+	return false;
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -62,6 +82,29 @@ static void usage(FILE *f)
 		"  --device D           every rank binds device D instead of LOCAL_RANK (the\n"
 		"                       \"device not properly set\" bug)\n"
 		"  --skip-collective R:N  rank R skips its N-th collective call\n"
+		"  --mesh M             how the ranks share the model (default fsdp):\n"
+		"                       fsdp    FULL_SHARD over all ranks\n"
+		"                       hsdp:S  HYBRID_SHARD: shard within groups of S ranks\n"
+		"                               ({0,1},{2,3} for S=2), all-reduce the gradient\n"
+		"                               shards across them ({0,2},{1,3}); ncclCommSplit\n"
+		"                       tp:T    tensor parallel within groups of T ranks (each\n"
+		"                               computes D/T of a block's outputs, all-gathers\n"
+		"                               them, all-reduces the input gradient), data\n"
+		"                               parallel across them; ncclCommSplit\n"
+		"                       pp      pipeline parallel: rank s is stage s (the blocks\n"
+		"                               split in order), activations and gradients go\n"
+		"                               by ncclSend/ncclRecv per microbatch, the tied\n"
+		"                               embedding's gradient all-reduced between the\n"
+		"                               first and the last stage\n"
+		"                       every mode prints the same losses\n"
+		"  --microbatches M     pipeline microbatches per step (pp; default 4)\n"
+		"  --skip-send R:N      stage R never sends its N-th microbatch's activations\n"
+		"                       forward (pp; counted over the run): the next stage\n"
+		"                       waits in ncclRecv\n"
+		"  --nonblocking-init   non-blocking communicators (ncclCommInitRankConfig\n"
+		"                       blocking=0, splits too), polled with\n"
+		"                       ncclCommGetAsyncError until made, as PyTorch's\n"
+		"                       TORCH_NCCL_USE_COMM_NONBLOCKING\n"
 		"\n"
 		"Rank 0 prints \"step <n> loss <value>\" per step.\n");
 }
@@ -81,12 +124,17 @@ bool parse_args(int argc, char **argv, struct config *c)
 		{ "time", no_argument, NULL, 't' },
 		{ "device", required_argument, NULL, 'D' },
 		{ "skip-collective", required_argument, NULL, 'S' },
+		{ "mesh", required_argument, NULL, 'm' },
+		{ "microbatches", required_argument, NULL, 'M' },
+		{ "skip-send", required_argument, NULL, 'P' },
+		{ "nonblocking-init", no_argument, NULL, 'N' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int o;
 
-	*c = (struct config){ "4.52.4", 3, 2, 16, 32, 8, 24, 0.5, NULL, false, -1, -1, 0 };
+	*c = (struct config){ "4.52.4", 3, 2, 16, 32, 8, 24, 0.5, NULL, false, -1, -1, 0,
+			      .microbatches = 4, .skip_send_rank = -1 };
 	while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (o) {
 		case 'v': c->version = optarg; break;
@@ -106,6 +154,19 @@ bool parse_args(int argc, char **argv, struct config *c)
 				return false;
 			}
 			break;
+		case 'm':
+			if (!parse_mesh(optarg, c))
+				return false;
+			break;
+		case 'M': c->microbatches = atoi(optarg); break;
+		case 'P':
+			if (sscanf(optarg, "%d:%d", &c->skip_send_rank, &c->skip_send_nth) != 2 ||
+			    c->skip_send_nth < 1) {
+				fprintf(stderr, "fsdp_mini: --skip-send expects RANK:N (N >= 1)\n");
+				return false;
+			}
+			break;
+		case 'N': c->nonblocking = true; break;
 		case 'h': usage(stdout); exit(0);
 		default: usage(stderr); return false;
 		}
@@ -118,8 +179,23 @@ bool parse_args(int argc, char **argv, struct config *c)
 		return false;
 	}
 	if (c->steps < 0 || c->layers < 0 || c->hidden < 1 || c->vocab < 2 || c->seq < 2 ||
-	    c->batch < 1) {
+	    c->batch < 1 || c->microbatches < 1) {
 		fprintf(stderr, "fsdp_mini: sizes must be positive\n");
+		return false;
+	}
+	if (!trainer_uses_wrapped(c->version) && (c->mesh == MESH_TP || c->mesh == MESH_PP)) {
+		fprintf(stderr, "fsdp_mini: --trainer-version %s models FSDP's unwrapped module: "
+			"use it with --mesh fsdp or hsdp\n", c->version);
+		return false;
+	}
+	if (c->mesh == MESH_TP && c->hidden % c->mesh_size) {
+		fprintf(stderr, "fsdp_mini: --mesh tp:%d needs --hidden divisible by %d\n",
+			c->mesh_size, c->mesh_size);
+		return false;
+	}
+	if (c->mesh == MESH_PP && c->batch % c->microbatches) {
+		fprintf(stderr, "fsdp_mini: --batch %d is not divisible by --microbatches %d\n",
+			c->batch, c->microbatches);
 		return false;
 	}
 	return true;

@@ -16,6 +16,11 @@
  * Arithmetic is done on the host on data copied back from the device, so the
  * same binary is valid on a real GPU. --trainer-version picks the transformers
  * behaviour: 4.53.0 trains the unwrapped module, as transformers 4.53.0 did.
+ * --mesh shares the model as 3-D parallel jobs do (fsdp_mesh.c): HSDP (the
+ * shards within a group, the gradients all-reduced across groups), tensor +
+ * data parallel (fsdp_tp.c), pipeline parallel (fsdp_pp.c); every mode
+ * prints the same losses. --nonblocking-init makes the communicators as
+ * TORCH_NCCL_USE_COMM_NONBLOCKING does.
  *
  * Environment: RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT (rank 0
  * serves the ncclUniqueId over TCP, as torch's TCPStore would). */
@@ -34,113 +39,8 @@
 #include "fsdp_mini.h"
 #include "ranktrace.h" /* weak: no-ops without libranktrace.so */
 
-/* ---- configuration and call accounting ---- */
-
 int rank, world = 1;
 static int local_rank;
-static int skip_rank = -1, skip_nth, collectives_issued;
-
-/* --skip-collective R:N: rank R does not make its N-th collective call, as a
- * rank whose code took another branch would. */
-static bool skip_this_collective(void)
-{
-	return rank == skip_rank && ++collectives_issued == skip_nth;
-}
-
-#define MAX_COUNTED 64
-static struct {
-	const char *name;
-	long calls;
-} counted[MAX_COUNTED];
-
-/* Count one call of `name` (a string literal: compared by address first). */
-static void count_call(const char *name)
-{
-	for (int i = 0; i < MAX_COUNTED; i++) {
-		if (!counted[i].name)
-			counted[i].name = name;
-		if (counted[i].name == name || strcmp(counted[i].name, name) == 0) {
-			counted[i].calls++;
-			return;
-		}
-	}
-}
-
-static void write_counts(const char *path)
-{
-	char file[4096];
-	FILE *f;
-
-	if (!path)
-		return;
-	snprintf(file, sizeof(file), "%s.rank%d", path, rank);
-	f = fopen(file, "w");
-	if (!f) {
-		fprintf(stderr, "fsdp_mini: cannot write %s: %s\n", file, strerror(errno));
-		return;
-	}
-	for (int i = 0; i < MAX_COUNTED && counted[i].name; i++)
-		fprintf(f, "%s %ld\n", counted[i].name, counted[i].calls);
-	fclose(f);
-}
-
-static const char *counts_path;
-
-void die(int code)
-{
-	watchdog_stop();
-	write_counts(counts_path);
-	exit(code);
-}
-
-static void cuda_failed(const char *call, cudaError_t e)
-{
-	fprintf(stderr, "fsdp_mini: rank %d: %s failed: %s (%s)\n", rank, call, cudaGetErrorName(e),
-		cudaGetErrorString(e));
-	die(1);
-}
-
-static void nccl_failed(const char *call, ncclResult_t r, ncclComm_t comm)
-{
-	fprintf(stderr, "fsdp_mini: rank %d: %s failed: %s (%s)\n", rank, call,
-		ncclGetErrorString(r), ncclGetLastError(comm));
-	die(1);
-}
-
-static bool is_collective(const char *fn)
-{
-	return !strcmp(fn, "ncclAllGather") || !strcmp(fn, "ncclReduceScatter") ||
-	       !strcmp(fn, "ncclAllReduce") || !strcmp(fn, "ncclBroadcast");
-}
-
-/* Every CUDA and NCCL call of the workload goes through these, so the test
- * suite can compare what a tracer recorded with what was really called. */
-#define CUDA(fn, ...)                                                                  \
-	do {                                                                           \
-		cudaError_t e_;                                                        \
-		count_call(#fn);                                                       \
-		e_ = fn(__VA_ARGS__);                                                  \
-		if (e_ != cudaSuccess)                                                 \
-			cuda_failed(#fn, e_);                                          \
-	} while (0)
-/* Event and synchronisation calls: checked, not counted (the tracer does not
- * record them: format/events.def). */
-#define CUDA_SYNC(fn, ...)                                                             \
-	do {                                                                           \
-		cudaError_t e_ = fn(__VA_ARGS__);                                      \
-		if (e_ != cudaSuccess)                                                 \
-			cuda_failed(#fn, e_);                                          \
-	} while (0)
-#define NCCL(comm, fn, ...)                                                            \
-	do {                                                                           \
-		ncclResult_t r_;                                                       \
-		if (is_collective(#fn) && skip_this_collective())                      \
-			break;                                                         \
-		count_call(#fn);                                                       \
-		r_ = fn(__VA_ARGS__);                                                  \
-		if (r_ != ncclSuccess)                                                 \
-			nccl_failed(#fn, r_, comm);                                    \
-	} while (0)
 
 /* ---- the model ---- */
 
@@ -178,8 +78,8 @@ static void build_units(struct model *m)
 
 		for (int p = 0; p < u->nparams; p++)
 			u->numel += u->params[p].numel;
-		u->shard = (u->numel + (size_t)world - 1) / (size_t)world;
-		u->padded = u->shard * (size_t)world;
+		u->shard = (u->numel + (size_t)m->shard_size - 1) / (size_t)m->shard_size;
+		u->padded = u->shard * (size_t)m->shard_size;
 		u->host_full = calloc(u->padded, sizeof(float));
 		u->grad = calloc(u->padded, sizeof(double));
 		if (!u->host_full || !u->grad)
@@ -228,7 +128,7 @@ static void fsdp_wrap(struct model *m)
 		watchdog_enqueued("BROADCAST", u->numel, u->numel, NULL);
 		CUDA(cudaMalloc, (void **)&u->shard_dev, u->shard * sizeof(float));
 		CUDA(cudaMalloc, (void **)&u->grad_shard_dev, u->shard * sizeof(float));
-		CUDA(cudaMemcpy, u->shard_dev, u->storage + (size_t)rank * u->shard,
+		CUDA(cudaMemcpy, u->shard_dev, u->storage + (size_t)m->shard_rank * u->shard,
 		     u->shard * sizeof(float), cudaMemcpyDeviceToDevice);
 		/* FSDP frees the full storage: the module's parameters keep their
 		 * shapes but their storage is resized to 0 bytes. */
@@ -264,8 +164,8 @@ static void unshard_issue(struct model *m, struct unit *u)
 	if (u->gathering)
 		return; /* prefetched */
 	CUDA(cudaMalloc, (void **)&u->gathering, u->padded * sizeof(float));
-	NCCL(m->comm, ncclAllGather, u->shard_dev, u->gathering, u->shard, ncclFloat32, m->comm,
-	     m->unshard_stream);
+	NCCL(m->shard_comm, ncclAllGather, u->shard_dev, u->gathering, u->shard, ncclFloat32,
+	     m->shard_comm, m->unshard_stream);
 	watchdog_enqueued("_ALLGATHER_BASE", u->shard, u->padded, m->unshard_stream);
 	CUDA_SYNC(cudaEventRecord, u->gathered, m->unshard_stream);
 }
@@ -374,9 +274,11 @@ static void reduce_gradient(struct model *m, struct unit *u)
 	/* post_backward_stream.wait_stream(current_stream) */
 	CUDA_SYNC(cudaEventRecord, m->compute_ready, NULL);
 	CUDA_SYNC(cudaStreamWaitEvent, m->post_backward_stream, m->compute_ready, 0);
-	NCCL(m->comm, ncclReduceScatter, full_grad, u->grad_shard_dev, u->shard, ncclFloat32,
-	     ncclSum, m->comm, m->post_backward_stream);
+	NCCL(m->shard_comm, ncclReduceScatter, full_grad, u->grad_shard_dev, u->shard, ncclFloat32,
+	     ncclSum, m->shard_comm, m->post_backward_stream);
 	watchdog_enqueued("_REDUCE_SCATTER_BASE", u->padded, u->shard, m->post_backward_stream);
+	if (m->repl_comm) /* HYBRID_SHARD: then across the replicas */
+		mesh_replicate_grad(m, u->grad_shard_dev, u->shard, m->post_backward_stream);
 	CUDA(cudaFree, full_grad);
 	free(tmp);
 	memset(u->grad, 0, u->padded * sizeof(double));
@@ -491,17 +393,12 @@ static void train_step(struct model *m, bool wrapped, int step, struct batch *b)
 	free(dh);
 }
 
-int main(int argc, char **argv)
+/* Environment, device, the mesh and the watchdog: 0, or an exit status. */
+static int setup(struct model *m)
 {
-	struct model m = { 0 };
-	struct batch b;
 	ncclUniqueId id;
 	const char *s;
-	bool wrapped;
 
-	if (!parse_args(argc, argv, &m.cfg))
-		return 2;
-	counts_path = m.cfg.counts_path;
 	if ((s = getenv("RANK")))
 		rank = atoi(s);
 	if ((s = getenv("WORLD_SIZE")))
@@ -511,61 +408,102 @@ int main(int argc, char **argv)
 		fprintf(stderr, "fsdp_mini: bad RANK=%d / WORLD_SIZE=%d\n", rank, world);
 		return 2;
 	}
-	if (m.cfg.batch % world) {
+	if (m->cfg.batch % world) {
 		fprintf(stderr, "fsdp_mini: --batch %d is not divisible by WORLD_SIZE %d\n",
-			m.cfg.batch, world);
+			m->cfg.batch, world);
 		return 2;
 	}
-	skip_rank = m.cfg.skip_rank;
-	skip_nth = m.cfg.skip_nth;
+	calls_configure(&m->cfg);
 	/* accelerate: torch.cuda.set_device(LOCAL_RANK) */
-	CUDA(cudaSetDevice, m.cfg.device >= 0 ? m.cfg.device : local_rank);
+	CUDA(cudaSetDevice, m->cfg.device >= 0 ? m->cfg.device : local_rank);
 	if (rank == 0)
 		NCCL(NULL, ncclGetUniqueId, &id);
 	if (world > 1)
-		share_unique_id(&id);
-	NCCL(NULL, ncclCommInitRank, &m.comm, world, id, rank);
-	watchdog_start(m.comm);
+		share_unique_ids(&id, 1);
+	mesh_init(m, &id);
+	watchdog_start(m->comm);
+	return 0;
+}
 
-	build_units(&m);
-	from_pretrained(&m);
+/* The model as the mode holds it, and the batch's buffers. */
+static void prepare(struct model *m, struct batch *b)
+{
+	build_units(m);
+	from_pretrained(m);
 	rt_marker_if_traced("rt.params", 1); /* report point: handed to FSDP */
-	report_params(&m, -1);
-	fsdp_wrap(&m);
-	report_params(&m, RT_DEV_CUDA); /* sharded: storage freed */
-	wrapped = trainer_uses_wrapped(m.cfg.version);
-
-	b.n = m.cfg.batch / world;
-	b.T = m.cfg.seq;
-	b.tok = calloc((size_t)b.n * m.cfg.seq, sizeof(int));
-	b.h = calloc((size_t)(m.nunits) * b.n * m.cfg.seq * m.cfg.hidden, sizeof(double));
-	if (!b.tok || !b.h)
+	report_params(m, -1);
+	if (m->cfg.mesh == MESH_TP || m->cfg.mesh == MESH_PP) {
+		replicate_wrap(m);
+	} else {
+		fsdp_wrap(m);
+		report_params(m, RT_DEV_CUDA); /* sharded: storage freed */
+	}
+	b->n = m->cfg.batch / m->dp_size;
+	b->T = m->cfg.seq;
+	b->tok = calloc((size_t)b->n * m->cfg.seq, sizeof(int));
+	b->h = calloc((size_t)(m->nunits) * b->n * m->cfg.seq * m->cfg.hidden, sizeof(double));
+	if (!b->tok || !b->h)
 		die(1);
+}
+
+static double elapsed_ms(const struct timespec *a, const struct timespec *b)
+{
+	return (double)(b->tv_sec - a->tv_sec) * 1e3 + (double)(b->tv_nsec - a->tv_nsec) / 1e6;
+}
+
+static void train(struct model *m, struct batch *b)
+{
+	bool wrapped = trainer_uses_wrapped(m->cfg.version);
 	struct timespec t0, t1, c0, c1;
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
-	for (int step = 1; step <= m.cfg.steps; step++)
-		train_step(&m, wrapped, step, &b);
+	for (int step = 1; step <= m->cfg.steps; step++)
+		if (m->cfg.mesh == MESH_TP)
+			tp_train_step(m, step, b);
+		else if (m->cfg.mesh == MESH_PP)
+			pp_train_step(m, step, b);
+		else
+			train_step(m, wrapped, step, b);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
-	if (m.cfg.time && rank == 0 && m.cfg.steps > 0)
+	if (m->cfg.time && rank == 0 && m->cfg.steps > 0)
 		fprintf(stderr, "fsdp_mini: ms_per_step=%.3f cpu_ms_per_step=%.3f\n",
-			((double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6) /
-				m.cfg.steps,
-			((double)(c1.tv_sec - c0.tv_sec) * 1e3 + (double)(c1.tv_nsec - c0.tv_nsec) / 1e6) /
-				m.cfg.steps);
+			elapsed_ms(&t0, &t1) / m->cfg.steps, elapsed_ms(&c0, &c1) / m->cfg.steps);
+}
 
-	for (int i = 0; i < m.nunits; i++) {
-		CUDA(cudaFree, m.units[i].shard_dev);
-		CUDA(cudaFree, m.units[i].grad_shard_dev);
+static void teardown(struct model *m)
+{
+	for (int i = 0; i < m->nunits; i++) {
+		if (m->units[i].shard_dev)
+			CUDA(cudaFree, m->units[i].shard_dev);
+		if (m->units[i].grad_shard_dev)
+			CUDA(cudaFree, m->units[i].grad_shard_dev);
+		if (m->units[i].storage)
+			CUDA(cudaFree, m->units[i].storage);
 	}
-	CUDA(cudaFree, m.scalar_dev);
-	if (m.lazy_init_done) {
-		CUDA(cudaStreamDestroy, m.unshard_stream);
-		CUDA(cudaStreamDestroy, m.post_backward_stream);
+	CUDA(cudaFree, m->scalar_dev);
+	if (m->lazy_init_done) {
+		CUDA(cudaStreamDestroy, m->unshard_stream);
+		CUDA(cudaStreamDestroy, m->post_backward_stream);
 	}
 	watchdog_stop();
-	NCCL(m.comm, ncclCommDestroy, m.comm);
+	mesh_destroy(m);
+}
+
+int main(int argc, char **argv)
+{
+	struct model m = { 0 };
+	struct batch b;
+	int rc;
+
+	if (!parse_args(argc, argv, &m.cfg))
+		return 2;
+	rc = setup(&m);
+	if (rc)
+		return rc;
+	prepare(&m, &b);
+	train(&m, &b);
+	teardown(&m);
 	die(0);
 }
