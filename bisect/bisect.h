@@ -14,8 +14,11 @@
  * file and shell-text helpers. bisect_int.h declares what they share.
  *
  * One struct bs_ctx per bisect, owned by the caller. Candidates are an
- * ordered array (oldest first: index 0 is the good endpoint, n-1 the bad
- * one). Only the parent process changes it; worker processes (one per
+ * ordered array, oldest first: index 0 is the old endpoint, n-1 the new
+ * one. What is hunted is the first candidate whose judgement differs from
+ * the old endpoint's (git bisect's old/new terms): with --find break (the
+ * default) the old endpoint is good and the first bad is found; with --find
+ * fix the old endpoint is bad and the first good is found. Only the parent process changes it; worker processes (one per
  * candidate being judged) read it and report through a result file. Not
  * thread-safe; no threads are used. Errors of the user's input print one
  * line on stderr; the module never exits the process. */
@@ -35,6 +38,8 @@
 
 enum bs_source { BS_PIP, BS_GIT, BS_VERSIONS };
 enum bs_judged { BS_UNTESTED, BS_GOOD, BS_BAD, BS_SKIP };
+/* --find: the first bad after a good one, or the first good after a bad one */
+enum bs_find { BS_FIND_BREAK, BS_FIND_FIX };
 
 struct bs_cand {
 	char name[80];   /* directory name under BISECT_DIR */
@@ -49,6 +54,7 @@ struct bs_cand {
 
 struct bs_opts {
 	int source;
+	int find; /* enum bs_find */
 	const char *pkg, *good, *bad, *find_links, *index_url, *python;
 	const char *repo, *setup, *pythonpath, *versions;
 	const char *signature, *like, *launcher, *dir;

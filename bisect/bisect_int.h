@@ -9,6 +9,29 @@
 
 #define BS_NO_SPACE "no-space" /* a worker's verdict: an install refused for free space */
 
+/* The two sides of the hunt, as git bisect's old and new: what the old
+ * endpoint (index 0) is judged and what is searched for after it. */
+static inline int bs_old_judged(const struct bs_ctx *x)
+{
+	return x->o.find == BS_FIND_FIX ? BS_BAD : BS_GOOD;
+}
+
+static inline int bs_new_judged(const struct bs_ctx *x)
+{
+	return x->o.find == BS_FIND_FIX ? BS_GOOD : BS_BAD;
+}
+
+/* The index of the bad endpoint (it names the signature) and the good one's. */
+static inline int bs_bad_end(const struct bs_ctx *x)
+{
+	return x->o.find == BS_FIND_FIX ? 0 : x->n - 1;
+}
+
+static inline int bs_good_end(const struct bs_ctx *x)
+{
+	return x->o.find == BS_FIND_FIX ? x->n - 1 : 0;
+}
+
 /* cands.c: pip's --find-links/--index-url into argv at k; returns the new k. */
 int bs_pip_index_args(const struct bs_ctx *x, char **argv, int k);
 
@@ -67,8 +90,8 @@ void bs_record_size(const char *dir, const char *file);
 unsigned long long bs_read_size(const char *file);
 void bs_remove_envs(const struct bs_ctx *x, int lo, int hi);
 
-/* report.c: the end of a bisect on stdout (lo = last good, hi = first
- * known bad), text or JSON (schema ranktrace.bisect/1); the JSON of a
+/* report.c: the end of a bisect on stdout (lo = the old side's last: last
+ * good, or last bad with --find fix; hi = the new side's first known), text or JSON (schema ranktrace.bisect/1); the JSON of a
  * bisect stopped at its endpoints or short of space. */
 void bs_report(struct bs_ctx *x, int lo, int hi, bool found);
 void bs_report_error(struct bs_ctx *x, const char *msg);

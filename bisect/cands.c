@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* cands.c - the candidates of a bisect, oldest first: pip versions,
- * git commits or a given list.
+ * git commits or a given list, from the older endpoint to the newer (good
+ * to bad; with --find fix, bad to good).
  *
  * pip: the chosen interpreter runs pip (`pip index versions`, which honours
  * --find-links, --index-url, pip.conf and PIP_* variables) and orders what
@@ -14,15 +15,16 @@
 
 #include "bisect_int.h"
 
-/* argv[1..]: pkg good bad pre [pip options]. Prints "tag T" then the
- * versions from good to bad, or "error: ..." and exits 3. */
+/* argv[1..]: pkg good bad pre find [pip options]. Prints "tag T" then the
+ * versions from the older endpoint to the newer (good to bad; with find
+ * "fix", bad to good), or "error: ..." and exits 3. */
 static const char pip_lister[] =
 	"import subprocess, sys, sysconfig\n"
 	"try:\n"
 	"    from packaging.version import Version, InvalidVersion\n"
 	"except ImportError:\n"
 	"    from pip._vendor.packaging.version import Version, InvalidVersion\n"
-	"pkg, good, bad, pre = sys.argv[1:5]\n"
+	"pkg, good, bad, pre, find = sys.argv[1:6]\n"
 	"def fail(msg):\n"
 	"    print('error: ' + msg)\n"
 	"    sys.exit(3)\n"
@@ -31,7 +33,7 @@ static const char pip_lister[] =
 	"except InvalidVersion as e:\n"
 	"    fail('not a PEP 440 version: %s' % e)\n"
 	"cmd = [sys.executable, '-m', 'pip', 'index', 'versions', pkg, '--pre',\n"
-	"       '--disable-pip-version-check'] + sys.argv[5:]\n"
+	"       '--disable-pip-version-check'] + sys.argv[6:]\n"
 	"p = subprocess.run(cmd, capture_output=True, text=True)\n"
 	"avail = None\n"
 	"for line in p.stdout.splitlines():\n"
@@ -52,11 +54,16 @@ static const char pip_lister[] =
 	"             ', '.join(vs[k] for k in sorted(vs))))\n"
 	"if g == b:\n"
 	"    fail('--good and --bad are the same version (%s)' % vs[g])\n"
-	"if g > b:\n"
-	"    fail('--good %s comes after --bad %s' % (vs[g], vs[b]))\n"
+	"if find == 'break' and g > b:\n"
+	"    fail('--good %s comes after --bad %s (looking for the release that fixed it? '\n"
+	"         '--find fix)' % (vs[g], vs[b]))\n"
+	"if find == 'fix' and b > g:\n"
+	"    fail('--find fix: --bad %s comes after --good %s (the fix is looked for after a '\n"
+	"         'bad release: --bad the older, --good the newer)' % (vs[b], vs[g]))\n"
+	"old, new = (b, g) if find == 'fix' else (g, b)\n"
 	"print('tag %s-%s' % (sys.implementation.cache_tag, sysconfig.get_platform()))\n"
 	"for v in sorted(vs):\n"
-	"    if g <= v <= b and (pre == '1' or not v.is_prerelease or v in (g, b)):\n"
+	"    if old <= v <= new and (pre == '1' or not v.is_prerelease or v in (g, b)):\n"
 	"        print(vs[v])\n";
 
 struct bs_cand *bs_cand_slot(struct bs_ctx *x)
@@ -131,6 +138,7 @@ static int list_pip(struct bs_ctx *x)
 	argv[k++] = (char *)x->o.good;
 	argv[k++] = (char *)x->o.bad;
 	argv[k++] = x->o.pre ? "1" : "0";
+	argv[k++] = x->o.find == BS_FIND_FIX ? "fix" : "break";
 	k = bs_pip_index_args(x, argv, k);
 	argv[k] = NULL;
 	rc = bs_capture(argv, NULL, &out, true);
@@ -176,14 +184,15 @@ static bool git_commit(struct bs_ctx *x, const char *opt, const char *rev, char 
 	return true;
 }
 
-static int git_log_cands(struct bs_ctx *x, const char *good, const char *bad)
+/* The commits from OLD to NEW (the older endpoint first). */
+static int git_log_cands(struct bs_ctx *x, const char *old, const char *new)
 {
 	char range[200], *out = NULL, *line, *save = NULL;
-	char *first[] = { "git", "-C", x->repo, "log", "-1", "--format=%H%x09%s", (char *)good, NULL };
+	char *first[] = { "git", "-C", x->repo, "log", "-1", "--format=%H%x09%s", (char *)old, NULL };
 	char *log[] = { "git", "-C", x->repo, "log", "--reverse", "--ancestry-path",
 			"--format=%H%x09%s", range, x->o.first_parent ? "--first-parent" : NULL, NULL };
 
-	snprintf(range, sizeof(range), "%s..%s", good, bad);
+	snprintf(range, sizeof(range), "%s..%s", old, new);
 	for (int pass = 0; pass < 2; pass++) {
 		if (bs_capture(pass ? log : first, NULL, &out, true) != 0) {
 			fprintf(stderr, "ranktrace bisect: git log %s failed\n", range);
@@ -201,9 +210,12 @@ static int git_log_cands(struct bs_ctx *x, const char *good, const char *bad)
 		free(out);
 		out = NULL;
 	}
-	if (x->n < 2 || strcmp(x->c[x->n - 1].id, bad)) {
-		fprintf(stderr, "ranktrace bisect: --bad %s is not reached from --good %s%s\n",
-			x->o.bad, x->o.good, x->o.first_parent ? " by first parents" : "");
+	if (x->n < 2 || strcmp(x->c[x->n - 1].id, new)) {
+		bool fix = x->o.find == BS_FIND_FIX;
+
+		fprintf(stderr, "ranktrace bisect: %s %s is not reached from %s %s%s\n",
+			fix ? "--good" : "--bad", fix ? x->o.good : x->o.bad, fix ? "--bad" : "--good",
+			fix ? x->o.bad : x->o.good, x->o.first_parent ? " by first parents" : "");
 		return BS_EXIT_USAGE;
 	}
 	return 0;
@@ -211,9 +223,11 @@ static int git_log_cands(struct bs_ctx *x, const char *good, const char *bad)
 
 static int list_git(struct bs_ctx *x)
 {
+	bool fix = x->o.find == BS_FIND_FIX;
 	char good[64], bad[64], *o = NULL;
+	char *old = fix ? bad : good, *new = fix ? good : bad;
 	char *top[] = { "git", "-C", (char *)x->o.repo, "rev-parse", "--show-toplevel", NULL };
-	char *anc[] = { "git", "-C", x->repo, "merge-base", "--is-ancestor", good, bad, NULL };
+	char *anc[] = { "git", "-C", x->repo, "merge-base", "--is-ancestor", old, new, NULL };
 
 	if (bs_capture(top, NULL, &o, true) != 0 || !*o) {
 		fprintf(stderr, "ranktrace bisect: --git %s: not a git repository\n", x->o.repo);
@@ -233,12 +247,17 @@ static int list_git(struct bs_ctx *x)
 	}
 	if (bs_capture(anc, NULL, &o, true) != 0) {
 		free(o);
-		fprintf(stderr, "ranktrace bisect: --good %s is not an ancestor of --bad %s "
-			"(good after bad, or on another branch)\n", x->o.good, x->o.bad);
+		if (fix)
+			fprintf(stderr, "ranktrace bisect: --find fix: --bad %s is not an ancestor of "
+				"--good %s (the fix is looked for after the bad commit)\n", x->o.bad, x->o.good);
+		else
+			fprintf(stderr, "ranktrace bisect: --good %s is not an ancestor of --bad %s (good "
+				"after bad, or on another branch; looking for the fix? --find fix)\n",
+				x->o.good, x->o.bad);
 		return BS_EXIT_USAGE;
 	}
 	free(o);
-	return git_log_cands(x, good, bad);
+	return git_log_cands(x, old, new);
 }
 
 static int find_version(const struct bs_ctx *x, const char *v)
@@ -260,10 +279,36 @@ static bool valid_version(const char *v)
 	       strspn(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._+!~-") == n;
 }
 
+/* --good and --bad in --versions (default: the first and the last, by
+ * --find): the candidates from the older to the newer. 0 or 2. */
+static int pick_versions(struct bs_ctx *x)
+{
+	bool fix = x->o.find == BS_FIND_FIX;
+	int g = x->o.good ? find_version(x, x->o.good) : fix ? x->n - 1 : 0;
+	int b = x->o.bad ? find_version(x, x->o.bad) : fix ? 0 : x->n - 1;
+	int old = fix ? b : g, new = fix ? g : b;
+
+	if (g < 0 || b < 0) {
+		fprintf(stderr, "ranktrace bisect: %s %s is not in --versions\n", g < 0 ? "--good" : "--bad",
+			g < 0 ? x->o.good : x->o.bad);
+		return BS_EXIT_USAGE;
+	}
+	if (old >= new) {
+		fprintf(stderr, "ranktrace bisect: %s\n", g == b ? "--good and --bad are the same version"
+			: fix ? "--find fix: --bad comes after --good in --versions (list them oldest "
+			"first: the fix is looked for after the bad one)"
+			: "--good comes after --bad in --versions (list them oldest first; looking for "
+			"the fix? --find fix)");
+		return BS_EXIT_USAGE;
+	}
+	memmove(x->c, x->c + old, sizeof(*x->c) * (size_t)(new - old + 1));
+	x->n = new - old + 1;
+	return 0;
+}
+
 static int list_versions(struct bs_ctx *x)
 {
 	char *copy = strdup(x->o.versions), *tok, *save = NULL;
-	int g, b;
 
 	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		if (!*tok)
@@ -282,24 +327,11 @@ static int list_versions(struct bs_ctx *x)
 		add_cand(x, tok, NULL, false);
 	}
 	free(copy);
-	g = x->o.good ? find_version(x, x->o.good) : 0;
-	b = x->o.bad ? find_version(x, x->o.bad) : x->n - 1;
-	if (g < 0 || b < 0) {
-		fprintf(stderr, "ranktrace bisect: %s %s is not in --versions\n", g < 0 ? "--good" : "--bad",
-			g < 0 ? x->o.good : x->o.bad);
-		return BS_EXIT_USAGE;
-	}
-	if (g >= b) {
-		fprintf(stderr, "ranktrace bisect: %s\n", g == b ? "--good and --bad are the same version"
-			: "--good comes after --bad in --versions (list them oldest first)");
-		return BS_EXIT_USAGE;
-	}
-	memmove(x->c, x->c + g, sizeof(*x->c) * (size_t)(b - g + 1));
-	x->n = b - g + 1;
-	return 0;
+	return pick_versions(x);
 }
 
-/* The ordered candidates into x->c (index 0 good, n-1 bad). 0 or 2. */
+/* The ordered candidates into x->c, oldest first (index 0 the good
+ * endpoint, n-1 the bad; with --find fix 0 the bad, n-1 the good). 0 or 2. */
 int bs_list_candidates(struct bs_ctx *x)
 {
 	switch (x->o.source) {

@@ -144,8 +144,9 @@ static int make_venv(const struct bs_ctx *x, int fd, const char *venv, char *why
 	return bs_step(x, fd, "python -m venv", mk, NULL, NULL, why, n);
 }
 
-/* The base's packages: the pins and PKG's dependencies at the bad endpoint
- * (PKG itself removed again); the pins alone when that install fails. */
+/* The base's packages: the pins and PKG's dependencies at the newer
+ * endpoint (the bad one; with --find fix the good one), PKG itself removed
+ * again; the pins alone when that install fails. */
 static int fill_base(const struct bs_ctx *x, int fd, const char *py, char *why, size_t n)
 {
 	char *rm[] = { (char *)x->o.python, "-m", "pip", "--python", (char *)py, "uninstall",
@@ -153,7 +154,7 @@ static int fill_base(const struct bs_ctx *x, int fd, const char *py, char *why, 
 
 	if (bs_pip_install(x, x->c[x->n - 1].id, fd, py, NULL, why, n) == 0)
 		return bs_step(x, fd, "pip uninstall", rm, NULL, NULL, why, n);
-	dprintf(fd, "== the bad endpoint does not install: the base gets the --with pins only\n");
+	dprintf(fd, "== the newer endpoint does not install: the base gets the --with pins only\n");
 	return x->o.nwith ? bs_pip_install(x, NULL, fd, py, NULL, why, n) : 0;
 }
 

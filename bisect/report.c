@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* report.c - the end of a bisect on stdout: text (first bad, last good, the
- * candidates tried, `ranktrace diff` of the two boundary traces, the command
- * reproducing the first bad run, the commits or release range between) or
- * JSON (schema ranktrace.bisect/1).
+/* report.c - the end of a bisect on stdout: text (first bad and last good,
+ * or with --find fix first good and last bad; the candidates tried, oldest
+ * first; `ranktrace diff` of the two boundary traces, older first; the
+ * command reproducing the boundary's bad run; the commits or release range
+ * between) or JSON (schema ranktrace.bisect/1).
  *
  * Parent process only, after the rounds (search.c); reads the context, may
  * allocate, runs `ranktrace diff` and `git log` through spawn.c. */
@@ -138,6 +139,7 @@ static void json_head(const struct bs_ctx *x, struct rt_json *w, bool found)
 	rt_json_init(w, stdout, false);
 	rt_json_obj(w, NULL);
 	rt_json_str(w, RT_JK(schema), RT_JSCHEMA(bisect));
+	rt_json_str(w, RT_JK(find), x->o.find == BS_FIND_FIX ? "fix" : "break");
 	rt_json_bool(w, RT_JK(found), found);
 	rt_json_str(w, RT_JK(signature), x->signature);
 	rt_json_str(w, RT_JK(source), sources[x->o.source]);
@@ -166,7 +168,7 @@ static void json_tried(const struct bs_ctx *x, struct rt_json *w)
 		fprintf(stderr, "ranktrace bisect: writing the JSON report failed\n");
 }
 
-/* git mode: `git log --oneline` last_good..first_bad, oldest first. */
+/* git mode: `git log --oneline` from the older boundary to the newer, oldest first. */
 static void json_commits(const struct bs_ctx *x, struct rt_json *w, int lo, int hi)
 {
 	char range[300], *out = NULL, *save = NULL;
@@ -179,23 +181,39 @@ static void json_commits(const struct bs_ctx *x, struct rt_json *w, int lo, int 
 	free(out);
 }
 
+/* KEY: candidate i, or null (when not side, or i < 0). */
+static void json_end(const struct bs_ctx *x, struct rt_json *w, const char *key, int i, bool side)
+{
+	rt_json_brk(w, 1);
+	if (side && i >= 0)
+		json_cand(x, i, w, key);
+	else
+		rt_json_null(w, key);
+}
+
+/* KEY: the ids where the hunted candidate lies, lo+1..hi ([] for the other side). */
+static void json_range(const struct bs_ctx *x, struct rt_json *w, const char *key, int lo, int hi,
+		       bool side)
+{
+	rt_json_brk(w, 1);
+	rt_json_arr(w, key);
+	for (int i = lo + 1; side && i <= hi; i++)
+		rt_json_str(w, NULL, x->c[i].id);
+	rt_json_end(w);
+}
+
 static void report_json(struct bs_ctx *x, int lo, int hi, bool found, const char *cmd)
 {
+	bool fix = x->o.find == BS_FIND_FIX;
 	struct rt_json w;
 
 	json_head(x, &w, found);
-	rt_json_brk(&w, 1);
-	if (found)
-		json_cand(x, hi, &w, RT_JK(first_bad));
-	else
-		rt_json_null(&w, RT_JK(first_bad));
-	rt_json_brk(&w, 1);
-	json_cand(x, lo, &w, RT_JK(last_good));
-	rt_json_brk(&w, 1);
-	rt_json_arr(&w, RT_JK(first_bad_range));
-	for (int i = lo + 1; i <= hi; i++)
-		rt_json_str(&w, NULL, x->c[i].id);
-	rt_json_end(&w);
+	json_end(x, &w, RT_JK(first_bad), found ? hi : -1, !fix);
+	json_end(x, &w, RT_JK(last_good), lo, !fix);
+	json_end(x, &w, RT_JK(first_good), found ? hi : -1, fix);
+	json_end(x, &w, RT_JK(last_bad), lo, fix);
+	json_range(x, &w, RT_JK(first_bad_range), lo, hi, !fix);
+	json_range(x, &w, RT_JK(first_good_range), lo, hi, fix);
 	rt_json_brk(&w, 1);
 	rt_json_arr(&w, RT_JK(commits));
 	if (x->o.source == BS_GIT)
@@ -215,6 +233,8 @@ void bs_report_error(struct bs_ctx *x, const char *msg)
 	rt_json_brk(&w, 1);
 	rt_json_null(&w, RT_JK(first_bad));
 	rt_json_null(&w, RT_JK(last_good));
+	rt_json_null(&w, RT_JK(first_good));
+	rt_json_null(&w, RT_JK(last_bad));
 	rt_json_str(&w, RT_JK(error), msg);
 	json_tried(x, &w);
 }
@@ -242,46 +262,67 @@ static void report_table(const struct bs_ctx *x)
 	}
 }
 
-static void report_text(struct bs_ctx *x, int lo, int hi, bool found, const char *cmd)
+/* First bad and last good, or (--find fix) first good and last bad; the
+ * commit subjects escaped for the terminal. */
+static void report_ends(const struct bs_ctx *x, int lo, int hi, bool found)
 {
-	const struct bs_cand *g = &x->c[lo], *b = &x->c[hi];
-	char ta[PATH_MAX], tb[PATH_MAX], range[300], lg[4 * sizeof(g->label)], lb[sizeof(lg)];
-	char *diff[] = { x->self, "diff", ta, tb, NULL };
-	char *log[] = { "git", "-C", x->repo, "log", "--oneline", range, NULL };
+	const struct bs_cand *o = &x->c[lo], *h = &x->c[hi];
+	char lo_label[4 * sizeof(o->label)], hi_label[sizeof(lo_label)];
+	bool fix = x->o.find == BS_FIND_FIX;
 
-	rt_esc_text(lg, sizeof(lg), g->label); /* commit subjects: escaped for the terminal */
-	rt_esc_text(lb, sizeof(lb), b->label);
-	if (found)
-		printf("first bad: %s%s%s  (%s)\n", b->id, lb[0] ? "  " : "", lb, x->signature);
+	rt_esc_text(lo_label, sizeof(lo_label), o->label);
+	rt_esc_text(hi_label, sizeof(hi_label), h->label);
+	if (found && fix)
+		printf("first good: %s%s%s  (fixes %s)\n", h->id, hi_label[0] ? "  " : "", hi_label,
+		       x->signature);
+	else if (found)
+		printf("first bad: %s%s%s  (%s)\n", h->id, hi_label[0] ? "  " : "", hi_label,
+		       x->signature);
 	else {
-		printf("the first bad is one of (the others were skipped):");
+		printf("the first %s is one of (the others were skipped):", fix ? "good" : "bad");
 		for (int i = lo + 1; i <= hi; i++)
 			printf(" %s", x->c[i].id);
 		printf("\n");
 	}
-	printf("last good: %s%s%s\n", g->id, lg[0] ? "  " : "", lg);
+	if (fix)
+		printf("last bad: %s%s%s  (%s)\n", o->id, lo_label[0] ? "  " : "", lo_label, x->signature);
+	else
+		printf("last good: %s%s%s\n", o->id, lo_label[0] ? "  " : "", lo_label);
+}
+
+static void report_text(struct bs_ctx *x, int lo, int hi, bool found, const char *cmd)
+{
+	const struct bs_cand *o = &x->c[lo], *h = &x->c[hi];
+	char ta[PATH_MAX], tb[PATH_MAX], range[300];
+	char *diff[] = { x->self, "diff", ta, tb, NULL };
+	char *log[] = { "git", "-C", x->repo, "log", "--oneline", range, NULL };
+	bool fix = x->o.find == BS_FIND_FIX;
+
+	report_ends(x, lo, hi, found);
 	report_table(x);
 	bs_trace_dir(x, lo, 0, ta, sizeof(ta));
 	bs_trace_dir(x, hi, 0, tb, sizeof(tb));
 	printf("\nranktrace diff %s %s:\n", ta, tb);
 	fflush(stdout);
 	bs_spawn(diff, NULL, -1, NULL, 600, NULL);
-	printf("\nreproduce the %s run:\n  %s\n", found ? "first bad" : "first known bad", cmd ? cmd : "?");
+	printf("\nreproduce the %s run:\n  %s\n", fix ? "last bad" : found ? "first bad" : "first known bad",
+	       cmd ? cmd : "?");
 	if (x->o.source == BS_GIT) {
-		snprintf(range, sizeof(range), "%s..%s", g->id, b->id);
-		printf("\ngit log --oneline %.12s..%.12s:\n", g->id, b->id);
+		snprintf(range, sizeof(range), "%s..%s", o->id, h->id);
+		printf("\ngit log --oneline %.12s..%.12s:\n", o->id, h->id);
 		fflush(stdout);
 		bs_spawn(log, NULL, -1, NULL, 60, NULL);
 	} else {
 		printf("\n%s%s range: %s .. %s\n", x->o.pkg ? x->o.pkg : "version",
-		       x->o.pkg ? " release" : "", g->id, b->id);
+		       x->o.pkg ? " release" : "", o->id, h->id);
 	}
 }
 
-/* The end of a bisect: lo = last good, hi = first (known) bad. */
+/* The end of a bisect: lo = the last of the old side (last good; --find
+ * fix: last bad), hi = the first (known) of the new side. */
 void bs_report(struct bs_ctx *x, int lo, int hi, bool found)
 {
-	char *cmd = repro(x, hi);
+	char *cmd = repro(x, x->o.find == BS_FIND_FIX ? lo : hi); /* the bad boundary */
 
 	if (x->o.json)
 		report_json(x, lo, hi, found, cmd);

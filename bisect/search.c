@@ -107,18 +107,22 @@ static int untested(const struct bs_ctx *x, int lo, int hi, int *u)
 	return m;
 }
 
-/* The bounds: hi = first bad, lo = last good before it. */
+/* The bounds: hi = the first candidate judged as the new side (the first
+ * bad; with --find fix the first good), lo = the last judged as the old
+ * side before it. */
 static void bounds(const struct bs_ctx *x, int *lo, int *hi)
 {
+	int old = bs_old_judged(x), new = bs_new_judged(x);
+
 	*hi = x->n - 1;
 	for (int i = 0; i < x->n; i++)
-		if (x->c[i].judged == BS_BAD) {
+		if (x->c[i].judged == new) {
 			*hi = i;
 			break;
 		}
 	*lo = 0;
 	for (int i = 0; i < *hi; i++)
-		if (x->c[i].judged == BS_GOOD)
+		if (x->c[i].judged == old)
 			*lo = i;
 }
 
@@ -246,7 +250,7 @@ static void settle(struct bs_ctx *x, int i)
 
 	if (c->judged != BS_BAD)
 		return;
-	if (!x->signature[0] && i == x->n - 1) {
+	if (!x->signature[0] && i == bs_bad_end(x)) {
 		snprintf(x->signature, sizeof(x->signature), "%s", c->verdict);
 		bs_state_save(x);
 	} else if (strcmp(c->verdict, x->signature)) {
@@ -259,7 +263,8 @@ static void settle(struct bs_ctx *x, int i)
 /* A misjudged endpoint: one message (stderr, and the JSON's "error"); 1. */
 static int endpoint_error(struct bs_ctx *x)
 {
-	const struct bs_cand *g = &x->c[0], *b = &x->c[x->n - 1];
+	const struct bs_cand *g = &x->c[bs_good_end(x)], *b = &x->c[bs_bad_end(x)];
+	bool fix = x->o.find == BS_FIND_FIX;
 	char msg[1024];
 
 	if (b->judged == BS_GOOD)
@@ -270,8 +275,9 @@ static int endpoint_error(struct bs_ctx *x)
 			 b->id, b->reason, x->signature[0] ? " (hunting " : "", x->signature,
 			 x->signature[0] ? ")" : "");
 	else if (g->judged == BS_BAD)
-		snprintf(msg, sizeof(msg), "the \"good\" endpoint %s already shows %s: the change is "
-			 "older (trace %s/%s)", g->id, x->signature, x->dir, g->name);
+		snprintf(msg, sizeof(msg), "the \"good\" endpoint %s %s %s: %s (trace %s/%s)", g->id,
+			 fix ? "still shows" : "already shows", x->signature,
+			 fix ? "the fix, if any, is newer" : "the change is older", x->dir, g->name);
 	else if (g->judged != BS_GOOD)
 		snprintf(msg, sizeof(msg), "the \"good\" endpoint %s is not healthy: %s", g->id,
 			 g->reason);
@@ -288,7 +294,7 @@ static int endpoint_error(struct bs_ctx *x)
 /* Both endpoints judged: the bad one first when it names the signature. */
 static int endpoints(struct bs_ctx *x, double t0)
 {
-	int both[2] = { x->n - 1, 0 }, m = 0, rc;
+	int both[2] = { bs_bad_end(x), bs_good_end(x) }, m = 0, rc;
 	int ends[2];
 
 	for (int k = 0; k < 2; k++)
@@ -304,8 +310,8 @@ static int endpoints(struct bs_ctx *x, double t0)
 	}
 	if (rc)
 		return rc;
-	settle(x, x->n - 1);
-	settle(x, 0);
+	settle(x, both[0]);
+	settle(x, both[1]);
 	return endpoint_error(x);
 }
 

@@ -8,7 +8,7 @@
  * check on the user's input happens before anything is created: a bad
  * input prints one message and exits 2 with nothing written. `--resume -o
  * DIR` re-reads the arguments saved in DIR.
- * Exit status: 0 first bad found, 1 not found (or an endpoint misjudged),
+ * Exit status: 0 first bad (--find fix: first good) found, 1 not found (or an endpoint misjudged),
  * 2 usage, 130 interrupted (state saved). */
 #include <dirent.h>
 #include <errno.h>
@@ -32,7 +32,8 @@ static void usage(FILE *f)
 		"       ranktrace bisect --resume -o BISECT_DIR\n"
 		"\n"
 		"Finds the first version or commit whose run of CMD shows a failure signature\n"
-		"in its trace, going around candidates that fail for other reasons. Each\n"
+		"in its trace (or, with --find fix, the first one after them that no longer\n"
+		"does), going around candidates that fail for other reasons. Each\n"
 		"candidate runs `ranktrace run -o BISECT_DIR/<candidate>/ -- CMD` and is judged by\n"
 		"`ranktrace verdict`: healthy = good, the signature = bad, anything else (set-up\n"
 		"failed, another failure, inconclusive, over --timeout) = skipped.\n"
@@ -46,8 +47,8 @@ static void usage(FILE *f)
 		"    --with REQ         also install REQ in every candidate (e.g. 'tokenizers<0.22')\n"
 		"    --isolated         a venv per candidate, with dependencies, instead: over one\n"
 		"                       shared base (the --with pins and PKG's dependencies at\n"
-		"                       the bad endpoint, in BISECT_DIR/.bisect/base), each adds\n"
-		"                       only what its version needs\n"
+		"                       the newer endpoint, in BISECT_DIR/.bisect/base), each\n"
+		"                       adds only what its version needs\n"
 		"    --python PY        the interpreter whose pip is used (default python3)\n"
 		"    --min-free SIZE    free space an install needs at least (default 512M, 2G for\n"
 		"                       the base, or twice the largest install so far); below it\n"
@@ -61,6 +62,14 @@ static void usage(FILE *f)
 		"                       worktree or work dir, stand for \"$RANKTRACE_BISECT_CANDIDATE\"\n"
 		"                       and \"$RANKTRACE_BISECT_DIR\": data, never shell text;\n"
 		"                       in CMD... they are replaced too)\n"
+		"\n"
+		"direction:\n"
+		"  --find break         (default) the first bad after a good one: --good is the\n"
+		"                       older endpoint, --bad the newer (\"which release broke it?\")\n"
+		"  --find fix           the first good after a bad one: --bad is the older\n"
+		"                       endpoint, --good the newer (\"which release fixed it?\"),\n"
+		"                       as git bisect's old/new terms and cargo-bisect-rustc's\n"
+		"                       --regress=success; tables stay oldest first\n"
 		"\n"
 		"judging:\n"
 		"  --signature SIG      the failure hunted: skipped-fsdp-root, device-misplacement,\n"
@@ -81,13 +90,14 @@ static void usage(FILE *f)
 		"                       PYTHONPATH and PATH); kept for --resume and in the\n"
 		"                       reproducing command\n"
 		"  --keep               keep every judged candidate's venv or worktree (default:\n"
-		"                       only the last good's and the first bad's stay)\n"
+		"                       only the two boundary candidates' stay)\n"
 		"  --resume             continue the bisect saved in -o DIR (after Ctrl-C)\n"
 		"  --json               the result as JSON (schema ranktrace.bisect/1) on stdout\n"
 		"\n"
-		"Progress goes to stderr. At the end: first bad and last good, every candidate\n"
-		"tried, `ranktrace diff` of the two boundary traces, the command reproducing the\n"
-		"first bad run, and the commits (git log) or release range between them.\n"
+		"Progress goes to stderr. At the end: first bad and last good (--find fix: first\n"
+		"good and last bad), every candidate tried (oldest first), `ranktrace diff` of\n"
+		"the two boundary traces (older first), the command reproducing the boundary's\n"
+		"bad run, and the commits (git log) or release range between them.\n"
 		"Exit status: 0 found, 1 not found, 2 usage error, 130 interrupted.\n"
 		"\n"
 		"examples:\n"
@@ -97,6 +107,8 @@ static void usage(FILE *f)
 		"      --with accelerate==1.8.1 --with torch -- accelerate launch train.py\n"
 		"  ranktrace bisect --git ~/src/trainer --good v1.0 --bad main --pythonpath src \\\n"
 		"      --jobs 4 --launcher 'srun -N1 --gpus-per-node 8' -- python -m trainer\n"
+		"  ranktrace bisect --pip transformers --find fix --bad 4.53.0 --good 4.54.1 \\\n"
+		"      --env PYTHONPATH=$PWD/deps -- torchrun --nproc-per-node 8 train.py\n"
 		"  ranktrace bisect --versions 4.52.4,4.53.0 \\\n"
 		"      -- rt-launch -n 4 fsdp_mini --trainer-version {version}\n");
 }
@@ -134,6 +146,7 @@ static const struct option opts[] = {
 	{ "pythonpath", required_argument, NULL, 'Y' },
 	{ "versions", required_argument, NULL, 'v' },
 	{ "signature", required_argument, NULL, 'S' },
+	{ "find", required_argument, NULL, 'X' },
 	{ "like", required_argument, NULL, 'l' },
 	{ "retries", required_argument, NULL, 'r' },
 	{ "timeout", required_argument, NULL, 't' },
@@ -177,6 +190,12 @@ static int take(struct bs_opts *o, int c, const char *arg)
 	case 'F': o->first_parent = true; break;
 	case 'Y': o->pythonpath = arg; break;
 	case 'S': o->signature = arg; break;
+	case 'X':
+		if (strcmp(arg, "break") && strcmp(arg, "fix"))
+			return bad_usage("--find %s: expected break (the first bad after a good one) or "
+					 "fix (the first good after a bad one)", arg);
+		o->find = !strcmp(arg, "fix") ? BS_FIND_FIX : BS_FIND_BREAK;
+		break;
 	case 'l': o->like = arg; break;
 	case 'L': o->launcher = arg; break;
 	case 'R': o->resume = true; break;
@@ -389,8 +408,10 @@ static int start(struct bs_ctx *x)
 		fprintf(stderr, "ranktrace bisect: cannot write the state in %s\n", side);
 		return BS_EXIT_USAGE;
 	}
-	fprintf(stderr, "bisect: %d candidates from %s to %s%s%s; traces in %s/\n", x->n, x->c[0].id,
-		x->c[x->n - 1].id, x->signature[0] ? "; hunting " : "", x->signature, x->dir);
+	fprintf(stderr, "bisect: %d candidates from %s to %s%s%s%s; traces in %s/\n", x->n,
+		x->c[0].id, x->c[x->n - 1].id, x->o.find == BS_FIND_FIX ? "; finding the fix" : "",
+		x->signature[0] ? (x->o.find == BS_FIND_FIX ? " of " : "; hunting ") : "", x->signature,
+		x->dir);
 	return 0;
 }
 

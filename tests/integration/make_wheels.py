@@ -1,9 +1,10 @@
 # SPDX-License-Identifier: MIT
 # make_wheels.py OUT - wheels of a toy package for test_bisect_pip.sh, built
 # by hand (a wheel is a zip with METADATA, WHEEL and RECORD): toypkg 1.0 ...
-# 1.12 with PEP 440 oddities (1.10 after 1.9, 1.8.post1, 1.11rc1), the
-# 4.53.0 behaviour from 1.7 on, and a 1.8.post1 whose wheel is corrupt (its
-# install fails); toydep 1.0 and 2.0 for --with.
+# 1.16 with PEP 440 oddities (1.10 after 1.9, 1.8.post1, 1.11rc1), the
+# 4.53.0 behaviour from 1.7 to 1.14 (fixed in 1.15: 4.53.1's behaviour), and
+# a 1.8.post1 whose wheel is corrupt (its install fails); toydep 1.0 and 2.0
+# for --with.
 import base64, hashlib, os, re, sys, zipfile
 
 
@@ -29,10 +30,10 @@ def wheel(out, name, version, files):
 
 def main(out):
     os.makedirs(out, exist_ok=True)
-    versions = [f"1.{k}" for k in range(13)] + ["1.8.post1", "1.11rc1"]
+    versions = [f"1.{k}" for k in range(17)] + ["1.8.post1", "1.11rc1"]
     for v in versions:
         minor = int(re.match(r"1\.(\d+)", v).group(1))
-        behaviour = "4.53.0" if minor >= 7 else "4.52.4"
+        behaviour = "4.53.1" if minor >= 15 else "4.53.0" if minor >= 7 else "4.52.4"
         src = f"VERSION = {v!r}\nBEHAVIOUR = {behaviour!r}\n".encode()
         path = wheel(out, "toypkg", v, {"toypkg/__init__.py": src})
         if v == "1.8.post1":

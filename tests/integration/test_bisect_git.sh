@@ -6,7 +6,8 @@
 # commit 22 crashes rank 1 (fixed in 23). Bisect must name commit 19 in at
 # most ceil(log2 31) + 2 runs, counted by a fake srun (--launcher); --jobs 3
 # in fewer rounds; SIGINT then --resume without re-running finished
-# candidates; bad input exits 2 and creates nothing.
+# candidates; --find fix on a branch that fixes it at commit 32 names 32;
+# bad input exits 2 and creates nothing.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/bisect_lib.sh"
 
@@ -35,7 +36,15 @@ for k in $(seq 1 30); do
   write $behaviour $crash; build $setup; echo "change $k" >> NOTES
   git add -A && git commit -qm "c$k: change $k"
 done
-sha() { git -C "$R" log --format=%H --grep="^c$1:" -1; }
+# a branch where the skipped root is fixed (commit 32), for --find fix
+git checkout -qb fixed
+for k in 31 32 33 34; do
+  [ $k = 32 ] && behaviour=4.53.1
+  write $behaviour $crash; build $setup; echo "change $k" >> NOTES
+  git add -A && git commit -qm "c$k: change $k"
+done
+git checkout -q -
+sha() { git -C "$R" log --all --format=%H --grep="^c$1:" -1; }
 cd "$T" || exit 1
 N=31
 MAX_RUNS=$(python3 -c "import math; print(math.ceil(math.log2($N)) + 2)")
@@ -101,6 +110,18 @@ sed -n 's/.* dir=\([^ ]*\) .*/\1/p' "$LAUNCH_LOG" | sort > "$T/run.after"
 check "--resume re-ran no finished candidate" [ -z "$(comm -12 "$T/done.before" "$T/run.after")" ]
 check "--resume kept the launcher" [ -s "$T/run.after" ]
 
+# --find fix: the first good after a bad one, on the branch that fixed it
+: > "$LAUNCH_LOG"
+bisect -o "$T/bf" --git "$R" --find fix --bad "$(sha 25)" --good fixed --setup 'sh build.sh' \
+  --pythonpath src --timeout 60 --json --launcher "$T/fake-srun" -- "$B/bin/rt-launch" -n 2 python3 -m trainer
+rc=$?
+check "--find fix exits 0 ($rc) and names commit 32 the first good" [ "$rc-$(field 'j["first_good"]["id"]')" = "0-$(sha 32)" ]
+check "--find fix: commit 31 the last bad, the signature skipped-fsdp-root" \
+  [ "$(field 'j["last_bad"]["id"] + " " + j["signature"]')" = "$(sha 31) skipped-fsdp-root" ]
+check "--find fix: git log range: the one commit" [ "$(field 'len(j["commits"])')" -eq 1 ]
+check "--find fix: 10 candidates oldest first, $(launched) runs <= ceil(log2 10) + 2 = 6" \
+  [ "$(field 'str(j["candidates_total"]) + " " + j["order"][0] + " " + j["order"][-1]')" = "10 $(sha 25) $(sha 34)" ] && [ "$(launched)" -le 6 ]
+
 # bad input: one message, exit 2, nothing created
 git -C "$R" worktree list > "$T/wt.before"
 ls -A "$T" > "$T/ls.before"
@@ -116,6 +137,7 @@ cmd=(-- "$B/bin/rt-launch" -n 2 python3 -m trainer)
 bad_input "unknown REV" --git "$R" --good nosuchrev --bad HEAD "${cmd[@]}"
 bad_input "good == bad" --git "$R" --good HEAD --bad HEAD "${cmd[@]}"
 bad_input "good after bad" --git "$R" --good HEAD --bad "$(sha 3)" "${cmd[@]}"
+bad_input "--find fix, bad after good" --git "$R" --find fix --good "$(sha 3)" --bad HEAD "${cmd[@]}"
 bad_input "not a repository" --git "$T/home" --good a --bad b "${cmd[@]}"
 bad_input "command not executable" --git "$R" --good "$(sha 0)" --bad HEAD -- "$T/no-such-trainer"
 bad_input "--like not a trace" --git "$R" --good "$(sha 0)" --bad HEAD --like "$T/home" "${cmd[@]}"

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # test_bisect_pip.sh - ranktrace bisect --pip with real pip and no network
-# (PIP_NO_INDEX, --find-links): wheels of a toy package 1.0 ... 1.12 (1.10
+# (PIP_NO_INDEX, --find-links): wheels of a toy package 1.0 ... 1.16 (1.10
 # after 1.9, a 1.8.post1 whose install fails, a 1.11rc1 left out without
-# --pre), the 4.53.0 behaviour from 1.7. Bisect names 1.7; a second bisect
-# reuses the cached overlays (pip install is not called again); --isolated
-# venvs find the same; bad input exits 2 and creates nothing.
+# --pre), the 4.53.0 behaviour from 1.7, fixed in 1.15. Bisect names 1.7; a
+# second bisect reuses the cached overlays (pip install is not called
+# again); --isolated venvs find the same; --find fix --bad 1.9 --good 1.16
+# names 1.15, its table oldest first; bad input exits 2 and creates nothing.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/bisect_lib.sh"
 export PIP_NO_INDEX=1 PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1
@@ -66,6 +67,24 @@ rc=$?
 check "--isolated exits 0 ($rc) and names 1.7" [ "$rc-$(field 'j["first_bad"]["id"]')" = 0-1.7 ]
 check "--isolated: the run used the candidate's venv" [ -x "$T/b4/.bisect/1.7/venv/bin/python" ]
 
+# --find fix: the first good after a bad one (1.15), reusing the cached overlays
+: > "$T/pip.log"
+bisect -o "$T/b5" "${pipargs[@]}" --find fix --bad 1.9 --good 1.16 --json "${cmd[@]}"
+rc=$?
+check "--find fix exits 0 ($rc) and names 1.15 the first good" [ "$rc-$(field 'j["find"]')-$(field 'j["first_good"]["id"]')" = 0-fix-1.15 ]
+check "--find fix: 1.14 the last bad, no first bad" [ "$(field 'j["last_bad"]["id"] + " " + str(j["first_bad"])')" = "1.14 None" ]
+check "--find fix: the candidates from the bad endpoint up, in PEP 440 order" \
+  [ "$(field '",".join(j["order"])')" = "1.9,1.10,1.11,1.12,1.13,1.14,1.15,1.16" ]
+check "--find fix: cached overlays reused (only new versions installed)" \
+  [ "$(grep -c 'pip install' "$T/pip.log")" -le "$(grep -cE 'toypkg==1\.1[3-6]' "$T/pip.log")" ]
+bisect -o "$T/b6" "${pipargs[@]}" --find fix --bad 1.9 --good 1.16 "${cmd[@]}"
+rc=$?
+check "--find fix, text: exit 0 ($rc), 'first good: 1.15', 'last bad: 1.14'" \
+  grep -qzP 'first good: 1\.15  \(fixes skipped-fsdp-root\)\nlast bad: 1\.14  \(skipped-fsdp-root\)\n' "$T/out.json"
+rows=$(awk '/^candidates tried/ { on = 1; next } on && /^  [0-9]/ { print $1 } on && /^$/ { exit }' "$T/out.json" | tr '\n' ,)
+check "--find fix, text: the table runs oldest first ($rows)" \
+  [ "$rows" = "$(python3 -c 'import sys; r = sys.argv[1].strip(",").split(","); print(",".join(sorted(r, key=lambda v: [int(p) for p in v.split(".")])) + ",")' "$rows")" ]
+
 # bad input: one message, exit 2, nothing created (no BISECT_DIR, no cache)
 rm -rf "$T/cache"
 bad_input() {
@@ -81,6 +100,9 @@ bad_input "unknown version" --pip toypkg --find-links "$T/wheels" --good 1.0 --b
 bad_input "not a version" --pip toypkg --find-links "$T/wheels" --good 1.0 --bad latest "${cmd[@]}"
 bad_input "good == bad" --pip toypkg --find-links "$T/wheels" --good 1.3 --bad 1.3.0 "${cmd[@]}"
 bad_input "good after bad" --pip toypkg --find-links "$T/wheels" --good 1.10 --bad 1.9 "${cmd[@]}"
+check "good after bad: the message points at --find fix" grep -q 'looking for the release that fixed it? --find fix' "$T/bad.err"
+bad_input "--find fix, bad after good" --pip toypkg --find-links "$T/wheels" --find fix --good 1.9 --bad 1.10 "${cmd[@]}"
+bad_input "--find sideways" --pip toypkg --find-links "$T/wheels" --find sideways --good 1.9 --bad 1.10 "${cmd[@]}"
 bad_input "no such python" --pip toypkg --find-links "$T/wheels" --python "$T/nopython" --good 1.0 --bad 1.2 "${cmd[@]}"
 bad_input "--isolated without --pip" --versions 1,2 --isolated "${cmd[@]}"
 bad_input "versions: good after bad" --versions 1,2,3 --good 3 --bad 1 "${cmd[@]}"

@@ -6,9 +6,10 @@
 # use_orig_params at transformers' default, true), accelerate and peft from
 # BUILD/trainers/deps through --env PYTHONPATH. 4.52.4..4.53.0 and
 # 4.51.3..4.53.0 both name 4.53.0 as skipped-fsdp-root in at most
-# ceil(log2 N) + 2 runs (counted in --json and in the saved state). The
-# overlays are cached in BUILD/trainers/bisect-cache, so a second `make test`
-# installs nothing. Skipped (77) when no package index is reachable (bisect
+# ceil(log2 N) + 2 runs (counted in --json and in the saved state);
+# --find fix --bad 4.53.0 --good 4.53.2 names 4.53.1, the release that fixed
+# it, in 3 runs. The overlays are cached in BUILD/trainers/bisect-cache, so a
+# second `make test` installs nothing. Skipped (77) when no package index is reachable (bisect
 # lists the releases there).
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/trainer_lib.sh"
@@ -22,8 +23,9 @@ if ! timeout -k 5 120 "$PY" -m pip index versions transformers > "$T/index.out" 
   finish; exit 1
 fi
 export RANKTRACE_CACHE_DIR="$TB/trainers/bisect-cache"
-common=(--pip transformers --python "$PY" --env "PYTHONPATH=$TD/deps" --env HF_HUB_OFFLINE=1
-  --timeout 300 --json -- "$PY" -m torch.distributed.run --standalone --nproc-per-node 2 "$HFT" --steps 2)
+pipopts=(--pip transformers --python "$PY" --env "PYTHONPATH=$TD/deps" --env HF_HUB_OFFLINE=1 --timeout 300)
+trainer=(-- "$PY" -m torch.distributed.run --standalone --nproc-per-node 2 "$HFT" --steps 2)
+common=("${pipopts[@]}" --json "${trainer[@]}")
 field() { jfield "$1" "$T/out.json"; }
 # bisect NAME GOOD BAD: bounded, JSON in $T/out.json, the time in $T/NAME.s
 bisect() {
@@ -65,6 +67,19 @@ bisect wide 4.51.3 4.53.0
 rc=$?
 check "4.51.3..4.53.0: exit 0 ($rc, $(cat "$T/wide.s") s)" [ $rc -eq 0 ]
 judge wide "4.51.3,4.52.1,4.52.2,4.52.3,4.52.4,4.53.0"
+# which release fixed it: the first good after 4.53.0, the table oldest first
+timeout -k 10 1200 "$RT" bisect -o "$T/fix" --find fix --bad 4.53.0 --good 4.53.2 "${pipopts[@]}" "${trainer[@]}" \
+  > "$T/fix.out" 2> "$T/fix.err"
+rc=$?
+[ $rc -eq 0 ] || sed 's/^/  stderr: /' "$T/fix.err"
+check "--find fix 4.53.0..4.53.2: exit 0 ($rc), first good 4.53.1, last bad 4.53.0" \
+  grep -qzP 'first good: 4\.53\.1  \(fixes skipped-fsdp-root\)\nlast bad: 4\.53\.0  \(skipped-fsdp-root\)\n' "$T/fix.out"
+check "--find fix: the table in version order, 3 runs" \
+  [ "$(awk '/^candidates tried/ { on = 1; next } on && /^  4\./ { printf "%s,", $1 } on && /^$/ { exit }' "$T/fix.out")" = "4.53.0,4.53.1,4.53.2," ]
+check "--find fix: the diff reads the last bad against the first good" \
+  grep -q "^ranktrace diff $T/fix/4.53.0 $T/fix/4.53.1:" "$T/fix.out"
+sed -n '/^candidates tried/,/^$/p' "$T/fix.out"
+
 python3 - "$T/out.json" <<'PY'
 import json, sys
 j = json.load(open(sys.argv[1]))

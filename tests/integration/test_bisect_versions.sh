@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: MIT
 # test_bisect_versions.sh - ranktrace bisect --versions: judging rules on
 # small lists (a run over --timeout, a flaky signature with --retries, a
-# repeated one, endpoints misjudged, --like, --signature), {version} in CMD
-# and --setup, the progress bar on a terminal.
+# repeated one, endpoints misjudged, --like, --signature, --find fix),
+# {version} in CMD and --setup, the progress bar on a terminal.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/bisect_lib.sh"
 cat > "$T/trainer.sh" <<SH
@@ -59,6 +59,17 @@ rc=$?
 check "--like an injected trace: exit 0 ($rc), first bad bad0" [ "$rc-$(field 'j["first_bad"]["id"]')" = 0-bad0 ]
 check "--like: the signature is the injected trace's" [ "$(field 'j["signature"]')" = skipped-fsdp-root ]
 check "--setup ran in the candidate's work dir with {version}" [ "$(cat "$T/v7/.bisect/bad0/v")" = bad0 ]
+
+# --find fix: the first good after the bad ones, endpoints by default (first and last)
+bisect -o "$T/v9" --versions bad0,bad1,good1,good2,good3 --find fix --json "${tr[@]}"
+rc=$?
+check "--find fix: exit 0 ($rc), good1 the first good, bad1 the last bad" \
+  [ "$rc $(field 'j["first_good"]["id"] + " " + j["last_bad"]["id"] + " " + j["signature"]')" = "0 good1 bad1 skipped-fsdp-root" ]
+check "--find fix: the bad endpoint (bad0) was judged first" [ "$(field '[c["id"] for c in j["candidates"] if c["round"] == 1]')" = "['bad0']" ]
+bisect -o "$T/v10" --versions bad0,good1 --find fix --bad good1 --good bad0 --json "${tr[@]}"
+rc=$?
+check "--find fix, endpoints given the other way: exit 2 ($rc)" [ $rc -eq 2 ]
+check "...saying the bad one must come first" grep -q -- '--find fix: --bad comes after --good in --versions' "$T/err"
 
 # a terminal: the progress bar (script(1) gives the bisect a tty)
 if command -v script > /dev/null; then

@@ -11,7 +11,7 @@
 # kinds), a trace capped by --max-size (trace_stop), a job
 # hung in a collective viewed while it runs (open calls, idle time), the
 # probe's own calls through ctypes (unwrapped-call sites, teardown), and a
-# bisect that finds and one that stops at its endpoints. Then the checker
+# bisect that finds, one that stops at its endpoints, one --find fix. Then the checker
 # itself must catch an undocumented key, a key twice, a wrong type and a
 # documented key nothing prints.
 source "$(dirname "$0")/lib.sh"
@@ -79,8 +79,10 @@ sim timeout -k 5 300 "$RT" bisect -o "$T/b1" --versions good1,good2,bad1 --json 
   > "$T/j/bisect-found.json" 2> /dev/null
 sim timeout -k 5 300 "$RT" bisect -o "$T/b2" --versions good1,good2 --json -- "$T/trainer.sh" {version} \
   > "$T/j/bisect-error.json" 2> /dev/null
-check "bisect: one found, one stopped with its error" bash -c "$(declare -f js); js '$T/j/bisect-found.json' \"d['found']\" &&
-  js '$T/j/bisect-error.json' \"'error' in d\""
+sim timeout -k 5 300 "$RT" bisect -o "$T/b3" --versions bad1,good1 --find fix --json -- "$T/trainer.sh" {version} \
+  > "$T/j/bisect-fix.json" 2> /dev/null
+check "bisect: one found, one stopped with its error, one fix found" bash -c "$(declare -f js); js '$T/j/bisect-found.json' \"d['found']\" &&
+  js '$T/j/bisect-error.json' \"'error' in d\" && js '$T/j/bisect-fix.json' \"d['first_good']['id'] == 'good1'\""
 
 check "docs/json.md and the outputs agree, both ways" python3 "$CHK" --doc "$DOC" --complete "$T"/j/*.json
 

@@ -3,7 +3,8 @@
  * a context of N candidates "v0".."vN-1" in a temporary BISECT_DIR and a
  * fake judge in bs_ctx.run. The judge runs in the bisect's forked workers
  * like the real one; it says "healthy" below rig.first_bad and the
- * signature from there, unless rig.runs[i] scripts candidate i's verdicts
+ * signature from there (with rig.fix, the signature below rig.first_bad and
+ * "healthy" from there: a fix), unless rig.runs[i] scripts candidate i's verdicts
  * run by run ("skipped-fsdp-root,healthy": the last word repeats). Every
  * run it is asked for is appended to BISECT_DIR/calls ("i k"), so the
  * tests count the runs themselves instead of trusting the bisect's own
@@ -30,7 +31,8 @@
 #define RIG_MAX 1024
 
 static struct {
-	int first_bad;
+	int first_bad;       /* the first bad; with fix, the first good */
+	bool fix;
 	const char *runs[RIG_MAX];
 	int interrupt_at;    /* judging it sends SIGINT to the bisect (-1: none) */
 	char root[PATH_MAX]; /* the test's temporary directory */
@@ -63,7 +65,7 @@ static void fake_run(const struct bs_ctx *x, int i, int k, int fd, char *v, size
 	if (i < RIG_MAX && rig.runs[i])
 		word(rig.runs[i], k, v, n);
 	else
-		snprintf(v, n, "%s", i >= rig.first_bad ? SIG : "healthy");
+		snprintf(v, n, "%s", (i >= rig.first_bad) != rig.fix ? SIG : "healthy");
 }
 
 static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *ftw)

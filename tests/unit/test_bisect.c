@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* test_bisect.c - the bisect search (bisect/search.c, worker.c) on a fake
- * judge (bisect_rig.h): it finds the first bad in at most ceil(log2 N) + 2
- * runs, in about log_(P+1) N rounds of at most P runs with --jobs P; goes
+ * judge (bisect_rig.h): it finds the first bad (--find fix: the first good
+ * after a bad one) in at most ceil(log2 N) + 2 runs, in about log_(P+1) N rounds of at most P runs with --jobs P; goes
  * around skipped candidates; --retries wants the signature twice; a bisect
  * interrupted mid-way resumes from its state without judging anything
  * twice; misjudged endpoints stop it. Runs are counted from the judge's
@@ -10,19 +10,28 @@
 
 TestSuite(bisect, .init = rig_init, .fini = rig_fini);
 
-/* The search's answer: first bad is c[b], last good c[b-1], nothing else bad below b. */
+/* The search's answer: first bad is c[b], last good c[b-1], nothing else
+ * bad below b; with --find fix, first good c[b], last bad c[b-1], nothing
+ * good below b. */
 static void assert_found(const struct bs_ctx *x, int rc, int b)
 {
-	cr_assert_eq(rc, BS_EXIT_FOUND, "n %d, first bad %d: exit %d", x->n, b, rc);
-	cr_assert_eq(x->c[b].judged, BS_BAD, "n %d: v%d judged %s", x->n, b,
+	int new = x->o.find == BS_FIND_FIX ? BS_GOOD : BS_BAD;
+	int old = new == BS_GOOD ? BS_BAD : BS_GOOD;
+
+	cr_assert_eq(rc, BS_EXIT_FOUND, "n %d, first %s %d: exit %d", x->n, bs_judged_name(new), b, rc);
+	cr_assert_eq(x->c[b].judged, new, "n %d: v%d judged %s", x->n, b,
 		     bs_judged_name(x->c[b].judged));
-	cr_assert_eq(x->c[b - 1].judged, BS_GOOD, "n %d: v%d judged %s", x->n, b - 1,
+	cr_assert_eq(x->c[b - 1].judged, old, "n %d: v%d judged %s", x->n, b - 1,
 		     bs_judged_name(x->c[b - 1].judged));
 	for (int i = 0; i < b; i++)
-		cr_assert_neq(x->c[i].judged, BS_BAD, "n %d: v%d below the first bad judged bad", x->n, i);
+		cr_assert_neq(x->c[i].judged, new, "n %d: v%d below the first %s judged so", x->n, i,
+			      bs_judged_name(new));
 }
 
-Test(bisect, finds_the_first_bad_in_at_most_log2_n_plus_2_runs)
+/* Every position of the first bad (--find fix: first good) in lists of 2 to
+ * 1000: found in at most ceil(log2 N) + 2 runs, the bad endpoint judged
+ * first (it names the signature). Returns the number of searches. */
+static int every_position(int find)
 {
 	static const int big[] = { 16, 17, 31, 32, 33, 64, 65, 100, 1000 };
 	struct bs_ctx x;
@@ -34,26 +43,41 @@ Test(bisect, finds_the_first_bad_in_at_most_log2_n_plus_2_runs)
 
 		for (int k = 0; k < (n <= 12 ? n - 1 : 6); k++) {
 			int b = n <= 12 ? k + 1 : at[k];
-			char name[32];
+			char name[32], first[32], *calls;
 			int rc, runs, bound = ceil_log(n, 2) + 2;
 
 			if (b < 1 || b > n - 1)
 				continue;
-			snprintf(name, sizeof(name), "n%d-k%d", n, k);
+			snprintf(name, sizeof(name), "%s-n%d-k%d", find ? "fix" : "break", n, k);
 			rig_ctx(&x, name, n, 1);
+			x.o.find = find;
+			rig.fix = find == BS_FIND_FIX;
 			rig.first_bad = b;
 			rc = rig_search(&x);
 			assert_found(&x, rc, b);
 			runs = rig_calls(&x, -1);
-			cr_assert_leq(runs, bound, "n %d, first bad %d: %d runs, more than %d", n, b, runs,
-				      bound);
+			cr_assert_leq(runs, bound, "n %d, first %d: %d runs, more than %d", n, b, runs, bound);
 			cr_assert_eq(x.rounds, runs, "--jobs 1: one run a round (%d rounds)", x.rounds);
 			cr_assert_str_eq(x.signature, SIG, "the bad endpoint names the signature");
+			calls = rig_file(&x, "calls");
+			snprintf(first, sizeof(first), "%d 0\n", find ? 0 : n - 1);
+			cr_assert(!strncmp(calls, first, strlen(first)), "the bad endpoint first: %s", calls);
+			free(calls);
 			free(x.c);
 			searches++;
 		}
 	}
-	cr_assert_geq(searches, 100);
+	return searches;
+}
+
+Test(bisect, finds_the_first_bad_in_at_most_log2_n_plus_2_runs)
+{
+	cr_assert_geq(every_position(BS_FIND_BREAK), 100);
+}
+
+Test(bisect, find_fix_finds_the_first_good_after_a_bad_in_at_most_log2_n_plus_2_runs)
+{
+	cr_assert_geq(every_position(BS_FIND_FIX), 100);
 }
 
 Test(bisect, jobs_p_takes_about_log_p_plus_1_rounds_of_at_most_p_runs)
@@ -291,6 +315,151 @@ Test(bisect, another_failure_judged_before_the_signature_was_known_is_a_skip)
 	err = rig_file(&x, "err");
 	cr_assert(strstr(err, "the \"good\" endpoint v0 is not healthy: another failure: crashed"), "%s",
 		  err);
+	free(err);
+	free(x.c);
+}
+
+/* --find fix, --jobs P: the same rounds as a break. */
+Test(bisect, find_fix_with_jobs_p_takes_about_log_p_plus_1_rounds)
+{
+	struct bs_ctx x;
+	int bound = 1 + ceil_log(199, 4);
+
+	rig_ctx(&x, "fix-p3", 200, 3);
+	x.o.find = BS_FIND_FIX;
+	rig.fix = true;
+	rig.first_bad = 61;
+	assert_found(&x, rig_search(&x), 61);
+	cr_assert_leq(x.rounds, bound, "%d rounds, more than %d", x.rounds, bound);
+	cr_assert_leq(rig_calls(&x, -1), 2 + 3 * (bound - 1));
+	free(x.c);
+}
+
+/* The table's candidate numbers, top to bottom, into idx; their count. */
+static int table_rows(const char *out, int *idx, int max)
+{
+	char *copy = strdup(out), *save = NULL, *l;
+	bool in = false;
+	int m = 0;
+
+	cr_assert_not_null(copy);
+	for (l = strtok_r(copy, "\n", &save); l && m < max; l = strtok_r(NULL, "\n", &save)) {
+		if (in && !strncmp(l, "  v", 3))
+			idx[m++] = atoi(l + 3);
+		else if (in && strncmp(l, "  candidate ", 12))
+			break;
+		in |= !strncmp(l, "candidates tried", 16);
+	}
+	free(copy);
+	return m;
+}
+
+Test(bisect, find_fix_reports_first_good_and_last_bad_in_version_order)
+{
+	struct bs_ctx x;
+	char *out, line[128];
+	int idx[64], m;
+
+	rig_ctx(&x, "fix-text", 12, 1);
+	x.o.json = false;
+	x.o.find = BS_FIND_FIX;
+	rig.fix = true;
+	rig.first_bad = 7;
+	cr_assert_eq(rig_search(&x), BS_EXIT_FOUND);
+	out = rig_file(&x, "out");
+	cr_assert(strstr(out, "first good: v7  (fixes " SIG ")\nlast bad: v6  (" SIG ")\n"), "%s", out);
+	snprintf(line, sizeof(line), "candidates tried (%d of 12, oldest first)", rig_calls(&x, -1));
+	cr_assert(strstr(out, line), "%s", out);
+	m = table_rows(out, idx, 64);
+	cr_assert_eq(m, rig_calls(&x, -1), "a row per candidate tried: %s", out);
+	for (int k = 1; k < m; k++)
+		cr_assert_lt(idx[k - 1], idx[k], "the table runs oldest first: %s", out);
+	cr_assert(strstr(out, "reproduce the last bad run:\n"), "%s", out);
+	cr_assert(strstr(out, "/v6.repro"), "the bad boundary's run: %s", out);
+	cr_assert(strstr(out, "version range: v6 .. v7"), "%s", out);
+	free(out);
+	free(x.c);
+
+	rig_ctx(&x, "fix-json", 12, 1);
+	x.o.find = BS_FIND_FIX;
+	rig.first_bad = 7;
+	cr_assert_eq(rig_search(&x), BS_EXIT_FOUND);
+	out = rig_file(&x, "out");
+	cr_assert(strstr(out, "\"find\": \"fix\", \"found\": true"), "%s", out);
+	cr_assert(strstr(out, "\"first_bad\": null,\n \"last_good\": null,\n"
+			  " \"first_good\": {\"index\": 7, \"name\": \"v7\""), "%s", out);
+	cr_assert(strstr(out, "\"last_bad\": {\"index\": 6, \"name\": \"v6\""), "%s", out);
+	cr_assert(strstr(out, "\"first_bad_range\": [],\n \"first_good_range\": [\"v7\"]"), "%s", out);
+	free(out);
+	free(x.c);
+}
+
+Test(bisect, a_break_report_has_no_first_good)
+{
+	struct bs_ctx x;
+	char *out;
+
+	rig_ctx(&x, "break-json", 6, 1);
+	rig.first_bad = 3;
+	cr_assert_eq(rig_search(&x), BS_EXIT_FOUND);
+	out = rig_file(&x, "out");
+	cr_assert(strstr(out, "\"find\": \"break\""), "%s", out);
+	cr_assert(strstr(out, "\"first_good\": null,\n \"last_bad\": null,\n"
+			  " \"first_bad_range\": [\"v3\"],\n \"first_good_range\": []"), "%s", out);
+	free(out);
+	free(x.c);
+}
+
+Test(bisect, find_fix_goes_around_skips_and_may_leave_a_range)
+{
+	struct bs_ctx x;
+	char *out;
+
+	rig_ctx(&x, "fix-range", 9, 1);
+	x.o.find = BS_FIND_FIX;
+	x.o.json = false;
+	rig.fix = true;
+	rig.first_bad = 6;
+	rig.runs[5] = "timeout";
+	rig.runs[4] = "crashed";
+	cr_assert_eq(rig_search(&x), BS_EXIT_NOT_FOUND);
+	cr_assert_eq(x.c[6].judged, BS_GOOD);
+	cr_assert_eq(x.c[5].judged, BS_SKIP);
+	cr_assert_eq(x.c[4].judged, BS_SKIP);
+	cr_assert_str_eq(x.c[4].reason, "another failure: crashed");
+	cr_assert_eq(x.c[3].judged, BS_BAD);
+	out = rig_file(&x, "out");
+	cr_assert(strstr(out, "the first good is one of (the others were skipped): v4 v5 v6\n"
+			  "last bad: v3  (" SIG ")\n"), "%s", out);
+	free(out);
+	free(x.c);
+}
+
+Test(bisect, find_fix_endpoints_misjudged_stop_the_bisect)
+{
+	struct bs_ctx x;
+	char *err;
+
+	rig_ctx(&x, "fix-healthy-bad", 8, 1);
+	x.o.find = BS_FIND_FIX;
+	rig.fix = true;
+	rig.first_bad = 0; /* every one healthy */
+	cr_assert_eq(rig_search(&x), BS_EXIT_NOT_FOUND);
+	cr_assert_eq(rig_calls(&x, -1), 1, "nothing after the bad endpoint");
+	cr_assert_eq(rig_calls(&x, 0), 1, "the bad endpoint is the oldest");
+	err = rig_file(&x, "err");
+	cr_assert(strstr(err, "the \"bad\" endpoint v0 is healthy"), "%s", err);
+	free(err);
+	free(x.c);
+
+	rig_ctx(&x, "fix-bad-good", 8, 1);
+	x.o.find = BS_FIND_FIX;
+	rig.first_bad = 8; /* none fixed */
+	cr_assert_eq(rig_search(&x), BS_EXIT_NOT_FOUND);
+	cr_assert_eq(rig_calls(&x, -1), 2, "both endpoints, then nothing");
+	err = rig_file(&x, "err");
+	cr_assert(strstr(err, "the \"good\" endpoint v7 still shows " SIG ": the fix, if any, is "
+			  "newer"), "%s", err);
 	free(err);
 	free(x.c);
 }

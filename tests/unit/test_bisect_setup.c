@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* test_bisect_setup.c - what surrounds the search (bisect/cands.c,
  * worker.c, spawn.c, state.c, env.c), still with the fake judge of
- * bisect_rig.h for the traced runs: --versions lists and their refusals;
+ * bisect_rig.h for the traced runs: --versions lists (--find fix: from the
+ * bad endpoint to the good one) and their refusals;
  * git candidates in worktrees at the right commit, the boundaries' kept and
  * the others removed; a failing or hanging --setup skips its candidate (the
  * hanging one's whole process group killed); --env and the candidate reach
@@ -52,6 +53,35 @@ Test(bisect_setup, bad_version_lists_are_refused_with_exit_2)
 		cr_assert_eq(list(&x, bad[k][0], bad[k][1], bad[k][2]), BS_EXIT_USAGE, "%s", bad[k][0]);
 		free(x.c);
 	}
+}
+
+Test(bisect_setup, find_fix_lists_from_the_bad_endpoint_to_the_good_one)
+{
+	struct bs_ctx x;
+
+	memset(&x, 0, sizeof(x));
+	x.o.source = BS_VERSIONS;
+	x.o.find = BS_FIND_FIX;
+	x.o.versions = "4.52.4,4.53.0,4.53.1,4.53.2,4.54.1";
+	x.o.bad = "4.53.0";
+	x.o.good = "4.53.2";
+	cr_assert_eq(bs_list_candidates(&x), 0);
+	cr_assert_eq(x.n, 3, "bad 4.53.0 .. good 4.53.2, oldest first");
+	cr_assert_str_eq(x.c[0].id, "4.53.0");
+	cr_assert_str_eq(x.c[2].id, "4.53.2");
+	free(x.c);
+	x.c = NULL;
+	x.n = 0;
+	x.o.good = x.o.bad = NULL; /* the endpoints by default: the first bad, the last good */
+	cr_assert_eq(bs_list_candidates(&x), 0);
+	cr_assert_eq(x.n, 5);
+	free(x.c);
+	x.c = NULL;
+	x.n = 0;
+	x.o.bad = "4.53.2"; /* a bad endpoint after the good one: that is --find break */
+	x.o.good = "4.53.0";
+	cr_assert_eq(bs_list_candidates(&x), BS_EXIT_USAGE);
+	free(x.c);
 }
 
 Test(bisect_setup, a_failing_setup_skips_its_candidate)
