@@ -3,7 +3,7 @@
 # bench/device.sh - host time a device-side source adds per collective
 # (bench/device_cost.c), all in the same run: no tracer, the tracer with no
 # device source, the tracer with ranktrace's NCCL profiler plugin, the
-# tracer with CUDA events (tracer/devevents.c: a start and a completion
+# tracer with CUDA events (tracer/device/devevents.c: a start and a completion
 # event per collective), and the two events recorded by hand without the
 # tracer (the runtime's cudaEventRecord share); then what each source adds
 # over the tracer without one, the split of the events' cost, and the

@@ -90,7 +90,7 @@ static int count_bytes(const struct rt_vw_event *e, void *arg)
 
 /* ---- the hot path against its floor ---- */
 
-/* The clock the tracer reads (tracer/clock.c decides the same way): the TSC
+/* The clock the tracer reads (tracer/base/clock.c decides the same way): the TSC
  * when constant and non-stop, unless RANKTRACE_CLOCK=monotonic. */
 static bool tracer_uses_tsc(void)
 {

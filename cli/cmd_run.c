@@ -145,7 +145,7 @@ static void prepend_preload(const char *lib)
 }
 
 /* --cupti: the CUDA driver loads libranktrace.so as its injection library
- * (InitializeInjection, tracer/cupti.c), unless another tool already is. */
+ * (InitializeInjection, tracer/device/cupti.c), unless another tool already is. */
 static void set_injection(const char *lib)
 {
 	const char *old = getenv("CUDA_INJECTION64_PATH");

@@ -15,7 +15,7 @@
  * A run that finds it refuses DIR, unless it joins: --append joins whatever
  * run owns DIR (one `run` per node), Slurm's implied append joins only its
  * own job step's. The tracer checks the same id per rank directory
- * (tracer/rank.c). Creating the file is also the proof that DIR is writable:
+ * (tracer/identity/rank.c). Creating the file is also the proof that DIR is writable:
  * an existing DIR this user cannot write is refused, not traced into. */
 #include <dirent.h>
 #include <errno.h>

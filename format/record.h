@@ -2,7 +2,7 @@
 /* record.h - the tracer's own events as functions, generated from events.def.
  *
  * rt_tr_ev_<name>(params) records event <name> on the calling thread's
- * stream. libranktrace.so implements them (tracer/wrappers.c); the tracer,
+ * stream. libranktrace.so implements them (tracer/core/events.c); the tracer,
  * the injector and the probe API call them. A parameter added to events.def
  * changes the prototype here, so every caller fails to compile until it
  * passes it. */

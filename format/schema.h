@@ -69,7 +69,7 @@ const char *rt_stop_prose(unsigned reason);
 /* rt_dev_coll's phase and rt_dev_coll/rt_dev_source's source. */
 enum { RT_DEV_STARTED = 1, RT_DEV_COMPLETED = 2 };
 enum { RT_DEV_SRC_NONE, RT_DEV_SRC_PLUGIN, RT_DEV_SRC_EVENT };
-/* The CUDA-event source's poll period (tracer/devqueue.c): its times are the
+/* The CUDA-event source's poll period (tracer/device/devqueue.c): its times are the
  * poller's, late by up to one period plus its thread's scheduling. */
 #define RT_DEV_EVENT_POLL_NS 500000
 

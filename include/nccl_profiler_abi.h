@@ -5,7 +5,7 @@
  * NCCL ships no installed header for its profiler plugins (they live in
  * NVIDIA/nccl's ext-profiler/); the layouts here follow that ABI field for
  * field, since NCCL hands the plugin pointers to them. Used by ranktrace's
- * plugin (tracer/nccl_profiler.c) and by the simulated NCCL that loads
+ * plugin (tracer/device/nccl_profiler.c) and by the simulated NCCL that loads
  * plugins as NCCL does (sim/nccl_profiler.c). Only the event types and
  * states ranktrace reads are named; the unions keep every member that comes
  * before them, so offsets match. */
@@ -119,7 +119,7 @@ typedef struct {
 	ncclResult_t (*finalize)(void *context);
 } rt_nccl_profiler_v4_t;
 
-/* The hooks libranktrace.so exports for its plugin (tracer/device.c); the
+/* The hooks libranktrace.so exports for its plugin (tracer/device/device.c); the
  * plugin finds them with dlsym and refuses to load without them. */
 /* The collective of kind func ("AllReduce"...) most recently enqueued on
  * this thread and not bound yet: its comm_id and seq (0, 0: none). */

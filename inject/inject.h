@@ -40,7 +40,8 @@ long rt_inj_before(const struct rt_inj_hit *hit, unsigned id, const uint8_t *fie
  * fields are the call's recorded fields (format/schema.h). */
 void rt_inj_after(const struct rt_inj_hit *hit, unsigned id, const uint8_t *fields, long ret);
 
-/* ---- provided by the host (tracer/tracer.c) ---- */
+/* ---- provided by the host: libranktrace.so's base/base.c (resolve, warn),
+ * identity/rank.c (rank) and device/device.c (stream delay) ---- */
 /* This process's rank: from NCCL once known, else from the launcher's
  * environment; -1 when unknown. */
 int rt_inj_host_rank(void);

@@ -3,7 +3,7 @@
  * size.c - sizes written by people (rt_util.h): "64M", "1GiB", "4096".
  *
  * The one parser for --max-size and friends (cli/) and the RANKTRACE_*
- * sizes the tracer reads at start-up (tracer/tracer.c). No allocation;
+ * sizes the tracer reads at start-up (tracer/interpose/init.c). No allocation;
  * thread-safe (errno is saved and restored).
  */
 #include <errno.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* fake_cupti.c - a stand-in libcupti for tests on machines without a GPU:
- * the CUPTI functions tracer/cupti.c uses, with NVIDIA's prototypes
+ * the CUPTI functions tracer/device/cupti.c uses, with NVIDIA's prototypes
  * (cupti.h), plus fake_cupti_* calls that let a test fire synthesized driver
  * callbacks and queue synthesized activity records. FAKE_CUPTI_TAKEN=1 makes
  * cuptiSubscribe answer as CUPTI does when another client holds it. */

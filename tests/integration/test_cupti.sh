@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# test_cupti.sh - `ranktrace run --cupti` (tracer/cupti.c) with synthesized CUPTI
+# test_cupti.sh - `ranktrace run --cupti` (tracer/device/cupti.c) with synthesized CUPTI
 # data: a fake libcupti (tests/fakes/fake_cupti.c) fires driver callbacks and
 # hands out activity records; the subscription-taken path (Nsight, unknown
 # client), no libcupti at all, and NVIDIA's real libcupti against the simulated

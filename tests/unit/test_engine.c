@@ -2,8 +2,8 @@
 /* test_engine.c - the fault injector's decisions (inject/engine.c) through a
  * fake host: which call fails, with which code, how calls are counted, the
  * rank filter, the seeded probability, what each action does to the call
- * (replace, delay, hang, signal), the corrupted byte, failure points and the
- * probe API's records.
+ * (replace, delay, hang, signal), the corrupted byte, failure points (the
+ * probe API's records: test_probe.c).
  *
  * The engine reaches its host through inject/inject.h's rt_inj_host_* and
  * format/record.h's rt_tr_ev_*: this file is that host, recording what the
@@ -41,7 +41,6 @@ static int host_rank = -1;
 static int nwarnings;
 static char last_warning[2048];
 static int nsyncs;
-static char probe_log[512];
 
 int rt_inj_host_rank(void)
 {
@@ -100,36 +99,6 @@ void rt_tr_ev_rt_fault(const char *target, int action, int64_t arg, uint64_t cal
 	f->arg = arg;
 	f->call = call;
 	f->rule = rule;
-}
-
-void rt_tr_ev_rt_param(const char *name, int devtype, int device, int dtype, uint64_t numel,
-		       uint64_t bytes, const void *ptr)
-{
-	snprintf(probe_log, sizeof(probe_log), "param %s %d %d %d %llu %llu %p", name, devtype, device,
-		 dtype, (unsigned long long)numel, (unsigned long long)bytes, ptr);
-}
-
-void rt_tr_ev_rt_param_shape(const char *name, int ndim, uint32_t d0, uint32_t d1, uint32_t d2,
-			     uint32_t d3, uint32_t d4, uint32_t d5)
-{
-	snprintf(probe_log, sizeof(probe_log), "shape %s %d [%u %u %u %u %u %u]", name, ndim, d0, d1,
-		 d2, d3, d4, d5);
-}
-
-void rt_tr_ev_rt_fsdp_forward(int phase, int units)
-{
-	snprintf(probe_log, sizeof(probe_log), "fsdp_forward %d %d", phase, units);
-}
-
-void rt_tr_ev_rt_marker(const char *name, int64_t value)
-{
-	snprintf(probe_log, sizeof(probe_log), "marker %s %lld", name, (long long)value);
-}
-
-void rt_tr_ev_rt_unwrapped_call(const char *module, const char *caller, uint64_t calls)
-{
-	snprintf(probe_log, sizeof(probe_log), "unwrapped %s %s %llu", module, caller,
-		 (unsigned long long)calls);
 }
 
 /* ---- helpers ---- */
@@ -537,25 +506,4 @@ Test(engine, a_failure_point_can_kill, .signal = SIGUSR2)
 {
 	load("my.point:kill=12");
 	rt_fault_point("my.point");
-}
-
-Test(engine, probe_calls_are_recorded_as_given)
-{
-	int64_t dims[8] = { 32, -1, 5000000000LL, 4, 5, 6, 7, 8 };
-
-	rt_param("w", 0, 3, 7, 512, 2048, (void *)0x1000);
-	cr_assert_str_eq(probe_log, "param w 0 3 7 512 2048 0x1000");
-	rt_fsdp_forward(1, 4);
-	cr_assert_str_eq(probe_log, "fsdp_forward 1 4");
-	rt_marker("step", 12);
-	cr_assert_str_eq(probe_log, "marker step 12");
-	rt_unwrapped_call("LlamaForCausalLM", "trainer.py:3837", 2);
-	cr_assert_str_eq(probe_log, "unwrapped LlamaForCausalLM trainer.py:3837 2");
-	/* shape: six dims kept, each saturated to 32 bits, ndim to a byte */
-	rt_param_shape("w", 8, dims);
-	cr_assert_str_eq(probe_log, "shape w 8 [32 0 4294967295 4 5 6]");
-	rt_param_shape("w", 300, NULL);
-	cr_assert_str_eq(probe_log, "shape w 255 [0 0 0 0 0 0]");
-	rt_param_shape("w", -2, dims);
-	cr_assert_str_eq(probe_log, "shape w 0 [0 0 0 0 0 0]");
 }

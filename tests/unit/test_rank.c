@@ -4,7 +4,7 @@
 #include <criterion/parameterized.h>
 #include <string.h>
 
-#include "rank.h"
+#include "identity.h"
 
 /* Strings inline: Criterion runs each parameter in a fresh process, where
  * pointers into the parent's data would be meaningless. */

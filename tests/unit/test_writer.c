@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* test_writer.c - the tracer's native writer (tracer/writer.c, chunk.c,
+/* test_writer.c - the tracer's native writer (tracer/store/writer.c, chunk.c,
  * prep.c): every event written is read back, in order; a stream's files
  * grow 32 KiB, 256 KiB, 1 MiB, then 4 MiB; each thread has its own stream;
  * the size cap stops tracing and says why; the flight recorder keeps the

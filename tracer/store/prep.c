@@ -16,7 +16,7 @@
  * The helper works in a descriptor table of its own (unshare(CLONE_FILES),
  * the copy of the program's emptied at once): what it opens takes no number
  * from the program, and nothing the program closes or dup2s reaches it
- * (own.c). Where that cannot be done it runs in the shared table, lifting
+ * (base/own.c). Where that cannot be done it runs in the shared table, lifting
  * its descriptors to the top of the range as the traced threads do.
  *
  * The registry of streams (and the process set-up in writer.c) is guarded by
@@ -31,8 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "rank.h"
-#include "tracer.h"
+#include "store_int.h"
 
 pthread_mutex_t rt_tr_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct rt_tr_stream *registry;

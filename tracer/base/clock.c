@@ -2,14 +2,17 @@
 /* clock.c - the trace clock: CLOCK_MONOTONIC in ns, read through the TSC
  * when it is constant and non-stop (calibrated once per process, 5 ms).
  *
- * rt_tr_calibrate_clock runs under rt_tr_lock at process set-up; the hot
- * path reads the result (tracer.h rt_tr_now) without a lock. */
+ * rt_tr_calibrate_clock runs under the store's lock at process set-up (core/life.c); the hot
+ * path reads the result (base.h rt_tr_now) without a lock. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
-#include "tracer.h"
+#include "base.h"
 #include "env.h"
+
+int rt_tr_clock_tsc;
+uint64_t rt_tr_tsc0, rt_tr_mono0, rt_tr_tsc_mult;
 
 uint64_t rt_tr_clock_slow(void)
 {

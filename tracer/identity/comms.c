@@ -16,7 +16,8 @@
 #include <stdatomic.h>
 #include <unistd.h>
 
-#include "tracer.h"
+#include "base.h"
+#include "identity.h"
 
 #define SLOTS 256
 #define EMPTY ((uintptr_t)0)
@@ -102,10 +103,9 @@ static void insert(const void *comm, uint64_t id, int device, int nranks, int ra
 			"matched across ranks", SLOTS);
 }
 
-void rt_tr_comm_new(const void *comm, uint64_t id, int nranks, int rank)
+void rt_tr_comm_add(const void *comm, uint64_t id, int dev, int nranks, int rank)
 {
-	insert(comm, id, rt_tr_cur_dev, nranks, rank);
-	rt_tr_rank_from_nccl(rank, nranks);
+	insert(comm, id, dev, nranks, rank);
 }
 
 void rt_tr_comm_init_all(const void *comms, int ndev, const int *devlist)
@@ -160,16 +160,17 @@ int rt_tr_comm_count(const void *comm)
 	return count && count(comm, &n) == 0 ? n : 0;
 }
 
-uint32_t rt_tr_coll_seq(const void *comm)
+bool rt_tr_comm_next_coll(const void *comm, uint64_t *id, uint32_t *seq, int *dev)
 {
 	struct comm_slot *s = lookup(comm);
-	uint32_t seq;
 
+	*seq = 0;
 	if (!s)
-		return 0;
-	seq = atomic_fetch_add_explicit(&s->coll_seq, 1, memory_order_relaxed) + 1;
-	rt_tr_dev_enqueued(s->id, seq, s->device); /* device.c: for the plugin to tie NCCL's event to it */
-	return seq;
+		return false;
+	*id = s->id;
+	*dev = s->device;
+	*seq = atomic_fetch_add_explicit(&s->coll_seq, 1, memory_order_relaxed) + 1;
+	return true;
 }
 
 uint32_t rt_tr_p2p_seq(const void *comm)

@@ -11,81 +11,13 @@
  * wrapper (tracer/wrappers.c, generated from the table like every other
  * call). The lookup's status, result and errno are the real ones; a pointer
  * that is already one of our wrappers is never stored as "real" (no loop).
- * Each lookup is recorded as an rt_drv_entry event.
- *
- * Also the small lock-free tables the driver rows' device rules use:
- * context -> device (cuDevicePrimaryCtxRetain) and pool -> device
- * (cuMemPoolCreate). No allocation, no lock; safe from any thread. */
+ * Each lookup is recorded as an rt_drv_entry event. No allocation, no lock;
+ * safe from any thread. */
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 
-#include "tracer.h"
-
-#define RT_DRV_KEYS 64
-
-struct key_dev {
-	const void *key;
-	int dev;
-};
-
-static struct key_dev ctxs[RT_DRV_KEYS], pools[RT_DRV_KEYS];
-
-static void learn(struct key_dev *t, const void *key, int dev)
-{
-	if (!key || dev < 0)
-		return;
-	for (int i = 0; i < RT_DRV_KEYS; i++) {
-		const void *k = __atomic_load_n(&t[i].key, __ATOMIC_ACQUIRE), *none = NULL;
-
-		if (k == key) {
-			__atomic_store_n(&t[i].dev, dev, __ATOMIC_RELAXED);
-			return;
-		}
-		if (!k) {
-			__atomic_store_n(&t[i].dev, dev, __ATOMIC_RELAXED);
-			if (__atomic_compare_exchange_n(&t[i].key, &none, key, false,
-							__ATOMIC_RELEASE, __ATOMIC_RELAXED))
-				return;
-			if (none == key)
-				return;
-		}
-	}
-}
-
-static int lookup(struct key_dev *t, const void *key, int dflt)
-{
-	for (int i = 0; key && i < RT_DRV_KEYS; i++) {
-		const void *k = __atomic_load_n(&t[i].key, __ATOMIC_ACQUIRE);
-
-		if (!k)
-			break;
-		if (k == key)
-			return __atomic_load_n(&t[i].dev, __ATOMIC_RELAXED);
-	}
-	return dflt;
-}
-
-int rt_tr_drv_learn_ctx(const void *ctx, int dev)
-{
-	learn(ctxs, ctx, dev);
-	return 0;
-}
-
-int rt_tr_drv_ctx_device(const void *ctx)
-{
-	return lookup(ctxs, ctx, rt_tr_cur_dev);
-}
-
-int rt_tr_drv_learn_pool(const void *pool, int dev)
-{
-	learn(pools, pool, dev);
-	return 0;
-}
-
-int rt_tr_drv_pool_device(const void *pool)
-{
-	return lookup(pools, pool, rt_tr_cur_dev);
-}
+#include "core.h"
+#include "interpose.h"
 
 typedef CUresult (*gpa2_fn)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *);
 typedef CUresult (*gpa1_fn)(const char *, void **, int, cuuint64_t);

@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /* fields.h - F() and O() for recorders that expand a row's field list twice:
- * wrappers.c (interposition) and cupti.c (CUPTI callbacks) write the same
+ * interpose/wrappers.c (interposition), device/cupti.c (CUPTI callbacks) and
+ * core/events.c (the tracer's own events) write the same
  * events from the same .def rows, so they share one expansion.
  *
  * Each expansion is RT_TR_FIELDS(phase, field_list), with `struct rt_tr_call
  * c` in scope. Phase 0 (before the call) writes F() fields and zero-fills O()
  * fields; phase 1 (after it) skips F() fields and writes O() fields when the
  * call succeeded (c.ok). The phase is a constant: the compiler drops the dead
- * branch of each. Include once per file, after tracer.h. Also here: the
+ * branch of each. Include once per file, after core.h. Also here: the
  * helpers the rows' field and device expressions are written with (DEREF,
  * DPTR, DEV_CUR, DEV_ARG), the same for both recorders. */
 #ifndef RT_TR_FIELDS_H

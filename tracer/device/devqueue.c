@@ -112,6 +112,7 @@ static void start_poller(void)
 
 	if (__atomic_exchange_n(&poller_pid, rt_tr_pid, __ATOMIC_ACQ_REL) == rt_tr_pid)
 		return;
+	rt_tr_on_end_drain(rt_tr_devev_drain); /* the last look at exit */
 	rt_tr_ev_rt_dev_source(RT_DEV_SRC_EVENT, 0, "cuda events polled by the tracer");
 	if (pthread_attr_init(&attr) != 0)
 		return;

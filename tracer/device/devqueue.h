@@ -12,7 +12,7 @@
 
 #include <cuda_runtime_api.h>
 
-#include "tracer.h"
+#include "device_int.h"
 
 #define RT_DQ_NDEV 16  /* devices with queues */
 #define RT_DQ_CHUNK 64 /* entries per chunk */

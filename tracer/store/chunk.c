@@ -14,7 +14,7 @@
  * ".stream-..." file renamed without replacing (readers skip dot files).
  *
  * A file's descriptor is closed once the file is made: mapped packets need
- * none, and a program may close or reuse any number at any time (own.c).
+ * none, and a program may close or reuse any number at any time (base/own.c).
  * Each file takes an OFD write lock when it is made. The lock belongs to
  * the open file, which its mappings keep open: a file is locked while it is
  * mapped, and one page of the process's first file stays mapped for the
@@ -39,8 +39,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "rank.h"
-#include "tracer.h"
+#include "store_int.h"
 
 #define KIB ((uint64_t)1024)
 #define MIB (KIB * 1024)
@@ -56,7 +55,7 @@ static void *life_map;       /* a page of the first file: keeps it (and its lock
 /* Descriptors held in the program's table at once (while a file is made or
  * trimmed): thousands of threads starting together never take the
  * program's numbers. 32 where they are lifted to the top of the range
- * (own.c), 2 under a soft RLIMIT_NOFILE of 256. Past it, a slot is waited
+ * (base/own.c), 2 under a soft RLIMIT_NOFILE of 256. Past it, a slot is waited
  * for (rt_tr_fd_slot_wait); a trim is skipped. */
 static int fds_out, fds_waiting;
 

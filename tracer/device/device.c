@@ -4,7 +4,7 @@
  * stream delay of the `devdelay` fault.
  *
  * A collective call takes its sequence number on the calling thread
- * (comms.c); that thread remembers (kind, comm_id, seq) in a small ring.
+ * (identity/comms.c); that thread remembers (kind, comm_id, seq) in a small ring.
  * NCCL starts the plugin's collective event on the same thread, in the call
  * or in the ncclGroupEnd that launches it, and the plugin asks which of ours
  * it is (rt_dev_bind): the oldest unbound entry of that kind. An event
@@ -18,7 +18,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "tracer.h"
+#include "device_int.h"
+#include "inject.h" /* rt_inj_host_stream_delay: answered here */
 
 #define RING 64
 
@@ -33,8 +34,8 @@ static RT_TLS struct pending ring[RING];
 static RT_TLS uint32_t ring_head;
 static RT_TLS struct pending last; /* the collective this thread numbered last */
 
-/* comms.c, when a collective takes its number: the call being recorded is
- * the collective (rt_tr_cur_id). */
+/* interpose/hooks.c, when a collective takes its number: the call being
+ * recorded is the collective (rt_tr_cur_id). */
 void rt_tr_dev_enqueued(uint64_t comm_id, uint32_t seq, int dev)
 {
 	struct pending *p = &ring[ring_head++ % RING];

@@ -30,9 +30,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "tracer.h"
-#include "fields.h"
+#include "core.h"
 #include "env.h"
+#include "fields.h"
+#include "identity.h"
 
 #define BUF_BYTES (1u << 20)
 
@@ -172,8 +173,9 @@ static void rt_tr_cupti_buffer_done(CUcontext ctx, uint32_t stream, uint8_t *buf
 }
 
 /* Flush CUPTI's buffers into the trace: at exit, and at a fatal signal that
- * did not arrive inside CUDA or the tracer (depth 0), once. */
-void rt_tr_cupti_flush(bool from_signal)
+ * did not arrive inside CUDA or the tracer (depth 0), once (registered with
+ * core/life.c once subscribed). */
+static void rt_tr_cupti_flush(bool from_signal)
 {
 	if (!active || !rt_tr_cupti.flush || (from_signal && rt_tr_depth != 0) ||
 	    __atomic_exchange_n(&flushing, 1, __ATOMIC_ACQ_REL))
@@ -270,6 +272,7 @@ static int rt_tr_cupti_start(void)
 		rt_tr_cupti.activity_enable(CUPTI_ACTIVITY_KIND_MEMORY_POOL);
 	}
 	active = 1;
+	rt_tr_on_end_flush(rt_tr_cupti_flush);
 	rt_tr_ev_rt_cupti_state(1, "subscribed: driver callbacks, MEMORY2, MEMORY_POOL");
 	return 0;
 }
@@ -292,12 +295,7 @@ RT_EXPORT int InitializeInjection(void)
 }
 
 #else /* built without CUPTI's headers (tracer/CMakeLists.txt) */
-#include "tracer.h"
-
-void rt_tr_cupti_flush(bool from_signal)
-{
-	(void)from_signal;
-}
+#include "core.h"
 
 RT_EXPORT int InitializeInjection(void)
 {

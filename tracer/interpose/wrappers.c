@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-/* wrappers.c - every interposed function and tracer event, generated here
- * from format/cuda_api.def, format/nccl_api.def, format/driver_api.def and
- * format/events.def.
+/* wrappers.c - every interposed function, generated here from
+ * format/cuda_api.def, format/nccl_api.def and format/driver_api.def (the
+ * tracer's own events, from format/events.def: core/events.c).
  *
  * Compiled against NVIDIA's cuda_runtime_api.h and nccl.h: a wrapper whose
  * prototype drifted from NVIDIA's fails to compile. Each wrapper resolves
  * the real function once (then cached process-wide), records the call
- * around it (tracer.h), and returns exactly what the real function returned,
+ * around it (core/core.h), and returns exactly what the real function returned,
  * with its errno. A call nested inside a recorded one, or made while tracing
  * is off, goes straight through.
  *
@@ -19,8 +19,12 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
-#include "tracer.h"
+#include "core.h"
+#include "device.h"
 #include "fields.h"
+#include "identity.h"
+#include "inject.h"
+#include "interpose.h"
 
 #define DEV_COMM(comm) rt_tr_comm_device(comm)
 /* cudaSetDevice's device, unless a fault plan redirects it (device=N) */
@@ -145,29 +149,3 @@ const struct rt_tr_proc rt_tr_procs[] = {
 };
 #undef RT_DRV
 const unsigned rt_tr_nprocs = sizeof(rt_tr_procs) / sizeof(rt_tr_procs[0]);
-
-/* Tracer events: recorded at depth 0 (exit), 2 (a signal inside a real
- * call) or 1 (from a wrapper's after-hook); depth is restored after. */
-#define RT_EVENT(name, params, field_list)                                             \
-	void rt_tr_ev_##name params;                                                   \
-	void rt_tr_ev_##name params                                                    \
-	{                                                                              \
-		int depth = rt_tr_depth;                                               \
-		struct rt_tr_call c;                                                   \
-		if (rt_tr_off)                                                         \
-			return;                                                        \
-		rt_tr_depth = 0;                                                       \
-		if (!rt_tr_begin(&c, RT_ID_##name, RT_SIZE_##name, rt_tr_cur_dev)) {   \
-			rt_tr_depth = depth;                                           \
-			return;                                                        \
-		}                                                                      \
-		RT_TR_FIELDS(0, field_list)                                            \
-		rt_tr_call_real(&c);                                                   \
-		rt_tr_returned(&c);                                                    \
-		rt_tr_end(&c, 0);                                                      \
-		rt_tr_depth = depth;                                                   \
-	}
-#define RT_API(...)
-#include "events.def"
-#undef RT_EVENT
-#undef RT_API

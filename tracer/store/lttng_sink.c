@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* lttng_backend.c - the LTTng-UST backend inside libranktrace.so: loads the
+/* lttng_sink.c - the LTTng-UST sink inside libranktrace.so: loads the
  * `ranktrace:*` provider (libranktrace-lttng.so) and gives each thread a
  * stream that hands every finished record to it instead of a file.
  *
@@ -11,7 +11,7 @@
  * provider cannot be loaded, one warning and tracing stops (fail-open).
  *
  * The wrappers are the native ones: they build their record in the thread's
- * stream buffer (never mapped to a file here), and rt_tr_end() (tracer.h)
+ * stream buffer (never mapped to a file here), and rt_tr_end() (core/core.h)
  * passes it to rt_lttng_emit() and rewinds the buffer to where the record
  * began (records nest LIFO: a tracer event inside a call). LTTng cannot
  * complete a record in place as the native writer does, so a call that may
@@ -21,7 +21,7 @@
  * which the native writer puts in the CTF metadata, is the event
  * ranktrace:rt_identity, emitted once per process (and per forked child).
  *
- * Called under writer.c's process lock (setup) or by the owning thread
+ * Called under the store's process lock (set-up, core/life.c) or by the owning thread
  * (stream init); rt_tr_lttng_emit is written once, before any record uses
  * it, and read on the hot path. */
 #include <dlfcn.h>
@@ -30,8 +30,7 @@
 #include <unistd.h>
 
 #include "lttng_layout.h"
-#include "rank.h"
-#include "tracer.h"
+#include "store_int.h"
 #include "env.h"
 
 bool rt_tr_lttng_wanted;
@@ -110,7 +109,7 @@ out_fail:
 	return -ENOENT;
 }
 
-/* Once per process (writer.c's process_setup, rank identity known). */
+/* Once per process (core/life.c, the rank identity known). */
 int rt_tr_lttng_setup(void)
 {
 	char host[64] = "";

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* rank.c - rank identity from the launcher's environment, the rank directory.
  *
- * Called under writer.c's process lock at a process's first event, and from
- * the ncclCommInitRank wrapper's after-hook (rank learned from NCCL when the
- * environment had none). Not on the hot path.
+ * Called under the store's process lock at a process's first event
+ * (core/life.c), and from the ncclCommInitRank wrapper's after-hook (rank
+ * learned from NCCL when the environment had none). Not on the hot path.
  *
  * A rank directory belongs to one run: its .ranktrace-run file holds the
  * run's id (RANKTRACE_RUN_ID, set by `ranktrace run`), created whole by the
@@ -20,10 +20,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "rank.h"
+#include "identity.h"
+#include "inject.h" /* rt_inj_host_rank: answered here */
 
 struct rt_tr_config rt_tr_config;
 struct rt_tr_rank_info rt_tr_rank = { -1, -1, -1, "pid", "" };
+static int env_rank = -1; /* the launcher's, parsed at start-up */
 
 static int num(const char *s)
 {
@@ -74,6 +76,21 @@ static const char *env_get(const char *name)
 void rt_tr_rank_init(void)
 {
 	rt_tr_rank_parse(env_get, &rt_tr_rank);
+}
+
+void rt_tr_rank_env_init(void)
+{
+	struct rt_tr_rank_info r;
+
+	rt_tr_rank_parse(env_get, &r);
+	env_rank = r.rank;
+}
+
+/* The injector's rank: from NCCL once known, else from the launcher's
+ * environment. */
+int rt_inj_host_rank(void)
+{
+	return rt_tr_rank.rank >= 0 ? rt_tr_rank.rank : env_rank;
 }
 
 static void rank_dir_path(char *out, size_t n)

@@ -33,7 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "tracer.h"
+#include "base.h"
 
 /* room left under the top of the range for descriptors lifted at once */
 #define TOP_ROOM 32

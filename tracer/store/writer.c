@@ -3,8 +3,8 @@
  * file switches, the end of tracing (rt_trace_stop), thread end, the rank
  * directory and its metadata.
  *
- * Called from tracer.h's inline hot path only when a thread has no stream
- * yet or its packet is full. In steady state a packet switch is a few
+ * Called from the inline hot path (core/core.h) only when a thread has no
+ * stream yet or its packet is full. In steady state a packet switch is a few
  * stores into a packet prepared ahead, and a file switch takes a file the
  * helper thread (prep.c) made ahead: no system call, no wait. Only the
  * first event of a thread, and a file switch the helper is late for, make
@@ -28,14 +28,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "rank.h"
-#include "tracer.h"
+#include "store_int.h"
 
 /* room every packet keeps for the event that says why tracing stopped */
 #define STOP_ROOM (RT_HEADER_EXTENDED_BYTES + RT_COMMON_BYTES + RT_SIZE_rt_trace_stop)
 
 static pid_t ready_pid;          /* process whose rank directory is set up */
-uint8_t rt_tr_trace_uuid[16];
 static pthread_key_t stream_key;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 static int warned_io, warned_stop;
@@ -46,6 +44,11 @@ static struct rt_tr_stream *spare;
 bool rt_tr_process_traced(void)
 {
 	return __atomic_load_n(&ready_pid, __ATOMIC_ACQUIRE) == rt_tr_pid;
+}
+
+void rt_tr_store_ready(void)
+{
+	__atomic_store_n(&ready_pid, rt_tr_pid, __ATOMIC_RELEASE);
 }
 
 /* The end of a stream whose thread is gone (or a helper done with it):
@@ -273,141 +276,6 @@ void rt_tr_stream_note_stop(struct rt_tr_stream *s)
 	rt_tr_depth = 0;
 }
 
-/* ---- process set-up: rank directory and metadata ---- */
-
-static int write_all(int fd, const char *buf, size_t n)
-{
-	while (n) {
-		ssize_t k = write(fd, buf, n);
-
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			return k < 0 ? -errno : -EIO;
-		buf += k;
-		n -= (size_t)k;
-	}
-	return 0;
-}
-
-/* The kernel's boot id: traces of one host share one monotonic clock. */
-static void read_boot_id(char *out, size_t n)
-{
-	int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
-	ssize_t k = fd >= 0 ? read(fd, out, n - 1) : -1;
-
-	if (fd >= 0)
-		close(fd);
-	out[k == 36 || k == 37 ? 36 : 0] = '\0';
-}
-
-/* DIR/metadata from buf, whole or not at all: written aside, then linked in
- * (never over the one another process of the rank wrote: 0) or, replace,
- * renamed over it. Past RLIMIT_FSIZE (a schema bigger than the limit) it
- * fails with EFBIG and leaves nothing, SIGXFSZ kept quiet (own.c). */
-static int put_metadata(const char *dir, const char *buf, size_t len, bool replace)
-{
-	char path[4200], tmp[4200];
-	struct rt_tr_quiet q;
-	int fd, err;
-
-	snprintf(path, sizeof(path), "%s/metadata", dir);
-	snprintf(tmp, sizeof(tmp), "%s/.metadata.%d", dir, (int)getpid());
-	unlink(tmp); /* left by a killed process that had our pid */
-	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return -errno;
-	rt_tr_quiet_begin(&q);
-	err = write_all(fd, buf, len);
-	rt_tr_quiet_end(&q, -err);
-	close(fd);
-	if (!err && replace && rename(tmp, path) != 0)
-		err = -errno;
-	else if (!err && !replace && link(tmp, path) != 0 && errno != EEXIST)
-		err = -errno;
-	unlink(tmp);
-	return err;
-}
-
-/* Write DIR/metadata for the current rank identity. replace: atomically
- * replace an existing one (rank learned later). */
-int rt_tr_write_metadata(const char *dir, bool replace)
-{
-	struct rt_trace_env env = { 0 };
-	struct timespec rt, mono;
-	long len;
-	char *buf;
-	int err;
-
-	gethostname(env.hostname, sizeof(env.hostname) - 1);
-	if (getenv("NCCL_HOSTID")) /* NCCL keys "one rank per GPU" on this, not the hostname */
-		snprintf(env.nccl_host, sizeof(env.nccl_host), "%s", getenv("NCCL_HOSTID"));
-	env.pid = (int)getpid();
-	env.rank = rt_tr_rank.rank;
-	env.local_rank = rt_tr_rank.local_rank;
-	env.world_size = rt_tr_rank.world_size;
-	env.rank_source = rt_tr_rank.source;
-	clock_gettime(CLOCK_REALTIME, &rt);
-	clock_gettime(CLOCK_MONOTONIC, &mono);
-	{
-		int64_t off = ((int64_t)rt.tv_sec - (int64_t)mono.tv_sec) * 1000000000ll +
-			      ((int64_t)rt.tv_nsec - (int64_t)mono.tv_nsec);
-
-		env.clock_offset_s = off / 1000000000ll;
-		env.clock_offset_ns = off % 1000000000ll;
-	}
-	memcpy(env.uuid, rt_tr_trace_uuid, 16);
-	read_boot_id(env.clock_uuid, sizeof(env.clock_uuid));
-	env.packet_bytes = 256 << 10;
-	env.ring_bytes = rt_tr_config.ring_bytes;
-	env.max_bytes = rt_tr_config.max_bytes;
-	env.min_free = rt_tr_config.min_free;
-	buf = malloc(1 << 16);
-	if (!buf)
-		return -ENOMEM;
-	len = rt_schema_tsdl(buf, 1 << 16, &env);
-	if (len < 0) {
-		free(buf);
-		return -ENOSPC;
-	}
-	err = put_metadata(dir, buf, (size_t)len, replace);
-	free(buf);
-	return err;
-}
-
-/* Once per process: rank identity, DIR/rank-NNNNN, metadata, clock,
- * the helper thread. Under rt_tr_lock. */
-static int process_setup(void)
-{
-	int err;
-
-	if (ready_pid == rt_tr_pid)
-		return 0;
-	if (!rt_tr_rank.dir[0]) /* a forked child keeps its parent's identity */
-		rt_tr_rank_init();
-	/* All processes of one rank share its trace, so the uuid is derived from
-	 * the run and the rank, not drawn at random. */
-	if (rt_tr_lttng_wanted) { /* identity as an event, no files (lttng_backend.c) */
-		err = rt_tr_lttng_setup();
-	} else {
-		struct rt_tr_quiet q;
-
-		rt_tr_quiet_begin(&q); /* rank.c writes the run id: no SIGXFSZ (own.c) */
-		err = rt_tr_rank_dir_create(rt_tr_trace_uuid);
-		rt_tr_quiet_end(&q, -err);
-		if (!err)
-			err = rt_tr_write_metadata(rt_tr_rank.dir, false);
-	}
-	if (err)
-		return err;
-	rt_tr_calibrate_clock();
-	rt_tr_install_signal_handlers();
-	__atomic_store_n(&ready_pid, rt_tr_pid, __ATOMIC_RELEASE);
-	if (!rt_tr_lttng_wanted)
-		rt_tr_prep_start();
-	return 0;
-}
-
 /* ch, made for s, becomes its first file, its first packet open. */
 static void adopt_first(struct rt_tr_stream *s, const struct rt_tr_chunk *ch)
 {
@@ -455,11 +323,10 @@ struct rt_tr_stream *rt_tr_stream_for_signal(void)
 	return s;
 }
 
-static struct rt_tr_stream *stream_open(void)
+static struct rt_tr_stream *stream_open(int err)
 {
 	static struct rt_tr_stream dead; /* when even malloc fails */
 	struct rt_tr_stream *s;
-	int err;
 
 	pthread_once(&key_once, make_key);
 	s = calloc(1, sizeof(*s));
@@ -468,11 +335,12 @@ static struct rt_tr_stream *stream_open(void)
 		enter_scratch(&dead);
 		return &dead;
 	}
-	pthread_mutex_lock(&rt_tr_lock);
-	err = process_setup();
-	if (!err && !__atomic_load_n(&spare, __ATOMIC_ACQUIRE))
-		__atomic_store_n(&spare, calloc(1, sizeof(*spare)), __ATOMIC_RELEASE);
-	pthread_mutex_unlock(&rt_tr_lock);
+	if (!err && !__atomic_load_n(&spare, __ATOMIC_ACQUIRE)) {
+		pthread_mutex_lock(&rt_tr_lock);
+		if (!__atomic_load_n(&spare, __ATOMIC_ACQUIRE))
+			__atomic_store_n(&spare, calloc(1, sizeof(*spare)), __ATOMIC_RELEASE);
+		pthread_mutex_unlock(&rt_tr_lock);
+	}
 	if (!err) {
 		rt_tr_prep_register(s); /* before its first file: the helper may make it */
 		err = stream_start(s, true);
@@ -497,15 +365,13 @@ static struct rt_tr_stream *stream_open(void)
 	return s;
 }
 
-/* This thread's stream, opened at its first event (or again in a forked
- * child): the hot path's slow path. */
-struct rt_tr_stream *rt_tr_stream_open(void)
+struct rt_tr_stream *rt_tr_stream_open(int setup_err)
 {
 	int saved = errno;
 	struct rt_tr_stream *s;
 
 	rt_tr_errno_p = &errno;
-	s = stream_open();
+	s = stream_open(setup_err);
 	errno = saved;
 	return s;
 }

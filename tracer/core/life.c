@@ -1,0 +1,169 @@
+/* SPDX-License-Identifier: MIT */
+/* life.c - the life of a traced process: its first event (set-up), how it
+ * ended (exit status, fatal signal), fork.
+ *
+ * Files appear at a process's first event, so launcher processes that never
+ * touch CUDA or NCCL leave nothing behind: the first event of the process
+ * makes its rank directory and metadata, calibrates the clock, installs the
+ * fatal-signal handlers and starts the store's helper, under the store's
+ * lock (rt_tr_lock, which fork() also holds: a child never inherits a
+ * half-done set-up). How the process ended is recorded once: by exit(),
+ * _exit(), a return from main or the library's unload (interpose/init.c), or
+ * by a fatal signal's handler here.
+ *
+ * Device timing (device/) sits above this room and registers what it must do
+ * when the process ends (rt_tr_on_end_*): core never calls up. Never exits
+ * or aborts: failures warn once and pass through. */
+#include <signal.h>
+#include <unistd.h>
+
+#include "core.h"
+#include "identity.h"
+
+static int exit_recorded;
+static void (*end_flush)(bool from_signal); /* CUPTI's activity buffers */
+static void (*end_drain)(void);             /* CUDA events in flight */
+
+void rt_tr_on_end_flush(void (*flush)(bool from_signal))
+{
+	__atomic_store_n(&end_flush, flush, __ATOMIC_RELEASE);
+}
+
+void rt_tr_on_end_drain(void (*drain)(void))
+{
+	__atomic_store_n(&end_drain, drain, __ATOMIC_RELEASE);
+}
+
+static void flush_at_end(bool from_signal)
+{
+	void (*f)(bool) = __atomic_load_n(&end_flush, __ATOMIC_ACQUIRE);
+
+	if (f)
+		f(from_signal);
+}
+
+/* ---- process end ---- */
+
+void rt_tr_record_exit(int status)
+{
+	void (*drain)(void) = __atomic_load_n(&end_drain, __ATOMIC_ACQUIRE);
+
+	if (rt_tr_off || __atomic_exchange_n(&exit_recorded, 1, __ATOMIC_RELAXED))
+		return;
+	/* only a process that has a trace records how it ended */
+	flush_at_end(false);
+	if (rt_tr_process_traced()) {
+		if (drain)
+			drain();
+		rt_tr_ev_rt_exit(status);
+		rt_tr_stream_note_stop(rt_tr_stream_tls);
+		rt_tr_prep_at_exit();
+	}
+}
+
+/* ---- fatal signals: record, then the default action as before ---- */
+
+/* Faults, and the signals that stop a job from outside (a launcher passes
+ * SIGINT, SIGTERM or SIGHUP to its ranks as torchrun does): the viewer tells
+ * an interrupted job from a crash by them. */
+static const int fatal_signals[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT,
+				     SIGTERM, SIGINT, SIGHUP };
+
+static void on_fatal(int signo, siginfo_t *info, void *uc)
+{
+	int saved = errno;
+
+	(void)uc;
+	/* depth 1: we are inside tracer code, whose state may be half-written.
+	 * A thread without a stream takes the spare one allocated ahead: opening
+	 * a stream the usual way would allocate, which a signal handler must not
+	 * (a deadlock is worse than a missing record). */
+	if (rt_tr_depth != 1 && !rt_tr_off && rt_tr_process_traced() &&
+	    ((rt_tr_stream_tls && rt_tr_stream_tls->pid == rt_tr_pid) || rt_tr_stream_for_signal())) {
+		__atomic_store_n(&exit_recorded, 1, __ATOMIC_RELAXED);
+		/* a launcher's SIGTERM outside CUDA: CUPTI's buffers can still be
+		 * flushed; after a fault, flushing (which allocates) could deadlock */
+		if (signo == SIGTERM || signo == SIGINT || signo == SIGHUP)
+			flush_at_end(true);
+		rt_tr_ev_rt_signal(signo);
+	}
+	errno = saved;
+	/* SA_RESETHAND restored the default: a fault the kernel raised (si_code
+	 * > 0) re-executes and dies with the same signal; any other signal (sent,
+	 * or a terminal's SIGINT/SIGHUP, SI_KERNEL) is raised again. */
+	if (!info || info->si_code <= 0 || (signo != SIGSEGV && signo != SIGBUS &&
+					    signo != SIGFPE && signo != SIGILL))
+		raise(signo);
+}
+
+/* At a process's first event, and only where the program left the default:
+ * never replace its handlers. */
+static void install_signal_handlers(void)
+{
+	for (size_t i = 0; i < sizeof(fatal_signals) / sizeof(fatal_signals[0]); i++) {
+		struct sigaction old, sa = { 0 };
+
+		if (sigaction(fatal_signals[i], NULL, &old) != 0 || old.sa_handler != SIG_DFL ||
+		    (old.sa_flags & SA_SIGINFO))
+			continue;
+		sa.sa_sigaction = on_fatal;
+		sa.sa_flags = (int)(SA_SIGINFO | SA_RESETHAND | SA_NODEFER);
+		sigemptyset(&sa.sa_mask);
+		sigaction(fatal_signals[i], &sa, NULL);
+	}
+}
+
+/* ---- the first event ---- */
+
+/* Once per process: rank identity, DIR/rank-NNNNN, metadata, clock, signal
+ * handlers, the helper thread. Under rt_tr_lock. 0 or -errno. */
+static int process_setup(void)
+{
+	int err;
+
+	if (rt_tr_process_traced())
+		return 0;
+	if (!rt_tr_rank.dir[0]) /* a forked child keeps its parent's identity */
+		rt_tr_rank_init();
+	/* All processes of one rank share its trace, so the uuid is derived from
+	 * the run and the rank, not drawn at random. */
+	if (rt_tr_lttng_wanted) { /* identity as an event, no files (store/lttng_sink.c) */
+		err = rt_tr_lttng_setup();
+	} else {
+		struct rt_tr_quiet q;
+
+		rt_tr_quiet_begin(&q); /* rank.c writes the run id: no SIGXFSZ (base/own.c) */
+		err = rt_tr_rank_dir_create(rt_tr_trace_uuid);
+		rt_tr_quiet_end(&q, -err);
+		if (!err)
+			err = rt_tr_write_metadata(rt_tr_rank.dir, false);
+	}
+	if (err)
+		return err;
+	rt_tr_calibrate_clock();
+	install_signal_handlers();
+	rt_tr_store_ready();
+	if (!rt_tr_lttng_wanted)
+		rt_tr_prep_start();
+	return 0;
+}
+
+struct rt_tr_stream *rt_tr_thread_open(void)
+{
+	int saved = errno, err;
+
+	pthread_mutex_lock(&rt_tr_lock);
+	err = process_setup();
+	pthread_mutex_unlock(&rt_tr_lock);
+	errno = saved;
+	return rt_tr_stream_open(err);
+}
+
+/* ---- fork ---- */
+
+void rt_tr_after_fork_child(void)
+{
+	rt_tr_pid = getpid();
+	exit_recorded = 0;
+	rt_tr_stream_forget_inherited();
+}

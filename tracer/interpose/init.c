@@ -1,0 +1,148 @@
+/* SPDX-License-Identifier: MIT */
+/* init.c - libranktrace.so's start-up and the ways out of a process: the
+ * constructor, exit(), _exit(), _Exit(), a return from main, the unload.
+ *
+ * The constructor only reads the environment (RANKTRACE_DIR,
+ * RANKTRACE_RUN_ID, and the limits RANKTRACE_MAX_SIZE, RANKTRACE_RING,
+ * RANKTRACE_MIN_FREE), the fault plan and the sink; files appear at a
+ * process's first event (core/life.c), so launcher processes that never
+ * touch CUDA or NCCL leave nothing behind. Without RANKTRACE_DIR the library
+ * passes every call through untouched.
+ *
+ * Never exits or aborts of its own: the exit wrappers record, then leave
+ * through the real function. */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "core.h"
+#include "env.h"
+#include "identity.h"
+#include "inject.h"
+#include "rt_util.h"
+
+static int warned_config;
+
+/* ---- process end ---- */
+
+typedef void (*exit_fn)(int);
+
+/* Record, then leave through the real `name` (exit, _exit or _Exit). */
+__attribute__((noreturn)) static void exit_through(const char *name, int status)
+{
+	exit_fn real = (exit_fn)dlsym(RTLD_NEXT, name);
+
+	rt_tr_record_exit(status);
+	if (real)
+		real(status);
+	syscall(SYS_exit_group, status); /* not reached */
+	__builtin_unreachable();
+}
+
+RT_EXPORT void exit(int status)
+{
+	exit_through("exit", status);
+}
+
+RT_EXPORT void _exit(int status)
+{
+	exit_through("_exit", status);
+}
+
+RT_EXPORT void _Exit(int status)
+{
+	exit_through("_Exit", status);
+}
+
+/* Returning from main reaches exit() inside libc, not through our symbol:
+ * wrap main itself to see its status (Python's uncaught exception is a
+ * return of 1 from main). */
+typedef int (*main_fn)(int, char **, char **);
+typedef int (*start_main_fn)(main_fn, int, char **, void (*)(void), void (*)(void),
+			     void (*)(void), void *);
+static main_fn real_main;
+
+static int traced_main(int argc, char **argv, char **envp)
+{
+	int status = real_main(argc, argv, envp);
+
+	rt_tr_record_exit(status);
+	return status;
+}
+
+RT_EXPORT int __libc_start_main(main_fn main, int argc, char **argv, void (*init)(void),
+				void (*fini)(void), void (*rtld_fini)(void), void *stack_end)
+{
+	start_main_fn real = (start_main_fn)dlsym(RTLD_NEXT, "__libc_start_main");
+
+	real_main = main;
+	return real(traced_main, argc, argv, init, fini, rtld_fini, stack_end);
+}
+
+/* Anything else (a library's exit path we did not see): status unknown. */
+__attribute__((destructor)) static void at_unload(void)
+{
+	rt_tr_record_exit(-1);
+}
+
+/* ---- configuration ---- */
+
+/* A size from the environment, `dflt` when unset or not understood. */
+static uint64_t env_bytes(const char *name, uint64_t dflt)
+{
+	const char *s = getenv(name);
+	uint64_t v;
+
+	if (!s || !*s)
+		return dflt;
+	if (rt_parse_size(s, &v) == 0)
+		return v;
+	rt_tr_warn_once(&warned_config, "%s=%s not understood (e.g. 64M): using %llu", name, s,
+			(unsigned long long)dflt);
+	return dflt;
+}
+
+/* Size limits (store/chunk.c applies them) and writer switches. */
+static void read_limits(void)
+{
+	const char *s = getenv(RT_ENV_NAME(TEST_ALLOC_FAIL)), *colon;
+
+	rt_tr_config.max_bytes = env_bytes(RT_ENV_NAME(MAX_SIZE), RT_TR_DEFAULT_MAX_BYTES);
+	rt_tr_config.ring_bytes = env_bytes(RT_ENV_NAME(RING), 0);
+	rt_tr_config.min_free = getenv(RT_ENV_NAME(MIN_FREE)) && *getenv(RT_ENV_NAME(MIN_FREE))
+				? (int64_t)env_bytes(RT_ENV_NAME(MIN_FREE), 0) : -1;
+	s = getenv(RT_ENV_NAME(HELPER));
+	rt_tr_config.no_helper = s && strcmp(s, "0") == 0;
+	/* tests: chunk file number N and later fail with errno E ("N:E") */
+	s = getenv(RT_ENV_NAME(TEST_ALLOC_FAIL));
+	colon = s ? strchr(s, ':') : NULL;
+	if (colon) {
+		rt_tr_config.fail_alloc_at = strtoull(s, NULL, 10);
+		rt_tr_config.fail_alloc_errno = atoi(colon + 1);
+	}
+}
+
+__attribute__((constructor)) static void rt_tr_init(void)
+{
+	const char *dir = getenv(RT_ENV_NAME(DIR)), *s;
+
+	rt_tr_base_init();
+	pthread_atfork(rt_tr_prep_fork_prepare, rt_tr_prep_fork_parent, rt_tr_after_fork_child);
+	rt_tr_rank_env_init();
+	rt_inj_init(); /* a fault plan applies even when no trace can be written */
+	if (!dir || !*dir)
+		return; /* loaded without `ranktrace run`: inert */
+	rt_tr_lttng_configure();
+	if (dir[0] != '/' || strlen(dir) >= sizeof(rt_tr_config.dir) - 64) {
+		rt_tr_warn_once(&warned_config, "RANKTRACE_DIR must be an absolute path shorter "
+				"than 4000 bytes: tracing is off");
+		return;
+	}
+	snprintf(rt_tr_config.dir, sizeof(rt_tr_config.dir), "%s", dir);
+	s = getenv(RT_ENV_NAME(RUN_ID));
+	snprintf(rt_tr_config.run_id, sizeof(rt_tr_config.run_id), "%s", s ? s : "");
+	read_limits();
+	rt_tr_off = 0;
+}

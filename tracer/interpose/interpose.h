@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: MIT */
+/* interpose.h - the program's entry points into libranktrace.so: the
+ * wrappers generated from the call tables (wrappers.c), the driver entry
+ * points handed out by address (driver.c), start-up and exit (init.c), the
+ * probe API of include/ranktrace.h (probe.c), and the calls of the tables'
+ * rows that join several rooms (hooks.c).
+ *
+ * The top room: it uses every room below it (core/, device/, store/,
+ * identity/, base/) and the injector (inject/inject.h); none uses it. */
+#ifndef RT_TR_INTERPOSE_H
+#define RT_TR_INTERPOSE_H
+
+#include <stdint.h>
+
+/* hooks.c: the collective's sequence number on comm (0: untracked), also
+ * handed to the device side */
+uint32_t rt_tr_coll_seq(const void *comm);
+/* hooks.c: a communicator made with its rank (ncclCommInitRank...) */
+void rt_tr_comm_new(const void *comm, uint64_t id, int nranks, int rank);
+
+/* driver.c: the driver entry points cuGetProcAddress hands out, from the
+ * table wrappers.c generates from format/driver_api.def */
+struct rt_tr_proc {
+	const char *gpa;      /* name asked of cuGetProcAddress */
+	int since;            /* first cudaVersion with this ABI */
+	unsigned id;
+	void *wrapper, **real;
+	void *wrapper_ptsz, **real_ptsz; /* per-thread default stream twin, or NULL */
+};
+extern const struct rt_tr_proc rt_tr_procs[];
+extern const unsigned rt_tr_nprocs;
+
+#endif
