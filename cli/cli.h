@@ -85,12 +85,15 @@ int rt_cli_export_cmd(int argc, char **argv, bool report);
 /* outdir.c: mkdir -p DIR, check it is safe to trace into (no planted
  * rank-* symlink; no rank traces unless joining) and claim it for run_id
  * (DIR/ranktrace-run, created atomically). Joining a run that owns DIR
- * (RT_JOIN_ANY: --append; RT_JOIN_SAME: only the run whose id is run_id,
- * Slurm's implied append) replaces run_id (40 bytes) with the owner's. abs
+ * (RT_JOIN_ANY: --append, only while another `run` of it is live;
+ * RT_JOIN_SAME: only the run whose id is run_id, Slurm's implied append) replaces run_id (40 bytes) with the owner's. abs
  * gets DIR's real path (PATH_MAX). 0, or -errno with a message in err. */
 enum rt_cli_join { RT_JOIN_NONE, RT_JOIN_SAME, RT_JOIN_ANY };
 int rt_cli_prepare_dir(const char *dir, enum rt_cli_join join, char *run_id, char *abs, char *err,
 		       size_t errlen);
+/* The end of this `run` in DIR: its live file goes (a run no `run` holds
+ * live any more is finished: --append onto it is refused). */
+void rt_cli_leave_dir(void);
 
 /* run_signals.c: run argv, each SIGINT/SIGTERM/SIGHUP sent to run reaching
  * it once (forwarded unless the same group delivery reached it), wait.

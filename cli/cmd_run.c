@@ -56,8 +56,10 @@ static void usage_run(FILE *f)
 		"                     is refused (exit 2) before anything starts\n"
 		"  --inject-file F    the plan from a file, one SPEC per line ('#' comments)\n"
 		"  --append           DIR may already hold rank traces: join the run that owns\n"
-		"                     it and add to them (one `ranktrace run` per node or task\n"
-		"                     on a shared DIR); implied when Slurm runs several tasks\n"
+		"                     it, while it runs, and add to them (one `ranktrace run`\n"
+		"                     per node or task on a shared DIR, started together); a\n"
+		"                     finished run's DIR is refused (a job started again needs\n"
+		"                     another -o); implied when Slurm runs several tasks\n"
 		"                     (SLURM_NTASKS > 1), joining only the same job step's run\n"
 		"  --allow-untraced   when DIR cannot be used (not a directory, no permission),\n"
 		"                     run CMD untraced with a warning instead of refusing\n"
@@ -501,11 +503,13 @@ int rt_cli_cmd_run(int argc, char **argv)
 	if (rc == 0)
 		rc = run_environment(&o);
 	if (rc != 0) {
+		rt_cli_leave_dir();
 		free(o.inject);
 		return rc == 1 ? 0 : rc;
 	}
 	status = rt_cli_run_child(argv + optind);
 	free(o.inject);
+	rt_cli_leave_dir(); /* the job has ended: no --append joins it now */
 	if (status < 0)
 		return 1;
 	run_report(&o);

@@ -3,7 +3,8 @@
 # test_run_claim.sh - one trace directory, one run (issue 19, defects 2 and
 # 12): two `run -o SAME` started together never merge, even while their
 # launchers take 2 s to start the ranks; a tracer refuses a rank directory of
-# another run; --append and Slurm's implied append still join one run; an
+# another run; --append and Slurm's implied append still join one run, but
+# --append only while the run is live (a finished or killed one is refused); an
 # existing directory this user cannot write is refused, not run untraced.
 source "$(dirname "$0")/lib.sh"
 RT="$B/bin/ranktrace"
@@ -39,11 +40,35 @@ check "another run's rank directory: the program runs as untraced (status $rc0/$
 check "...nothing written into it, one warning" bash -c \
   "[ -z \"\$(ls '$T/foreign/rank-00000' | grep -v '^\.')\" ] && [ \$(grep -c 'ranktrace: warning' '$T/f.err') -eq 1 ]"
 
-# ---- --append: nodes join one run; Slurm joins its own job step only ----
-sim env RANK=0 "$RT" run -o "$T/multi" --append -- "$B/bin/callstorm" --calls 10 > /dev/null 2>&1; r0=$?
+# ---- --append: nodes join one run while it runs; Slurm joins its own job step only ----
+# node 0's run stays live until $T/go is there; node 1 joins meanwhile
+sim env RANK=0 timeout -k 5 60 "$RT" run -o "$T/multi" --append -- sh -c 'while [ ! -e "$0" ]; do sleep 0.1; done; shift; exec "$@"' \
+  "$T/go" sh "$B/bin/callstorm" --calls 10 > /dev/null 2>&1 &
+n0=$!
+for _ in $(seq 100); do [ -e "$T/multi/ranktrace-run" ] && break; sleep 0.1; done
 sim env RANK=1 "$RT" run -o "$T/multi" --append -- "$B/bin/callstorm" --calls 10 > /dev/null 2>&1; r1=$?
-check "--append twice: both traced ($r0 $r1), one run id in DIR and both rank directories" bash -c \
+touch "$T/go"
+wait $n0; r0=$?
+check "--append while the first runs: both traced ($r0 $r1), one run id in DIR and both rank directories" bash -c \
   "[ $r0 -eq 0 ] && [ $r1 -eq 0 ] && [ \"\$(cat '$T/multi/rank-00000/.ranktrace-run')\" = \"\$(cat '$T/multi/ranktrace-run')\" ] && [ \"\$(cat '$T/multi/rank-00001/.ranktrace-run')\" = \"\$(cat '$T/multi/ranktrace-run')\" ]"
+check "...and leave no live file behind" [ ! -e "$T/multi/.ranktrace-live" ]
+# the run has ended: a second job joining it would merge two jobs' streams
+ls -R "$T/multi" > "$T/multi.before"
+sim env RANK=2 "$RT" run -o "$T/multi" --append -- sh -c 'touch "$0"' "$T/late.ran" > "$T/late.out" 2>&1; rl=$?
+check "--append onto the finished run: refused, exit 2 ($rl), its command never ran" \
+  bash -c "[ $rl -eq 2 ] && [ ! -e '$T/late.ran' ]"
+check "...saying the run has finished ($(head -c 120 "$T/late.out"))" grep -q 'holds a finished run' "$T/late.out"
+check "...nothing added to the trace" bash -c "ls -R '$T/multi' | cmp -s - '$T/multi.before'"
+# a run killed by SIGKILL is not live either: its lock went with it
+LD_LIBRARY_PATH="$SIM${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" setsid "$RT" run -o "$T/killed" -- sleep 20 > /dev/null 2>&1 &
+JOBS+=("$!"); kpid=$!
+for _ in $(seq 100); do [ -e "$T/killed/ranktrace-run" ] && break; sleep 0.1; done
+sim "$RT" run -o "$T/killed" --append -- true > "$T/live.out" 2>&1; rlive=$?
+kill -KILL "$kpid"; wait "$kpid" 2> /dev/null
+sim "$RT" run -o "$T/killed" --append -- true > "$T/dead.out" 2>&1; rdead=$?
+kill -KILL -- -"$kpid" 2> /dev/null
+check "--append joins a run while its \`run\` lives ($rlive), not once SIGKILL ended it ($rdead)" \
+  bash -c "[ $rlive -eq 0 ] && [ $rdead -eq 2 ] && grep -q 'holds a finished run' '$T/dead.out'"
 slurm() { sim env -u RANK SLURM_JOB_ID=$1 SLURM_STEP_ID=0 SLURM_NTASKS=2 SLURM_PROCID=$2 "$RT" run -o "$T/slurm" -- "$B/bin/callstorm" --calls 10 > "$T/slurm.out" 2>&1; }
 slurm 4242 0; s0=$?
 slurm 4242 1; s1=$?

@@ -148,11 +148,16 @@ check "ranktrace run returns the command's status (7)" [ $? -eq 7 ]
 check "refuses to overwrite an existing trace (usage error 2)" [ $? -eq 2 ]
 "$RT" run > /dev/null 2>&1
 check "run without a command is a usage error" [ $? -eq 2 ]
-# two launchers (nodes) on one shared directory
-sim env RANK=0 "$RT" run -o "$T/multi" -- "$B/bin/callstorm" --calls 10 > /dev/null 2>&1
+# two launchers (nodes) on one shared directory, the first live until $T/go
+sim env RANK=0 timeout -k 5 60 "$RT" run -o "$T/multi" -- sh -c 'while [ ! -e "$0" ]; do sleep 0.1; done; shift; exec "$@"' \
+  "$T/go" sh "$B/bin/callstorm" --calls 10 > /dev/null 2>&1 &
+n0=$!
+for _ in $(seq 100); do [ -e "$T/multi/ranktrace-run" ] && break; sleep 0.1; done
 sim env RANK=1 "$RT" run -o "$T/multi" --append -- "$B/bin/callstorm" --calls 10 > /dev/null 2>&1
-check "--append: a second node adds its rank to the same directory" bash -c "[ -d '$T/multi/rank-00000' ] && [ -d '$T/multi/rank-00001' ]"
 sim env RANK=2 SLURM_NTASKS=4 "$RT" run -o "$T/multi" -- "$B/bin/callstorm" --calls 10 > /dev/null 2>&1
+touch "$T/go"
+wait $n0
+check "--append: a second node adds its rank to the same directory" bash -c "[ -d '$T/multi/rank-00000' ] && [ -d '$T/multi/rank-00001' ]"
 check "under Slurm with several tasks, --append is implied" [ -d "$T/multi/rank-00002" ]
 check "the joined trace reads cleanly" bt_clean "$T/multi"
 finish
