@@ -15,6 +15,9 @@
 #include "reader.h"
 
 #define EXIT_USAGE 2
+/* a RANKTRACE_* variable set to a bad value: git bisect run stops on 128+
+ * (2 would count the commit as bad) */
+#define EXIT_ENV 128
 
 /* One row of main.c's command table: `ranktrace NAME ARGS...` calls
  * fn(argc, argv) with argv[0] = NAME; returns the exit status. */
@@ -34,9 +37,15 @@ int rt_cli_cmd_report(int argc, char **argv);
 int rt_cli_cmd_bisect(int argc, char **argv);
 int rt_cli_cmd_params(int argc, char **argv);
 
-/* --jobs N / RANKTRACE_JOBS: threads reading ranks (common.c); 0, or -1
- * with a message naming cmd when s is not a number from 1 to 256. */
+/* --jobs N: threads reading ranks (common.c; RANKTRACE_JOBS's range); 0, or
+ * -1 with a message naming cmd when s is not a number from 1 to 256. */
 int rt_cli_set_jobs(const char *cmd, const char *s);
+
+/* Every RANKTRACE_* variable that one of whos reads ("cli viewer": this
+ * process; "tracer probe test": the job run starts), checked against
+ * format/env.def: each bad one said ("ranktrace CMD: RANKTRACE_JOBS=0:
+ * expected ..."); EXIT_ENV when there was one, else 0. */
+int rt_cli_check_env(const char *cmd, const char *whos);
 
 /* main.c */
 void rt_cli_usage(FILE *f);

@@ -459,6 +459,9 @@ int rt_cli_cmd_bisect(int argc, char **argv)
 	rc = parse_args(&x, argc, argv);
 	if (rc)
 		return rc == 1 ? 0 : rc;
+	/* each candidate's `ranktrace run` would refuse them: say it once, now */
+	if (rt_cli_check_env("bisect", "tracer probe test") != 0)
+		return EXIT_ENV;
 	if (x.o.resume)
 		rc = resume(&x, x.o.json);
 	else

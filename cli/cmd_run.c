@@ -79,7 +79,9 @@ static void usage_run(FILE *f)
 		"SIGINT, SIGTERM and SIGHUP reach CMD once: sent to run alone, run forwards\n"
 		"them; sent to its process group (Ctrl-C, kill -SIG -PGID), CMD has it already.\n"
 		"\n"
-		"Exit status: CMD's (128+N if it was killed by signal N); 2 for a usage error.\n"
+		"Exit status: CMD's (128+N if it was killed by signal N); 2 for a usage error;\n"
+		"128 for a RANKTRACE_* variable set to a bad value (named; see\n"
+		"docs/environment.md), checked before anything starts.\n"
 		"\n"
 		"examples:\n"
 		"  ranktrace run -o T -- torchrun --nproc-per-node 8 train.py\n"
@@ -322,6 +324,48 @@ static int run_options(struct run *o, int argc, char **argv)
 	return 0;
 }
 
+/* A path variable that is set must name what is there: a file this user
+ * can read (mode R_OK) or run (X_OK, a bare name searched on PATH as exec
+ * does). 0, or -1 after the message. */
+static int check_env_path(enum rt_env id, int mode)
+{
+	const char *v = getenv(rt_env_names[id]), *path = getenv("PATH");
+	char full[PATH_MAX], msg[400];
+
+	if (!v || !*v || (strchr(v, '/') ? access(v, mode) == 0 : mode != X_OK))
+		return 0;
+	while (!strchr(v, '/') && path && *path) {
+		size_t k = strcspn(path, ":");
+
+		snprintf(full, sizeof(full), "%.*s/%s", (int)k, path, v);
+		if (access(full, X_OK) == 0)
+			return 0;
+		path += k + (path[k] == ':');
+	}
+	rt_env_explain(id, v, mode == X_OK ? "no such command" : "no such file, or not readable", msg,
+		       sizeof(msg));
+	fprintf(stderr, "ranktrace run: %s\n", msg);
+	return -1;
+}
+
+/* Step 2a: the RANKTRACE_* variables the job will read (the tracer's, the
+ * probe's) and the paths run reads: a bad one is refused before anything
+ * starts (exit 128, EXIT_ENV), never left to each rank to warn about. */
+static int run_check_env(struct run *o)
+{
+	int bad = rt_cli_check_env("run", "tracer probe test") != 0;
+
+	bad |= check_env_path(RT_ENV_LIB, R_OK) != 0;
+	bad |= check_env_path(RT_ENV_PYTHON, R_OK) != 0;
+	if (o->cupti)
+		bad |= check_env_path(RT_ENV_CUPTI_LIB, R_OK) != 0;
+	if (o->use_lttng) {
+		bad |= check_env_path(RT_ENV_LTTNG_PROVIDER, R_OK) != 0;
+		bad |= check_env_path(RT_ENV_LTTNG, X_OK) != 0;
+	}
+	return bad ? EXIT_ENV : 0;
+}
+
 /* Step 2: the options make sense together, the plan parses, the library
  * is there. 0 or EXIT_USAGE (the message printed). */
 static int run_check(struct run *o)
@@ -341,6 +385,8 @@ static int run_check(struct run *o)
 			o->ring ? "ring" : "append");
 		return EXIT_USAGE;
 	}
+	if (run_check_env(o) != 0)
+		return EXIT_ENV;
 	if (size_option("--max-size", o->max_size, RT_MIN_TRACE_BYTES, o->max_env) != 0 ||
 	    size_option("--min-free", o->min_free, 0, o->free_env) != 0 ||
 	    size_option("--ring", o->ring, RT_MIN_RING_BYTES, o->ring_env) != 0)
@@ -356,7 +402,7 @@ static int run_check(struct run *o)
 	}
 	if (find_library(o->lib, sizeof(o->lib)) != 0) {
 		fprintf(stderr, "ranktrace run: cannot find libranktrace.so next to this program "
-			"(set RANKTRACE_LIB)\n");
+			"(set %s)\n", RT_ENV_NAME(LIB));
 		return EXIT_USAGE;
 	}
 	if (o->use_lttng && rt_lttng_provider(o->lib) != 0) {

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "env.h"
 #include "escape.h"
 #include "read_bt2.h"
 
@@ -254,16 +255,27 @@ void rt_cli_print_placement(const struct rt_vw_trace *t, int only, const char *i
 	free(done);
 }
 
+int rt_cli_check_env(const char *cmd, const char *whos)
+{
+	char msg[400];
+	int bad = 0;
+
+	for (int i = rt_env_next_bad(whos, 0, msg, sizeof(msg)); i >= 0;
+	     i = rt_env_next_bad(whos, i + 1, msg, sizeof(msg)), bad++)
+		fprintf(stderr, "ranktrace %s: %s\n", cmd, msg);
+	return bad ? EXIT_ENV : 0;
+}
+
 int rt_cli_set_jobs(const char *cmd, const char *s)
 {
-	char *end;
-	long n = strtol(s, &end, 10);
+	struct rt_env_val v;
+	char why[160];
 
-	if (end == s || *end || n < 1 || n > 256) {
-		fprintf(stderr, "ranktrace %s: --jobs %s: expected a number of threads from 1 to 256\n",
-			cmd, s);
+	/* the range of RANKTRACE_JOBS, which --jobs overrides */
+	if (rt_env_check(RT_ENV_JOBS, s, &v, why, sizeof(why)) != 0) {
+		fprintf(stderr, "ranktrace %s: --jobs %s: %s threads\n", cmd, rt_vw_esc(s), why);
 		return -1;
 	}
-	rt_vw_set_jobs((int)n);
+	rt_vw_set_jobs((int)v.n);
 	return 0;
 }

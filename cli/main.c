@@ -3,8 +3,9 @@
  *
  * The only part of ranktrace that prints for people and exits with codes.
  * Exit codes: `run` returns the traced command's status (128+signal when
- * killed); 2 is a usage error; 3 an unreadable trace; verdict and diff
- * document their own. Adding a command: a cmd_NAME.c with
+ * killed); 2 is a usage error; 3 an unreadable trace; 128 a RANKTRACE_*
+ * variable set to a bad value (format/env.def; for git bisect run, stop);
+ * verdict and diff document their own. Adding a command: a cmd_NAME.c with
  * rt_cli_cmd_NAME(argc, argv), one line in cli.h and one row below. */
 #include <errno.h>
 #include <getopt.h>
@@ -85,14 +86,17 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version"))
 		return rt_cli_version(stdout);
-	if (getenv(RT_ENV_NAME(JOBS)) && *getenv(RT_ENV_NAME(JOBS)) &&
-	    rt_cli_set_jobs(argv[1], getenv(RT_ENV_NAME(JOBS))) != 0)
-		return EXIT_USAGE;
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+		struct rt_env_val jobs;
 		char prog[64];
 
 		if (strcmp(argv[1], commands[i].name))
 			continue;
+		/* what this process reads: a bad value stops here, exit 128 */
+		if (rt_cli_check_env(argv[1], "cli viewer") != 0)
+			return EXIT_ENV;
+		if (rt_env_get(RT_ENV_JOBS, &jobs, NULL, 0) == 0)
+			rt_vw_set_jobs((int)jobs.n);
 		/* getopt's own messages then read "ranktrace run: unrecognized option" */
 		snprintf(prog, sizeof(prog), "ranktrace %s", commands[i].name);
 		argv[1] = prog;

@@ -9,26 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "env.h"
 #include "schema.h"
-
-/* ---- environment variables (env.def) ---- */
-
-const char *const rt_env_names[RT_ENV_COUNT] = {
-#define RT_ENV_VAR(n, who, doc) "RANKTRACE_" #n,
-#include "env.def"
-#undef RT_ENV_VAR
-};
-const char *const rt_env_who[RT_ENV_COUNT] = {
-#define RT_ENV_VAR(n, who, doc) #who,
-#include "env.def"
-#undef RT_ENV_VAR
-};
-const char *const rt_env_docs[RT_ENV_COUNT] = {
-#define RT_ENV_VAR(n, who, doc) doc,
-#include "env.def"
-#undef RT_ENV_VAR
-};
 
 /* lower case: "alloc", "comm_init" (Perfetto categories) */
 const char *const rt_role_names[RT_R_COUNT] = {

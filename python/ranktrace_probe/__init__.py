@@ -39,7 +39,7 @@ import sys
 import threading
 import weakref
 
-from ._tables import DEV, DTYPES, ENV  # generated from format/ at build time
+from ._tables import DEV, DTYPES, ENV, ENV_VALID  # generated from format/ at build time
 
 FAULT_BYPASS = 1
 DEV_CUDA, DEV_CPU, DEV_META = DEV["cuda"], DEV["cpu"], DEV["meta"]
@@ -431,18 +431,35 @@ class _Finder(importlib.abc.MetaPathFinder):
         return spec
 
 
+def _env(short):
+    """RANKTRACE_<short> checked against format/env.def (ENV_VALID): a bad
+    value is said once, with the fallback used instead (`ranktrace run`
+    refuses it before the job starts; this is for the probe loaded by hand)."""
+    kind, valid, fallback = ENV_VALID[short]
+    value = os.environ.get(ENV[short], "")
+    if not value:
+        return fallback
+    if kind == "WORD" and value in valid.split("|"):
+        return value
+    if kind == "INT" and value.isascii() and value.isdigit():
+        lo, hi = (int(x) for x in valid.split("-"))
+        if lo <= int(value) <= hi:
+            return value
+    sys.stderr.write(f"ranktrace probe: warning: {ENV[short]}={value!a}: expected "
+                     f"{' or '.join(valid.split('|')) if kind == 'WORD' else valid.replace('-', ' to ')}"
+                     f"; using {fallback}\n")
+    return fallback
+
+
 def install():
     """Called by sitecustomize: inert without the library or with
     RANKTRACE_PROBE=0; never imports torch itself."""
     global _lib, _every
-    if os.environ.get(ENV["PROBE"], "1") == "0":
+    if _env("PROBE") == "0":
         return False
     _lib = _load_library()
     if _lib is None:
         return False
-    try:
-        _every = max(0, int(os.environ.get(ENV["PARAM_EVERY"], "100")))
-    except ValueError:
-        _every = 100
+    _every = int(_env("PARAM_EVERY"))
     sys.meta_path.insert(0, _Finder())
     return True

@@ -384,7 +384,8 @@ static int job_count(int nranks)
  * earliest first event. */
 static int plan(struct pass *p, int nsrc)
 {
-	const char *env = getenv(RT_ENV_NAME(ROUND_EVENTS)); /* tests: many small rounds */
+	struct rt_env_val round; /* tests: many small rounds (the CLI refuses a bad value) */
+	bool set = rt_env_get(RT_ENV_ROUND_EVENTS, &round, NULL, 0) == 0;
 
 	p->rj = calloc((size_t)nsrc + 1, sizeof(*p->rj));
 	p->todo = calloc((size_t)nsrc + 1, sizeof(*p->todo));
@@ -413,8 +414,8 @@ static int plan(struct pass *p, int nsrc)
 	p->round_target = (uint64_t)p->nrj * RT_JOB_EVENTS > RT_ROUND_EVENTS ?
 			  (uint64_t)p->nrj * RT_JOB_EVENTS : RT_ROUND_EVENTS;
 	p->width = RT_FIRST_WINDOW_NS;
-	if (env && atoll(env) > 0) {
-		p->round_target = (uint64_t)atoll(env);
+	if (set) {
+		p->round_target = (uint64_t)round.n;
 		p->width = 1;
 	}
 	p->drop = nsrc > 0 ? RT_READ_BUDGET / (size_t)nsrc : RT_DROP_MAX;
