@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 enum rt_env {
 #define RT_ENV_VAR(n, who, kind, valid, fallback, doc) RT_ENV_##n,
@@ -51,6 +52,11 @@ struct rt_env_val {
  * INT and SIZE a fallback is a value (v->s, v->word, v->n); for other kinds
  * v->s is NULL on a fallback and the caller keeps its own default. */
 int rt_env_check(enum rt_env id, const char *s, struct rt_env_val *v, char *why, size_t n);
+/* Is the checked value (or the fallback it fell back to) this word? */
+static inline bool rt_env_is(const struct rt_env_val *v, const char *word)
+{
+	return v->s && !strcmp(v->s, word);
+}
 /* The same for getenv(the variable's name). */
 int rt_env_get(enum rt_env id, struct rt_env_val *v, char *why, size_t n);
 /* "RANKTRACE_JOBS=0: expected a whole number from 1 to 256" into out: the

@@ -6,8 +6,9 @@
  *                         the valid values of the variables it reads
  *   rt-gen-tables env     docs/environment.md: every RANKTRACE_* variable
  *   rt-gen-tables env-bad NAME WHO KIND VALUE a line per variable, VALUE one
- *                         rt_env_check refuses ("-" when none can be: OUT,
- *                         PATH), for test_env.sh
+ *                         its reader refuses (a path not there for PATH; "-"
+ *                         for OUT, which ranktrace never reads), for
+ *                         test_env.sh
  * Run by the build (CMakeLists.txt: build/python) and by test_tables.sh (the
  * committed docs/environment.md must be current). Writes OUT, or stdout. */
 #include <stdio.h>
@@ -77,8 +78,13 @@ static const char *bad_value(unsigned i)
 		[RT_ENV_FAILAT] = "3",
 	};
 	struct rt_env_val v;
-	const char *b = bad[rt_env_kinds[i]];
+	enum rt_env_kind k = rt_env_kinds[i];
+	const char *b = bad[k];
 
+	if (k == RT_ENV_PLAN) /* refused by the plan parser, not rt_env_check */
+		return b;
+	if (k == RT_ENV_PATH) /* refused where it is used: not there */
+		return "/nonexistent/ranktrace";
 	return b && rt_env_check(i, b, &v, NULL, 0) < 0 ? b : "-";
 }
 

@@ -11,6 +11,7 @@
 #include <dlfcn.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -38,6 +39,19 @@ void rt_tr_base_init(void)
 		stderr_known = true;
 	}
 	rt_tr_pid = getpid();
+}
+
+int rt_tr_env(enum rt_env id, struct rt_env_val *v)
+{
+	static int warned[RT_ENV_COUNT];
+	char why[160], msg[300];
+	int rc = rt_env_get(id, v, why, sizeof(why));
+
+	if (rc < 0) {
+		rt_env_explain(id, getenv(rt_env_names[id]), why, msg, sizeof(msg));
+		rt_tr_warn_once(&warned[id], "%s; %s instead", msg, rt_env_fallback[id]);
+	}
+	return rc;
 }
 
 /* Warnings go to the program's stderr only while fd 2 is still the file it

@@ -34,6 +34,7 @@
 #include <string.h>
 #include <sys/types.h>
 
+#include "env.h"
 #include "schema.h"
 
 #define RT_EXPORT __attribute__((visibility("default")))
@@ -82,6 +83,10 @@ void rt_tr_base_init(void);
 /* One warning on the program's stderr per flag, while fd 2 is still the
  * file it was at start; never raises SIGPIPE. */
 void rt_tr_warn_once(int *flag, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* RANKTRACE_<id> checked against format/env.def (rt_env_get, *v): a bad
+ * value is said once per variable, naming it, and its fallback used (the
+ * tracer cannot refuse; `ranktrace run` already has). rt_env_check's code. */
+int rt_tr_env(enum rt_env id, struct rt_env_val *v);
 /* The real `name` of lib, or NULL (one warning); never one of our wrappers. */
 void *rt_tr_resolve(const char *name, enum rt_lib lib);
 

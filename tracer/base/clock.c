@@ -27,10 +27,11 @@ static bool tsc_usable(void)
 #if defined(__x86_64__)
 	char line[4096];
 	bool constant = false, nonstop = false;
-	const char *force = getenv(RT_ENV_NAME(CLOCK));
+	struct rt_env_val clock;
 	FILE *f;
 
-	if (force && strcmp(force, "monotonic") == 0)
+	rt_tr_env(RT_ENV_CLOCK, &clock);
+	if (rt_env_is(&clock, "monotonic"))
 		return false;
 	f = fopen("/proc/cpuinfo", "r");
 	if (!f)

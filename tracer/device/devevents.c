@@ -93,12 +93,12 @@ static void resolve(void)
 static int mode_now(void)
 {
 	int m = __atomic_load_n(&mode, __ATOMIC_ACQUIRE);
-	const char *s;
+	struct rt_env_val v;
 
 	if (m >= 0)
 		return m;
-	s = getenv(RT_ENV_NAME(DEVICE_SOURCE));
-	m = !s || !*s || !strcmp(s, "auto") ? 1 : !strcmp(s, "events") ? 2 : !strcmp(s, "plugin") ? 3 : 0;
+	rt_tr_env(RT_ENV_DEVICE_SOURCE, &v); /* a bad value: said, auto */
+	m = rt_env_is(&v, "auto") ? 1 : rt_env_is(&v, "events") ? 2 : rt_env_is(&v, "plugin") ? 3 : 0;
 	if (m == 1 || m == 2)
 		resolve();
 	if (!rt_dq_cu.create || !rt_dq_cu.record || !rt_dq_cu.query || !rt_dq_cu.peek ||

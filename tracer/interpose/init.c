@@ -21,9 +21,7 @@
 #include "env.h"
 #include "identity.h"
 #include "inject.h"
-#include "rt_util.h"
 
-static int warned_config;
 
 /* ---- process end ---- */
 
@@ -89,44 +87,31 @@ __attribute__((destructor)) static void at_unload(void)
 
 /* ---- configuration ---- */
 
-/* A size from the environment, `dflt` when unset or not understood. */
-static uint64_t env_bytes(const char *name, uint64_t dflt)
-{
-	const char *s = getenv(name);
-	uint64_t v;
-
-	if (!s || !*s)
-		return dflt;
-	if (rt_parse_size(s, &v) == 0)
-		return v;
-	rt_tr_warn_once(&warned_config, "%s=%s not understood (e.g. 64M): using %llu", name, s,
-			(unsigned long long)dflt);
-	return dflt;
-}
-
-/* Size limits (store/chunk.c applies them) and writer switches. */
+/* Size limits (store/chunk.c applies them) and writer switches, each
+ * value checked (rt_tr_env: a bad one is said, its fallback used). */
 static void read_limits(void)
 {
-	const char *s = getenv(RT_ENV_NAME(TEST_ALLOC_FAIL)), *colon;
+	struct rt_env_val v;
 
-	rt_tr_config.max_bytes = env_bytes(RT_ENV_NAME(MAX_SIZE), RT_TR_DEFAULT_MAX_BYTES);
-	rt_tr_config.ring_bytes = env_bytes(RT_ENV_NAME(RING), 0);
-	rt_tr_config.min_free = getenv(RT_ENV_NAME(MIN_FREE)) && *getenv(RT_ENV_NAME(MIN_FREE))
-				? (int64_t)env_bytes(RT_ENV_NAME(MIN_FREE), 0) : -1;
-	s = getenv(RT_ENV_NAME(HELPER));
-	rt_tr_config.no_helper = s && strcmp(s, "0") == 0;
+	rt_tr_env(RT_ENV_MAX_SIZE, &v);
+	rt_tr_config.max_bytes = (uint64_t)v.n;
+	rt_tr_env(RT_ENV_RING, &v);
+	rt_tr_config.ring_bytes = (uint64_t)v.n;
+	/* unset or bad: the store's default reserve (5 %, at least 2G or half) */
+	rt_tr_config.min_free = rt_tr_env(RT_ENV_MIN_FREE, &v) == 0 ? v.n : -1;
+	rt_tr_env(RT_ENV_HELPER, &v);
+	rt_tr_config.no_helper = rt_env_is(&v, "0");
 	/* tests: chunk file number N and later fail with errno E ("N:E") */
-	s = getenv(RT_ENV_NAME(TEST_ALLOC_FAIL));
-	colon = s ? strchr(s, ':') : NULL;
-	if (colon) {
-		rt_tr_config.fail_alloc_at = strtoull(s, NULL, 10);
-		rt_tr_config.fail_alloc_errno = atoi(colon + 1);
+	if (rt_tr_env(RT_ENV_TEST_ALLOC_FAIL, &v) == 0) {
+		rt_tr_config.fail_alloc_at = (uint64_t)v.n;
+		rt_tr_config.fail_alloc_errno = (int)v.n2;
 	}
 }
 
 __attribute__((constructor)) static void rt_tr_init(void)
 {
-	const char *dir = getenv(RT_ENV_NAME(DIR)), *s;
+	const char *dir = getenv(RT_ENV_NAME(DIR));
+	struct rt_env_val v;
 
 	rt_tr_base_init();
 	pthread_atfork(rt_tr_prep_fork_prepare, rt_tr_prep_fork_parent, rt_tr_after_fork_child);
@@ -135,14 +120,11 @@ __attribute__((constructor)) static void rt_tr_init(void)
 	if (!dir || !*dir)
 		return; /* loaded without `ranktrace run`: inert */
 	rt_tr_lttng_configure();
-	if (dir[0] != '/' || strlen(dir) >= sizeof(rt_tr_config.dir) - 64) {
-		rt_tr_warn_once(&warned_config, "RANKTRACE_DIR must be an absolute path shorter "
-				"than 4000 bytes: tracing is off");
-		return;
-	}
+	if (rt_tr_env(RT_ENV_DIR, &v) != 0)
+		return; /* not absolute, or too long for its rank directories: untraced */
 	snprintf(rt_tr_config.dir, sizeof(rt_tr_config.dir), "%s", dir);
-	s = getenv(RT_ENV_NAME(RUN_ID));
-	snprintf(rt_tr_config.run_id, sizeof(rt_tr_config.run_id), "%s", s ? s : "");
+	if (rt_tr_env(RT_ENV_RUN_ID, &v) == 0) /* else: no claim to check */
+		snprintf(rt_tr_config.run_id, sizeof(rt_tr_config.run_id), "%s", v.s);
 	read_limits();
 	rt_tr_off = 0;
 }

@@ -45,17 +45,18 @@ static int warned;
 /* RANKTRACE_BACKEND: "lttng", or "ctf"/unset for the native writer. */
 void rt_tr_lttng_configure(void)
 {
-	const char *b = getenv(RT_ENV_NAME(BACKEND));
+	struct rt_env_val backend, entry; /* ctf|lttng, nccl|all|none: a bad one said */
+	bool all, none;
 
-	const char *e = getenv(RT_ENV_NAME(LTTNG_ENTRY));
-	bool all = e && strcmp(e, "all") == 0, none = e && strcmp(e, "none") == 0;
-
-	rt_tr_lttng_wanted = b && strcmp(b, "lttng") == 0;
+	rt_tr_env(RT_ENV_BACKEND, &backend);
+	rt_tr_lttng_wanted = rt_env_is(&backend, "lttng");
+	if (!rt_tr_lttng_wanted)
+		return;
+	rt_tr_env(RT_ENV_LTTNG_ENTRY, &entry);
+	all = rt_env_is(&entry, "all");
+	none = rt_env_is(&entry, "none");
 	for (unsigned id = 0; id < RT_ID_FIRST_TRACER && !none; id++)
 		rt_tr_lttng_entry[id] = all || rt_events[id].lib == RT_LIB_NCCL;
-	if (b && *b && !rt_tr_lttng_wanted && strcmp(b, "ctf") != 0)
-		rt_tr_warn_once(&warned, "RANKTRACE_BACKEND=%s not understood (ctf or lttng): "
-				"using ctf", b);
 }
 
 static void *open_provider(char *why, size_t n)
