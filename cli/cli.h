@@ -10,6 +10,7 @@
 #include <stdio.h>
 
 #include "export.h"
+#include "view.h"
 #include "model.h"
 #include "plan.h"
 #include "reader.h"
@@ -54,20 +55,10 @@ void rt_cli_usage(FILE *f);
 int rt_cli_print_summary(const char *dir);
 
 /* common.c */
-void rt_cli_human_bytes(char *out, size_t n, uint64_t b);
-void rt_cli_json_str(FILE *f, const char *s);
-uint64_t rt_cli_rank_peak(const struct rt_vw_rank *r);
-/* Each rank's placement summary (model: rt_vw_placement_summary), ranks with
- * the same line collapsed ("ranks 0-3: all 5 parameters on cuda:N"). */
-void rt_cli_print_placement(const struct rt_vw_trace *t, int only, const char *indent);
-/* only < 0 keeps every rank, else rank `only`. */
-bool rt_cli_want_rank(const struct rt_vw_rank *r, int only);
-/* Ranks that read the same. texts: one string per rank, stride bytes apart.
- * From rank i on, the kept ranks whose text equals rank i's: marked in done,
- * listed ("0-3,5") in list; returns how many, 0 when rank i is done already
- * or not kept. ranks: scratch room for t->nranks ints. */
-int rt_cli_same_text(const struct rt_vw_trace *t, int only, const char *texts, size_t stride,
-		     int i, bool *done, int *ranks, char *list, size_t len);
+/* After a renderer printed to stdout (view.h: 0, -EIO, -EINVAL): 0 when
+ * all of it reached stdout; else 1, having said why (a write error: a full
+ * disk, a closed pipe; or the JSON writer misused, a bug). */
+int rt_cli_printed(const char *cmd, int rc);
 /* A rank number as given to command cmd's --rank: digits only, 0 to
  * RT_CLI_MAX_RANK; anything else ("abc", "1x", "", "-1", overflow) is -1,
  * after the usage message. */

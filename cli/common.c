@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* common.c - what several commands print the same way: sizes, JSON strings,
- * how a rank ended, device lists; loading a trace with its warnings; writing
- * an output file atomically. */
+/* common.c - what the commands share: parsing ranks and durations, loading
+ * a trace with its warnings, the exit status of a trace and of an output
+ * printed, writing an output file atomically, run's summary. */
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -19,27 +19,19 @@
 #include "escape.h"
 #include "read_bt2.h"
 
-/* ---- view, verdict, diff ---- */
-
-void rt_cli_human_bytes(char *out, size_t n, uint64_t b)
+int rt_cli_printed(const char *cmd, int rc)
 {
-	rt_vw_human_bytes(out, n, b); /* the same format in the report */
-}
-
-void rt_cli_json_str(FILE *f, const char *s)
-{
-	fputc('"', f);
-	rt_vw_json_esc(f, s);
-	fputc('"', f);
-}
-
-uint64_t rt_cli_rank_peak(const struct rt_vw_rank *r)
-{
-	uint64_t p = 0;
-
-	for (int d = 0; d < RT_VW_MAX_DEV; d++)
-		p = r->dev_peak[d] > p ? r->dev_peak[d] : p;
-	return p;
+	if (rc == -EINVAL) {
+		fprintf(stderr, "ranktrace %s: internal error: the JSON writer was misused; the output "
+			"is not well-formed (a bug: please report it)\n", cmd);
+		return 1;
+	}
+	if (fflush(stdout) != 0 || rc || ferror(stdout)) {
+		fprintf(stderr, "ranktrace %s: writing the output failed: %s\n", cmd,
+			strerror(errno ? errno : EIO));
+		return 1;
+	}
+	return 0;
 }
 
 int rt_cli_parse_rank(const char *cmd, const char *s)
@@ -196,63 +188,6 @@ int rt_cli_write_output(const char *cmd, const struct rt_vw_trace *t, const char
 		return 1;
 	}
 	return 0;
-}
-
-/* ---- params, view: parameter placement ---- */
-
-bool rt_cli_want_rank(const struct rt_vw_rank *r, int only)
-{
-	return only < 0 || r->meta.rank == only;
-}
-
-int rt_cli_same_text(const struct rt_vw_trace *t, int only, const char *texts, size_t stride,
-		     int i, bool *done, int *ranks, char *list, size_t len)
-{
-	int n = 0;
-
-	if (done[i] || !rt_cli_want_rank(&t->ranks[i], only))
-		return 0;
-	for (int j = i; j < t->nranks; j++)
-		if (!done[j] && rt_cli_want_rank(&t->ranks[j], only) &&
-		    !strcmp(texts + (size_t)i * stride, texts + (size_t)j * stride)) {
-			done[j] = true;
-			ranks[n++] = t->ranks[j].meta.rank;
-		}
-	rt_vw_rank_list(ranks, n, list, len);
-	return n;
-}
-
-void rt_cli_print_placement(const struct rt_vw_trace *t, int only, const char *indent)
-{
-	char (*text)[200] = calloc((size_t)t->nranks, sizeof(*text));
-	int *ranks = calloc((size_t)t->nranks, sizeof(int));
-	bool *done = calloc((size_t)t->nranks, sizeof(bool));
-
-	for (int i = 0; text && ranks && done && i < t->nranks; i++) {
-		char own[16], *at;
-
-		rt_vw_placement_summary(&t->ranks[i], text[i], sizeof(text[i]));
-		snprintf(own, sizeof(own), "cuda:%d", t->ranks[i].meta.local_rank >= 0 ?
-			 t->ranks[i].meta.local_rank : t->ranks[i].meta.rank);
-		at = strstr(text[i], own);
-		if (only < 0 && at && !isdigit((unsigned char)at[strlen(own)])) {
-			/* each rank on its own device: one line for all of them */
-			memmove(at + 6, at + strlen(own), strlen(at + strlen(own)) + 1);
-			at[5] = 'N';
-		}
-	}
-	for (int i = 0; text && ranks && done && i < t->nranks; i++) {
-		char list[256];
-		int n = rt_cli_same_text(t, only, text[0], sizeof(text[0]), i, done, ranks, list,
-					 sizeof(list));
-
-		if (!n)
-			continue;
-		printf("%s%s %s: %s\n", indent, n > 1 ? "ranks" : "rank", list, rt_vw_esc(text[i]));
-	}
-	free(text);
-	free(ranks);
-	free(done);
 }
 
 int rt_cli_check_env(const char *cmd, const char *whos)

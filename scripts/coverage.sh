@@ -38,7 +38,7 @@ find "$B" -name '*.gcda' -delete
 # and simulated libraries of the plain build PLAIN (default build) when it has
 # them, as `make test-asan` does. A failing check is reported with its log;
 # its lines still count (`make test` judges the tests, this measures lines).
-VIEWER_TESTS="viewer export lttng live damage2 hostile"
+VIEWER_TESTS="viewer export lttng live damage2 hostile json_docs"
 BISECT_TESTS="bisect_versions bisect_setup bisect_git bisect_pip bisect_env"
 integration() {
   local room=$1 t failed=""

@@ -1,16 +1,25 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""check_perfetto.py - structural check of Chrome trace-event JSON as Perfetto
-and chrome://tracing read it: the JSON object format, known phases, required
-fields per phase, flows that start before they step or finish."""
+"""check_perfetto.py PERFETTO NRANKS [FULL] - structural check of Chrome
+trace-event JSON as Perfetto and chrome://tracing read it: the JSON object
+format, no key twice in one object, known phases, required fields per
+phase, flows that start before they step or finish; FULL: at least that
+many collectives linked across all ranks."""
 import json
 import sys
 
 PHASES = {"X", "M", "C", "s", "t", "f", "i", "B", "E"}
 
 
+def no_twice(pairs):
+    keys = [k for k, _ in pairs]
+    twice = {k for k in keys if keys.count(k) > 1}
+    assert not twice, f"keys {sorted(twice)} twice in one object: {pairs}"
+    return dict(pairs)
+
+
 def check(path, nranks):
-    d = json.load(open(path))
+    d = json.load(open(path), object_pairs_hook=no_twice)
     assert isinstance(d, dict) and isinstance(d.get("traceEvents"), list), "traceEvents list"
     procs, flows, slices, counters = {}, {}, 0, 0
     for i, e in enumerate(d["traceEvents"]):

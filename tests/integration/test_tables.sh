@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # test_tables.sh - meaning is declared once, in format/ (and util/): no room
 # keeps a hand-written list of collective kinds, NCCL or probe dtypes, NVIDIA
-# error names, or RANKTRACE_* variable names. Greps the sources (not the
+# error names, RANKTRACE_* variable names, or JSON keys. Greps the sources (not the
 # build); each check names the file:line that brought a list back.
 # (sim/ is NVIDIA's side of the ABI; tests/, bench/ and fuzz/ are workloads
 # that build their own inputs: not searched.)
@@ -94,4 +94,13 @@ if [ -f "$S/format/env.def" ]; then
 else
   bad "format/env.def lists the RANKTRACE_* variables"
 fi
+
+# -- JSON keys: format/json_keys.def, written through util/json.h -------------
+none "no JSON key typed into a room's C code (\\\"key\\\": ...: use RT_JK(key))" \
+  '\\"[A-Za-z_][A-Za-z0-9_]*\\": ?'
+none "no JSON schema name typed outside format/json_keys.def (RT_JSCHEMA(id))" \
+  '"ranktrace\.[a-z]+/[0-9]+"'
+unused=$(grep -oE '^RT_JSON_KEY\([A-Za-z_0-9]+\)' "$S/format/json_keys.def" | sed 's/RT_JSON_KEY(//; s/)//' |
+  while read -r k; do hits "RT_JK\\($k\\)" | grep -q . || echo "$k"; done | tr '\n' ' ')
+check "every key of format/json_keys.def is written by some output${unused:+ (not: $unused)}" [ -z "$unused" ]
 finish

@@ -5,6 +5,8 @@
  * within the others' own spread, is noise; too few collectives say nothing. */
 #include "device.h"
 #include "model_rig.h"
+#include "export.h"
+#include "json.h"
 
 static unsigned src = RT_DEV_SRC_PLUGIN; /* where the device times come from */
 
@@ -103,6 +105,7 @@ Test(straggler, perfetto_draws_a_collective_that_never_completed)
 	char *out = NULL, *p;
 	size_t len = 0;
 	int drawn = 0;
+	struct rt_json w;
 	FILE *f;
 
 	rig(4);
@@ -118,7 +121,11 @@ Test(straggler, perfetto_draws_a_collective_that_never_completed)
 	rt_vw_model_finish(m);
 	f = open_memstream(&out, &len);
 	cr_assert(f);
-	rt_vw_dev_perfetto(f, t, 0);
+	rt_json_init(&w, f, true);
+	rt_json_arr(&w, NULL);
+	rt_vw_perfetto_device(&w, t, 0);
+	rt_json_end(&w);
+	cr_assert_eq(rt_json_finish(&w), 0, "the device tracks are not well-formed JSON");
 	fclose(f);
 	for (p = out; (p = strstr(p, "\"name\":\"AllReduce #2\"")); p++)
 		drawn++;

@@ -194,38 +194,3 @@ void rt_vw_dev_free(struct rt_vw_rank *r)
 	r->dev = NULL;
 }
 
-/* Perfetto (export.c's JSON): each rank's collectives as slices from device
- * start to completion on a track of their own ("device: collectives"), with
- * how long each waited on its stream after the call enqueued it. One that
- * started and never completed (a hang on the device) lasts until the rank's
- * last event, marked never_completed, as a call that never returned is; a
- * completion before the start (damage) is not drawn. Writes ",\n"-separated
- * events after the ones already written. */
-void rt_vw_dev_perfetto(FILE *f, const struct rt_vw_trace *t, uint64_t t0)
-{
-	for (int i = 0; i < t->nranks; i++) {
-		const struct rt_vw_rank *r = &t->ranks[i];
-		const struct rt_vw_devlog *d = r->dev;
-
-		if (!r->readable || !d || !d->started)
-			continue;
-		fprintf(f, ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":%llu,"
-			"\"args\":{\"name\":\"device: collectives\"}}", r->meta.rank, RT_VW_DEV_TRACK);
-		for (uint32_t j = 0; j < d->n; j++) {
-			const struct rt_vw_devcoll *c = &d->v[j];
-			uint64_t end = c->done_ts ? c->done_ts : r->last_ts;
-
-			if (!c->start_ts || c->start_ts < t0 || end < c->start_ts)
-				continue;
-			fprintf(f, ",\n{\"ph\":\"X\",\"pid\":%d,\"tid\":%llu,\"ts\":%.3f,\"dur\":%.3f,"
-				"\"name\":\"%s #%u\",\"cat\":\"device\",\"args\":{\"comm_id\":\"%016llx\","
-				"\"seq\":%u,\"queued_us\":%.3f%s}}", r->meta.rank, RT_VW_DEV_TRACK,
-				(double)(c->start_ts - t0) / 1e3, (double)(end - c->start_ts) / 1e3,
-				c->kind < RT_CK_COUNT ? rt_coll_names[c->kind] : "collective", c->seq,
-				(unsigned long long)c->comm_id, c->seq,
-				c->enq_ts && c->enq_ts <= c->start_ts
-					? (double)(c->start_ts - c->enq_ts) / 1e3 : 0.0,
-				c->done_ts ? "" : ",\"never_completed\":true");
-		}
-	}
-}

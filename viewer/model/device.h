@@ -44,9 +44,8 @@ const struct rt_vw_devcoll *rt_vw_dev_find(const struct rt_vw_devlog *d, uint64_
 /* Did c complete on d's device? Not when its communicator was aborted on
  * this rank before the completion was seen. */
 bool rt_vw_dev_done(const struct rt_vw_devlog *d, const struct rt_vw_devcoll *c);
-/* Perfetto: device-side slices per rank on their own track (RT_VW_DEV_TRACK). */
+/* Perfetto (render/perfetto.c): the tid of each rank's track of device-side slices. */
 #define RT_VW_DEV_TRACK 0x20000000ull
-void rt_vw_dev_perfetto(FILE *f, const struct rt_vw_trace *t, uint64_t t0);
 
 /* Stragglers (straggler.c): per rank, of the collectives every rank of the
  * communicator started on the device, how often it was the last to start

@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: MIT */
-/* export.c - what the exports share: escaping for JSON and HTML, which
+/* export.c - what the renderers share: escaping for a terminal (one of a
+ * few buffers), bytes and device lists as every output writes them, which
  * calls are collectives, where the trace starts.
  *
  * Both exports stream the events again (rt_vw_foreach) and write as they go;
  * what they draw besides the events comes from the model (device memory
  * over time, communicator sizes): they keep no tables of their own beyond
  * open flow arrows and, for the report, a bounded sample of spans.
- * Every string from a trace is escaped for its output (JSON, HTML). */
+ * Every string from a trace is escaped for its output (JSON through util's
+ * writer, text and HTML through util/escape.h). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,30 +17,6 @@
 #include "export.h"
 #include "export_int.h"
 #include "escape.h"
-
-/* A JSON string body: always valid JSON and valid UTF-8 whatever s holds
- * (a hostname or parameter name from a trace is untrusted input); a byte
- * that is not part of valid UTF-8 becomes U+FFFD. */
-void rt_vw_json_esc(FILE *f, const char *s)
-{
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		unsigned char c = *p;
-		uint32_t cp;
-		int n;
-
-		if (c == '"' || c == '\\')
-			fprintf(f, "\\%c", c);
-		else if (c < 0x20 || c == 0x7f)
-			fprintf(f, "\\u%04x", c);
-		else if (c < 0x80)
-			fputc(c, f);
-		else if ((n = rt_utf8_next(p, &cp)) > 0) {
-			fwrite(p, 1, (size_t)n, f);
-			p += n - 1;
-		} else
-			fputs("\\ufffd", f);
-	}
-}
 
 /* A collective (not point-to-point): what flows link across ranks. */
 bool rt_vw_is_coll(unsigned id)

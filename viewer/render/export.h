@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
-/* export.h - the render room's face: views of a loaded model. Perfetto/Chrome
+/* export.h - the render room's exports and shared helpers: Perfetto/Chrome
  * JSON (perfetto.c), the HTML report (report_html.c, report_params.c,
  * report_device.c), view's device section (view_device.c), run's summary
- * (summary.c) and the helpers they share with the CLI (export.c: JSON
- * escaping, bytes and device lists, which calls are collectives, where the
- * trace starts; text and HTML escaping are util/escape.h's). Used by the CLI (through cli/cli.h), bisect's state file and
- * test_escape. */
+ * (summary.c) and what they share with the CLI (export.c: terminal
+ * escaping into buffers, bytes and device lists, which calls are
+ * collectives, where the trace starts; JSON is util/json.h's, text and HTML
+ * escaping util/escape.h's). view.h has what view, params and diff print and
+ * the report model every output renders from. Used by the CLI (through
+ * cli/cli.h) and the unit tests. */
 #ifndef RT_VW_EXPORT_H
 #define RT_VW_EXPORT_H
 
@@ -13,18 +15,21 @@
 
 #include "model.h"
 
+struct rt_json;
+
 /* Chrome trace-event JSON: a process per rank, tracks per thread and CUDA
  * stream, device-memory counters, collectives linked across ranks by flows.
  * 0, or -1 on a write error. */
 int rt_vw_export_perfetto(const struct rt_vw_trace *t, FILE *f);
+/* Its device tracks alone (each rank's collectives from device start to
+ * completion), as events of the array w is in; t0: time 0. For tests of a
+ * model built in memory, which has no streams to export. */
+void rt_vw_perfetto_device(struct rt_json *w, const struct rt_vw_trace *t, uint64_t t0);
 
 /* One self-contained HTML file (no network): findings, ranks, collectives
  * on the device and the straggler (traces with device records), timeline,
  * device memory, parameter placement. 0, or -1. */
 int rt_vw_report_html(const struct rt_vw_trace *t, FILE *f);
-
-/* Write s escaped for the inside of a JSON string (no quotes added). */
-void rt_vw_json_esc(FILE *f, const char *s);
 
 /* s from a trace (a name, a host, a path, a finding) escaped for a terminal
  * (util/escape.h's rt_esc_text: control characters, invalid UTF-8): every text output
@@ -35,10 +40,11 @@ const char *rt_vw_esc(const char *s);
 void rt_vw_devices_str(uint64_t mask, char *out, size_t n);
 /* view's device section (view_device.c): each rank's collectives enqueued,
  * started, completed on the device, and the stragglers, as text (only_rank
- * >= 0: that rank's row) and as view --json's ", \"device\": {...}" member;
- * nothing for a trace without device records. */
+ * >= 0: that rank's row) and as view --json's "device" member (util/json.h's
+ * writer, inside the document's object); nothing for a trace without device
+ * records. */
 void rt_vw_device_text(FILE *f, const struct rt_vw_trace *t, int only_rank);
-void rt_vw_device_json(FILE *f, const struct rt_vw_trace *t);
+void rt_vw_device_json(struct rt_json *w, const struct rt_vw_trace *t);
 /* `run`'s summary (summary.c): one line per rank (events, devices, end,
  * allocations, peaks); returns the unreadable or damaged ranks. */
 int rt_vw_summary_ranks(FILE *f, const struct rt_vw_trace *t);

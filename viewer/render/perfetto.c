@@ -1,8 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /* perfetto.c - a loaded trace as Chrome trace-event JSON (Perfetto UI,
  * chrome://tracing): a process per rank, tracks per thread and CUDA stream,
- * device-memory counters, and flow arrows linking one collective across
- * ranks (opened by the first rank to call it, closed by the last). */
+ * device-memory counters, flow arrows linking one collective across ranks
+ * (opened by the first rank to call it, closed by the last), each rank's
+ * collectives on its device, parameter placement changes.
+ *
+ * Streams the events again (rt_vw_foreach) and writes them as it goes,
+ * through util/'s JSON writer (compact, one event a line): memory in the
+ * number of open flows, not of events. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +16,9 @@
 #include "device.h"
 #include "export.h"
 #include "export_int.h"
+#include "json.h"
+#include "json_keys.h"
+#include "view.h"
 
 /* Open collectives: (comm, seq) -> ranks seen so far, for flow phases. */
 struct flow {
@@ -25,19 +33,29 @@ struct flow {
 /* ---- Perfetto / Chrome trace JSON ---- */
 
 struct pf {
-	FILE *f;
+	struct rt_json w;
 	const struct rt_vw_trace *t;
 	uint64_t t0;
 	uint32_t *mem_at;    /* per rank: next memory change of the model's */
 	uint64_t *ev;        /* per rank: events replayed */
 	struct flow *flows[FLOW_BUCKETS];
-	bool first;
 };
 
-static void pf_sep(struct pf *p)
+/* An event's object opened: its phase, its rank's process. */
+static void ev_open(struct rt_json *w, const char *ph, int pid)
 {
-	fputs(p->first ? "\n" : ",\n", p->f);
-	p->first = false;
+	rt_json_obj(w, NULL);
+	rt_json_str(w, RT_JK(ph), ph);
+	rt_json_int(w, RT_JK(pid), pid);
+}
+
+/* A metadata event opened: what it names, for rank pid's process. */
+static void meta_open(struct rt_json *w, const char *name, int pid)
+{
+	rt_json_obj(w, NULL);
+	rt_json_str(w, RT_JK(ph), "M");
+	rt_json_str(w, RT_JK(name), name);
+	rt_json_int(w, RT_JK(pid), pid);
 }
 
 static double us(const struct pf *p, uint64_t ns)
@@ -92,10 +110,17 @@ static void pf_flow(struct pf *p, const struct rt_vw_rank *r, const struct rt_vw
 	fl->seen++;
 	/* the communicator's size, not the trace's: a split's flows close */
 	ph = fl->seen == 1 ? "s" : fl->seen >= rt_vw_comm_size(p->t, comm) ? "f" : "t";
-	pf_sep(p);
-	fprintf(p->f, "{\"ph\":\"%s\",\"id\":\"%016" PRIx64 "-%u\",\"name\":\"%s #%u\",\"cat\":\"collective\","
-		"\"pid\":%d,\"tid\":%" PRIu64 ",\"ts\":%.3f%s}", ph, comm, seq, d->name, seq,
-		r->meta.rank, tid, us(p, e->ts), ph[0] == 'f' ? ",\"bp\":\"e\"" : "");
+	rt_json_obj(&p->w, NULL);
+	rt_json_str(&p->w, RT_JK(ph), ph);
+	rt_json_strf(&p->w, RT_JK(id), "%016" PRIx64 "-%u", comm, seq);
+	rt_json_strf(&p->w, RT_JK(name), "%s #%u", d->name, seq);
+	rt_json_str(&p->w, RT_JK(cat), "collective");
+	rt_json_int(&p->w, RT_JK(pid), r->meta.rank);
+	rt_json_uint(&p->w, RT_JK(tid), tid);
+	rt_json_fixed(&p->w, RT_JK(ts), us(p, e->ts), 3);
+	if (ph[0] == 'f')
+		rt_json_str(&p->w, RT_JK(bp), "e");
+	rt_json_end(&p->w);
 	if (ph[0] == 'f') {
 		*l = fl->next;
 		free(fl);
@@ -108,27 +133,23 @@ static void pf_args(struct pf *p, const struct rt_vw_event *e, const struct rt_e
 {
 	for (int i = 0; i < d->nfields; i++) {
 		int64_t v = rt_field_get(e->id, e->fields, i);
+		const char *key = d->fields[i].name;
 		char s[65];
 
-		if (d->fields[i].kind == RT_K_STR) { /* parameter and marker names, fault targets */
-			fprintf(p->f, ",\"%s\":\"", d->fields[i].name);
-			rt_vw_json_esc(p->f, rt_field_str(e->id, e->fields, i, s));
-			fputc('"', p->f);
-		} else if (d->fields[i].kind == RT_K_PTR) {
-			fprintf(p->f, ",\"%s\":\"0x%" PRIx64 "\"", d->fields[i].name, (uint64_t)v);
-		} else if (d->fields[i].kind == RT_K_U64) { /* a string: exact beyond 2^53 */
-			fprintf(p->f, ",\"%s\":\"%" PRIu64 "\"", d->fields[i].name, (uint64_t)v);
-		} else {
-			fprintf(p->f, ",\"%s\":%" PRId64, d->fields[i].name, v);
-		}
+		if (d->fields[i].kind == RT_K_STR) /* parameter and marker names, fault targets */
+			rt_json_str(&p->w, key, rt_field_str(e->id, e->fields, i, s));
+		else if (d->fields[i].kind == RT_K_PTR)
+			rt_json_strf(&p->w, key, "0x%" PRIx64, (uint64_t)v);
+		else if (d->fields[i].kind == RT_K_U64) /* a string: exact beyond 2^53 */
+			rt_json_strf(&p->w, key, "%" PRIu64, (uint64_t)v);
+		else
+			rt_json_int(&p->w, key, v);
 	}
 	if (e->id == RT_ID_rt_fault) {
 		char spec[160];
 
 		rt_vw_fault_spec(e, spec, sizeof(spec));
-		fputs(",\"spec\":\"", p->f);
-		rt_vw_json_esc(p->f, spec);
-		fputc('"', p->f);
+		rt_json_str(&p->w, RT_JK(spec), spec);
 	}
 }
 
@@ -149,14 +170,21 @@ static void pf_event(void *arg, int ri, const struct rt_vw_event *e)
 	    (d->role == RT_R_COLL || d->role == RT_R_P2P || d->role == RT_R_COPY ||
 	     d->role == RT_R_COPY_PEER || d->role == RT_R_MEMSET))
 		tid = stream ? (0x10000000ull | ((stream >> 4) & 0xfffffff)) : tid;
-	pf_sep(p);
-	fprintf(p->f, "{\"ph\":\"X\",\"pid\":%d,\"tid\":%" PRIu64 ",\"ts\":%.3f,\"dur\":%.3f,\"name\":\"%s\","
-		"\"cat\":\"%s\",\"args\":{\"ret\":%d,\"device\":%d%s", r->meta.rank, tid, us(p, e->ts),
-		e->pending ? us(p, r->last_ts) - us(p, e->ts) : (double)e->dur / 1000.0, d->name,
-		category(d, cat, sizeof(cat)), e->ret,
-		e->dev, e->pending ? ",\"never_returned\":true" : "");
+	ev_open(&p->w, "X", r->meta.rank);
+	rt_json_uint(&p->w, RT_JK(tid), tid);
+	rt_json_fixed(&p->w, RT_JK(ts), us(p, e->ts), 3);
+	rt_json_fixed(&p->w, RT_JK(dur), e->pending ? us(p, r->last_ts) - us(p, e->ts) : (double)e->dur / 1000.0, 3);
+	rt_json_str(&p->w, RT_JK(name), d->name);
+	rt_json_str(&p->w, RT_JK(cat), category(d, cat, sizeof(cat)));
+	rt_json_obj(&p->w, RT_JK(args));
+	rt_json_int(&p->w, RT_JK(ret), e->ret);
+	if (rt_field_at[e->id][RT_FN_device] < 0) /* the call's own device argument says it */
+		rt_json_int(&p->w, RT_JK(device), e->dev);
+	if (e->pending)
+		rt_json_bool(&p->w, RT_JK(never_returned), true);
 	pf_args(p, e, d);
-	fputs("}}", p->f);
+	rt_json_end(&p->w);
+	rt_json_end(&p->w);
 	if (rt_vw_is_coll(e->id))
 		pf_flow(p, r, e, d, tid);
 	/* device memory as the model counted it, changed by this event */
@@ -164,9 +192,13 @@ static void pf_event(void *arg, int ri, const struct rt_vw_event *e)
 	for (; p->mem_at[ri] < r->nmem && r->mem[p->mem_at[ri]].ev <= p->ev[ri]; p->mem_at[ri]++) {
 		const struct rt_vw_mem_change *c = &r->mem[p->mem_at[ri]];
 
-		pf_sep(p);
-		fprintf(p->f, "{\"ph\":\"C\",\"pid\":%d,\"ts\":%.3f,\"name\":\"device %d memory\",\"args\":{\"bytes\":%"
-			PRIu64 "}}", r->meta.rank, us(p, e->ts), c->dev, c->bytes);
+		ev_open(&p->w, "C", r->meta.rank);
+		rt_json_fixed(&p->w, RT_JK(ts), us(p, e->ts), 3);
+		rt_json_strf(&p->w, RT_JK(name), "device %d memory", c->dev);
+		rt_json_obj(&p->w, RT_JK(args));
+		rt_json_uint(&p->w, RT_JK(bytes), c->bytes);
+		rt_json_end(&p->w);
+		rt_json_end(&p->w);
 	}
 }
 
@@ -183,61 +215,129 @@ static void pf_placement_changes(struct pf *p, const struct rt_vw_rank *r)
 			continue;
 		rt_vw_placement_str(&from, a, sizeof(a));
 		rt_vw_placement_str(&to, b, sizeof(b));
-		pf_sep(p);
-		fprintf(p->f, "{\"ph\":\"i\",\"s\":\"p\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,"
-			"\"cat\":\"placement\",\"name\":\"", r->meta.rank, r->meta.pid, us(p, ch->ts));
-		rt_vw_json_esc(p->f, r->params[ch->param].name);
-		fprintf(p->f, ": %s -> %s\",\"args\":{\"param\":\"", a, b);
-		rt_vw_json_esc(p->f, r->params[ch->param].name);
-		fprintf(p->f, "\",\"from\":\"%s\",\"to\":\"%s\",\"at\":\"%s\"}}", a, b,
-			rt_vw_param_point_names[ch->point < RT_PP_COUNT ? ch->point : 0]);
+		rt_json_obj(&p->w, NULL);
+		rt_json_str(&p->w, RT_JK(ph), "i");
+		rt_json_str(&p->w, RT_JK(s), "p");
+		rt_json_int(&p->w, RT_JK(pid), r->meta.rank);
+		rt_json_int(&p->w, RT_JK(tid), r->meta.pid);
+		rt_json_fixed(&p->w, RT_JK(ts), us(p, ch->ts), 3);
+		rt_json_str(&p->w, RT_JK(cat), "placement");
+		rt_json_strf(&p->w, RT_JK(name), "%s: %s -> %s", r->params[ch->param].name, a, b);
+		rt_json_obj(&p->w, RT_JK(args));
+		rt_json_str(&p->w, RT_JK(param), r->params[ch->param].name);
+		rt_json_str(&p->w, RT_JK(from), a);
+		rt_json_str(&p->w, RT_JK(to), b);
+		rt_json_str(&p->w, RT_JK(at), rt_vw_param_point_names[ch->point < RT_PP_COUNT ? ch->point : 0]);
+		rt_json_end(&p->w);
+		rt_json_end(&p->w);
+	}
+}
+
+/* Each rank's collectives as slices from device start to completion on a
+ * track of their own ("device: collectives"), with how long each waited on
+ * its stream after the call enqueued it. One that started and never
+ * completed (a hang on the device) lasts until the rank's last event,
+ * marked never_completed, as a call that never returned is; a completion
+ * before the start (damage) is not drawn. */
+void rt_vw_perfetto_device(struct rt_json *w, const struct rt_vw_trace *t, uint64_t t0)
+{
+	for (int i = 0; i < t->nranks; i++) {
+		const struct rt_vw_rank *r = &t->ranks[i];
+		const struct rt_vw_devlog *d = r->dev;
+
+		if (!r->readable || !d || !d->started)
+			continue;
+		meta_open(w, "thread_name", r->meta.rank);
+		rt_json_uint(w, RT_JK(tid), RT_VW_DEV_TRACK);
+		rt_json_obj(w, RT_JK(args));
+		rt_json_str(w, RT_JK(name), "device: collectives");
+		rt_json_end(w);
+		rt_json_end(w);
+		for (uint32_t j = 0; j < d->n; j++) {
+			const struct rt_vw_devcoll *c = &d->v[j];
+			uint64_t end = c->done_ts ? c->done_ts : r->last_ts;
+
+			if (!c->start_ts || c->start_ts < t0 || end < c->start_ts)
+				continue;
+			ev_open(w, "X", r->meta.rank);
+			rt_json_uint(w, RT_JK(tid), RT_VW_DEV_TRACK);
+			rt_json_fixed(w, RT_JK(ts), (double)(c->start_ts - t0) / 1e3, 3);
+			rt_json_fixed(w, RT_JK(dur), (double)(end - c->start_ts) / 1e3, 3);
+			rt_json_strf(w, RT_JK(name), "%s #%u",
+				     c->kind < RT_CK_COUNT ? rt_coll_names[c->kind] : "collective", c->seq);
+			rt_json_str(w, RT_JK(cat), "device");
+			rt_json_obj(w, RT_JK(args));
+			rt_json_strf(w, RT_JK(comm_id), "%016llx", (unsigned long long)c->comm_id);
+			rt_json_uint(w, RT_JK(seq), c->seq);
+			rt_json_fixed(w, RT_JK(queued_us), c->enq_ts && c->enq_ts <= c->start_ts ?
+					 (double)(c->start_ts - c->enq_ts) / 1e3 : 0.0, 3);
+			if (!c->done_ts)
+				rt_json_bool(w, RT_JK(never_completed), true);
+			rt_json_end(w);
+			rt_json_end(w);
+		}
+	}
+}
+
+/* A process per readable rank: its name (rank and host), its place in the
+ * list, how it ended as every output says it (the report's). */
+static void pf_processes(struct pf *p, const struct rt_vw_report *rp)
+{
+	for (int i = 0; i < rp->nranks; i++) {
+		const struct rt_vw_rank *r = rp->ranks[i].r;
+
+		if (!r->readable)
+			continue;
+		meta_open(&p->w, "process_name", r->meta.rank);
+		rt_json_obj(&p->w, RT_JK(args));
+		rt_json_strf(&p->w, RT_JK(name), "rank %d (%s)", r->meta.rank, r->meta.hostname);
+		rt_json_end(&p->w);
+		rt_json_end(&p->w);
+		meta_open(&p->w, "process_sort_index", r->meta.rank);
+		rt_json_obj(&p->w, RT_JK(args));
+		rt_json_int(&p->w, RT_JK(sort_index), r->meta.rank);
+		rt_json_end(&p->w);
+		rt_json_end(&p->w);
+		meta_open(&p->w, "process_labels", r->meta.rank);
+		rt_json_obj(&p->w, RT_JK(args));
+		rt_json_str(&p->w, RT_JK(labels), rp->ranks[i].end);
+		rt_json_end(&p->w);
+		rt_json_end(&p->w);
 	}
 }
 
 int rt_vw_export_perfetto(const struct rt_vw_trace *t, FILE *f)
 {
-	struct pf p = { .f = f, .t = t, .first = true };
+	struct pf p = { .t = t };
+	struct rt_vw_report rp;
 	int rc;
 
 	p.t0 = rt_vw_trace_start(t);
-	p.mem_at = calloc((size_t)t->nranks, sizeof(*p.mem_at));
-	p.ev = calloc((size_t)t->nranks, sizeof(*p.ev));
-	if (!p.mem_at || !p.ev) {
+	p.mem_at = calloc((size_t)t->nranks + 1, sizeof(*p.mem_at));
+	p.ev = calloc((size_t)t->nranks + 1, sizeof(*p.ev));
+	if (!p.mem_at || !p.ev || rt_vw_report_make(t, -1, &rp) != 0) {
 		free(p.mem_at);
 		free(p.ev);
 		return -1;
 	}
-	fputs("{\"displayTimeUnit\":\"ns\",\"otherData\":{\"generator\":\"ranktrace\",\"verdict\":\"", f);
-	fputs(rt_vw_verdict_names[t->verdict], f);
-	fputs("\"},\"traceEvents\":[", f);
-	for (int i = 0; i < t->nranks; i++) {
-		const struct rt_vw_rank *r = &t->ranks[i];
-		char end[96];
-
-		if (!r->readable)
-			continue;
-		pf_sep(&p);
-		fprintf(f, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,\"args\":{\"name\":\"rank %d (",
-			r->meta.rank, r->meta.rank);
-		rt_vw_json_esc(f, r->meta.hostname);
-		fputs(")\"}}", f);
-		pf_sep(&p);
-		fprintf(f, "{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":%d,\"args\":{\"sort_index\":%d}}",
-			r->meta.rank, r->meta.rank);
-		/* how the rank ended, as every output words it */
-		rt_vw_rank_end(r, end, sizeof(end));
-		pf_sep(&p);
-		fprintf(f, "{\"ph\":\"M\",\"name\":\"process_labels\",\"pid\":%d,\"args\":{\"labels\":\"",
-			r->meta.rank);
-		rt_vw_json_esc(f, end);
-		fputs("\"}}", f);
-	}
+	rt_json_init(&p.w, f, true);
+	rt_json_obj(&p.w, NULL);
+	rt_json_str(&p.w, RT_JK(displayTimeUnit), "ns");
+	rt_json_obj(&p.w, RT_JK(otherData));
+	rt_json_str(&p.w, RT_JK(generator), "ranktrace");
+	rt_json_str(&p.w, RT_JK(verdict), rt_vw_verdict_names[t->verdict]);
+	rt_json_end(&p.w);
+	rt_json_arr(&p.w, RT_JK(traceEvents));
+	rt_json_lines(&p.w, 0, true);
+	pf_processes(&p, &rp);
 	rc = rt_vw_foreach(t, pf_event, &p);
-	if (!p.first)
-		rt_vw_dev_perfetto(f, t, p.t0); /* device.c: collectives on the device */
+	rt_vw_perfetto_device(&p.w, t, p.t0);
 	for (int i = 0; i < t->nranks; i++)
 		pf_placement_changes(&p, &t->ranks[i]);
-	fputs("\n]}\n", f);
+	rt_json_end(&p.w);
+	rt_json_end(&p.w);
+	rc = rt_json_finish(&p.w) || rc ? -1 : 0;
+	rt_vw_report_free(&rp);
 	free(p.mem_at);
 	free(p.ev);
 	for (int b = 0; b < FLOW_BUCKETS; b++)
@@ -247,5 +347,5 @@ int rt_vw_export_perfetto(const struct rt_vw_trace *t, FILE *f)
 			p.flows[b] = x->next;
 			free(x);
 		}
-	return rc || ferror(f) ? -1 : 0;
+	return rc;
 }

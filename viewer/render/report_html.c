@@ -20,6 +20,7 @@
 #include "export.h"
 #include "export_int.h"
 #include "escape.h"
+#include "view.h"
 
 #define MAX_SPANS 4000  /* per rank, drawn on the timeline */
 #define MAX_POINTS 2000 /* per rank and device, memory curve */
@@ -241,33 +242,34 @@ static const char *const style =
 	".lv{font-size:12px;padding:0 6px;border-radius:3px}.lv.error{background:#fdd}"
 	".lv.warning{background:#ffe6b3}.lv.note{background:#eee}";
 
-/* The diagnosis: every level, ranks collapsed, what to do next under the first. */
-static void findings(FILE *f, const struct rt_vw_trace *t)
+/* The diagnosis (the report's): every level, ranks collapsed, what to do
+ * next under the first group that knows. */
+static void findings(FILE *f, const struct rt_vw_report *rp)
 {
-	struct rt_vw_diag *g;
-	int hidden, n = rt_vw_diagnose(t, -1, true, &g, &hidden);
-	const char *next = n > 0 ? rt_vw_diag_advice(t, g, n) : NULL;
+	int next = rt_vw_report_advice(rp, true);
 
 	fputs("<ol id=\"findings\">", f);
-	if (n <= 0)
+	if (rp->ndiag <= 0)
 		fputs("<li>none: every rank ended cleanly and collectives matched</li>", f);
-	for (int k = 0; k < n; k++) {
-		fprintf(f, "<li><span class=\"lv %s\">%s</span> ", rt_vw_level_names[g[k].level],
-			rt_vw_level_names[g[k].level]);
-		rt_esc_html_file(f, g[k].text);
-		if (next && t->findings[g[k].first].advice == next) {
+	for (int k = 0; k < rp->ndiag; k++) {
+		const struct rt_vw_diag *g = &rp->diag[k];
+
+		fprintf(f, "<li><span class=\"lv %s\">%s</span> ", rt_vw_level_names[g->level],
+			rt_vw_level_names[g->level]);
+		rt_esc_html_file(f, g->text);
+		if (k == next) {
 			fputs("<br><b>next:</b> ", f);
-			rt_esc_html_file(f, next);
-			next = NULL;
+			rt_esc_html_file(f, rp->t->findings[g->first].advice);
 		}
 		fputs("</li>", f);
 	}
 	fputs("</ol>\n", f);
-	free(g);
 }
 
-static void header(FILE *f, const struct rt_vw_trace *t)
+static void header(FILE *f, const struct rt_vw_report *rp)
 {
+	const struct rt_vw_trace *t = rp->t;
+
 	fprintf(f, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
 		"<title>ranktrace report</title><style>%s</style></head><body>\n<h1>ranktrace report: ",
 		style);
@@ -283,37 +285,28 @@ static void header(FILE *f, const struct rt_vw_trace *t)
 		fputs(")", f);
 	}
 	fputs("</p>\n<h2>Findings</h2>\n", f);
-	findings(f, t);
+	findings(f, rp);
 }
 
-static void ranks_table(FILE *f, const struct rt_vw_trace *t)
+/* The report's ranks, as view shows them: devices, peak, collectives, how
+ * each ended, its last error. */
+static void ranks_table(FILE *f, const struct rt_vw_report *rp)
 {
 	fputs("<h2>Ranks</h2>\n<table id=\"ranks\"><tr><th>rank</th><th>host</th><th>devices used"
 	      "</th><th>expected</th><th>allocations</th><th>peak device memory</th><th>collectives"
 	      "</th><th>FSDP root forwards</th><th>trace</th><th>end</th><th>last error</th></tr>\n", f);
-	for (int i = 0; i < t->nranks; i++) {
-		const struct rt_vw_rank *r = &t->ranks[i];
-		uint64_t peak = 0, colls = 0;
-		char end[96], bytes[32];
+	for (int i = 0; i < rp->nranks; i++) {
+		const struct rt_vw_report_rank *row = &rp->ranks[i];
+		const struct rt_vw_rank *r = row->r;
 
-		for (int d = 0; d < RT_VW_MAX_DEV; d++)
-			peak = r->dev_peak[d] > peak ? r->dev_peak[d] : peak;
-		for (int k = 0; k < RT_CK_COUNT; k++)
-			colls += r->colls[k];
-		rt_vw_human_bytes(bytes, sizeof(bytes), peak);
 		fprintf(f, "<tr><td>%d</td><td>", r->meta.rank);
 		rt_esc_html_file(f, r->meta.hostname);
-		fputs("</td><td>", f);
-		for (int d = 0, c = 0; d < RT_VW_MAX_DEV; d++)
-			if (r->devices_used & (1ull << d))
-				fprintf(f, "%s%d", c++ ? "," : "", d);
-		fprintf(f, "</td><td>%d</td><td>%" PRIu64 "</td><td>%s</td><td>%" PRIu64 "</td><td>%"
-			PRIu64 "</td><td title=\"", r->meta.local_rank, r->allocs, bytes, colls,
-			r->fsdp_root_forwards);
+		fprintf(f, "</td><td>%s</td><td>%d</td><td>%" PRIu64 "</td><td>%s</td><td>%" PRIu64
+			"</td><td>%" PRIu64 "</td><td title=\"", row->devices, r->meta.local_rank, r->allocs,
+			row->peak_h, row->colls, r->fsdp_root_forwards);
 		rt_esc_html_file(f, r->incomplete);
 		fprintf(f, "\">%s</td><td>", rt_vw_completeness_names[r->completeness]);
-		rt_vw_rank_end(r, end, sizeof(end));
-		rt_esc_html_file(f, end);
+		rt_esc_html_file(f, row->end);
 		fputs("</td><td>", f);
 		rt_esc_html_file(f, r->last_error[0] ? r->last_error : "-");
 		fputs("</td></tr>\n", f);
@@ -324,6 +317,7 @@ static void ranks_table(FILE *f, const struct rt_vw_trace *t)
 int rt_vw_report_html(const struct rt_vw_trace *t, FILE *f)
 {
 	struct rp p = { .t = t, .t0 = UINT64_MAX };
+	struct rt_vw_report rep = { 0 };
 	int rc = -1, n = t->nranks;
 
 	p.spans = calloc((size_t)n + 1, sizeof(*p.spans));
@@ -331,7 +325,8 @@ int rt_vw_report_html(const struct rt_vw_trace *t, FILE *f)
 	for (int i = 0; p.spans && i < n; i++)
 		if (!(p.spans[i] = calloc(MAX_SPANS, sizeof(struct span))))
 			goto out;
-	if (!p.spans || !p.nspans || rt_vw_foreach(t, rp_event, &p) != 0)
+	if (!p.spans || !p.nspans || rt_vw_foreach(t, rp_event, &p) != 0 ||
+	    rt_vw_report_make(t, -1, &rep) != 0)
 		goto out;
 	for (int i = 0; i < n; i++) /* memory changes are drawn too */
 		for (uint32_t k = 0; k < t->ranks[i].nmem; k++) {
@@ -344,8 +339,8 @@ int rt_vw_report_html(const struct rt_vw_trace *t, FILE *f)
 		p.t0 = rt_vw_trace_start(t);
 	if (p.t1 <= p.t0)
 		p.t1 = p.t0 + 1;
-	header(f, t);
-	ranks_table(f, t);
+	header(f, &rep);
+	ranks_table(f, &rep);
 	rt_vw_report_device(t, f);
 	fputs("<div class=\"charts\"><span class=\"zoom\">zoom (both charts):<input type=\"radio\" name=\"zoom\" id=\"z1\" "
 	      "checked><label for=\"z1\">1x</label><input type=\"radio\" name=\"zoom\" id=\"z2\">"
@@ -360,6 +355,7 @@ int rt_vw_report_html(const struct rt_vw_trace *t, FILE *f)
 	      "(ranktrace export --perfetto) for every call.</p>\n</body></html>\n", f);
 	rc = ferror(f) ? -1 : 0;
 out:
+	rt_vw_report_free(&rep);
 	for (int i = 0; p.spans && i < n; i++)
 		free(p.spans[i]);
 	free(p.spans);

@@ -7,6 +7,8 @@
 
 #include "device.h"
 #include "export.h"
+#include "json.h"
+#include "json_keys.h"
 
 static const char *source_name(unsigned s)
 {
@@ -40,46 +42,57 @@ void rt_vw_device_text(FILE *f, const struct rt_vw_trace *t, int only_rank)
 		          s->straggler >= 0 ? "one, see the findings" : "none", s->wait_ns / 1e6);
 }
 
-static void print_straggle_json(FILE *f, const struct rt_vw_straggle *s)
+static void straggle_json(struct rt_json *w, const struct rt_vw_straggle *s)
 {
 	if (!s || !s->colls) {
-		fprintf(f, "null");
+		rt_json_null(w, RT_JK(stragglers));
 		return;
 	}
-	fprintf(f, "{\"collectives\": %llu, \"mean_wait_ms\": %.3f, \"noise_ms\": %.3f, \"straggler\": ",
-	          (unsigned long long)s->colls, s->wait_ns / 1e6, s->noise_ns / 1e6);
+	rt_json_obj(w, RT_JK(stragglers));
+	rt_json_uint(w, RT_JK(collectives), s->colls);
+	rt_json_fixed(w, RT_JK(mean_wait_ms), s->wait_ns / 1e6, 3);
+	rt_json_fixed(w, RT_JK(noise_ms), s->noise_ns / 1e6, 3);
 	if (s->straggler >= 0)
-		fprintf(f, "%d", s->r[s->straggler].rank);
+		rt_json_int(w, RT_JK(straggler), s->r[s->straggler].rank);
 	else
-		fprintf(f, "null");
-	fprintf(f, ", \"ranks\": [");
-	for (int i = 0; i < s->nranks; i++)
-		fprintf(f, "%s{\"rank\": %d, \"last\": %llu, \"share\": %.4f, \"mean_late_ms\": %.3f}",
-		          i ? ", " : "", s->r[i].rank, (unsigned long long)s->r[i].last,
-		          (double)s->r[i].last / (double)s->colls, s->r[i].late_ns / 1e6);
-	fprintf(f, "]}");
+		rt_json_null(w, RT_JK(straggler));
+	rt_json_arr(w, RT_JK(ranks));
+	for (int i = 0; i < s->nranks; i++) {
+		rt_json_obj(w, NULL);
+		rt_json_int(w, RT_JK(rank), s->r[i].rank);
+		rt_json_uint(w, RT_JK(last), s->r[i].last);
+		rt_json_fixed(w, RT_JK(share), (double)s->r[i].last / (double)s->colls, 4);
+		rt_json_fixed(w, RT_JK(mean_late_ms), s->r[i].late_ns / 1e6, 3);
+		rt_json_end(w);
+	}
+	rt_json_end(w);
+	rt_json_end(w);
 }
 
-/* ", \"device\": {...}", only for a trace with device-side records (older
- * traces read as before) */
-void rt_vw_device_json(FILE *f, const struct rt_vw_trace *t)
+/* view --json's "device" member, only for a trace with device-side records
+ * (older traces read as before) */
+void rt_vw_device_json(struct rt_json *w, const struct rt_vw_trace *t)
 {
 	if (!rt_vw_dev_any(t))
 		return;
-	fprintf(f, ", \"device\": {\"ranks\": [");
-	for (int i = 0, first = 1; i < t->nranks; i++) {
+	rt_json_obj(w, RT_JK(device));
+	rt_json_arr(w, RT_JK(ranks));
+	for (int i = 0; i < t->nranks; i++) {
 		const struct rt_vw_devlog *d = t->ranks[i].dev;
 
 		if (!d)
 			continue;
-		fprintf(f, "%s{\"rank\": %d, \"source\": \"%s\", \"plugin_version\": %d, \"enqueued\": %llu, "
-		          "\"started\": %llu, \"completed\": %llu, \"unmatched\": %llu}",
-		          first ? "" : ", ", t->ranks[i].meta.rank, source_name(d->source), d->version,
-		          (unsigned long long)d->enqueued, (unsigned long long)d->started,
-		          (unsigned long long)d->completed, (unsigned long long)d->unbound);
-		first = 0;
+		rt_json_obj(w, NULL);
+		rt_json_int(w, RT_JK(rank), t->ranks[i].meta.rank);
+		rt_json_str(w, RT_JK(source), source_name(d->source));
+		rt_json_int(w, RT_JK(plugin_version), d->version);
+		rt_json_uint(w, RT_JK(enqueued), d->enqueued);
+		rt_json_uint(w, RT_JK(started), d->started);
+		rt_json_uint(w, RT_JK(completed), d->completed);
+		rt_json_uint(w, RT_JK(unmatched), d->unbound);
+		rt_json_end(w);
 	}
-	fprintf(f, "], \"stragglers\": ");
-	print_straggle_json(f, t->straggle);
-	fprintf(f, "}");
+	rt_json_end(w);
+	straggle_json(w, t->straggle);
+	rt_json_end(w);
 }
