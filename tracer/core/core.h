@@ -126,24 +126,16 @@ RT_TR_HOT bool rt_tr_begin(struct rt_tr_call *c, unsigned id, unsigned payload, 
 	if (rt_unlikely(!s || s->pid != rt_tr_pid))
 		s = rt_tr_thread_open();
 	now = rt_tr_now();
-	last = s->last_ts;
-	if (now < last)
-		now = last;
-	if (rt_unlikely(s->pos + need > s->end)) {
-		rt_tr_stream_next(s, now, need);
-		last = s->last_ts;
-	}
-	p = s->pos;
+	p = rt_tr_reserve(s, need, &now, &last);
 	c->pkt = s->pkt;
 	/* own the cache lines the next records go to before they are written:
 	 * a lock in the real function would otherwise wait for their misses */
 	__builtin_prefetch(p + 256, 1, 3);
 	q = rt_fmt_event_begin(p, id, now, last, rt_fmt_common_word(RT_DUR_PENDING, 0, dev));
-	s->last_ts = now;
 	rt_tr_cur_id = id;
 	c->fields = c->p = q + RT_COMMON_BYTES;
 	c->end = c->fields + payload;
-	s->pos = c->end;
+	rt_tr_wrote(s, c->end, now);
 	c->s = s;
 	c->rec = p;
 	c->id = id;
@@ -152,13 +144,28 @@ RT_TR_HOT bool rt_tr_begin(struct rt_tr_call *c, unsigned id, unsigned payload, 
 	return true;
 }
 
-/* The entry record is complete: make it visible, then call the real thing. */
+/* The entry record is complete: make it visible (the packet and end
+ * rt_tr_begin left: nothing records meanwhile, depth 1). */
+RT_TR_HOT void rt_tr_entry_commit(struct rt_tr_call *c)
+{
+	rt_tr_commit(c->pkt, c->end, c->t0);
+	c->s->events++;
+}
+
+/* ...then call the real thing. The native store only: the wrappers' fast
+ * path, taken only when the sink is the native writer (interpose/init.c
+ * routes every call to the general path under the LTTng sink). */
+RT_TR_HOT void rt_tr_call_real_native(struct rt_tr_call *c)
+{
+	rt_tr_entry_commit(c);
+	rt_tr_depth = 2;
+}
+
+/* ...then call the real thing, whatever the sink: the LTTng sink also gets
+ * the calls that may never return (rt_tr_lttng_entry) when they start. */
 RT_TR_HOT void rt_tr_call_real(struct rt_tr_call *c)
 {
-	/* the packet and position rt_tr_begin left: nothing records meanwhile
-	 * (depth 1) */
-	rt_fmt_packet_commit(c->pkt, (uint64_t)(c->end - c->pkt), c->t0);
-	c->s->events++;
+	rt_tr_entry_commit(c);
 	if (rt_unlikely(rt_tr_lttng_emit != NULL) && rt_tr_lttng_entry[c->id]) {
 		int e = *rt_tr_errno_p;
 
@@ -176,22 +183,46 @@ RT_TR_HOT void rt_tr_returned(struct rt_tr_call *c)
 	rt_tr_depth = 1;
 }
 
-/* Fill in duration and result; commit. Restores the real call's errno. */
-RT_TR_HOT void rt_tr_end(struct rt_tr_call *c, long ret)
+/* Fill in duration and result; commit. Returns the duration, *r16 the
+ * result as recorded. */
+RT_TR_HOT uint64_t rt_tr_result(struct rt_tr_call *c, long ret, int16_t *r16)
 {
 	uint64_t now = rt_tr_now(), dur;
-	int16_t r16 = ret > INT16_MAX ? INT16_MAX : ret < INT16_MIN ? INT16_MIN : (int16_t)ret;
 
+	*r16 = ret > INT16_MAX ? INT16_MAX : ret < INT16_MIN ? INT16_MIN : (int16_t)ret;
 	if (now < c->t0)
 		now = c->t0;
 	dur = now - c->t0;
 	if (dur > RT_DUR_MAX)
 		dur = RT_DUR_MAX;
-	rt_fmt_event_result(c->common, dur, r16);
-	rt_tr_commit(c->s, now); /* last_ts stays the header's: compact deltas decode from it */
+	rt_fmt_event_result(c->common, dur, *r16);
+	/* up to the stream's position: records nested in this one are in;
+	 * last_ts stays the header's (compact deltas decode from it) */
+	rt_tr_commit(c->s->pkt, c->s->pos, now);
+	return dur;
+}
+
+/* The call is recorded: restore the real call's errno. Native store only
+ * (the wrappers' fast path, as rt_tr_call_real_native). */
+RT_TR_HOT void rt_tr_end_native(struct rt_tr_call *c, long ret)
+{
+	int16_t r16;
+
+	rt_tr_result(c, ret, &r16);
+	rt_tr_depth = 0;
+	*rt_tr_errno_p = c->errno_out;
+}
+
+/* The call is recorded, whatever the sink: the LTTng sink is handed the
+ * record, whose room is then free again. Restores the real call's errno. */
+RT_TR_HOT void rt_tr_end(struct rt_tr_call *c, long ret)
+{
+	int16_t r16;
+	uint64_t dur = rt_tr_result(c, ret, &r16);
+
 	if (rt_unlikely(rt_tr_lttng_emit != NULL)) {
 		rt_tr_lttng_emit(c->id, c->fields, dur, r16, (int8_t)c->common[7]);
-		c->s->pos = c->rec; /* records nest LIFO: free this one's room */
+		rt_tr_unwrite(c->s, c->rec); /* records nest LIFO: free this one's room */
 	}
 	rt_tr_depth = 0;
 	*rt_tr_errno_p = c->errno_out;

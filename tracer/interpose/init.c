@@ -21,7 +21,9 @@
 #include "env.h"
 #include "identity.h"
 #include "inject.h"
+#include "interpose.h"
 
+uint8_t rt_tr_route[RT_ID_FIRST_TRACER];
 
 /* ---- process end ---- */
 
@@ -108,18 +110,14 @@ static void read_limits(void)
 	}
 }
 
-__attribute__((constructor)) static void rt_tr_init(void)
+/* Where the trace goes (RANKTRACE_DIR), how (the sink), the limits. */
+static void configure_trace(const char *dir)
 {
-	const char *dir = getenv(RT_ENV_NAME(DIR));
 	struct rt_env_val v;
 
-	rt_tr_base_init();
-	pthread_atfork(rt_tr_prep_fork_prepare, rt_tr_prep_fork_parent, rt_tr_after_fork_child);
-	rt_tr_rank_env_init();
-	rt_inj_init(); /* a fault plan applies even when no trace can be written */
 	if (!dir || !*dir)
 		return; /* loaded without `ranktrace run`: inert */
-	rt_tr_lttng_configure();
+	rt_tr_lttng_configure(); /* the sink, chosen once */
 	if (rt_tr_env(RT_ENV_DIR, &v) != 0)
 		return; /* not absolute, or too long for its rank directories: untraced */
 	snprintf(rt_tr_config.dir, sizeof(rt_tr_config.dir), "%s", dir);
@@ -127,4 +125,16 @@ __attribute__((constructor)) static void rt_tr_init(void)
 		snprintf(rt_tr_config.run_id, sizeof(rt_tr_config.run_id), "%s", v.s);
 	read_limits();
 	rt_tr_off = 0;
+}
+
+__attribute__((constructor)) static void rt_tr_init(void)
+{
+	rt_tr_base_init();
+	pthread_atfork(rt_tr_prep_fork_prepare, rt_tr_prep_fork_parent, rt_tr_after_fork_child);
+	rt_tr_rank_env_init();
+	rt_inj_init(); /* a fault plan applies even when no trace can be written */
+	configure_trace(getenv(RT_ENV_NAME(DIR)));
+	/* the fast path is for calls without fault rules into the native store */
+	for (unsigned id = 0; id < RT_ID_FIRST_TRACER; id++)
+		rt_tr_route[id] = (rt_inj_active && rt_inj_api[id]) || rt_tr_lttng_wanted;
 }

@@ -12,6 +12,13 @@
 
 #include <stdint.h>
 
+#include "schema.h"
+
+/* init.c: per interposed function, 1 when its calls take the wrappers'
+ * general path: a fault plan has rules for it, or the sink is not the
+ * native store (LTTng). Set once at start-up, read by every call. */
+extern uint8_t rt_tr_route[RT_ID_FIRST_TRACER];
+
 /* hooks.c: the collective's sequence number on comm (0: untracked), also
  * handed to the device side */
 uint32_t rt_tr_coll_seq(const void *comm);

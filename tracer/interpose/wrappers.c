@@ -33,13 +33,15 @@
 #define RT_LIB_OF(name) rt_events[RT_ID_##name].lib
 
 /* The wrapper, in two parts. The exported function is the common case:
- * the real function known, no fault rule for this call; it records the call
- * around it, or, when tracing is off or the call is nested in a recorded
- * one, calls straight through (one load and three well-predicted branches).
- * Everything else (the first call, which resolves the real function; a
- * fault plan with rules for this call) takes the general path, rt_slow_SYM.
- * An injected fault either replaces the call (error, skip, hang, abort,
- * kill) or runs around it (delay, device, corrupt). */
+ * the real function known, the call routed to the fast path (no fault rule
+ * for it, the native store: rt_tr_route, set once at start-up); it records
+ * the call around it into the native store, or, when tracing is off or the
+ * call is nested in a recorded one, calls straight through (one load and
+ * three well-predicted branches). Everything else (the first call, which
+ * resolves the real function; a fault plan with rules for this call; the
+ * LTTng sink) takes the general path, rt_slow_SYM. An injected fault either
+ * replaces the call (error, skip, hang, abort, kill) or runs around it
+ * (delay, device, corrupt). */
 #define RT_API(name, ret, params, args, fail, dev, after, field_list, role, errors)    \
 	RT_WRAPPER(name, name, ret, params, args, fail, dev, after, field_list)
 /* sym: the exported symbol; name: the call (event id, fault rules). A
@@ -53,13 +55,12 @@
 		const struct rt_inj_hit hit __attribute__((unused)) = { 0 };          \
 		struct rt_tr_call c;                                                   \
 		ret r;                                                                 \
-		if (rt_unlikely(!real) ||                                              \
-		    rt_unlikely(rt_inj_active && rt_inj_api[RT_ID_##name]))            \
+		if (rt_unlikely(!real) || rt_unlikely(rt_tr_route[RT_ID_##name]))     \
 			return rt_slow_##sym args;                                     \
 		if (!rt_tr_begin(&c, RT_ID_##name, RT_SIZE_##name, dev))               \
 			return real args;                                              \
 		RT_TR_FIELDS(0, field_list)                                            \
-		rt_tr_call_real(&c);                                                   \
+		rt_tr_call_real_native(&c);                                            \
 		r = real args;                                                         \
 		rt_tr_returned(&c);                                                    \
 		c.ok = r == 0;                                                         \
@@ -67,10 +68,10 @@
 			(void)(after);                                                 \
 		c.p = c.common + RT_COMMON_BYTES; /* c.fields: kept in no register */  \
 		RT_TR_FIELDS(1, field_list)                                            \
-		rt_tr_end(&c, (long)r);                                                \
+		rt_tr_end_native(&c, (long)r);                                         \
 		return r;                                                              \
 	}
-/* The general path: resolution, fault rules, tracing on or off. */
+/* The general path: resolution, fault rules, tracing on or off, any sink. */
 #define RT_SLOW_PATH(sym, name, ret, params, args, fail, dev, after, field_list)       \
 	__attribute__((noinline, cold)) static ret rt_slow_##sym params                \
 	{                                                                              \

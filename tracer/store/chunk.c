@@ -225,27 +225,27 @@ static int space_for(int fd, uint64_t size, bool first)
 	return err;
 }
 
-static void chunk_path(const struct rt_tr_stream *s, uint32_t seq, bool hidden, char *out,
+static void chunk_path(const struct rt_tr_wstream *s, uint32_t seq, bool hidden, char *out,
 		       size_t n)
 {
 	snprintf(out, n, seq ? "%s/%sstream-%d-%d.%u" : "%s/%sstream-%d-%d", rt_tr_rank.dir,
-		 hidden ? "." : "", (int)s->pid, (int)s->tid, seq);
+		 hidden ? "." : "", (int)s->h.pid, (int)s->tid, seq);
 }
 
 /* Every packet of ch: a valid, empty, unused packet of this stream. */
-static void format(const struct rt_tr_stream *s, struct rt_tr_chunk *ch)
+static void format(const struct rt_tr_wstream *s, struct rt_tr_chunk *ch)
 {
 	struct rt_fmt_packet h = { .uuid = rt_tr_trace_uuid, .ts_begin = RT_TS_UNUSED,
 				   .ts_end = RT_TS_UNUSED, .content_bytes = RT_PACKET_HEADER_BYTES,
 				   .packet_bytes = ch->pkt_bytes, .discarded = s->discarded,
-				   .pid = (uint32_t)s->pid, .tid = (uint32_t)s->tid };
+				   .pid = (uint32_t)s->h.pid, .tid = (uint32_t)s->tid };
 
 	for (uint64_t off = 0; off < ch->size; off += ch->pkt_bytes)
 		rt_fmt_packet_put(ch->base + off, &h);
 }
 
 /* Blocks, mapping, pages, packet headers, lock: everything but the name. */
-static int fill(const struct rt_tr_stream *s, struct rt_tr_chunk *ch, int fd)
+static int fill(const struct rt_tr_wstream *s, struct rt_tr_chunk *ch, int fd)
 {
 	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
 	struct rt_tr_quiet q;
@@ -274,7 +274,7 @@ static int fill(const struct rt_tr_stream *s, struct rt_tr_chunk *ch, int fd)
 }
 
 /* Give the finished file its name, never replacing one: 0 or -errno. */
-static int publish(struct rt_tr_stream *s, struct rt_tr_chunk *ch, int fd, bool tmpfile)
+static int publish(struct rt_tr_wstream *s, struct rt_tr_chunk *ch, int fd, bool tmpfile)
 {
 	char path[4300], from[4300];
 
@@ -304,7 +304,7 @@ static int publish(struct rt_tr_stream *s, struct rt_tr_chunk *ch, int fd, bool 
 	return -EEXIST;
 }
 
-static int create(const struct rt_tr_stream *s, bool *tmpfile)
+static int create(const struct rt_tr_wstream *s, bool *tmpfile)
 {
 	char path[4300];
 	int fd = -1;
@@ -344,7 +344,7 @@ static void life_keep(int fd)
  * only: 0, or -errno (-EFBIG: size cap; -RT_TR_E_RESERVE: free space;
  * -RT_TR_E_FSIZE: RLIMIT_FSIZE; -RT_TR_E_FDS: the descriptor budget is in
  * use, try later). No descriptor stays open. */
-int rt_tr_chunk_make(struct rt_tr_stream *s, struct rt_tr_chunk *ch)
+int rt_tr_chunk_make(struct rt_tr_wstream *s, struct rt_tr_chunk *ch)
 {
 	bool tmpfile, first = !__atomic_load_n(&made_first, __ATOMIC_ACQUIRE);
 	struct stat st = { 0 };
@@ -419,7 +419,7 @@ void rt_tr_chunk_recycle(struct rt_tr_chunk *ch, uint64_t discarded)
  * again by name and cut only if it is the one made (device and inode);
  * when it cannot be opened (no descriptor left) it keeps its unused
  * packets, still a valid file. */
-void rt_tr_chunk_trim(const struct rt_tr_stream *s, const struct rt_tr_chunk *ch, uint64_t keep)
+void rt_tr_chunk_trim(const struct rt_tr_wstream *s, const struct rt_tr_chunk *ch, uint64_t keep)
 {
 	char path[4300];
 	int fd;
@@ -436,7 +436,7 @@ void rt_tr_chunk_trim(const struct rt_tr_stream *s, const struct rt_tr_chunk *ch
 }
 
 /* Unmap ch; remove: also unlink its file (an unused one). */
-void rt_tr_chunk_drop(const struct rt_tr_stream *s, struct rt_tr_chunk *ch, bool remove)
+void rt_tr_chunk_drop(const struct rt_tr_wstream *s, struct rt_tr_chunk *ch, bool remove)
 {
 	if (remove && ch->base) {
 		char path[4300];

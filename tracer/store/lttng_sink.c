@@ -10,10 +10,13 @@
  * so a machine without LTTng-UST loads and traces natively as before. If the
  * provider cannot be loaded, one warning and tracing stops (fail-open).
  *
- * The wrappers are the native ones: they build their record in the thread's
- * stream buffer (never mapped to a file here), and rt_tr_end() (core/core.h)
- * passes it to rt_lttng_emit() and rewinds the buffer to where the record
- * began (records nest LIFO: a tracer event inside a call). LTTng cannot
+ * The sink is chosen once, at start-up: under it every interposed call
+ * takes the wrappers' general path (interpose/init.c's rt_tr_route), so the
+ * native fast path has no branch for LTTng. The records are built as the
+ * native writer builds them, in the thread's stream buffer (never mapped to
+ * a file here); rt_tr_end() (core/core.h) hands each to rt_lttng_emit() and
+ * frees its room (rt_tr_unwrite: records nest LIFO, a tracer event inside a
+ * call). LTTng cannot
  * complete a record in place as the native writer does, so a call that may
  * never return (NCCL's, by default; RANKTRACE_LTTNG_ENTRY=all|nccl|none) is
  * also emitted when it starts, with dur_ns = RT_DUR_PENDING: a rank that
@@ -127,10 +130,10 @@ int rt_tr_lttng_setup(void)
 }
 
 /* A thread's stream: its buffer only holds the records in progress. */
-void rt_tr_lttng_stream_init(struct rt_tr_stream *s)
+void rt_tr_lttng_stream_init(struct rt_tr_wstream *s)
 {
 	s->scratch = true;
-	s->pkt = s->buf;
-	s->pos = s->buf + RT_PACKET_HEADER_BYTES;
-	s->end = s->buf + sizeof(s->buf);
+	s->h.pkt = s->buf;
+	s->h.pos = s->buf + RT_PACKET_HEADER_BYTES;
+	s->h.end = s->buf + sizeof(s->buf);
 }

@@ -34,7 +34,7 @@
 #include "store_int.h"
 
 pthread_mutex_t rt_tr_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct rt_tr_stream *registry;
+static struct rt_tr_wstream *registry;
 static pid_t helper_pid;  /* process whose helper runs, 0: none */
 static uint32_t work;     /* futex word: bumped when there is work */
 static uint32_t started;  /* futex word: 1 once the helper runs its own code */
@@ -55,7 +55,7 @@ static bool helper_running(void)
 	return __atomic_load_n(&helper_pid, __ATOMIC_ACQUIRE) == rt_tr_pid;
 }
 
-void rt_tr_prep_register(struct rt_tr_stream *s)
+void rt_tr_prep_register(struct rt_tr_wstream *s)
 {
 	pthread_mutex_lock(&rt_tr_lock);
 	s->reg_next = registry;
@@ -65,12 +65,12 @@ void rt_tr_prep_register(struct rt_tr_stream *s)
 
 /* Take s out of the registry. False: the helper is making a file for it
  * and will release s itself when done. */
-bool rt_tr_prep_unregister(struct rt_tr_stream *s)
+bool rt_tr_prep_unregister(struct rt_tr_wstream *s)
 {
 	bool now = true;
 
 	pthread_mutex_lock(&rt_tr_lock);
-	for (struct rt_tr_stream **p = &registry; *p; p = &(*p)->reg_next)
+	for (struct rt_tr_wstream **p = &registry; *p; p = &(*p)->reg_next)
 		if (*p == s) {
 			*p = s->reg_next;
 			break;
@@ -83,7 +83,7 @@ bool rt_tr_prep_unregister(struct rt_tr_stream *s)
 	return now;
 }
 
-void rt_tr_prep_ask(struct rt_tr_stream *s)
+void rt_tr_prep_ask(struct rt_tr_wstream *s)
 {
 	int idle = RT_TR_NEXT_IDLE;
 
@@ -102,7 +102,7 @@ void rt_tr_prep_ask(struct rt_tr_stream *s)
  * together), a slot is waited for: woken as one frees, 6000 tries of 10 ms
  * at most (its holders are making files, a millisecond each when the
  * machine is not overloaded). s is registered. */
-int rt_tr_prep_take(struct rt_tr_stream *s, struct rt_tr_chunk *ch)
+int rt_tr_prep_take(struct rt_tr_wstream *s, struct rt_tr_chunk *ch)
 {
 	const struct timespec slice = { 0, 10 * 1000 * 1000 };
 	bool asked = false;
@@ -147,7 +147,7 @@ int rt_tr_prep_take(struct rt_tr_stream *s, struct rt_tr_chunk *ch)
 }
 
 /* A chunk s is done with (no record in flight in it any more). */
-void rt_tr_prep_retire(struct rt_tr_stream *s, struct rt_tr_chunk *ch)
+void rt_tr_prep_retire(struct rt_tr_wstream *s, struct rt_tr_chunk *ch)
 {
 	if (helper_running() && !__atomic_load_n(&s->retired_full, __ATOMIC_ACQUIRE)) {
 		s->retired = *ch;
@@ -164,12 +164,12 @@ void rt_tr_prep_retire(struct rt_tr_stream *s, struct rt_tr_chunk *ch)
 static bool serve(void)
 {
 	struct rt_tr_chunk done[BATCH];
-	struct rt_tr_stream *asked = NULL;
+	struct rt_tr_wstream *asked = NULL;
 	struct rt_tr_chunk ch;
 	int ndone = 0, err;
 
 	pthread_mutex_lock(&rt_tr_lock);
-	for (struct rt_tr_stream *s = registry; s; s = s->reg_next) {
+	for (struct rt_tr_wstream *s = registry; s; s = s->reg_next) {
 		int st = RT_TR_NEXT_ASKED;
 
 		if (ndone < BATCH && __atomic_load_n(&s->retired_full, __ATOMIC_ACQUIRE)) {
@@ -302,7 +302,7 @@ void rt_tr_prep_at_exit(void)
 {
 	if (pthread_mutex_trylock(&rt_tr_lock) != 0)
 		return; /* exit() from a handler that interrupted the lock's holder */
-	for (struct rt_tr_stream *s = registry; s; s = s->reg_next) {
+	for (struct rt_tr_wstream *s = registry; s; s = s->reg_next) {
 		int ready = RT_TR_NEXT_READY;
 
 		if (!__atomic_compare_exchange_n(&s->next_state, &ready, RT_TR_NEXT_BUSY, false,
@@ -342,7 +342,7 @@ void rt_tr_prep_fork_parent(void)
  * here): unmap and close them, never touching their files; no helper. */
 void rt_tr_prep_after_fork(void)
 {
-	struct rt_tr_stream *s = registry, *next;
+	struct rt_tr_wstream *s = registry, *next;
 
 	pthread_mutex_init(&rt_tr_lock, NULL);
 	registry = NULL;
@@ -359,7 +359,7 @@ void rt_tr_prep_after_fork(void)
 			rt_tr_chunk_drop(s, &s->retired, false);
 		for (uint32_t i = 0; i < s->ring_used; i++)
 			rt_tr_chunk_drop(s, &s->ring[i], false);
-		if (s == rt_tr_stream_tls)
+		if (&s->h == rt_tr_stream_tls)
 			rt_tr_stream_tls = NULL;
 		free(s);
 	}

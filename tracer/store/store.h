@@ -1,14 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /* store.h - where records go: each thread's stream, written one record at a
- * time through reserve (the room at s->pos, or rt_tr_stream_next when the
- * packet is full: the switch), commit (rt_tr_commit: the packet's size and
- * end time, in one store each), and, behind them, the native writer's
- * mmap'd CTF files (writer.c, chunk.c, helper thread prep.c) or the LTTng
- * sink (lttng_sink.c). Also the rank directory's metadata file (metadata.c).
+ * time through reserve (rt_tr_reserve: room at the stream's position, or the
+ * switch, rt_tr_stream_next, when the packet is full), the record written
+ * (rt_tr_wrote) and commit (rt_tr_commit: the packet's size and end time, in
+ * one store each). Behind them, the sink chosen once at start: the native
+ * writer's mmap'd CTF files (writer.c, chunk.c, helper thread prep.c), or
+ * LTTng (lttng_sink.c: records handed on, rt_tr_unwrite). Also the rank
+ * directory's metadata file (metadata.c).
  *
- * The hot path (core/core.h) touches only the first fields of struct
- * rt_tr_stream and the inline functions here; everything else is the
- * store's own (store_int.h). Uses identity/ and base/. */
+ * The hot path (core/core.h) sees struct rt_tr_stream and the inline
+ * functions here; the files, packets and helper behind them are the store's
+ * own (store_int.h). Uses identity/ and base/. */
 #ifndef RT_TR_STORE_H
 #define RT_TR_STORE_H
 
@@ -18,56 +20,56 @@
 #include "encode.h"
 #include "schema.h"
 
-/* One stream file ("chunk", writer.c/chunk.c): created aside, sized, mapped
- * and formatted as packets marked unused (RT_TS_UNUSED) before it appears
- * in the rank directory, so that at every instant every file a reader can
- * see is a valid CTF stream file. Held by its mapping alone: no descriptor
- * stays open (base/own.c); dev and ino prove the file when it is reopened. */
-struct rt_tr_chunk {
-	uint8_t *base;      /* the whole file, mapped shared; NULL: none */
-	uint64_t size;
-	uint64_t dev, ino;  /* the file's identity */
-	uint32_t pkt_bytes; /* size of each of its packets */
-	uint32_t seq;       /* file stream-PID-TID (0) or stream-PID-TID.SEQ */
-};
+struct rt_tr_stream;
+void rt_tr_stream_next(struct rt_tr_stream *s, uint64_t now, unsigned need);
 
-#define RT_TR_RING_CHUNKS RT_RING_FILES
-
-/* One thread's stream: CTF stream files written one mmap'd packet at a time.
- * In "scratch" mode (tracing stopped, or failed) events are written into
- * buf and forgotten, so callers need no special case. The hot fields come
- * first; the rest is touched once per packet or chunk. */
+/* A thread's stream as the hot path sees it: where the next record goes.
+ * The store's own state follows it (store_int.h: struct rt_tr_wstream). */
 struct rt_tr_stream {
-	uint8_t *pkt;   /* current packet (mapped), or buf in scratch mode */
-	uint8_t *pos;   /* next free byte */
-	uint8_t *end;   /* end of the packet, less room kept for rt_trace_stop */
-	uint64_t last_ts;
-	uint64_t events;
-	uint64_t discarded;
-	uint8_t *last_real_pkt; /* newest mapped packet: discarded events are counted there */
-	struct rt_tr_chunk cur;  /* being written */
-	struct rt_tr_chunk prev; /* the one before: may hold a record in flight */
-	struct rt_tr_chunk next; /* prepared ahead (next_state READY) */
-	int next_state;          /* RT_TR_NEXT_*, atomic; futex word while BUSY */
-	int next_err;            /* -errno when FAILED */
-	struct rt_tr_chunk retired; /* to unmap and close, by the helper */
-	int retired_full;
-	uint32_t nchunks;        /* chunk files made for this stream */
-	uint32_t seq_next;       /* next file name suffix to try */
-	uint32_t ring_used, ring_cur; /* flight recorder: slots filled, slot in use */
-	struct rt_tr_chunk ring[RT_TR_RING_CHUNKS];
-	struct rt_tr_stream *reg_next; /* registry of streams (prep.c, under rt_tr_lock) */
-	bool orphan;                   /* its thread ended while the helper worked for it */
-	pid_t pid;
-	pid_t tid;
-	bool scratch;
-	uint8_t buf[RT_PACKET_HEADER_BYTES + 2 * RT_EVENT_MAX_BYTES];
+	uint8_t *pkt;     /* the packet records go to now (its size and end time) */
+	uint8_t *pos;     /* where the next record goes */
+	uint8_t *end;     /* the end of the room for records in this packet */
+	uint64_t last_ts; /* the newest record's time: times never go back */
+	uint64_t events;  /* records written */
+	pid_t pid;        /* the process it is for (a forked child's is not its own) */
 };
 
-/* Commit: every byte up to s->pos is an event, the last of them at ts. */
-static inline void rt_tr_commit(struct rt_tr_stream *s, uint64_t ts)
+/* Reserve: room for a record of at most `need` bytes at time *now (raised
+ * to the stream's newest time), switching to the next packet (or file) when
+ * this one is full. Returns where the record goes; *last: the newest time
+ * before it (a compact header is a delta from it). */
+RT_TR_HOT uint8_t *rt_tr_reserve(struct rt_tr_stream *s, unsigned need, uint64_t *now,
+				 uint64_t *last)
 {
-	rt_fmt_packet_commit(s->pkt, (uint64_t)(s->pos - s->pkt), ts);
+	*last = s->last_ts;
+	if (*now < *last)
+		*now = *last;
+	if (rt_unlikely(s->pos + need > s->end)) {
+		rt_tr_stream_next(s, *now, need); /* the switch */
+		*last = s->last_ts;
+	}
+	return s->pos;
+}
+
+/* The reserved record was written: it ends at end, its time is now. */
+RT_TR_HOT void rt_tr_wrote(struct rt_tr_stream *s, uint8_t *end, uint64_t now)
+{
+	s->last_ts = now;
+	s->pos = end;
+}
+
+/* Commit: the records of packet pkt up to end are complete, the last of
+ * them at ts (the packet's size and end time: one store each). */
+RT_TR_HOT void rt_tr_commit(uint8_t *pkt, const uint8_t *end, uint64_t ts)
+{
+	rt_fmt_packet_commit(pkt, (uint64_t)(end - pkt), ts);
+}
+
+/* A sink that hands records on (LTTng) frees the room of the newest one,
+ * at rec, once it is handed on: records nest LIFO. */
+RT_TR_HOT void rt_tr_unwrite(struct rt_tr_stream *s, uint8_t *rec)
+{
+	s->pos = rec;
 }
 
 /* ---- writer.c: streams; the slow paths leave errno as they found it ---- */
@@ -79,9 +81,6 @@ struct rt_tr_stream *rt_tr_stream_open(int setup_err);
 /* For a fatal-signal handler: a stream allocated ahead, opened with system
  * calls only; NULL when there is none. */
 struct rt_tr_stream *rt_tr_stream_for_signal(void);
-/* Switch: the packet is full; the next one (or a scratch buffer once
- * tracing has stopped), with room for `need` bytes at time now. */
-void rt_tr_stream_next(struct rt_tr_stream *s, uint64_t now, unsigned need);
 /* At exit or thread end: a stream that has not said why tracing stopped
  * says it now. */
 void rt_tr_stream_note_stop(struct rt_tr_stream *s);

@@ -39,7 +39,7 @@ static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 static int warned_io, warned_stop;
 /* One stream allocated ahead, for a thread that first needs one inside a
  * fatal-signal handler (where malloc is not allowed). */
-static struct rt_tr_stream *spare;
+static struct rt_tr_wstream *spare;
 
 bool rt_tr_process_traced(void)
 {
@@ -53,7 +53,7 @@ void rt_tr_store_ready(void)
 
 /* The end of a stream whose thread is gone (or a helper done with it):
  * unused packets and files removed, mappings and files closed. */
-void rt_tr_stream_release(struct rt_tr_stream *s)
+void rt_tr_stream_release(struct rt_tr_wstream *s)
 {
 	struct rt_tr_chunk *cur = rt_tr_config.ring_bytes ? &s->ring[s->ring_cur] : &s->cur;
 
@@ -77,15 +77,15 @@ void rt_tr_stream_release(struct rt_tr_stream *s)
 /* pthread key destructor: the thread ends. */
 static void stream_gone(void *p)
 {
-	struct rt_tr_stream *s = p;
+	struct rt_tr_wstream *s = p;
 
 	if (!s)
 		return;
-	if (s->pid == rt_tr_pid)
-		rt_tr_stream_note_stop(s);
-	if (rt_tr_stream_tls == s)
+	if (s->h.pid == rt_tr_pid)
+		rt_tr_stream_note_stop(&s->h);
+	if (rt_tr_stream_tls == &s->h)
 		rt_tr_stream_tls = NULL;
-	if (s->pid == rt_tr_pid && rt_tr_prep_unregister(s))
+	if (s->h.pid == rt_tr_pid && rt_tr_prep_unregister(s))
 		rt_tr_stream_release(s);
 }
 
@@ -105,15 +105,15 @@ void rt_tr_stream_forget_inherited(void)
 		memset(spare, 0, sizeof(*spare));
 }
 
-static void enter_scratch(struct rt_tr_stream *s)
+static void enter_scratch(struct rt_tr_wstream *s)
 {
 	s->scratch = true;
-	s->pkt = s->buf;
-	s->pos = s->buf + RT_PACKET_HEADER_BYTES;
-	s->end = s->buf + sizeof(s->buf);
+	s->h.pkt = s->buf;
+	s->h.pos = s->buf + RT_PACKET_HEADER_BYTES;
+	s->h.end = s->buf + sizeof(s->buf);
 }
 
-static void count_discarded(struct rt_tr_stream *s)
+static void count_discarded(struct rt_tr_wstream *s)
 {
 	s->discarded++;
 	if (s->last_real_pkt)
@@ -122,16 +122,16 @@ static void count_discarded(struct rt_tr_stream *s)
 
 /* Turn the prepared, unused packet p of the current chunk into the one
  * being written: stores only, each leaving a valid file. */
-static void packet_open(struct rt_tr_stream *s, uint8_t *p, uint64_t now)
+static void packet_open(struct rt_tr_wstream *s, uint8_t *p, uint64_t now)
 {
-	if (now < s->last_ts)
-		now = s->last_ts;
+	if (now < s->h.last_ts)
+		now = s->h.last_ts;
 	rt_fmt_packet_set_discarded(p, s->discarded);
 	rt_tr_put_ts_pair(p, now, now);
-	s->pkt = s->last_real_pkt = p;
-	s->pos = p + RT_PACKET_HEADER_BYTES;
-	s->end = p + s->cur.pkt_bytes - STOP_ROOM;
-	s->last_ts = now;
+	s->h.pkt = s->last_real_pkt = p;
+	s->h.pos = p + RT_PACKET_HEADER_BYTES;
+	s->h.end = p + s->cur.pkt_bytes - STOP_ROOM;
+	s->h.last_ts = now;
 }
 
 static void put_field(uint8_t *fields, int i, int64_t v)
@@ -146,31 +146,31 @@ static void put_field(uint8_t *fields, int i, int64_t v)
 
 /* rt_trace_stop into the room the packet kept for it (we are inside
  * rt_tr_begin, so the generated rt_tr_ev_ function cannot be used). */
-static void write_stop(struct rt_tr_stream *s, uint64_t now, int err)
+static void write_stop(struct rt_tr_wstream *s, uint64_t now, int err)
 {
 	unsigned id = RT_ID_rt_trace_stop;
-	uint8_t *p = s->pos;
+	uint8_t *p = s->h.pos;
 	int reason = rt_tr_stop_reason_of(err);
 
-	if (!s->last_real_pkt || p + STOP_ROOM > s->pkt + s->cur.pkt_bytes)
+	if (!s->last_real_pkt || p + STOP_ROOM > s->h.pkt + s->cur.pkt_bytes)
 		return;
-	if (now < s->last_ts)
-		now = s->last_ts;
+	if (now < s->h.last_ts)
+		now = s->h.last_ts;
 	p = rt_fmt_event_common(rt_fmt_event_header_ext(p, id, now), 0, 0, -1);
 	memset(p, 0, RT_SIZE_rt_trace_stop);
 	put_field(p, rt_field_at[id][RT_FN_reason], reason);
 	put_field(p, rt_field_at[id][RT_FN_error],
 		  reason == RT_STOP_CAP || reason == RT_STOP_RESERVE ? 0 : rt_tr_stop_errno(err));
-	put_field(p, rt_field_at[id][RT_FN_events], (int64_t)s->events);
+	put_field(p, rt_field_at[id][RT_FN_events], (int64_t)s->h.events);
 	put_field(p, rt_field_at[id][RT_FN_bytes], (int64_t)rt_tr_bytes_used());
-	s->pos = p + RT_SIZE_rt_trace_stop;
-	s->last_ts = now;
-	s->events++;
-	rt_tr_commit(s, now);
+	s->h.pos = p + RT_SIZE_rt_trace_stop;
+	s->h.last_ts = now;
+	s->h.events++;
+	rt_tr_commit(s->h.pkt, s->h.pos, now);
 }
 
 /* Flight recorder: the file after slot k's in ring order becomes current. */
-static void ring_enter(struct rt_tr_stream *s, uint32_t k)
+static void ring_enter(struct rt_tr_wstream *s, uint32_t k)
 {
 	s->prev = s->cur;
 	s->cur = s->ring[k];
@@ -179,7 +179,7 @@ static void ring_enter(struct rt_tr_stream *s, uint32_t k)
 
 /* The current file is full: the next one (prepared ahead, or the oldest of
  * a flight recorder's, reset) becomes current. 0 or -errno. */
-static int chunk_switch(struct rt_tr_stream *s, uint64_t now)
+static int chunk_switch(struct rt_tr_wstream *s, uint64_t now)
 {
 	struct rt_tr_chunk ch;
 	bool ring = rt_tr_config.ring_bytes != 0;
@@ -222,7 +222,7 @@ static void warn_stop(int err)
 			(unsigned long long)rt_tr_bytes_used());
 }
 
-static void stream_next(struct rt_tr_stream *s, uint64_t now, unsigned need)
+static void stream_next(struct rt_tr_wstream *s, uint64_t now, unsigned need)
 {
 	int err;
 
@@ -230,16 +230,16 @@ static void stream_next(struct rt_tr_stream *s, uint64_t now, unsigned need)
 		/* room for exactly this event, so the next one comes here too */
 		if (s->last_real_pkt)
 			count_discarded(s);
-		s->pos = s->buf + RT_PACKET_HEADER_BYTES;
-		s->end = s->pos + need;
+		s->h.pos = s->buf + RT_PACKET_HEADER_BYTES;
+		s->h.end = s->h.pos + need;
 		return;
 	}
-	if (s->pkt + s->cur.pkt_bytes < s->cur.base + s->cur.size) {
+	if (s->h.pkt + s->cur.pkt_bytes < s->cur.base + s->cur.size) {
 		/* leaving the first packet of a file: time to ask for the next */
-		if (s->pkt == s->cur.base &&
+		if (s->h.pkt == s->cur.base &&
 		    (!rt_tr_config.ring_bytes || s->ring_used < RT_TR_RING_CHUNKS))
 			rt_tr_prep_ask(s);
-		packet_open(s, s->pkt + s->cur.pkt_bytes, now);
+		packet_open(s, s->h.pkt + s->cur.pkt_bytes, now);
 		return;
 	}
 	err = chunk_switch(s, now);
@@ -248,7 +248,7 @@ static void stream_next(struct rt_tr_stream *s, uint64_t now, unsigned need)
 	write_stop(s, now, err);
 	warn_stop(err);
 	enter_scratch(s);
-	s->end = s->pos + need;
+	s->h.end = s->h.pos + need;
 	count_discarded(s);
 }
 
@@ -257,18 +257,19 @@ void rt_tr_stream_next(struct rt_tr_stream *s, uint64_t now, unsigned need)
 {
 	int saved = errno;
 
-	stream_next(s, now, need);
+	stream_next(rt_tr_ws(s), now, need);
 	errno = saved;
 }
 
 /* At exit or thread end: tracing stopped (maybe for a thread that never had
  * a file to say so in) and this thread's stream s has not said it yet: it
  * says it now, in the room every packet keeps for it. */
-void rt_tr_stream_note_stop(struct rt_tr_stream *s)
+void rt_tr_stream_note_stop(struct rt_tr_stream *hs)
 {
+	struct rt_tr_wstream *s = hs ? rt_tr_ws(hs) : NULL;
 	int err = rt_tr_stop_error();
 
-	if (!err || !s || s->pid != rt_tr_pid || s->scratch || !s->last_real_pkt || rt_tr_depth)
+	if (!err || !s || s->h.pid != rt_tr_pid || s->scratch || !s->last_real_pkt || rt_tr_depth)
 		return;
 	rt_tr_depth = 1;
 	write_stop(s, rt_tr_now(), err);
@@ -277,7 +278,7 @@ void rt_tr_stream_note_stop(struct rt_tr_stream *s)
 }
 
 /* ch, made for s, becomes its first file, its first packet open. */
-static void adopt_first(struct rt_tr_stream *s, const struct rt_tr_chunk *ch)
+static void adopt_first(struct rt_tr_wstream *s, const struct rt_tr_chunk *ch)
 {
 	if (rt_tr_config.ring_bytes) {
 		s->ring[0] = *ch;
@@ -290,12 +291,12 @@ static void adopt_first(struct rt_tr_stream *s, const struct rt_tr_chunk *ch)
 /* First file and packet for s (process already set up). registered: s is
  * in the helper's registry (the helper may make its file when this
  * thread cannot), else a signal handler's spare stream. */
-static int stream_start(struct rt_tr_stream *s, bool registered)
+static int stream_start(struct rt_tr_wstream *s, bool registered)
 {
 	struct rt_tr_chunk ch;
 	int err;
 
-	s->pid = rt_tr_pid;
+	s->h.pid = rt_tr_pid;
 	s->tid = (pid_t)syscall(SYS_gettid);
 	if (rt_tr_lttng_wanted) {
 		rt_tr_lttng_stream_init(s);
@@ -312,21 +313,21 @@ static int stream_start(struct rt_tr_stream *s, bool registered)
  * NULL when there is none (already used, or the process never traced). */
 struct rt_tr_stream *rt_tr_stream_for_signal(void)
 {
-	struct rt_tr_stream *s = __atomic_exchange_n(&spare, NULL, __ATOMIC_ACQ_REL);
+	struct rt_tr_wstream *s = __atomic_exchange_n(&spare, NULL, __ATOMIC_ACQ_REL);
 
 	if (!s || !rt_tr_process_traced())
 		return NULL;
 	if (stream_start(s, false) != 0)
 		return NULL;
 	rt_tr_errno_p = &errno;
-	rt_tr_stream_tls = s;
-	return s;
+	rt_tr_stream_tls = &s->h;
+	return &s->h;
 }
 
-static struct rt_tr_stream *stream_open(int err)
+static struct rt_tr_wstream *stream_open(int err)
 {
-	static struct rt_tr_stream dead; /* when even malloc fails */
-	struct rt_tr_stream *s;
+	static struct rt_tr_wstream dead; /* when even malloc fails */
+	struct rt_tr_wstream *s;
 
 	pthread_once(&key_once, make_key);
 	s = calloc(1, sizeof(*s));
@@ -360,7 +361,7 @@ static struct rt_tr_stream *stream_open(int err)
 		}
 		enter_scratch(s);
 	}
-	rt_tr_stream_tls = s;
+	rt_tr_stream_tls = &s->h;
 	pthread_setspecific(stream_key, s);
 	return s;
 }
@@ -368,10 +369,10 @@ static struct rt_tr_stream *stream_open(int err)
 struct rt_tr_stream *rt_tr_stream_open(int setup_err)
 {
 	int saved = errno;
-	struct rt_tr_stream *s;
+	struct rt_tr_wstream *s;
 
 	rt_tr_errno_p = &errno;
 	s = stream_open(setup_err);
 	errno = saved;
-	return s;
+	return &s->h;
 }
