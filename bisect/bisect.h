@@ -111,6 +111,10 @@ const char *bs_judged_name(int judged);
  * string too). 0, or -1 after a message. */
 int bs_state_save(const struct bs_ctx *x);
 int bs_state_load(struct bs_ctx *x, char ***argv, int *argc);
+/* A new bisect's BISECT_DIR (x->o.dir, the candidates listed): created with
+ * .bisect/ in it, its real path into x->dir, the state saved, the start said
+ * on stderr. 0, or BS_EXIT_USAGE after a message. */
+int bs_state_create(struct bs_ctx *x);
 
 /* spawn.c: run argv (no timeout), its stdout into *out (malloc'd,
  * NUL-terminated); stderr to /dev/null when quiet. Returns the exit status
@@ -118,5 +122,10 @@ int bs_state_load(struct bs_ctx *x, char ***argv, int *argc);
 int bs_capture(char *const *argv, const char *cwd, char **out, bool quiet);
 /* util.c: mkdir -p PATH (0700 for what it creates). 0 or -errno. */
 int bs_mkdir_p(const char *path);
+/* util.c: x->cache from RANKTRACE_CACHE_DIR, else $XDG_CACHE_HOME/ranktrace,
+ * else ~/.cache/ranktrace (pip's downloads and wheels, shared by bisects). */
+void bs_cache_dir(struct bs_ctx *x);
+/* util.c: path is a directory holding nothing (-o may reuse it). */
+bool bs_dir_empty(const char *path);
 
 #endif

@@ -161,3 +161,23 @@ int bs_state_load(struct bs_ctx *x, char ***argv, int *argc)
 	}
 	return 0;
 }
+
+int bs_state_create(struct bs_ctx *x)
+{
+	char side[PATH_MAX + 16];
+
+	snprintf(side, sizeof(side), "%s/.bisect", x->o.dir);
+	if (bs_mkdir_p(side) != 0 || !realpath(x->o.dir, x->dir)) {
+		fprintf(stderr, "ranktrace bisect: cannot create %s: %s\n", x->o.dir, strerror(errno));
+		return BS_EXIT_USAGE;
+	}
+	if (bs_state_save(x) != 0) {
+		fprintf(stderr, "ranktrace bisect: cannot write the state in %s\n", side);
+		return BS_EXIT_USAGE;
+	}
+	fprintf(stderr, "bisect: %d candidates from %s to %s%s%s%s; traces in %s/\n", x->n,
+		x->c[0].id, x->c[x->n - 1].id, x->o.find == BS_FIND_FIX ? "; finding the fix" : "",
+		x->signature[0] ? (x->o.find == BS_FIND_FIX ? " of " : "; hunting ") : "", x->signature,
+		x->dir);
+	return 0;
+}

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* util.c - small helpers of bisect/: rm -rf and mkdir -p of its work
- * directories, shell quoting (the reproducing command), {version} and {dir}
- * in CMD and --setup, the last line of a step's log, a judgement's name.
+ * directories, whether -o's directory is empty, the download cache's place,
+ * shell quoting (the reproducing command), {version} and {dir} in CMD and
+ * --setup, the last line of a step's log, a judgement's name.
  *
  * No state; allocate only where they return a string; any process. */
+#include <dirent.h>
 #include <errno.h>
 #include <ftw.h>
 #include <stdlib.h>
@@ -154,4 +156,31 @@ const char *bs_judged_name(int judged)
 	static const char *const names[] = { "untested", "good", "bad", "skip" };
 
 	return judged >= 0 && judged <= BS_SKIP ? names[judged] : "?";
+}
+
+void bs_cache_dir(struct bs_ctx *x)
+{
+	const char *env = getenv(RT_ENV_NAME(CACHE_DIR)), *xdg = getenv("XDG_CACHE_HOME");
+	const char *home = getenv("HOME");
+
+	if (env && *env)
+		snprintf(x->cache, sizeof(x->cache), "%s", env);
+	else if (xdg && *xdg)
+		snprintf(x->cache, sizeof(x->cache), "%s/ranktrace", xdg);
+	else
+		snprintf(x->cache, sizeof(x->cache), "%s/.cache/ranktrace", home ? home : "/tmp");
+}
+
+bool bs_dir_empty(const char *path)
+{
+	DIR *d = opendir(path);
+	struct dirent *e;
+	bool empty = true;
+
+	while (d && (e = readdir(d)))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+			empty = false;
+	if (d)
+		closedir(d);
+	return d && empty;
 }

@@ -10,7 +10,6 @@
  * DIR` re-reads the arguments saved in DIR.
  * Exit status: 0 first bad (--find fix: first good) found, 1 not found (or an endpoint misjudged),
  * 2 usage, 130 interrupted (state saved). */
-#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdint.h>
@@ -347,37 +346,9 @@ static int like_signature(struct bs_ctx *x)
 	return 0;
 }
 
-static void cache_dir(struct bs_ctx *x)
-{
-	const char *env = getenv(RT_ENV_NAME(CACHE_DIR)), *xdg = getenv("XDG_CACHE_HOME");
-	const char *home = getenv("HOME");
-
-	if (env && *env)
-		snprintf(x->cache, sizeof(x->cache), "%s", env);
-	else if (xdg && *xdg)
-		snprintf(x->cache, sizeof(x->cache), "%s/ranktrace", xdg);
-	else
-		snprintf(x->cache, sizeof(x->cache), "%s/.cache/ranktrace", home ? home : "/tmp");
-}
-
-static bool dir_empty(const char *path)
-{
-	DIR *d = opendir(path);
-	struct dirent *e;
-	bool empty = true;
-
-	while (d && (e = readdir(d)))
-		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
-			empty = false;
-	if (d)
-		closedir(d);
-	return d && empty;
-}
-
 /* A new bisect: check and list everything, then create BISECT_DIR. */
 static int start(struct bs_ctx *x)
 {
-	char side[PATH_MAX + 16];
 	struct stat st;
 	int rc;
 
@@ -390,7 +361,7 @@ static int start(struct bs_ctx *x)
 		strftime(def, sizeof(def), "ranktrace-bisect-%Y%m%d-%H%M%S", &tm);
 		x->o.dir = def;
 	}
-	if (stat(x->o.dir, &st) == 0 && (!S_ISDIR(st.st_mode) || !dir_empty(x->o.dir)))
+	if (stat(x->o.dir, &st) == 0 && (!S_ISDIR(st.st_mode) || !bs_dir_empty(x->o.dir)))
 		return bad_usage("-o %s already exists and is not empty (use --resume to continue "
 				 "a bisect there)", x->o.dir);
 	if (x->o.like && (rc = like_signature(x)))
@@ -399,20 +370,7 @@ static int start(struct bs_ctx *x)
 		snprintf(x->signature, sizeof(x->signature), "%s", x->o.signature);
 	if ((rc = bs_list_candidates(x)))
 		return rc;
-	snprintf(side, sizeof(side), "%s/.bisect", x->o.dir);
-	if (bs_mkdir_p(side) != 0 || !realpath(x->o.dir, x->dir)) {
-		fprintf(stderr, "ranktrace bisect: cannot create %s: %s\n", x->o.dir, strerror(errno));
-		return BS_EXIT_USAGE;
-	}
-	if (bs_state_save(x) != 0) {
-		fprintf(stderr, "ranktrace bisect: cannot write the state in %s\n", side);
-		return BS_EXIT_USAGE;
-	}
-	fprintf(stderr, "bisect: %d candidates from %s to %s%s%s%s; traces in %s/\n", x->n,
-		x->c[0].id, x->c[x->n - 1].id, x->o.find == BS_FIND_FIX ? "; finding the fix" : "",
-		x->signature[0] ? (x->o.find == BS_FIND_FIX ? " of " : "; hunting ") : "", x->signature,
-		x->dir);
-	return 0;
+	return bs_state_create(x);
 }
 
 static int resume(struct bs_ctx *x, bool json)
@@ -455,7 +413,7 @@ int rt_cli_cmd_bisect(int argc, char **argv)
 		return BS_EXIT_USAGE;
 	}
 	x.self[k] = '\0';
-	cache_dir(&x);
+	bs_cache_dir(&x);
 	rc = parse_args(&x, argc, argv);
 	if (rc)
 		return rc == 1 ? 0 : rc;

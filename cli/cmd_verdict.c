@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* cmd_verdict.c - `ranktrace verdict`: one word and an exit code for
  * `git bisect run` (0 healthy, 1 bad, 125 skip; a usage error 128, which
- * stops a bisection: git counts 2 as bad). */
+ * stops a bisection: git counts 2 as bad). Why goes to stderr, said by the
+ * render room (viewer/render/verdict_text.c). */
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -48,64 +49,6 @@ static void usage_verdict(FILE *f)
 		   "it is hung if, when it was stopped, no call had returned for --stall.\n");
 }
 
-/* How each rank ended, ranks that ended alike on one line ("ranks 0-3
- * exited: exit 1"): a thousand ranks killed by the launcher read as one.
- * Ranks marked in named had their ending said already. */
-static void print_endings(const struct rt_vw_trace *t, const bool *named)
-{
-	char (*how)[128] = calloc((size_t)t->nranks, sizeof(*how));
-	int *same = calloc((size_t)t->nranks, sizeof(*same));
-	bool *done = calloc((size_t)t->nranks, sizeof(*done));
-	char list[256];
-
-	for (int i = 0; how && same && done && i < t->nranks; i++) {
-		char end[96];
-
-		done[i] = named && named[i];
-		rt_vw_rank_end(&t->ranks[i], end, sizeof(end));
-		snprintf(how[i], sizeof(how[i]), "%s: %s", rt_vw_state_names[t->ranks[i].state], end);
-	}
-	for (int i = 0; how && same && done && i < t->nranks; i++) {
-		int n = 0;
-
-		if (done[i])
-			continue;
-		for (int j = i; j < t->nranks; j++)
-			if (!done[j] && !strcmp(how[j], how[i])) {
-				done[j] = true;
-				same[n++] = t->ranks[j].meta.rank;
-			}
-		rt_vw_rank_list(same, n, list, sizeof(list));
-		fprintf(stderr, "ranktrace verdict: rank%s %s %s\n", n > 1 ? "s" : "", list, how[i]);
-	}
-	free(how);
-	free(same);
-	free(done);
-}
-
-/* Why: the findings that decided the verdict, the same finding on several
- * ranks said once ("ranks 0-1 exited with status 1"). A crash's finding
- * names those ranks' endings: they are marked in named, not said again. */
-static void print_why(const struct rt_vw_trace *t, bool *named)
-{
-	struct rt_vw_diag *g;
-	int hidden, n = rt_vw_diagnose(t, -1, true, &g, &hidden);
-
-	for (int k = 0; k < n; k++) {
-		if (t->findings[g[k].first].signature != t->verdict)
-			continue;
-		fprintf(stderr, "ranktrace verdict: %s\n", rt_vw_esc(g[k].text));
-		for (int j = 0; named && t->verdict == RT_V_CRASHED && j < g[k].nranks; j++) {
-			int i = rt_vw_rank_index(t, g[k].ranks[j]);
-
-			if (i >= 0)
-				named[i] = true;
-		}
-		break;
-	}
-	free(g);
-}
-
 int rt_cli_cmd_verdict(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -117,6 +60,7 @@ int rt_cli_cmd_verdict(int argc, char **argv)
 	int c, bad = -1, rc;
 	uint64_t stall_ns = 0;
 	struct rt_vw_trace *t;
+	struct rt_vw_report rp;
 
 	while ((c = getopt_long(argc, argv, "b:h", opts, NULL)) != -1) {
 		switch (c) {
@@ -153,26 +97,10 @@ int rt_cli_cmd_verdict(int argc, char **argv)
 		return 125;
 	}
 	printf("%s\n", rt_vw_verdict_names[t->verdict]);
-	if (t->verdict == RT_V_INCONCLUSIVE)
-		fprintf(stderr, "ranktrace verdict: inconclusive: %s\n", rt_vw_esc(t->inconclusive));
-	for (int i = 0; t->verdict == RT_V_HUNG && i < t->nfindings; i++)
-		if (t->findings[i].signature == RT_V_HUNG) {
-			char text[sizeof(t->findings[i].text)];
-
-			rt_vw_finding_text(&t->findings[i], text, sizeof(text));
-			fprintf(stderr, "ranktrace verdict: %s\n", rt_vw_esc(text));
-		}
-	if (t->interrupted && t->verdict == RT_V_INCONCLUSIVE)
-		print_endings(t, NULL);
-	if (t->verdict != RT_V_HEALTHY && t->verdict != RT_V_INCONCLUSIVE &&
-	    t->verdict != RT_V_HUNG) {
-		/* why, and how each rank ended: each ending once */
-		bool *named = calloc((size_t)t->nranks + 1, sizeof(*named));
-
-		print_why(t, named);
-		print_endings(t, named);
-		free(named);
-	}
+	fflush(stdout); /* the word before why, where both go to one terminal */
+	if (rt_vw_report_make(t, -1, &rp) == 0)
+		rt_vw_verdict_why(stderr, &rp);
+	rt_vw_report_free(&rp);
 	if (t->verdict == RT_V_HEALTHY)
 		rc = 0;
 	else if (t->verdict == RT_V_INCONCLUSIVE)

@@ -109,29 +109,18 @@ int rt_cli_parse_duration(const char *cmd, const char *opt, const char *s, uint6
 
 int rt_cli_print_summary(const char *dir)
 {
-	char **names, err[1024];
+	char **names, err[1024] = "";
 	int n = -1, bad; /* -1: an LTTng trace, its ranks counted by the model */
-	struct rt_vw_trace *t;
+	struct rt_vw_trace *t = NULL;
 
 	if (!rt_vw_is_lttng(dir)) {
 		n = rt_vw_list_ranks(dir, &names);
 		rt_vw_free_names(names, n > 0 ? n : 0);
-		if (n <= 0) {
-			printf("ranktrace: no rank traces in %s (the command made no CUDA or NCCL "
-			       "call)\n", rt_vw_esc(dir));
-			return 0;
-		}
-		printf("ranktrace: %d rank trace%s in %s/\n", n, n == 1 ? "" : "s", rt_vw_esc(dir));
+		n = n > 0 ? n : 0;
 	}
-	t = rt_vw_load(dir, 0, err, sizeof(err));
-	if (!t) {
-		printf("  unreadable: %s\n", rt_vw_esc(err));
-		return n > 0 ? n : 1;
-	}
-	if (n < 0)
-		printf("ranktrace: %d rank%s in the LTTng trace %s/\n", t->nranks,
-		       t->nranks == 1 ? "" : "s", rt_vw_esc(dir));
-	bad = rt_vw_summary_ranks(stdout, t);
+	if (n)
+		t = rt_vw_load(dir, 0, err, sizeof(err));
+	bad = rt_vw_summary(stdout, dir, n, t, err);
 	rt_vw_free(t);
 	return bad;
 }

@@ -48,6 +48,11 @@ void rt_vw_device_json(struct rt_json *w, const struct rt_vw_trace *t);
 /* `run`'s summary (summary.c): one line per rank (events, devices, end,
  * allocations, peaks); returns the unreadable or damaged ranks. */
 int rt_vw_summary_ranks(FILE *f, const struct rt_vw_trace *t);
+/* The same after a line saying how many rank traces DIR holds: listed
+ * (rank directories; 0: none, the command made no CUDA or NCCL call; -1:
+ * an LTTng trace, its ranks counted by t), t the trace loaded (NULL: err
+ * says why it could not be). Returns the unreadable ranks. */
+int rt_vw_summary(FILE *f, const char *dir, int listed, const struct rt_vw_trace *t, const char *err);
 /* Bytes the one way every output writes them: "512 B", "3.1 KiB", "2.0 GiB". */
 void rt_vw_human_bytes(char *out, size_t n, uint64_t b);
 

@@ -93,3 +93,23 @@ int rt_vw_summary_ranks(FILE *f, const struct rt_vw_trace *t)
 	}
 	return bad;
 }
+
+int rt_vw_summary(FILE *f, const char *dir, int listed, const struct rt_vw_trace *t, const char *err)
+{
+	if (!listed) {
+		fprintf(f, "ranktrace: no rank traces in %s (the command made no CUDA or NCCL call)\n",
+			rt_vw_esc(dir));
+		return 0;
+	}
+	if (listed > 0)
+		fprintf(f, "ranktrace: %d rank trace%s in %s/\n", listed, listed == 1 ? "" : "s",
+			rt_vw_esc(dir));
+	if (!t) {
+		fprintf(f, "  unreadable: %s\n", rt_vw_esc(err));
+		return listed > 0 ? listed : 1;
+	}
+	if (listed < 0)
+		fprintf(f, "ranktrace: %d rank%s in the LTTng trace %s/\n", t->nranks,
+			t->nranks == 1 ? "" : "s", rt_vw_esc(dir));
+	return rt_vw_summary_ranks(f, t);
+}

@@ -58,6 +58,11 @@ int rt_vw_view_text(FILE *f, const struct rt_vw_report *rp, bool all);
 /* `view --json`: schema ranktrace.view/1 (docs/json.md). */
 int rt_vw_view_json(FILE *f, const struct rt_vw_report *rp);
 
+/* `verdict`'s why, for stderr: what an inconclusive verdict lacks, a hang's
+ * findings, the findings that decided a failure and how each rank ended,
+ * ranks that ended alike said once; lines "ranktrace verdict: ...". */
+void rt_vw_verdict_why(FILE *f, const struct rt_vw_report *rp);
+
 /* Each rank's placement summary (rt_vw_placement_summary), ranks with the
  * same line collapsed ("ranks 0-3: all 5 parameters on cuda:N"), each line
  * after indent. */
