@@ -97,13 +97,6 @@ assert all([(r['rank'], r['placement']['where']) for r in p['ranks']] == [(0, 'c
 "
 check "meta: the finding (a note, shown with --all) says so" bash -c "'$RT' view --all '$T/meta' | grep -q 'note: rank 1: 10 parameters arrived on meta'"
 
-run2 fsdp2 -- "$B/bin/rt-launch" -n 2 "$PY" "$(dirname "$W")/fsdp2_cpu.py" 3
-"$RT" view --json "$T/fsdp2" > "$T/fsdp2.json"
-check "FSDP2 (fully_shard): one root forward per step on each rank" python3 -c "
-import json
-assert [r['fsdp_root_forwards'] for r in json.load(open('$T/fsdp2.json'))['ranks']] == [3, 3]
-"
-
 # Python programs that do not use torch, or bring their own sitecustomize
 python3 -c 'import sys; print("plain", sys.argv); sys.exit(3)' a b > "$T/p0" 2>&1; rc0=$?
 "$RT" run -o "$T/plain" -- python3 -c 'import sys; print("plain", sys.argv); sys.exit(3)' a b > "$T/p1.all" 2>&1; rc1=$?

@@ -1,34 +1,47 @@
 # SPDX-License-Identifier: MIT
-"""hf_trainer.py - transformers' own Trainer with FSDP v1 through accelerate,
-on CPU (gloo), for the real-trainer tests: a tiny Llama built from a config
-(random weights), a few hundred bytes of local text, no downloads
-(HF_HUB_OFFLINE=1). Whatever transformers release is first on PYTHONPATH
-runs unchanged.
+"""hf_trainer.py - transformers' own Trainer (or TRL's SFTTrainer) through
+accelerate, on CPU (gloo), for the real-trainer tests: a tiny Llama built from
+a config (random weights), a few hundred bytes of local text, no downloads
+(HF_HUB_OFFLINE=1). Whatever transformers release is first on PYTHONPATH runs
+unchanged.
 
   python -m torch.distributed.run --standalone --nproc-per-node 2 hf_trainer.py \\
-      [--orig-params true|false] [--steps N] [--lora] [--grad-ckpt]
+      [--wrap fsdp|ddp] [--fsdp-version 1|2] [--orig-params true|false] [--steps N]
+      [--lora] [--grad-ckpt] [--sft] [--trials N] [--expect KIND]
   accelerate launch --config_file fsdp.yaml hf_trainer.py [--lora] [--grad-ckpt]
 
-Under torch.distributed.run the FSDP settings come from TrainingArguments
-(fsdp=, fsdp_config=); under `accelerate launch` from the config file (its
+--wrap fsdp (default): FSDP through accelerate. Under torch.distributed.run the
+settings come from TrainingArguments (fsdp=, fsdp_config=: FSDP v1, or
+--fsdp-version 2; with --fsdp-version 0 the release's own default, FSDP2 in
+transformers 5.x); under `accelerate launch` from the config file (its
 ACCELERATE_USE_FSDP / FSDP_* environment), so --orig-params is not given there.
+--wrap ddp: no FSDP settings; with 2 ranks the Trainer prepares
+DistributedDataParallel (accelerate's MULTI_CPU).
 --lora: a peft LoRA adapter on q_proj/v_proj, wrapped with peft's
 fsdp_auto_wrap_policy as peft's FSDP examples do (the original report's setup).
 --grad-ckpt: gradient checkpointing (the Trainer's own, reentrant).
+--sft: TRL's SFTTrainer (SFTConfig, a pre-tokenised datasets.Dataset, a byte
+tokenizer built locally) instead of Trainer.
+--trials N: an HPO-style loop (as Optuna's or Ray Tune's trial runners do): N
+trials, each a new model and Trainer; a trial that raises is reported
+("trial K failed: TYPE: message") and the loop goes on; exit 0 at the end.
 
-The one test-only patch (CPU only): accelerate (1.8) makes FSDP the
-distributed type only for GPU-like types (MULTI_GPU, MULTI_NPU, ...); on CPU it
-keeps MULTI_CPU and prepare() would wrap the model in DDP instead. The patch
-below re-applies accelerate's own FSDP branch of AcceleratorState.__init__
-when it saw MULTI_CPU: distributed_type FSDP and the plugin it was given, and
-the device "cpu" (FSDP's compute device on CPU) instead of MULTI_CPU's "cpu:0".
-Also for CPU: sync_module_states off (FSDP refuses to broadcast CPU
+The one test-only patch (CPU only): accelerate makes FSDP the distributed type
+only for GPU-like types (MULTI_GPU, MULTI_NPU, ...; 1.8 and 1.16 alike); on CPU
+it keeps MULTI_CPU and prepare() would wrap the model in DDP instead. The patch
+below re-applies accelerate's own FSDP branch of AcceleratorState.__init__ when
+it saw MULTI_CPU: distributed_type FSDP and the plugin it was given, and the
+device "cpu" (FSDP's compute device on CPU) instead of MULTI_CPU's "cpu:0".
+Also for CPU: sync_module_states off (FSDP v1 refuses to broadcast CPU
 parameters; on GPU transformers' default, on, is kept).
 Nothing in transformers is patched. Accelerator.prepare_model is watched (not
-changed): the model it returns must be FullyShardedDataParallel, with the
-use_orig_params asked for, or the script exits 3; each rank prints
-"hf_trainer: rank R prepared FullyShardedDataParallel use_orig_params=B".
-Exit status: 0 trained; 3 not FSDP; anything else is the Trainer's failure."""
+changed): what it returns must be what --expect names (default: what --wrap
+asks for; "none": the model as given, for a run whose preparation a fault plan
+skips), or the script exits 3; each rank prints "hf_trainer: rank R prepared
+KIND", KIND one of "FullyShardedDataParallel use_orig_params=B", "fully_shard
+(FSDP2)", "DistributedDataParallel", "nothing (TYPE as given)".
+Exit status: 0 trained (or, with --trials, the loop ended); 3 not the model
+expected; anything else is the Trainer's failure."""
 import argparse
 import os
 import sys
@@ -76,23 +89,41 @@ def patch_accelerate_cpu_fsdp():
     AcceleratorState.__init__ = init
 
 
-def watch_prepare_model(want_orig):
-    """Check what accelerate's prepare_model returns; nothing changed."""
-    orig = accelerate.Accelerator.prepare_model
+def prepared_kind(model):
+    """What accelerate's prepare_model returned, in the words the tests grep."""
+    if isinstance(model, FSDP):
+        return f"FullyShardedDataParallel use_orig_params={str(bool(model._use_orig_params)).lower()}"
+    try:
+        from torch.distributed.fsdp import FSDPModule
+    except ImportError:   # a torch without FSDP2
+        FSDPModule = ()
+    if isinstance(model, FSDPModule):
+        return "fully_shard (FSDP2)"
+    if isinstance(model, torch.nn.parallel.DistributedDataParallel):
+        return "DistributedDataParallel"
+    return f"nothing ({type(model).__name__} as given)"
 
-    def prepare_model(self, model, *args, **kw):
-        out = orig(self, model, *args, **kw)
-        if not isinstance(out, FSDP):
-            say(f": prepared model is {type(out).__name__}, not FullyShardedDataParallel")
-            os._exit(3)
-        uop = bool(getattr(out, "_use_orig_params", False))
-        if want_orig is not None and uop != want_orig:
-            say(f": use_orig_params={uop}, asked {want_orig}")
-            os._exit(3)
-        prepared.append(out)
-        say(f" prepared FullyShardedDataParallel use_orig_params={str(uop).lower()}")
-        return out
-    accelerate.Accelerator.prepare_model = prepare_model
+
+def watch_prepare_model(expect):
+    """Check what accelerate prepares the model into; nothing changed. Its
+    FSDP2 path (Accelerator._prepare_fsdp2, accelerate >= 1.6) calls
+    fsdp2_prepare_model, not prepare_model: both are watched."""
+    import accelerate.accelerator as acc
+
+    def watch(orig):
+        def prepare(*args, **kw):
+            out = orig(*args, **kw)
+            kind = prepared_kind(out)
+            if not kind.startswith(expect):
+                say(f": prepared {kind}, expected {expect}")
+                os._exit(3)
+            prepared.append(out)
+            say(f" prepared {kind}")
+            return out
+        return prepare
+    accelerate.Accelerator.prepare_model = watch(accelerate.Accelerator.prepare_model)
+    if hasattr(acc, "fsdp2_prepare_model"):
+        acc.fsdp2_prepare_model = watch(acc.fsdp2_prepare_model)
 
 
 class Bytes(torch.utils.data.Dataset):
@@ -120,44 +151,110 @@ def build_model(lora):
     return model
 
 
-def main():
+def byte_tokenizer():
+    """A tokenizer for SFTTrainer without a download: one token per byte
+    value (the model's 256-entry vocabulary), byte 0 as pad and eos."""
+    from tokenizers import Tokenizer, models
+    from transformers import PreTrainedTokenizerFast
+
+    vocab = {chr(0x100 + b): b for b in range(256)}
+    tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token=chr(0x100)))
+    return PreTrainedTokenizerFast(tokenizer_object=tok, pad_token=chr(0x100), eos_token=chr(0x100))
+
+
+def make_trainer(args, targs):
+    """targs: TrainingArguments' keywords (SFTConfig takes the same)."""
+    if not args.sft:
+        return Trainer(model=build_model(args.lora), args=TrainingArguments(**targs),
+                       train_dataset=Bytes())
+    from datasets import Dataset
+    from trl import SFTConfig, SFTTrainer
+
+    data = Dataset.from_dict({"input_ids": [item["input_ids"].tolist() for item in Bytes()]})
+    # bf16 off: SFTConfig turns it on by default, TrainingArguments does not
+    return SFTTrainer(model=build_model(args.lora), args=SFTConfig(bf16=False, **targs),
+                      train_dataset=data, processing_class=byte_tokenizer())
+
+
+def fsdp_arguments(args, by_accelerate, want_orig):
+    """TrainingArguments' FSDP settings under torch.distributed.run."""
+    if by_accelerate or args.wrap != "fsdp":
+        return {}
+    config = {"transformer_layer_cls_to_wrap": ["LlamaDecoderLayer"]}
+    if args.fsdp_version:
+        config["version"] = args.fsdp_version
+    if args.fsdp_version == 1:
+        config["use_orig_params"] = want_orig
+        # FSDP v1 refuses to broadcast CPU parameters (GPU: the default)
+        config["sync_module_states"] = torch.cuda.is_available()
+    return dict(fsdp="full_shard auto_wrap", fsdp_config=config)
+
+
+def train(args, targs, trial):
+    trainer = make_trainer(args, targs)
+    if args.lora and args.wrap == "fsdp" and trainer.accelerator.state.fsdp_plugin is not None:
+        from peft.utils.other import fsdp_auto_wrap_policy
+        trainer.accelerator.state.fsdp_plugin.auto_wrap_policy = fsdp_auto_wrap_policy(trainer.model)
+    if args.trials is None:
+        trainer.train()
+        return
+    try:
+        trainer.train()
+        say(f" trial {trial} trained")
+    except Exception as e:  # what an HPO loop does with a failed trial
+        say(f" trial {trial} failed: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+
+
+def parse_args():
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=2)
+    ap.add_argument("--wrap", choices=["fsdp", "ddp"], default="fsdp")
+    ap.add_argument("--fsdp-version", type=int, choices=[0, 1, 2], default=1,
+                    help="torch.distributed.run: FSDP v1 (default), 2, or 0 (the release's default)")
     ap.add_argument("--orig-params", choices=["true", "false"],
-                    help="FSDP use_orig_params (torch.distributed.run; default true, "
+                    help="FSDP v1 use_orig_params (torch.distributed.run; default true, "
                     "transformers' own; accelerate: its config file says)")
     ap.add_argument("--lora", action="store_true")
     ap.add_argument("--grad-ckpt", action="store_true")
-    args = ap.parse_args()
+    ap.add_argument("--sft", action="store_true", help="TRL's SFTTrainer")
+    ap.add_argument("--trials", type=int, help="an HPO-style loop of N trials that goes on after a failed one")
+    ap.add_argument("--expect", help="what prepare_model must return (default: what --wrap asks for; 'none')")
+    return ap, ap.parse_args()
+
+
+def expected_kind(args, by_accelerate, want_orig):
+    if args.expect is not None:
+        return "nothing" if args.expect == "none" else args.expect
+    if args.wrap == "ddp":
+        return "DistributedDataParallel"
+    version = int(os.environ.get("FSDP_VERSION", "1")) if by_accelerate else args.fsdp_version
+    if version == 1:
+        return f"FullyShardedDataParallel use_orig_params={str(want_orig).lower()}"
+    return "fully_shard (FSDP2)" if version == 2 else ""   # 0: the release's default, either
+
+
+def main():
+    ap, args = parse_args()
     by_accelerate = os.environ.get("ACCELERATE_USE_FSDP") == "true"
     if by_accelerate and args.orig_params is not None:
         ap.error("--orig-params under torch.distributed.run only (accelerate: the config file)")
     want = (args.orig_params or os.environ.get("FSDP_USE_ORIG_PARAMS", "true")) == "true"
     if not torch.cuda.is_available():
         patch_accelerate_cpu_fsdp()
-    watch_prepare_model(want)
-    fsdp = {}
-    if not by_accelerate:
-        fsdp = dict(fsdp="full_shard auto_wrap",
-                    fsdp_config={"version": 1, "transformer_layer_cls_to_wrap": ["LlamaDecoderLayer"],
-                                 "use_orig_params": want,
-                                 # FSDP refuses to broadcast CPU parameters (GPU: the default)
-                                 "sync_module_states": torch.cuda.is_available()})
-    targs = TrainingArguments(
+    watch_prepare_model(expected_kind(args, by_accelerate, want))
+    targs = dict(
         output_dir=os.environ.get("TRAINER_OUT", "/tmp/ranktrace-hf-trainer"), max_steps=args.steps,
         per_device_train_batch_size=2, learning_rate=1e-3, logging_steps=1, report_to=[],
         save_strategy="no", use_cpu=not torch.cuda.is_available(),
         ddp_backend=None if torch.cuda.is_available() else "gloo", dataloader_num_workers=0,
-        gradient_checkpointing=args.grad_ckpt, disable_tqdm=True, **fsdp)
-    trainer = Trainer(model=build_model(args.lora), args=targs, train_dataset=Bytes())
-    if args.lora:
-        from peft.utils.other import fsdp_auto_wrap_policy
-        trainer.accelerator.state.fsdp_plugin.auto_wrap_policy = fsdp_auto_wrap_policy(trainer.model)
-    trainer.train()
+        gradient_checkpointing=args.grad_ckpt, disable_tqdm=True,
+        **fsdp_arguments(args, by_accelerate, want))
+    for trial in range(args.trials or 1):
+        train(args, targs, trial)
     if not prepared:
         say(": accelerate never prepared the model")
         sys.exit(3)
-    say(f" trained {args.steps} steps")
+    say(f" trained {args.steps} steps" if args.trials is None else f" ran {args.trials} trials")
 
 
 if __name__ == "__main__":
