@@ -30,7 +30,7 @@ probe_warns() { local name=$1 value=$2 short=${1#RANKTRACE_}
   env "$name=$value" PYTHONPATH="$B/python" LD_PRELOAD="${RANKTRACE_LIB:-$B/lib/libranktrace.so}" \
     timeout -k 5 60 python3 -c "import ranktrace_probe as p, sys
 p.install()
-sys.stdout.write(str(p._every if '$short' == 'PARAM_EVERY' else p._lib is not None))" \
+sys.stdout.write(str(p._core.param_every if '$short' == 'PARAM_EVERY' else p._core.lib is not None))" \
     > "$T/probe.out" 2> "$T/probe.err"
   check "the probe warns of $name='$value' and keeps its fallback ($(cat "$T/probe.out"))" \
     bash -c "grep -q 'ranktrace probe: warning: $name=' '$T/probe.err' && \
