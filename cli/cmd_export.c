@@ -44,8 +44,9 @@ int rt_cli_export_cmd(int argc, char **argv, bool report)
 			else
 				printf("usage: ranktrace export DIR --perfetto OUT.json\n\nChrome trace-event "
 				       "JSON for ui.perfetto.dev or chrome://tracing: a process per rank,\n"
-				       "tracks per thread and CUDA stream, device-memory counters, and flow\n"
-				       "arrows linking the same collective across ranks.\n\n"
+				       "tracks per thread and CUDA stream, device-memory counters, flow\n"
+				       "arrows linking the same collective across ranks, and each finding\n"
+				       "on its ranks' tracks, on the collective it is about (docs/json.md).\n\n"
 				       "  --perfetto OUT.json   where to write it (-o, --output: the same)\n");
 			return 0;
 		default: return EXIT_USAGE;

@@ -1,10 +1,18 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""check_perfetto.py PERFETTO NRANKS [FULL] - structural check of Chrome
-trace-event JSON as Perfetto and chrome://tracing read it: the JSON object
-format, no key twice in one object, known phases, required fields per
-phase, flows that start before they step or finish; FULL: at least that
-many collectives linked across all ranks."""
+"""check_perfetto.py PERFETTO NRANKS [FULL] [--findings VIEW_JSON] - structural
+check of Chrome trace-event JSON as Perfetto and chrome://tracing read it:
+the JSON object format, no key twice in one object, known phases, required
+fields per phase, flows that start before they step or finish; FULL: at
+least that many collectives linked across all ranks.
+
+--findings: every finding of `view --json` (VIEW_JSON, the same trace) is
+an instant event (cat "finding") on the track of each rank it names, with
+its index there, kind, level, verdict, sentence and ranks; one about a
+collective sits on the rank's call of that collective (same track, same
+time) and names it as its flow arrows do (args.collective "COMM-SEQ",
+args.comm, args.seq); elsewhere it is within the rank's trace. No finding
+instant is left over."""
 import json
 import sys
 
@@ -55,7 +63,54 @@ def check(path, nranks):
     return slices, counters, flows
 
 
+def check_findings(path, view_path):
+    d = json.load(open(path))
+    view = json.load(open(view_path))
+    events = d["traceEvents"]
+    inst = [e for e in events if e.get("ph") == "i" and e.get("cat") == "finding"]
+    colls = {}  # (rank, comm, seq) -> the collective's slice
+    for e in events:
+        a = e.get("args", {})
+        if e.get("ph") == "X" and e.get("cat", "").startswith("nccl") and "comm_id" in a and "seq" in a:
+            colls.setdefault((e["pid"], int(a["comm_id"]), a["seq"]), e)
+    last = {}
+    for e in events:
+        if e.get("ph") == "X":
+            last[e["pid"]] = max(last.get(e["pid"], 0), e["ts"] + e["dur"])
+    used, linked = set(), 0
+    for n, f in enumerate(view["findings"]):
+        ranks = f["ranks"] or ([f["rank"]] if f["rank"] >= 0 else [])
+        for r in ranks:
+            mine = [i for i, e in enumerate(inst) if i not in used and e["pid"] == r and
+                    e["args"].get("finding") == n]
+            assert len(mine) == 1, f"finding {n} ({f['text']!r}) on rank {r}: {len(mine)} instants"
+            e = inst[mine[0]]
+            used.add(mine[0])
+            a = e["args"]
+            assert e.get("s") == "t" and isinstance(e.get("tid"), int), f"not on a thread track: {e}"
+            assert (a["kind"], a["level"], a["signature"], a["text"], a["ranks"]) == \
+                (f["id"], f["level"], f["signature"], f["text"], f["ranks"]), \
+                f"finding {n} on rank {r}: {a} is not {f}"
+            c = colls.get((r, int(f["comm"], 16), f["seq"])) if f["comm"] else None
+            if c:
+                assert (e["tid"], e["ts"]) == (c["tid"], c["ts"]), f"finding {n} not on rank {r}'s collective {c}: {e}"
+                assert a["collective"] == f"{f['comm']}-{f['seq']}" and (a["comm"], a["seq"]) == (f["comm"], f["seq"]), \
+                    f"finding {n}: its collective not named as the flows name it: {a}"
+                linked += 1
+            elif r in last:
+                assert e["ts"] <= last[r] + 1e-3, f"finding {n} past rank {r}'s trace: {e}"
+    left = [inst[i] for i in range(len(inst)) if i not in used]
+    assert not left, f"{len(left)} finding instants no finding of view --json accounts for: {left[:2]}"
+    return len(inst), linked
+
+
 if __name__ == "__main__":
+    if "--findings" in sys.argv:
+        k = sys.argv.index("--findings")
+        view_path = sys.argv[k + 1]
+        del sys.argv[k:k + 2]
+        n, linked = check_findings(sys.argv[1], view_path)
+        print(f"ok: {n} finding instants, {linked} on their collective")
     path, nranks = sys.argv[1], int(sys.argv[2])
     slices, counters, flows = check(path, nranks)
     full = sum(1 for v in flows.values() if len(v) == nranks)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# test_export.sh - Perfetto JSON passes a schema check; the HTML report is
+# test_export.sh - Perfetto JSON passes a schema check and shows each
+# finding on its ranks' tracks, on its collective; the HTML report is
 # self-contained, renders in headless Chromium and escapes every name; its
 # device section names a rank slowed on the device (20 ms per all-gather) as
 # the straggler and a healthy run's none, and damaged device traces draw no
@@ -15,6 +16,17 @@ sim "$RT" run -o "$T/bad" -- "$B/bin/rt-launch" -n 4 "$B/bin/fsdp_mini" --steps 
 check "export exits 0" [ $? -eq 0 ]
 check "Perfetto JSON passes the schema check, all 21 collectives linked across 4 ranks" python3 "$HERE/check_perfetto.py" "$T/good.json" 4 21
 check "device memory counters are there" grep -q '"name":"device 3 memory"' "$T/good.json"
+# findings on their ranks' tracks: 4.53.0 (a finding on every rank), and rank 1
+# skipping its 4th collective (a mismatch at #4: on rank 1's own AllGather #4)
+sim "$RT" run -o "$T/skip" -- "$B/bin/rt-launch" -n 4 "$B/bin/fsdp_mini" --steps 2 --skip-collective 1:4 > /dev/null 2>&1
+for t in bad skip; do
+  "$RT" export "$T/$t" --perfetto "$T/$t.pf.json" > /dev/null 2>&1
+  "$RT" view "$T/$t" --json > "$T/$t.view.json" 2> /dev/null
+done
+check "Perfetto (4.53.0): each finding of view --json an instant on each of its ranks' tracks" \
+  python3 "$HERE/check_perfetto.py" "$T/bad.pf.json" 4 --findings "$T/bad.view.json"
+check "Perfetto (a skipped collective): the mismatch sits on rank 1's call of it, named as its flows" \
+  bash -c "python3 '$HERE/check_perfetto.py' '$T/skip.pf.json' 4 --findings '$T/skip.view.json' | grep '^ok: [0-9]* finding instants, 1 on their collective' > /dev/null"
 "$RT" export "$T/bad" --perfetto /proc/cannot/write.json > /dev/null 2>&1
 check "export to an unwritable path fails cleanly (1)" [ $? -eq 1 ]
 

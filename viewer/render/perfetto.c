@@ -3,7 +3,8 @@
  * chrome://tracing): a process per rank, tracks per thread and CUDA stream,
  * device-memory counters, flow arrows linking one collective across ranks
  * (opened by the first rank to call it, closed by the last), each rank's
- * collectives on its device, parameter placement changes.
+ * collectives on its device, parameter placement changes, and each finding
+ * on its ranks' tracks, on the collective it is about (perfetto_findings.c).
  *
  * Streams the events again (rt_vw_foreach) and writes them as it goes,
  * through util/'s JSON writer (compact, one event a line): memory in the
@@ -38,6 +39,7 @@ struct pf {
 	uint64_t t0;
 	uint32_t *mem_at;    /* per rank: next memory change of the model's */
 	uint64_t *ev;        /* per rank: events replayed */
+	struct rt_vw_pf_findings *fs; /* where each finding goes (perfetto_findings.c) */
 	struct flow *flows[FLOW_BUCKETS];
 };
 
@@ -185,6 +187,7 @@ static void pf_event(void *arg, int ri, const struct rt_vw_event *e)
 	pf_args(p, e, d);
 	rt_json_end(&p->w);
 	rt_json_end(&p->w);
+	rt_vw_pf_findings_see(p->fs, ri, e, tid);
 	if (rt_vw_is_coll(e->id))
 		pf_flow(p, r, e, d, tid);
 	/* device memory as the model counted it, changed by this event */
@@ -315,9 +318,11 @@ int rt_vw_export_perfetto(const struct rt_vw_trace *t, FILE *f)
 	p.t0 = rt_vw_trace_start(t);
 	p.mem_at = calloc((size_t)t->nranks + 1, sizeof(*p.mem_at));
 	p.ev = calloc((size_t)t->nranks + 1, sizeof(*p.ev));
-	if (!p.mem_at || !p.ev || rt_vw_report_make(t, -1, &rp) != 0) {
+	p.fs = rt_vw_pf_findings_new(t);
+	if (!p.mem_at || !p.ev || !p.fs || rt_vw_report_make(t, -1, &rp) != 0) {
 		free(p.mem_at);
 		free(p.ev);
+		rt_vw_pf_findings_free(p.fs);
 		return -1;
 	}
 	rt_json_init(&p.w, f, true);
@@ -334,10 +339,12 @@ int rt_vw_export_perfetto(const struct rt_vw_trace *t, FILE *f)
 	rt_vw_perfetto_device(&p.w, t, p.t0);
 	for (int i = 0; i < t->nranks; i++)
 		pf_placement_changes(&p, &t->ranks[i]);
+	rt_vw_pf_findings_write(p.fs, &p.w, p.t0);
 	rt_json_end(&p.w);
 	rt_json_end(&p.w);
 	rc = rt_json_finish(&p.w) || rc ? -1 : 0;
 	rt_vw_report_free(&rp);
+	rt_vw_pf_findings_free(p.fs);
 	free(p.mem_at);
 	free(p.ev);
 	for (int b = 0; b < FLOW_BUCKETS; b++)
