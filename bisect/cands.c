@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "bisect_int.h"
+#include "escape.h"
 
 /* argv[1..]: pkg good bad pre find [pip options]. Prints "tag T" then the
  * versions from the older endpoint to the newer (good to bad; with find
@@ -143,14 +144,16 @@ static int list_pip(struct bs_ctx *x)
 	argv[k] = NULL;
 	rc = bs_capture(argv, NULL, &out, true);
 	if (rc == 127 || rc < 0) {
-		fprintf(stderr, "ranktrace bisect: --python %s: cannot run it\n", x->o.python);
+		rt_esc_printf(stderr, "ranktrace bisect: --python %s: cannot run it\n",
+			      x->o.python);
 		free(out);
 		return BS_EXIT_USAGE;
 	}
 	if (rc != 0 || strncmp(out, "tag ", 4)) {
 		line = strstr(out, "error: ");
-		fprintf(stderr, "ranktrace bisect: %s%s", line ? line + 7 : "listing versions with pip failed\n",
-			line && line[strlen(line) - 1] == '\n' ? "" : "\n");
+		rt_esc_printf(stderr, "ranktrace bisect: %s%s",
+			      line ? line + 7 : "listing versions with pip failed\n",
+			      line && line[strlen(line) - 1] == '\n' ? "" : "\n");
 		free(out);
 		return BS_EXIT_USAGE;
 	}
@@ -174,7 +177,8 @@ static bool git_commit(struct bs_ctx *x, const char *opt, const char *rev, char 
 	snprintf(spec, sizeof(spec), "%s^{commit}", rev);
 	rc = bs_capture(argv, NULL, &o, true);
 	if (rc != 0 || strlen(o) < 40) {
-		fprintf(stderr, "ranktrace bisect: %s %s: no such commit in %s\n", opt, rev, x->repo);
+		rt_esc_printf(stderr, "ranktrace bisect: %s %s: no such commit in %s\n",
+			      opt, rev, x->repo);
 		free(o);
 		return false;
 	}
@@ -195,7 +199,7 @@ static int git_log_cands(struct bs_ctx *x, const char *old, const char *new)
 	snprintf(range, sizeof(range), "%s..%s", old, new);
 	for (int pass = 0; pass < 2; pass++) {
 		if (bs_capture(pass ? log : first, NULL, &out, true) != 0) {
-			fprintf(stderr, "ranktrace bisect: git log %s failed\n", range);
+			rt_esc_printf(stderr, "ranktrace bisect: git log %s failed\n", range);
 			free(out);
 			return BS_EXIT_USAGE;
 		}
@@ -213,9 +217,9 @@ static int git_log_cands(struct bs_ctx *x, const char *old, const char *new)
 	if (x->n < 2 || strcmp(x->c[x->n - 1].id, new)) {
 		bool fix = x->o.find == BS_FIND_FIX;
 
-		fprintf(stderr, "ranktrace bisect: %s %s is not reached from %s %s%s\n",
-			fix ? "--good" : "--bad", fix ? x->o.good : x->o.bad, fix ? "--bad" : "--good",
-			fix ? x->o.bad : x->o.good, x->o.first_parent ? " by first parents" : "");
+		rt_esc_printf(stderr, "ranktrace bisect: %s %s is not reached from %s %s%s\n",
+			      fix ? "--good" : "--bad", fix ? x->o.good : x->o.bad, fix ? "--bad" : "--good",
+			      fix ? x->o.bad : x->o.good, x->o.first_parent ? " by first parents" : "");
 		return BS_EXIT_USAGE;
 	}
 	return 0;
@@ -230,7 +234,8 @@ static int list_git(struct bs_ctx *x)
 	char *anc[] = { "git", "-C", x->repo, "merge-base", "--is-ancestor", old, new, NULL };
 
 	if (bs_capture(top, NULL, &o, true) != 0 || !*o) {
-		fprintf(stderr, "ranktrace bisect: --git %s: not a git repository\n", x->o.repo);
+		rt_esc_printf(stderr, "ranktrace bisect: --git %s: not a git repository\n",
+			      x->o.repo);
 		free(o);
 		return BS_EXIT_USAGE;
 	}
@@ -241,19 +246,20 @@ static int list_git(struct bs_ctx *x)
 	    !git_commit(x, "--bad", x->o.bad, bad, sizeof(bad)))
 		return BS_EXIT_USAGE;
 	if (!strcmp(good, bad)) {
-		fprintf(stderr, "ranktrace bisect: --good %s and --bad %s are the same commit\n",
-			x->o.good, x->o.bad);
+		rt_esc_printf(stderr, "ranktrace bisect: --good %s and --bad %s are the same commit\n",
+			      
+			      x->o.good, x->o.bad);
 		return BS_EXIT_USAGE;
 	}
 	if (bs_capture(anc, NULL, &o, true) != 0) {
 		free(o);
 		if (fix)
-			fprintf(stderr, "ranktrace bisect: --find fix: --bad %s is not an ancestor of "
-				"--good %s (the fix is looked for after the bad commit)\n", x->o.bad, x->o.good);
+			rt_esc_printf(stderr, "ranktrace bisect: --find fix: --bad %s is not an ancestor of "
+				      "--good %s (the fix is looked for after the bad commit)\n", x->o.bad, x->o.good);
 		else
-			fprintf(stderr, "ranktrace bisect: --good %s is not an ancestor of --bad %s (good "
-				"after bad, or on another branch; looking for the fix? --find fix)\n",
-				x->o.good, x->o.bad);
+			rt_esc_printf(stderr, "ranktrace bisect: --good %s is not an ancestor of --bad %s (good "
+				      "after bad, or on another branch; looking for the fix? --find fix)\n",
+				      x->o.good, x->o.bad);
 		return BS_EXIT_USAGE;
 	}
 	free(o);
@@ -289,16 +295,18 @@ static int pick_versions(struct bs_ctx *x)
 	int old = fix ? b : g, new = fix ? g : b;
 
 	if (g < 0 || b < 0) {
-		fprintf(stderr, "ranktrace bisect: %s %s is not in --versions\n", g < 0 ? "--good" : "--bad",
-			g < 0 ? x->o.good : x->o.bad);
+		rt_esc_printf(stderr, "ranktrace bisect: %s %s is not in --versions\n",
+			      g < 0 ? "--good" : "--bad",
+			      g < 0 ? x->o.good : x->o.bad);
 		return BS_EXIT_USAGE;
 	}
 	if (old >= new) {
-		fprintf(stderr, "ranktrace bisect: %s\n", g == b ? "--good and --bad are the same version"
-			: fix ? "--find fix: --bad comes after --good in --versions (list them oldest "
-			"first: the fix is looked for after the bad one)"
-			: "--good comes after --bad in --versions (list them oldest first; looking for "
-			"the fix? --find fix)");
+		rt_esc_printf(stderr, "ranktrace bisect: %s\n",
+			      g == b ? "--good and --bad are the same version"
+			      : fix ? "--find fix: --bad comes after --good in --versions (list them oldest "
+			      "first: the fix is looked for after the bad one)"
+			      : "--good comes after --bad in --versions (list them oldest first; looking for "
+			      "the fix? --find fix)");
 		return BS_EXIT_USAGE;
 	}
 	memmove(x->c, x->c + old, sizeof(*x->c) * (size_t)(new - old + 1));
@@ -314,13 +322,13 @@ static int list_versions(struct bs_ctx *x)
 		if (!*tok)
 			continue;
 		if (!valid_version(tok)) {
-			fprintf(stderr, "ranktrace bisect: --versions: '%s' is not a version (a letter or "
-				"digit, then letters, digits and . _ + ! ~ - only)\n", tok);
+			rt_esc_printf(stderr, "ranktrace bisect: --versions: '%s' is not a version (a letter or "
+				      "digit, then letters, digits and . _ + ! ~ - only)\n", tok);
 			free(copy);
 			return BS_EXIT_USAGE;
 		}
 		if (find_version(x, tok) >= 0) {
-			fprintf(stderr, "ranktrace bisect: --versions lists %s twice\n", tok);
+			rt_esc_printf(stderr, "ranktrace bisect: --versions lists %s twice\n", tok);
 			free(copy);
 			return BS_EXIT_USAGE;
 		}

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "bisect_int.h"
+#include "escape.h"
 
 #define MIB (1ull << 20)
 #define ENV_SIZE "env-bytes" /* a candidate venv's size, in its work dir */
@@ -202,7 +203,8 @@ int bs_base_prepare(struct bs_ctx *x)
 	bs_mkdir_p(base);
 	snprintf(f, sizeof(f), "%s/log", base);
 	fd = open(f, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	fprintf(stderr, "bisect: installing the shared base of the --isolated candidates in %s\n", base);
+	rt_esc_printf(stderr, "bisect: installing the shared base of the --isolated candidates in %s\n",
+		      base);
 	rc = base_steps(x, base, fd, why, sizeof(why));
 	if (fd >= 0)
 		close(fd);
@@ -218,7 +220,8 @@ int bs_base_prepare(struct bs_ctx *x)
 	fd = open(f, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
 	if (fd >= 0)
 		close(fd);
-	fprintf(stderr, "bisect: shared base ready: %s in %lds\n", size, (long)(time(NULL) - t0));
+	rt_esc_printf(stderr, "bisect: shared base ready: %s in %lds\n",
+		      size, (long)(time(NULL) - t0));
 	return 0;
 }
 

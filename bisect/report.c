@@ -165,7 +165,7 @@ static void json_tried(const struct bs_ctx *x, struct rt_json *w)
 	rt_json_end(w);
 	rt_json_end(w);
 	if (rt_json_finish(w) != 0)
-		fprintf(stderr, "ranktrace bisect: writing the JSON report failed\n");
+		rt_esc_printf(stderr, "ranktrace bisect: writing the JSON report failed\n");
 }
 
 /* git mode: `git log --oneline` from the older boundary to the newer, oldest first. */
@@ -245,9 +245,10 @@ static void report_table(const struct bs_ctx *x)
 
 	for (int i = 0; i < x->n; i++)
 		tried += x->c[i].judged != BS_UNTESTED;
-	printf("\ncandidates tried (%d of %d, oldest first):\n", tried, x->n);
-	printf("  %-14s %-20s %-6s %4s %8s %5s  %s\n", "candidate", "verdict", "judged", "runs",
-	       "time", "round", "trace, or why skipped");
+	rt_esc_printf(stdout, "\ncandidates tried (%d of %d, oldest first):\n", tried, x->n);
+	rt_esc_printf(stdout, "  %-14s %-20s %-6s %4s %8s %5s  %s\n",
+		      "candidate", "verdict", "judged", "runs",
+		      "time", "round", "trace, or why skipped");
 	for (int i = 0; i < x->n; i++) {
 		const struct bs_cand *c = &x->c[i];
 		char trace[PATH_MAX], why[4 * sizeof(c->reason)];
@@ -256,9 +257,10 @@ static void report_table(const struct bs_ctx *x)
 			continue;
 		bs_trace_dir(x, i, 0, trace, sizeof(trace));
 		/* a reason quotes a set-up log's last line: escaped for the terminal */
-		printf("  %-14.14s %-20s %-6s %4d %7.1fs %5d  %s\n", x->o.source == BS_GIT ? c->name : c->id,
-		       c->verdict, bs_judged_name(c->judged), c->runs, c->seconds, c->round,
-		       c->judged == BS_SKIP ? rt_esc_text(why, sizeof(why), c->reason) : trace);
+		rt_esc_printf(stdout, "  %-14.14s %-20s %-6s %4d %7.1fs %5d  %s\n",
+			      x->o.source == BS_GIT ? c->name : c->id,
+			      c->verdict, bs_judged_name(c->judged), c->runs, c->seconds, c->round,
+			      c->judged == BS_SKIP ? rt_esc_text(why, sizeof(why), c->reason) : trace);
 	}
 }
 
@@ -273,21 +275,26 @@ static void report_ends(const struct bs_ctx *x, int lo, int hi, bool found)
 	rt_esc_text(lo_label, sizeof(lo_label), o->label);
 	rt_esc_text(hi_label, sizeof(hi_label), h->label);
 	if (found && fix)
-		printf("first good: %s%s%s  (fixes %s)\n", h->id, hi_label[0] ? "  " : "", hi_label,
-		       x->signature);
+		rt_esc_printf(stdout, "first good: %s%s%s  (fixes %s)\n",
+			      h->id, hi_label[0] ? "  " : "", hi_label,
+			      x->signature);
 	else if (found)
-		printf("first bad: %s%s%s  (%s)\n", h->id, hi_label[0] ? "  " : "", hi_label,
-		       x->signature);
+		rt_esc_printf(stdout, "first bad: %s%s%s  (%s)\n",
+			      h->id, hi_label[0] ? "  " : "", hi_label,
+			      x->signature);
 	else {
-		printf("the first %s is one of (the others were skipped):", fix ? "good" : "bad");
+		rt_esc_printf(stdout, "the first %s is one of (the others were skipped):",
+			      fix ? "good" : "bad");
 		for (int i = lo + 1; i <= hi; i++)
-			printf(" %s", x->c[i].id);
-		printf("\n");
+			rt_esc_printf(stdout, " %s", x->c[i].id);
+		rt_esc_printf(stdout, "\n");
 	}
 	if (fix)
-		printf("last bad: %s%s%s  (%s)\n", o->id, lo_label[0] ? "  " : "", lo_label, x->signature);
+		rt_esc_printf(stdout, "last bad: %s%s%s  (%s)\n",
+			      o->id, lo_label[0] ? "  " : "", lo_label, x->signature);
 	else
-		printf("last good: %s%s%s\n", o->id, lo_label[0] ? "  " : "", lo_label);
+		rt_esc_printf(stdout, "last good: %s%s%s\n",
+			      o->id, lo_label[0] ? "  " : "", lo_label);
 }
 
 static void report_text(struct bs_ctx *x, int lo, int hi, bool found, const char *cmd)
@@ -302,19 +309,20 @@ static void report_text(struct bs_ctx *x, int lo, int hi, bool found, const char
 	report_table(x);
 	bs_trace_dir(x, lo, 0, ta, sizeof(ta));
 	bs_trace_dir(x, hi, 0, tb, sizeof(tb));
-	printf("\nranktrace diff %s %s:\n", ta, tb);
+	rt_esc_printf(stdout, "\nranktrace diff %s %s:\n", ta, tb);
 	fflush(stdout);
 	bs_spawn(diff, NULL, -1, NULL, 600, NULL);
-	printf("\nreproduce the %s run:\n  %s\n", fix ? "last bad" : found ? "first bad" : "first known bad",
-	       cmd ? cmd : "?");
+	rt_esc_printf(stdout, "\nreproduce the %s run:\n  %s\n",
+		      fix ? "last bad" : found ? "first bad" : "first known bad",
+		      cmd ? cmd : "?");
 	if (x->o.source == BS_GIT) {
 		snprintf(range, sizeof(range), "%s..%s", o->id, h->id);
-		printf("\ngit log --oneline %.12s..%.12s:\n", o->id, h->id);
+		rt_esc_printf(stdout, "\ngit log --oneline %.12s..%.12s:\n", o->id, h->id);
 		fflush(stdout);
 		bs_spawn(log, NULL, -1, NULL, 60, NULL);
 	} else {
-		printf("\n%s%s range: %s .. %s\n", x->o.pkg ? x->o.pkg : "version",
-		       x->o.pkg ? " release" : "", o->id, h->id);
+		rt_esc_printf(stdout, "\n%s%s range: %s .. %s\n", x->o.pkg ? x->o.pkg : "version",
+			      x->o.pkg ? " release" : "", o->id, h->id);
 	}
 }
 

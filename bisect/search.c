@@ -21,6 +21,7 @@
 
 #include "bisect_int.h"
 #include "proc.h"
+#include "escape.h"
 
 #define EXIT_INTERRUPTED 130
 #define EXIT_FATAL (-3) /* x->fatal says why; exit 1 after saying it */
@@ -145,10 +146,10 @@ static void progress(const struct bs_ctx *x, int i, double elapsed, int steps_le
 	per = done ? per / done : 0;
 	if (x->tty)
 		fprintf(stderr, "\r\033[K");
-	fprintf(stderr, "bisect: step %d of about %d: %s%s%s -> %s (%s%s%s) %.1fs; %.0fs elapsed, "
-		"about %.0fs left\n", done, done + steps_left, c->name, c->label[0] ? " " : "", c->label,
-		c->verdict, bs_judged_name(c->judged), c->reason[0] ? ": " : "", c->reason, c->seconds,
-		elapsed, per * (double)steps_left / (x->o.jobs > 0 ? x->o.jobs : 1));
+	rt_esc_printf(stderr, "bisect: step %d of about %d: %s%s%s -> %s (%s%s%s) %.1fs; %.0fs elapsed, "
+		      "about %.0fs left\n", done, done + steps_left, c->name, c->label[0] ? " " : "", c->label,
+		      c->verdict, bs_judged_name(c->judged), c->reason[0] ? ": " : "", c->reason, c->seconds,
+		      elapsed, per * (double)steps_left / (x->o.jobs > 0 ? x->o.jobs : 1));
 }
 
 static void bar(const struct bs_ctx *x, const int *idx, int m, int steps_left)
@@ -163,9 +164,9 @@ static void bar(const struct bs_ctx *x, const int *idx, int m, int steps_left)
 	fprintf(stderr, "\r\033[K[");
 	for (int k = 0; k < width; k++)
 		fputc(k < fill ? '#' : '.', stderr);
-	fprintf(stderr, "] round %d: running", x->rounds);
+	rt_esc_printf(stderr, "] round %d: running", x->rounds);
 	for (int k = 0; k < m && k < 4; k++)
-		fprintf(stderr, " %s", x->c[idx[k]].name);
+		rt_esc_printf(stderr, " %s", x->c[idx[k]].name);
 	fprintf(stderr, m > 4 ? " ..." : "");
 }
 
@@ -230,8 +231,8 @@ static int run_round(struct bs_ctx *x, const int *idx, int m, double t0, int ste
 			snprintf(c->reason, sizeof(c->reason), "%s", r.reason);
 			if (bs_state_save(x) != 0 && !x->save_warned) {
 				x->save_warned = true;
-				fprintf(stderr, "ranktrace bisect: warning: cannot save the state in %s/.bisect "
-					"(--resume will redo what follows)\n", x->dir);
+				rt_esc_printf(stderr, "ranktrace bisect: warning: cannot save the state in %s/.bisect "
+					      "(--resume will redo what follows)\n", x->dir);
 			}
 			clock_gettime(CLOCK_MONOTONIC, &ts);
 			progress(x, w[k].i, (double)ts.tv_sec - t0, live ? live + steps_left : steps_left);
@@ -285,7 +286,7 @@ static int endpoint_error(struct bs_ctx *x)
 		return 0;
 	if (x->tty)
 		fprintf(stderr, "\r\033[K");
-	fprintf(stderr, "ranktrace bisect: %s\n", msg);
+	rt_esc_printf(stderr, "ranktrace bisect: %s\n", msg);
 	if (x->o.json)
 		bs_report_error(x, msg);
 	return BS_EXIT_NOT_FOUND;
@@ -321,8 +322,9 @@ static int stop_fatal(struct bs_ctx *x)
 {
 	if (x->tty)
 		fprintf(stderr, "\r\033[K");
-	fprintf(stderr, "ranktrace bisect: %s (state saved: `ranktrace bisect --resume -o %s`)\n",
-		x->fatal, x->dir);
+	rt_esc_printf(stderr, "ranktrace bisect: %s (state saved: `ranktrace bisect --resume -o %s`)\n",
+		      
+		      x->fatal, x->dir);
 	if (x->o.json)
 		bs_report_error(x, x->fatal);
 	return BS_EXIT_NOT_FOUND;
@@ -367,8 +369,8 @@ int bs_search(struct bs_ctx *x)
 	if (rc == EXIT_INTERRUPTED) {
 		if (x->tty)
 			fprintf(stderr, "\r\033[K");
-		fprintf(stderr, "ranktrace bisect: interrupted; state saved in %s: continue with "
-			"`ranktrace bisect --resume -o %s`\n", x->dir, x->dir);
+		rt_esc_printf(stderr, "ranktrace bisect: interrupted; state saved in %s: continue with "
+			      "`ranktrace bisect --resume -o %s`\n", x->dir, x->dir);
 		return rc;
 	}
 	if (rc)

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "bisect_int.h"
+#include "escape.h"
 
 #define STATE_MAGIC "ranktrace-bisect-state 1"
 
@@ -125,8 +126,9 @@ int bs_state_load(struct bs_ctx *x, char ***argv, int *argc)
 	*argv = NULL;
 	*argc = 0;
 	if (!f || (len = getline(&line, &cap, f)) < 0 || strncmp(line, STATE_MAGIC, strlen(STATE_MAGIC))) {
-		fprintf(stderr, "ranktrace bisect: --resume: %s holds no bisect state (%s)\n", x->dir,
-			f ? "not a bisect state file" : strerror(errno));
+		rt_esc_printf(stderr, "ranktrace bisect: --resume: %s holds no bisect state (%s)\n",
+			      x->dir,
+			      f ? "not a bisect state file" : strerror(errno));
 		if (f)
 			fclose(f);
 		free(line);
@@ -156,7 +158,7 @@ int bs_state_load(struct bs_ctx *x, char ***argv, int *argc)
 	fclose(f);
 	free(line);
 	if (bad || x->n < 2 || !*argv) {
-		fprintf(stderr, "ranktrace bisect: --resume: %s: damaged state file\n", path);
+		rt_esc_printf(stderr, "ranktrace bisect: --resume: %s: damaged state file\n", path);
 		return -1;
 	}
 	return 0;
@@ -168,16 +170,17 @@ int bs_state_create(struct bs_ctx *x)
 
 	snprintf(side, sizeof(side), "%s/.bisect", x->o.dir);
 	if (bs_mkdir_p(side) != 0 || !realpath(x->o.dir, x->dir)) {
-		fprintf(stderr, "ranktrace bisect: cannot create %s: %s\n", x->o.dir, strerror(errno));
+		rt_esc_printf(stderr, "ranktrace bisect: cannot create %s: %s\n", x->o.dir,
+			      strerror(errno));
 		return BS_EXIT_USAGE;
 	}
 	if (bs_state_save(x) != 0) {
-		fprintf(stderr, "ranktrace bisect: cannot write the state in %s\n", side);
+		rt_esc_printf(stderr, "ranktrace bisect: cannot write the state in %s\n", side);
 		return BS_EXIT_USAGE;
 	}
-	fprintf(stderr, "bisect: %d candidates from %s to %s%s%s%s; traces in %s/\n", x->n,
-		x->c[0].id, x->c[x->n - 1].id, x->o.find == BS_FIND_FIX ? "; finding the fix" : "",
-		x->signature[0] ? (x->o.find == BS_FIND_FIX ? " of " : "; hunting ") : "", x->signature,
-		x->dir);
+	rt_esc_printf(stderr, "bisect: %d candidates from %s to %s%s%s%s; traces in %s/\n", x->n,
+		      x->c[0].id, x->c[x->n - 1].id, x->o.find == BS_FIND_FIX ? "; finding the fix" : "",
+		      x->signature[0] ? (x->o.find == BS_FIND_FIX ? " of " : "; hunting ") : "",
+		      x->signature, x->dir);
 	return 0;
 }

@@ -23,6 +23,7 @@
 #include "cli.h"
 #include "rt_util.h"
 #include "env.h"
+#include "escape.h"
 
 static void usage(FILE *f)
 {
@@ -114,9 +115,9 @@ static void usage(FILE *f)
 
 static int bad_usage(const char *fmt, const char *arg)
 {
-	fprintf(stderr, "ranktrace bisect: ");
-	fprintf(stderr, fmt, arg);
-	fprintf(stderr, "\n(see `ranktrace bisect --help`)\n");
+	rt_esc_printf(stderr, "ranktrace bisect: ");
+	rt_esc_printf(stderr, fmt, arg);
+	rt_esc_printf(stderr, "\n(see `ranktrace bisect --help`)\n");
 	return BS_EXIT_USAGE;
 }
 
@@ -392,8 +393,9 @@ static int resume(struct bs_ctx *x, bool json)
 	x->o.json |= json;
 	for (int i = 0; i < x->n; i++)
 		rc += x->c[i].judged != BS_UNTESTED;
-	fprintf(stderr, "bisect: resuming in %s (%d candidates, %d judged before)\n", x->dir, x->n,
-		rc);
+	rt_esc_printf(stderr, "bisect: resuming in %s (%d candidates, %d judged before)\n",
+		      x->dir, x->n,
+		      rc);
 	rc = 0;
 	return 0;
 }
@@ -409,7 +411,7 @@ int rt_cli_cmd_bisect(int argc, char **argv)
 	x.tty = isatty(2);
 	k = readlink("/proc/self/exe", x.self, sizeof(x.self) - 1);
 	if (k <= 0) {
-		fprintf(stderr, "ranktrace bisect: cannot find this program (/proc/self/exe)\n");
+		rt_esc_printf(stderr, "ranktrace bisect: cannot find this program (/proc/self/exe)\n");
 		return BS_EXIT_USAGE;
 	}
 	x.self[k] = '\0';

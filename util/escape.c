@@ -5,8 +5,12 @@
  * The one decision, rt_esc_unsafe_cp, is shared by both outputs (and by the
  * JSON writer): what one escapes, every output escapes. Used by every text
  * and HTML output of the CLI and the viewer, the fault plan's error messages
- * (inject/plan.c) and the tracer's warnings. No allocation; thread-safe.
+ * (inject/plan.c), the messages of bisect (rt_esc_printf) and the tracer's
+ * warnings. No allocation (but rt_esc_printf's message over 2 KiB);
+ * thread-safe.
  */
+#include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "escape.h"
@@ -90,7 +94,8 @@ const char *rt_esc_text(char *out, size_t n, const char *s)
 	return out;
 }
 
-void rt_esc_text_file(FILE *f, const char *s)
+/* s to f escaped; with layout, newlines and tabs pass as they are */
+static void text_file(FILE *f, const char *s, bool layout)
 {
 	const unsigned char *p = (const unsigned char *)s;
 	size_t left = strlen(s);
@@ -99,13 +104,36 @@ void rt_esc_text_file(FILE *f, const char *s)
 		char e[12];
 		size_t w, k = next_char(p, left, e, &w);
 
-		if (k)
+		if (k && !(layout && (*p == '\n' || *p == '\t')))
 			fputs(e, f);
 		else
-			fwrite(p, 1, w, f);
+			fwrite(p, 1, k ? k : w, f);
 		p += k ? k : w;
 		left -= k ? k : w;
 	}
+}
+
+void rt_esc_text_file(FILE *f, const char *s)
+{
+	text_file(f, s, false);
+}
+
+void rt_esc_printf(FILE *f, const char *fmt, ...)
+{
+	char buf[2048], *big = NULL;
+	va_list ap, again;
+	int n;
+
+	va_start(ap, fmt);
+	va_copy(again, ap);
+	n = vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	if (n >= (int)sizeof(buf) && (big = malloc((size_t)n + 1)))
+		vsnprintf(big, (size_t)n + 1, fmt, again);
+	va_end(again);
+	if (n >= 0)
+		text_file(f, big ? big : buf, true);
+	free(big);
 }
 
 size_t rt_esc_columns(const char *s, size_t len)

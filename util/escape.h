@@ -12,7 +12,7 @@
  * U+200E/U+200F, U+061C: text shown in another order than it reads), a line
  * or paragraph separator (U+2028/U+2029), or bytes that are not valid UTF-8.
  * Every routine here writes those as escapes and everything else as it is.
- * Pure functions: no allocation, thread-safe.
+ * No allocation (but rt_esc_printf, for a message over 2 KiB); thread-safe.
  */
 #ifndef RT_ESCAPE_H
 #define RT_ESCAPE_H
@@ -40,6 +40,12 @@ size_t rt_esc_text_mem(char *out, size_t n, const char *s, size_t len);
 const char *rt_esc_text(char *out, size_t n, const char *s);
 /* The same written to f, any length. */
 void rt_esc_text_file(FILE *f, const char *s);
+
+/* A message for a terminal whose arguments are untrusted (a path, a
+ * version, a commit subject, a command): formatted as printf does, then
+ * written as rt_esc_text_file writes, but for newlines and tabs (the
+ * message's own layout; a format holds no other control character). */
+void rt_esc_printf(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Columns the escaped text s takes on a terminal, counted in characters
  * (what a caret under a position of it needs; s is valid UTF-8). */

@@ -105,4 +105,71 @@ done
 timeout -k 5 20 "$RT" view /nonexistent > /dev/null 2> "$T/ne.err"
 check "view /nonexistent: exit 2, 'no such directory'" bash -c "[ $? -eq 2 ] && grep -q 'no such directory' '$T/ne.err'"
 
+# ---- 25 hostile names and plans reach every output escaped (issue 28) ----
+# Names a trace carries (parameters, markers, unwrapped modules and callers,
+# failure points: bin/hostile_names; the host from NCCL_HOSTID; the trace
+# directory) and fault plans: escape sequences (OSC title, CSI, APC, DCS), C1
+# controls (raw and as UTF-8), bidi overrides, isolates and marks, line
+# separators, invalid UTF-8, DEL/BEL/BS/CR, HTML and JSON's own characters,
+# one printable UTF-8 name that must pass as it is. check_safe.py: no output
+# holds a raw control character (newline and tab aside), bidi control,
+# separator or invalid UTF-8.
+hostile_names() {
+  printf 'layer\033]0;pwned\007.weight\n'; printf 'x\033[2J\033[H\n'; printf 'csi\302\23331m\n'
+  printf 'raw\23331m\n'; printf 'rlo\342\200\256gnp.exe\n'; printf 'lri\342\201\246x\342\201\251\n'
+  printf 'lrm\342\200\216\n'; printf 'ls\342\200\250ps\342\200\251\n'; printf 'bad\377\376\n'
+  printf 'cut\346\227\n'; printf 'overlong\300\257\n'; printf 'surrogate\355\240\200\n'
+  printf 'del\177\n'; printf 'bell\007\010\010\n'; printf 'cr\rfake line\n'; printf 'tab\tsep\n'
+  printf '<script>alert(1)</script>\n'; printf '"quote\\back"\n'; printf 'ctl\001\002\037\n'
+  printf 'nel\302\205\n'; printf 'apc\033_payload\033\\\n'; printf 'dcs\033P1;2|x\033\\\n'
+  printf 'alm\330\234\n'; printf 'caf\303\251 \346\227\245 \360\237\230\200\n'
+  printf 'long%.0s\033' $(seq 300); printf '\n'
+}
+hostile_names > "$T/names.txt"
+check "25 hostile names" [ "$(wc -l < "$T/names.txt")" -eq 25 ]
+O="$T/out"; mkdir -p "$O"
+HD="$T/trace"$'\e]0;dir\a\xe2\x80\xae\xff'
+sim env NCCL_HOSTID=$'node\e]0;host\a\xc2\x9b' timeout -k 5 60 "$RT" run -o "$HD" -- "$B/bin/rt-launch" -n 2 \
+  "$B/bin/hostile_names" "$T/names.txt" --crash > "$O/run.out" 2> "$O/run.err"
+check "a 2-rank trace full of hostile names (verdict skipped-fsdp-root)" \
+  bash -c "[ \"\$('$RT' verdict '$HD' 2> /dev/null)\" = skipped-fsdp-root ]"
+n=0
+for c in "view" "view --all" "view --json" "view --rank 1" "params" "params --json" "params --rank 0 --at last" \
+         "verdict" "verdict --bad crashed" "diff $T/base" "diff --json $T/base"; do
+  timeout -k 5 60 "$RT" ${c%% *} "$HD" ${c#* } > "$O/c$n.out" 2> "$O/c$n.err" < /dev/null
+  [ "$c" = "${c#* }" ] && timeout -k 5 60 "$RT" "$c" "$HD" > "$O/c$n.out" 2> "$O/c$n.err" < /dev/null
+  n=$((n + 1))
+done
+timeout -k 5 60 "$RT" diff "$T/base" "$HD" > "$O/diffba.out" 2>&1
+timeout -k 5 60 "$RT" export "$HD" --perfetto "$O/perfetto.json" > "$O/export.out" 2>&1
+timeout -k 5 60 "$RT" report "$HD" -o "$O/report.html" > "$O/report.out" 2>&1
+check "view --json names each parameter (escaped, not lost)" \
+  bash -c "grep -q 'layer\\\\u001b]0;pwned\\\\u0007.weight' '$O/c2.out'"
+check "the HTML report quotes a name escaped" grep -q 'layer\\x1b]0;pwned\\x07.weight' "$O/report.html"
+check "a printable UTF-8 name passes as it is" grep -q $'caf\xc3\xa9 \xe6\x97\xa5' "$O/c4.out"
+# plans: each name as a target, as an action and after a good spec; a plan file of them
+i=0
+while LC_ALL=C IFS= read -r name; do # C: a cut UTF-8 sequence keeps its newline
+  for p in "$name:skip" "cudaMalloc:$name" "cudaMalloc:skip;$name" "cudaMalloc:delay=1ms:when=$name"; do
+    timeout -k 5 20 "$RT" inject --check "$p" > "$O/plan$i.out" 2> "$O/plan$i.err"
+    i=$((i + 1))
+  done
+  timeout -k 5 20 "$RT" run -o "$T/never" --inject "$name" -- true > "$O/plan$i.out" 2> "$O/plan$i.err"
+  i=$((i + 1))
+done < "$T/names.txt"
+timeout -k 5 20 "$RT" run -o "$T/never" --inject-file "$T/names.txt" -- true > "$O/pf.out" 2> "$O/pf.err"
+timeout -k 5 20 "$RT" run -o "$T/never" --inject-file "$T/names.txt"$'\e]0;f\a' -- true > "$O/pf2.out" 2> "$O/pf2.err"
+check "125 hostile plans refused, none ran (exit 2)" bash -c "[ $i -eq 125 ] && [ ! -e '$T/never' ] && \
+  [ \$(grep -l 'bad fault plan' '$O'/plan*.err | wc -l) -eq 125 ]"
+# bisect: hostile versions, set-up output, command and arguments
+cp /bin/true "$T/tr"$'\e[2J'"ue"
+timeout -k 5 60 "$RT" bisect -o "$T/bis0" --versions $'1.0,2\e]0;x\a\xc2\x9b,3.0' -- true > "$O/bis0.out" 2> "$O/bis0.err"
+timeout -k 5 120 "$RT" bisect -o "$T/bis" --versions 1.0,2.0,3.0 --setup $'echo \e]0;x\a\xe2\x80\xae; exit 1' \
+  -- "$T/tr"$'\e[2J'"ue" $'arg\e]0;y\a' > "$O/bis.out" 2> "$O/bis.err"
+timeout -k 5 60 "$RT" bisect --resume -o "$T/bis" --json > "$O/bisj.out" 2> "$O/bisj.err"
+check "bisect said something about each (outputs not empty)" bash -c "[ -s '$O/bis0.err' ] && [ -s '$O/bis.err' ] && [ -s '$O/bisj.out' ]"
+unsafe=$(python3 "$(dirname "$0")/check_safe.py" "$O"/* 2>&1 | head -5)
+check "no raw control, bidi control, separator or invalid UTF-8 in any of $(ls "$O" | wc -l) outputs${unsafe:+: $unsafe}" \
+  [ -z "$unsafe" ]
+
 finish
