@@ -7,7 +7,9 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <signal.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #include "export.h"
 #include "view.h"
@@ -94,6 +96,25 @@ int rt_cli_prepare_dir(const char *dir, enum rt_cli_join join, char *run_id, cha
 /* The end of this `run` in DIR: its live file goes (a run no `run` holds
  * live any more is finished: --append onto it is refused). */
 void rt_cli_leave_dir(void);
+
+/* outdir.c: DIR (as given; relative to the working directory) short enough
+ * for the rank directories and stream files the tracer makes below it
+ * (RANKTRACE_DIR's rule): 0, or -ENAMETOOLONG with why in err. */
+int rt_cli_check_dir_length(const char *dir, char *err, size_t errlen);
+
+/* run_keeper.c: the keeper between run and its command, which stops the
+ * job when run dies (SIGKILL included): SIGTERM to every process below it,
+ * SIGKILL after a grace period. Start: forks the keeper, which starts argv
+ * with signal mask cmd_mask; cmd is the command's pid (-1: it could not be
+ * started), fd where its status comes. 0 or -errno (no keeper). */
+struct rt_cli_keeper {
+	pid_t keeper, cmd;
+	int fd;
+};
+int rt_cli_keeper_start(char **argv, const sigset_t *cmd_mask, struct rt_cli_keeper *k);
+/* Once the keeper has exited (its wait status keeper_status): the command's
+ * wait status, or keeper_status when the keeper could not report it. */
+int rt_cli_keeper_status(struct rt_cli_keeper *k, int keeper_status);
 
 /* run_signals.c: run argv, each SIGINT/SIGTERM/SIGHUP sent to run reaching
  * it once (forwarded unless the same group delivery reached it), wait.

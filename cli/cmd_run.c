@@ -78,6 +78,9 @@ static void usage_run(FILE *f)
 		"\n"
 		"SIGINT, SIGTERM and SIGHUP reach CMD once: sent to run alone, run forwards\n"
 		"them; sent to its process group (Ctrl-C, kill -SIG -PGID), CMD has it already.\n"
+		"If run dies (SIGKILL too), the job dies with it: SIGTERM to every process\n"
+		"CMD started (torchrun's workers in their own sessions too), SIGKILL 3 s later;\n"
+		"the trace reads \"job interrupted\".\n"
 		"\n"
 		"Exit status: CMD's (128+N if it was killed by signal N); 2 for a usage error;\n"
 		"128 for a RANKTRACE_* variable set to a bad value (named; see\n"
@@ -480,7 +483,10 @@ static int claim_dir(struct run *o)
  * (LD_PRELOAD, RANKTRACE_*, PYTHONPATH). 0 or EXIT_USAGE. */
 static int run_environment(struct run *o)
 {
-	if (claim_dir(o) != 0 && run_untraced(o, "") != 0)
+	/* too long is refused before DIR is made, and again for its real path */
+	if (((o->dir[0] && rt_cli_check_dir_length(o->dir, o->err, sizeof(o->err)) != 0) ||
+	     claim_dir(o) != 0 || rt_cli_check_dir_length(o->abs, o->err, sizeof(o->err)) != 0) &&
+	    run_untraced(o, "") != 0)
 		return EXIT_USAGE;
 	if (o->traced) {
 		if (o->use_lttng) /* LTTng's fork() helper: children that do not exec */

@@ -29,7 +29,12 @@
  * started again is a new -o; restarts inside one run (torchrun
  * --max-restarts) are its attempts (DIR/attempt-N). The live file is made
  * before the claim, so a run that owns DIR is seen live from its first
- * instant. */
+ * instant.
+ *
+ * Length: the rank directories and stream files below DIR must fit a path,
+ * RANKTRACE_DIR's rule (format/env.def): rt_cli_check_dir_length, before DIR
+ * is made and again for its real path, refuses a DIR that would leave each
+ * rank to find that out and run untraced. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -41,6 +46,8 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "env.h"
+#include "escape.h"
 #include "reader.h"   /* rt_vw_stream_locked: the lock test of live rank streams */
 #include "rt_util.h"
 #include "read_bt2.h" /* RT_VW_LTTNG_RUN_FILE: the owner file, every backend */
@@ -245,4 +252,22 @@ int rt_cli_prepare_dir(const char *dir, enum rt_cli_join join, char *run_id, cha
 	else if (rc)
 		snprintf(err, errlen, "cannot write in %s: %s", dir, strerror(-rc));
 	return rc;
+}
+
+int rt_cli_check_dir_length(const char *dir, char *err, size_t errlen)
+{
+	struct rt_env_val v;
+	char why[160], head[80], path[2 * PATH_MAX], cwd[PATH_MAX];
+
+	if (dir[0] == '/' || !getcwd(cwd, sizeof(cwd)))
+		snprintf(path, sizeof(path), "%s", dir);
+	else
+		snprintf(path, sizeof(path), "%s/%s", cwd, dir);
+	if (rt_env_check(RT_ENV_DIR, path, &v, why, sizeof(why)) == 0)
+		return 0;
+	rt_esc_text_mem(head, 61, path, strlen(path));
+	snprintf(err, errlen, "-o %s...: %zu bytes as an absolute path, too long for the rank "
+		 "directories and stream files below it (%s, for %s)", head, strlen(path), why,
+		 RT_ENV_NAME(DIR));
+	return -ENAMETOOLONG;
 }

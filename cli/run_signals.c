@@ -19,7 +19,8 @@
  * is taken for a group delivery and a kill()'s is forwarded.
  *
  * run blocks the signals and takes them with sigwaitinfo, in one loop with
- * the command's exit: no handler. The command and the sentinel start with
+ * the command's exit: no handler. The command (started by the keeper,
+ * run_keeper.c, which stops the job if run dies) and the sentinel start with
  * run's own mask; the sentinel dies with run (PR_SET_PDEATHSIG). One
  * thread; allocates nothing. */
 #include <errno.h>
@@ -112,9 +113,10 @@ static bool child_got_it(pid_t child, pid_t *sentinel, int sig, const siginfo_t 
 
 int rt_cli_run_child(char **argv)
 {
+	struct rt_cli_keeper k;
 	sigset_t set, old;
-	pid_t child, sentinel;
-	int status = 0;
+	pid_t sentinel;
+	int status = 0, kstatus = 0;
 
 	sigemptyset(&set);
 	for (size_t i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++)
@@ -123,31 +125,28 @@ int rt_cli_run_child(char **argv)
 	fflush(NULL);
 	sigprocmask(SIG_BLOCK, &set, &old);
 	sentinel = sentinel_start();
-	child = fork();
-	if (child < 0) {
+	if (rt_cli_keeper_start(argv, &old, &k) != 0 || k.cmd < 0) {
 		perror("ranktrace run: fork");
+		if (k.keeper > 0)
+			while (waitpid(k.keeper, NULL, 0) < 0 && errno == EINTR)
+				;
 		sentinel_stop(sentinel);
 		sigprocmask(SIG_SETMASK, &old, NULL);
 		return -1;
-	}
-	if (child == 0) {
-		sigprocmask(SIG_SETMASK, &old, NULL);
-		execvp(argv[0], argv);
-		fprintf(stderr, "ranktrace run: cannot run %s: %s\n", argv[0], strerror(errno));
-		_exit(127);
 	}
 	for (;;) {
 		siginfo_t si;
 		int sig = sigwaitinfo(&set, &si);
 
 		if (sig == SIGCHLD || sig < 0) {
-			if (waitpid(child, &status, WNOHANG) == child)
+			if (waitpid(k.keeper, &kstatus, WNOHANG) == k.keeper)
 				break;
 			continue;
 		}
-		if (!child_got_it(child, &sentinel, sig, &si))
-			kill(child, sig);
+		if (!child_got_it(k.cmd, &sentinel, sig, &si))
+			kill(k.cmd, sig);
 	}
+	status = rt_cli_keeper_status(&k, kstatus);
 	sentinel_stop(sentinel);
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	return status;

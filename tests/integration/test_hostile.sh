@@ -75,6 +75,17 @@ check "-o FILE --allow-untraced: runs untraced, with a warning" bash -c "[ $? -e
 sim timeout -k 5 60 "$RT" run -o "$T/miss/ing/parent" -- "$B/bin/fsdp_mini" --steps 1 > /dev/null 2>&1
 check "-o under missing parents: created (mkdir -p) and traced" test -s "$T/miss/ing/parent/rank-00000/metadata"
 
+# -o too long for the rank directories below it (each rank would have run
+# untraced, exit 0, a warning only): refused before anything is made or run
+long="$T/$(python3 -c "print('/'.join(['d' * 200] * 20))")"
+timeout -k 5 20 "$RT" run -o "$long" -- touch "$T/ranlong" > /dev/null 2> "$T/long.err"
+check "-o a path too long for its rank directories: refused (exit 2), not made, not run" \
+  bash -c "[ $? -eq 2 ] && [ ! -e '$T/ranlong' ] && [ ! -e '$T/dddd' ] && grep -q 'too long for the rank directories' '$T/long.err'"
+timeout -k 5 20 "$RT" run -o "$long" --allow-untraced -- touch "$T/ranlong" > /dev/null 2> "$T/long.err"
+check "-o too long --allow-untraced: runs untraced, with a warning" \
+  bash -c "[ $? -eq 0 ] && [ -e '$T/ranlong' ] && grep -q 'untraced' '$T/long.err'"
+rm -rf "$T/dddd"*
+
 # metadata that is a FIFO or a symlink to /dev/zero: skipped with an error, no hang
 cp -r "$T/base" "$T/fifo"; rm "$T/fifo/rank-00001/metadata"; mkfifo "$T/fifo/rank-00001/metadata"
 cp -r "$T/base" "$T/zero"; rm "$T/zero/rank-00001/metadata"; ln -s /dev/zero "$T/zero/rank-00001/metadata"

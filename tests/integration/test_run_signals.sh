@@ -99,4 +99,52 @@ for sig in HUP TERM INT; do
     bash -c "[ $rc -eq $((128 + $(kill -l $sig))) ] && [ $left -eq 0 ] && [ -n '$pids' ]"
   for p in $pids; do kill -KILL "$p" 2> /dev/null; done
 done
+# ---- run dies, the job dies with it (issue 28): SIGKILL to run alone ----
+# A hung 4-rank job (nccl-hang: each rank waits in its 5th collective), run
+# killed with SIGKILL: its keeper stops every process below it (SIGTERM,
+# then SIGKILL after 3 s); none is left 5 s later, the trace reads "job
+# interrupted". Then ranks that left the launcher's session (as torchrun
+# starts its workers: start_new_session), out of reach of any group signal.
+# job_left DIR: the processes still running with RANKTRACE_DIR=DIR
+job_left() { local p n=0
+  for p in /proc/[0-9]*; do
+    { tr "\\0" "\\n" < "$p/environ" | grep -qx "RANKTRACE_DIR=$1"; } 2> /dev/null && n=$((n + 1))
+  done
+  echo $n
+}
+killed_run() { local name=$1; shift
+  start "$name" env LD_LIBRARY_PATH="$SIM${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$RT" run -o "$T/$name" \
+    --inject nccl-hang=5 -- "$@"
+  local i
+  for i in $(seq 200); do
+    [ "$(ls -d "$T/$name"/rank-* 2> /dev/null | wc -l)" -ge 4 ] && [ "$(job_left "$T/$name")" -ge 4 ] && break
+    sleep 0.1
+  done
+  sleep 1 # the ranks into their hung collective
+  before=$(job_left "$T/$name")
+  kill -KILL "$LAST"
+  sleep 5
+  after=$(job_left "$T/$name")
+  timeout -k 5 60 "$RT" verdict "$T/$name" > "$T/$name.v" 2>&1; vrc=$?
+}
+killed_run killed "$B/bin/rt-launch" -n 4 "$B/bin/fsdp_mini" --steps 2
+check "SIGKILL to run (rt-launch, 4 ranks): $before processes of the job, $after left after 5 s" \
+  bash -c "[ $before -ge 5 ] && [ $after -eq 0 ]"
+check "its trace reads 'job interrupted' (verdict $vrc: $(tail -2 "$T/killed.v" | head -c 200))" \
+  bash -c "[ $vrc -eq 125 ] && grep -q 'job interrupted' '$T/killed.v'"
+# a launcher whose ranks each run in a session of their own (torchrun's
+# start_new_session), and which itself ignores SIGTERM: only the keeper's
+# SIGKILL after the grace period ends it
+# (a handler, not '' which the ranks would inherit as SIG_IGN)
+cat > "$T/sessions.sh" <<'SH'
+trap ':' TERM
+for r in 0 1 2 3; do RANK=$r LOCAL_RANK=$r WORLD_SIZE=4 MASTER_ADDR=127.0.0.1 MASTER_PORT=$1 setsid "${@:2}" & done
+while [ -n "$(jobs -p)" ]; do wait; done
+SH
+killed_run sessions bash "$T/sessions.sh" $((20000 + $$ % 20000)) "$B/bin/fsdp_mini" --steps 2
+check "SIGKILL to run (ranks in sessions of their own, a launcher deaf to SIGTERM): $before processes, $after left after 5 s" \
+  bash -c "[ $before -ge 5 ] && [ $after -eq 0 ]"
+check "its trace reads 'job interrupted' (verdict $vrc)" \
+  bash -c "[ $vrc -eq 125 ] && grep -q 'job interrupted' '$T/sessions.v'"
+
 finish
