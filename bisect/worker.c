@@ -24,8 +24,11 @@
 #include <unistd.h>
 
 #include "bisect_int.h"
+#include "findings.h"
 
-#define HEALTHY "healthy"
+/* the verdict words (format/findings.def) */
+#define HEALTHY (rt_verdicts[RT_V_HEALTHY].word)
+#define INCONCLUSIVE (rt_verdicts[RT_V_INCONCLUSIVE].word)
 #define OVERLAY_SIZE ".rt-bytes" /* an overlay's size, recorded at install */
 
 /* Run k of candidate i: BISECT_DIR/<name>, then <name>.run2, .run3 ... */
@@ -245,7 +248,7 @@ static void run_once(const struct bs_ctx *x, int i, int k, int fd, char *v, size
 	bs_rm_rf(trace);
 	bs_candidate_env(x, i, &env, pp, path, venv, PATH_MAX);
 	if (!argv) {
-		snprintf(v, n, "inconclusive");
+		snprintf(v, n, "%s", INCONCLUSIVE);
 		return;
 	}
 	if (x->o.launcher) {
@@ -272,17 +275,17 @@ static void run_once(const struct bs_ctx *x, int i, int k, int fd, char *v, size
 		return;
 	}
 	bs_capture(vargv, NULL, &out, true);
-	snprintf(v, n, "%s", out && *out ? out : "inconclusive");
+	snprintf(v, n, "%s", out && *out ? out : INCONCLUSIVE);
 	v[strcspn(v, " \t\r\n")] = '\0';
 	if (!*v)
-		snprintf(v, n, "inconclusive");
+		snprintf(v, n, "%s", INCONCLUSIVE);
 	free(out);
 	dprintf(fd, "== verdict of %s: %s\n", trace, v);
 }
 
 static bool is_failure(const char *v)
 {
-	return strcmp(v, HEALTHY) && strcmp(v, "inconclusive") && strcmp(v, "timeout");
+	return strcmp(v, HEALTHY) && strcmp(v, INCONCLUSIVE) && strcmp(v, "timeout");
 }
 
 /* Runs until decided: healthy = good; the signature = bad (twice in a row
@@ -316,7 +319,7 @@ static void judge_runs(const struct bs_ctx *x, int i, int fd, struct bs_result *
 		snprintf(r->reason, sizeof(r->reason), "%s did not repeat (last run: %s)", sig, v);
 	else if (!strcmp(v, "timeout"))
 		snprintf(r->reason, sizeof(r->reason), "run over --timeout %gs", x->o.timeout);
-	else if (!strcmp(v, "inconclusive"))
+	else if (!strcmp(v, INCONCLUSIVE))
 		snprintf(r->reason, sizeof(r->reason), "trace inconclusive");
 	else if (v[0])
 		snprintf(r->reason, sizeof(r->reason), "another failure: %s", v);

@@ -25,6 +25,30 @@
 #include "env.h"
 #include "escape.h"
 
+/* "  --signature SIG  the failure hunted: a, b or c (...)": the verdicts
+ * format/findings.def says bisect hunts, wrapped as the usage is. */
+static void signature_usage(FILE *f)
+{
+	char list[256], *p = list;
+	int col = 0;
+
+	rt_verdict_bisect_list(list, sizeof(list));
+	fprintf(f, "  --signature SIG      the failure hunted: ");
+	col = 43;
+	while (*p) {
+		size_t w = strcspn(p, " ");
+
+		if (col + (int)w > 80) {
+			fprintf(f, "\n%23s", "");
+			col = 23;
+		}
+		fprintf(f, "%.*s%s", (int)w, p, p[w] ? " " : "");
+		col += (int)w + 1;
+		p += w + (p[w] != '\0');
+	}
+	fprintf(f, "\n%23s(default: the --bad endpoint's own verdict, measured first)\n", "");
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -71,10 +95,9 @@ static void usage(FILE *f)
 		"                       as git bisect's old/new terms and cargo-bisect-rustc's\n"
 		"                       --regress=success; tables stay oldest first\n"
 		"\n"
-		"judging:\n"
-		"  --signature SIG      the failure hunted: skipped-fsdp-root, device-misplacement,\n"
-		"                       collective-mismatch or crashed (default: the --bad\n"
-		"                       endpoint's own verdict, measured first)\n"
+		"judging:\n");
+	signature_usage(f);
+	fprintf(f,
 		"  --like TRACE_DIR     the signature of a reference trace (e.g. a run with\n"
 		"                       --inject skip-fsdp-root)\n"
 		"  --retries N          run again up to N times; bad only if the signature repeats\n"
@@ -261,13 +284,15 @@ static int check_source(const struct bs_opts *o, int nsources)
 		return bad_usage("--versions %s: list at least two, comma-separated", o->versions);
 	if (o->signature && o->like)
 		return bad_usage("%s", "--signature and --like both name the signature: give one");
-	if (o->signature) {
-		for (int v = 0; v < RT_V_COUNT; v++)
-			if (v != RT_V_HEALTHY && v != RT_V_INCONCLUSIVE &&
-			    !strcmp(o->signature, rt_vw_verdict_names[v]))
-				return 0;
-		return bad_usage("--signature %s: expected skipped-fsdp-root, device-misplacement, "
-				 "collective-mismatch or crashed", o->signature);
+	if (o->signature) { /* the failures format/findings.def says bisect hunts */
+		int v = rt_verdict_parse(o->signature);
+		char list[256], msg[512];
+
+		if (v >= 0 && rt_verdicts[v].bisect)
+			return 0;
+		rt_verdict_bisect_list(list, sizeof(list));
+		snprintf(msg, sizeof(msg), "--signature %s: expected %s", o->signature, list);
+		return bad_usage("%s", msg);
 	}
 	return 0;
 }
@@ -340,8 +365,8 @@ static int like_signature(struct bs_ctx *x)
 	snprintf(x->signature, sizeof(x->signature), "%s", out ? out : "");
 	x->signature[strcspn(x->signature, " \t\r\n")] = '\0';
 	free(out);
-	if (!x->signature[0] || !strcmp(x->signature, "healthy") ||
-	    !strcmp(x->signature, "inconclusive"))
+	if (!x->signature[0] || rt_verdict_parse(x->signature) < 0 ||
+	    !rt_verdicts[rt_verdict_parse(x->signature)].bisect)
 		return bad_usage("--like %s: the trace shows no failure signature (verdict: %s)",
 				 x->signature[0] ? x->signature : "none");
 	return 0;

@@ -16,23 +16,17 @@
 /* Not 2: `git bisect run` counts 1-127 (but 125) as bad, and stops on 128+. */
 #define EXIT_VERDICT_USAGE 128
 
-static int parse_verdict(const char *s)
-{
-	for (int v = 0; v < RT_V_COUNT; v++)
-		if (!strcmp(s, rt_vw_verdict_names[v]))
-			return v;
-	return -1;
-}
-
 static void usage_verdict(FILE *f)
 {
 	fprintf(f, "usage: ranktrace verdict DIR [--bad SIGNATURE] [--stall DURATION]\n\n"
-		   "Prints one word: healthy, skipped-fsdp-root, device-misplacement,\n"
-		   "collective-mismatch, crashed, hung or inconclusive (why goes to stderr).\n"
-		   "Exit status, for `git bisect run`: 0 healthy; 1 the signature asked for with\n"
-		   "--bad (by default any failure); 125 inconclusive, or another failure than\n"
-		   "--bad; 128 a usage error (a typo in --bad): git bisect run stops on 128 or\n"
-		   "more, where 2 would have counted the commit as bad.\n\n"
+		   "Prints one word (why goes to stderr):\n");
+	for (int v = 0; v < RT_V_COUNT; v++) /* format/findings.def */
+		fprintf(f, "  %-20s %d  %s\n", rt_verdicts[v].word, rt_verdicts[v].exit,
+			rt_verdicts[v].meaning);
+	fprintf(f, "Exit status, for `git bisect run`: as above (0 healthy, 1 a failure, 125\n"
+		   "inconclusive); a failure other than the SIGNATURE asked for with --bad\n"
+		   "(by default any) is 125; 128 a usage error (a typo in --bad): git bisect run\n"
+		   "stops on 128 or more, where 2 would have counted the commit as bad.\n\n"
 		   "A verdict never guesses. It is inconclusive (125, with the reason) whenever\n"
 		   "the evidence for a signature is incomplete: a rank's trace damaged, capped\n"
 		   "(tracing stopped early) or missing (the world size says it exists), two\n"
@@ -65,11 +59,13 @@ int rt_cli_cmd_verdict(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "b:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'b':
-			bad = parse_verdict(optarg);
-			if (bad < 0 || bad == RT_V_HEALTHY || bad == RT_V_INCONCLUSIVE) {
-				fprintf(stderr, "ranktrace verdict: --bad %s: expected one of "
-					"skipped-fsdp-root, device-misplacement, collective-mismatch, crashed, "
-					"hung\n", optarg);
+			bad = rt_verdict_parse(optarg);
+			if (bad < 0 || !rt_verdicts[bad].bisect) {
+				char list[256];
+
+				rt_verdict_bisect_list(list, sizeof(list));
+				fprintf(stderr, "ranktrace verdict: --bad %s: expected one of %s\n",
+					rt_vw_esc(optarg), list);
 				return EXIT_VERDICT_USAGE;
 			}
 			break;
@@ -87,26 +83,25 @@ int rt_cli_cmd_verdict(int argc, char **argv)
 		return EXIT_VERDICT_USAGE;
 	}
 	if (rt_cli_check_dir("verdict", argv[optind]) != 0) {
-		printf("inconclusive\n"); /* no trace here: nothing to judge, skip */
-		return 125;
+		/* no trace here: nothing to judge, skip */
+		printf("%s\n", rt_verdicts[RT_V_INCONCLUSIVE].word);
+		return rt_verdicts[RT_V_INCONCLUSIVE].exit;
 	}
 	t = rt_cli_load_stall("verdict", argv[optind], stall_ns);
 	if (!t) {
-		printf("inconclusive\n");
-		fprintf(stderr, "ranktrace verdict: inconclusive: no readable rank trace\n");
-		return 125;
+		printf("%s\n", rt_verdicts[RT_V_INCONCLUSIVE].word);
+		fprintf(stderr, "ranktrace verdict: %s: no readable rank trace\n",
+			rt_verdicts[RT_V_INCONCLUSIVE].word);
+		return rt_verdicts[RT_V_INCONCLUSIVE].exit;
 	}
-	printf("%s\n", rt_vw_verdict_names[t->verdict]);
+	printf("%s\n", rt_verdicts[t->verdict].word);
 	fflush(stdout); /* the word before why, where both go to one terminal */
 	if (rt_vw_report_make(t, -1, &rp) == 0)
 		rt_vw_verdict_why(stderr, &rp);
 	rt_vw_report_free(&rp);
-	if (t->verdict == RT_V_HEALTHY)
-		rc = 0;
-	else if (t->verdict == RT_V_INCONCLUSIVE)
-		rc = 125;
-	else
-		rc = bad < 0 || bad == (int)t->verdict ? 1 : 125;
+	rc = rt_verdicts[t->verdict].exit; /* 0, 1 or 125: format/findings.def */
+	if (rt_verdicts[t->verdict].bisect && bad >= 0 && bad != (int)t->verdict)
+		rc = rt_verdicts[RT_V_INCONCLUSIVE].exit; /* another failure than the one hunted */
 	rt_vw_free(t);
 	return rc;
 }

@@ -9,12 +9,22 @@
  *                         its reader refuses (a path not there for PATH; "-"
  *                         for OUT, which ranktrace never reads), for
  *                         test_env.sh
+ *   rt-gen-tables verdicts | findings
+ *                         the verdicts (docs/guide.md) and the kinds of
+ *                         finding (docs/json.md) of format/findings.def, as
+ *                         Markdown tables between their markers
+ *   rt-gen-tables docs FILE...
+ *                         those tables rewritten in place in each FILE,
+ *                         between <!-- BEGIN rt-gen-tables NAME --> and
+ *                         <!-- END rt-gen-tables NAME -->
  * Run by the build (CMakeLists.txt: build/python) and by test_tables.sh (the
- * committed docs/environment.md must be current). Writes OUT, or stdout. */
+ * committed docs must be current). Writes OUT, or stdout. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "env.h"
+#include "findings.h"
 #include "schema.h"
 
 static const char *const kind_names[] = {
@@ -123,11 +133,118 @@ static void env_doc(void)
 	}
 }
 
+static void verdicts(FILE *f)
+{
+	fprintf(f, "| verdict | exit | hunted by `bisect --signature`, `verdict --bad` | meaning |\n"
+		   "|---|---|---|---|\n");
+	for (int v = 0; v < RT_V_COUNT; v++)
+		fprintf(f, "| `%s` | %d | %s | %s |\n", rt_verdicts[v].word, rt_verdicts[v].exit,
+			rt_verdicts[v].bisect ? "yes" : "no", rt_verdicts[v].meaning);
+}
+
+static void findings(FILE *f)
+{
+	fprintf(f, "| `id` | decides | level | severity | what it finds |\n|---|---|---|---|---|\n");
+	for (int k = 0; k < RT_FK_COUNT; k++)
+		fprintf(f, "| `%s` | `%s` | %s | %d | %s |\n", rt_findings[k].id,
+			rt_verdicts[rt_findings[k].verdict].word, rt_level_names[rt_findings[k].level],
+			rt_findings[k].severity, rt_findings[k].title);
+}
+
+static const struct {
+	const char *name;
+	void (*fn)(FILE *f);
+} blocks[] = { { "verdicts", verdicts }, { "findings", findings } };
+
+static void block(FILE *f, size_t b)
+{
+	fprintf(f, "<!-- BEGIN rt-gen-tables %s: GENERATED from format/findings.def, do not edit "
+		   "(rt-gen-tables docs FILE) -->\n", blocks[b].name);
+	blocks[b].fn(f);
+	fprintf(f, "<!-- END rt-gen-tables %s -->\n", blocks[b].name);
+}
+
+/* FILE's text, malloc'd, or NULL. */
+static char *slurp(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char *text = NULL;
+	size_t n = 0;
+	long len;
+
+	if (f && fseek(f, 0, SEEK_END) == 0 && (len = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 &&
+	    (text = malloc((size_t)len + 1)) != NULL) {
+		n = fread(text, 1, (size_t)len, f);
+		text[n] = '\0';
+	}
+	if (f)
+		fclose(f);
+	return text;
+}
+
+/* Every block of path rewritten from the tables: 0, or 1 with a message. */
+static int docs(const char *path)
+{
+	char *text = slurp(path), *p, tmp[4096];
+	FILE *out;
+
+	snprintf(tmp, sizeof(tmp), "%s.rt-gen", path);
+	if (!text || !(out = fopen(tmp, "w"))) {
+		perror(path);
+		free(text);
+		return 1;
+	}
+	for (p = text; *p;) {
+		char begin[64], end[64], *b = NULL, *e = NULL;
+		size_t k, first = 0, elen = 0;
+
+		for (k = 0; k < sizeof(blocks) / sizeof(blocks[0]); k++) { /* the next block */
+			char *bk, *ek;
+
+			snprintf(begin, sizeof(begin), "<!-- BEGIN rt-gen-tables %s", blocks[k].name);
+			snprintf(end, sizeof(end), "<!-- END rt-gen-tables %s -->\n", blocks[k].name);
+			if ((bk = strstr(p, begin)) && (ek = strstr(bk, end)) && (!b || bk < b)) {
+				b = bk;
+				e = ek;
+				first = k;
+				elen = strlen(end);
+			}
+		}
+		if (!b) {
+			fputs(p, out);
+			break;
+		}
+		fwrite(p, 1, (size_t)(b - p), out);
+		block(out, first);
+		p = e + elen;
+	}
+	free(text);
+	if (fclose(out) != 0 || rename(tmp, path) != 0) {
+		perror(tmp);
+		return 1;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc >= 3 && !strcmp(argv[1], "docs")) {
+		int rc = 0;
+
+		for (int i = 2; i < argc; i++)
+			rc |= docs(argv[i]);
+		return rc;
+	}
+	for (size_t b = 0; argc == 2 && b < sizeof(blocks) / sizeof(blocks[0]); b++)
+		if (!strcmp(argv[1], blocks[b].name)) {
+			block(stdout, b);
+			return fflush(stdout) != 0 || ferror(stdout) ? 1 : 0;
+		}
 	if (argc < 2 || argc > 3 ||
 	    (strcmp(argv[1], "probe") && strcmp(argv[1], "env") && strcmp(argv[1], "env-bad"))) {
-		fprintf(stderr, "usage: rt-gen-tables probe|env|env-bad [OUT]\n");
+		fprintf(stderr, "usage: rt-gen-tables probe|env|env-bad [OUT]\n"
+				"       rt-gen-tables verdicts|findings\n"
+				"       rt-gen-tables docs FILE...\n");
 		return 2;
 	}
 	if (argc == 3 && !freopen(argv[2], "w", stdout)) {

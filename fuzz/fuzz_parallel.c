@@ -142,7 +142,7 @@ static char *model(int jobs, int window)
 	struct rt_vw_matcher *m = calloc(1, sizeof(*m));
 	struct rt_vw_trace *t = calloc(1, sizeof(*t));
 	struct rt_vw_src srcs[MAXR * MAXS];
-	char *out = NULL, num[16];
+	char *out = NULL, num[16], why[600];
 	size_t len = 0;
 	FILE *f = open_memstream(&out, &len);
 	int nsrc = 0;
@@ -177,12 +177,13 @@ static char *model(int jobs, int window)
 	for (int k = 0; k < nsrc; k++)
 		rt_vw_cursor_close(srcs[k].c);
 	rt_vw_model_finish(m);
-	fprintf(f, "%s %llu %s|%s\n", rt_vw_verdict_names[t->verdict], (unsigned long long)t->events,
-		rt_vw_completeness_names[t->completeness], t->inconclusive);
+	rt_vw_inconclusive_text(t, why, sizeof(why));
+	fprintf(f, "%s %llu %s|%s\n", rt_verdicts[t->verdict].word, (unsigned long long)t->events,
+		rt_vw_completeness_names[t->completeness], why);
 	for (int i = 0; i < t->nfindings; i++) {
-		char text[sizeof(t->findings[i].text)];
+		char text[RT_VW_FINDING_TEXT];
 
-		rt_vw_finding_text(&t->findings[i], text, sizeof(text));
+		rt_vw_finding_text(t, &t->findings[i], text, sizeof(text));
 		fprintf(f, "%d %s\n", t->findings[i].rank, text);
 	}
 	for (int i = 0; i < t->ncomms; i++)

@@ -59,6 +59,50 @@ rows=$(grep -lE '^[[:space:]]*(RT_CUDA_ERR|RT_NCCL_ERR|RT_RESULT|RT_DRV_RESULT|R
 check "NVIDIA's result codes (CUDA, NCCL, driver) in one table (${rows:-none})" \
   [ "$(echo $rows | wc -w)" -eq 1 ]
 
+# -- findings: format/findings.def ----------------------------------------------
+# the verdict words and the finding ids, as the table holds them
+words=$(sed -n 's/^RT_VERDICT([A-Z_]*, "\([a-z-]*\)".*/\1/p' "$S/format/findings.def")
+ids=$(sed -n 's/^RT_FINDING([A-Z_]*, "\([a-z-]*\)".*/\1/p' "$S/format/findings.def")
+check "format/findings.def declares the verdicts ($(echo $words | wc -w)) and finding kinds ($(echo $ids | wc -w))" \
+  [ "$(echo $words | wc -w)" -ge 7 -a "$(echo $ids | wc -w)" -ge 20 ]
+# a verdict word or a finding id with a hyphen as a whole string; any id
+# compared by string; a list of verdict words inside a string (usage, errors:
+# rt_verdict_bisect_list makes them). Ids that are plain words ("killed",
+# "straggler") name other things too (a rank's state, an analysis).
+walt=$(echo $words | tr ' ' '|')
+halt=$(echo $ids | tr ' ' '\n' | grep -- - | tr '\n' '|' | sed 's/|$//')
+ialt=$(echo $ids | tr ' ' '|')
+none "no verdict word or finding id written by hand as a string outside format/ (rt_verdicts, rt_findings)" \
+  "[\"'](${walt}|${halt})[\"']"
+none "no finding compared by its id as a string (f->kind == RT_FK_...)" \
+  "strn?cmp\([^;]*[\"'](${ialt})[\"']"
+none "no list of verdict words written by hand (usage, errors: rt_verdict_bisect_list)" \
+  "\"[^\"]*(${walt})(, | or )(${walt})[^\"]*\""
+# the commands list what the table holds: verdict --help every verdict,
+# bisect --help and --signature's error every verdict bisect hunts
+"$B/bin/ranktrace" verdict --help > "$T/verdict.help" 2>&1
+"$B/bin/ranktrace" bisect --help > "$T/bisect.help" 2>&1
+"$B/bin/ranktrace" bisect --versions a,b --signature nonsense -- true > /dev/null 2> "$T/bisect.err"
+hunted=$(sed -n 's/^RT_VERDICT([A-Z_]*, "\([a-z-]*\)", [0-9]*, 1,.*/\1/p' "$S/format/findings.def")
+lacks=$(for w in $words; do grep -qw -- "$w" "$T/verdict.help" || echo "$w"; done | tr '\n' ' ')
+check "verdict --help lists every verdict${lacks:+ (not: $lacks)}" [ -z "$lacks" ]
+lacks=$(for w in $hunted; do tr -s ' \n' ' ' < "$T/bisect.help" | grep -q -- "$w" || echo "$w"; done | tr '\n' ' ')
+check "bisect --help lists every verdict bisect hunts ($(echo $hunted | wc -w))${lacks:+ (not: $lacks)}" [ -z "$lacks" ]
+lacks=$(for w in $hunted; do grep -q -- "$w" "$T/bisect.err" || echo "$w"; done | tr '\n' ' ')
+check "bisect --signature's error lists every verdict bisect hunts${lacks:+ (not: $lacks)}" [ -z "$lacks" ]
+# the docs' tables are the table's: docs/guide.md (verdicts), docs/json.md (kinds)
+cp "$S/docs/guide.md" "$S/docs/json.md" "$T/"
+if "$B/bin/rt-gen-tables" docs "$T/guide.md" "$T/json.md"; then
+  for d in guide json; do
+    check "docs/$d.md's tables are format/findings.def's (rt-gen-tables docs docs/$d.md)" \
+      diff -u "$S/docs/$d.md" "$T/$d.md"
+  done
+  missing=$(for i in $ids; do grep -q "| \`$i\` |" "$S/docs/json.md" || echo "$i"; done | tr '\n' ' ')
+  check "docs/json.md lists every kind of finding${missing:+ (not: $missing)}" [ -z "$missing" ]
+else
+  bad "rt-gen-tables docs ran"
+fi
+
 # -- roles: one vocabulary (RT_ROLES), fields by id -----------------------------
 roles=$(grep -rnE 'enum rt_drv_role|RT_DRV_(NONE|ALLOC|FREE|VMM_[A-Z]+|CTX)\b' "$S/format" $(sources) 2>/dev/null |
   sed "s|$S/||")

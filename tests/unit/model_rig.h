@@ -73,7 +73,7 @@ static void ev(int ri, unsigned id, int dev, int ret, bool pending, ...)
 struct rig_case {
 	const char *name;
 	void (*build)(void);
-	enum rt_vw_verdict verdict;
+	enum rt_verdict verdict;
 	const char *finding;
 	const char *absent;
 };
@@ -83,27 +83,27 @@ static void rig_judge(const struct rig_case *c)
 {
 	const char *name = c->name;
 	bool found, absent = true;
-	char text[sizeof(t->findings[0].text)];
+	char text[RT_VW_FINDING_TEXT];
 
 	found = c->finding == NULL;
 	rig(4);
 	c->build();
 	rt_vw_model_finish(m);
 	for (int i = 0; i < t->nfindings; i++) {
-		rt_vw_finding_text(&t->findings[i], text, sizeof(text));
+		rt_vw_finding_text(t, &t->findings[i], text, sizeof(text));
 		found = found || strstr(text, c->finding);
 		absent = absent && !(c->absent && strstr(text, c->absent));
 	}
 	text[0] = '\0';
 	if (t->nfindings)
-		rt_vw_finding_text(&t->findings[0], text, sizeof(text));
+		rt_vw_finding_text(t, &t->findings[0], text, sizeof(text));
 	if (!c->finding && !c->absent)
 		cr_expect_eq(t->nfindings, 0, "%s: unexpected finding: %s", name, text);
 	cr_expect(found, "%s: no finding contains \"%s\" (first: %s)", name, c->finding,
 		  t->nfindings ? text : "none");
 	cr_expect(absent, "%s: a finding contains \"%s\"", name, c->absent);
 	cr_expect_eq(t->verdict, c->verdict, "%s: verdict %s, expected %s", name,
-		     rt_vw_verdict_names[t->verdict], rt_vw_verdict_names[c->verdict]);
+		     rt_verdicts[t->verdict].word, rt_verdicts[c->verdict].word);
 	rt_vw_free(t);
 	free(m);
 }

@@ -18,7 +18,7 @@ Test(load, a_healthy_trace_reads_back_and_every_output_is_made)
 		rank_life(i, 1024, 0);
 	tw_write();
 	t = load(RT_VW_KEEP_CALLS | RT_VW_KEEP_MEMORY);
-	cr_expect_eq(t->verdict, RT_V_HEALTHY, "verdict %s", rt_vw_verdict_names[t->verdict]);
+	cr_expect_eq(t->verdict, RT_V_HEALTHY, "verdict %s", rt_verdicts[t->verdict].word);
 	cr_assert_eq(t->nranks, 2);
 	cr_expect_eq(t->events, 20);
 	cr_expect_eq(t->ranks[1].allocs, 1);
@@ -70,7 +70,7 @@ Test(load, a_mismatch_reads_back_as_one_and_the_report_says_it)
 		rank_life(i, i == 1 ? 7 : 1024, i == 1);
 	tw_write();
 	t = load(RT_VW_KEEP_MEMORY);
-	cr_expect_eq(t->verdict, RT_V_COLLECTIVE_MISMATCH, "verdict %s", rt_vw_verdict_names[t->verdict]);
+	cr_expect_eq(t->verdict, RT_V_COLLECTIVE_MISMATCH, "verdict %s", rt_verdicts[t->verdict].word);
 	html = output(rt_vw_report_html, t);
 	cr_expect(strstr(html, "collective mismatch"), "%.300s", html);
 	json = output(rt_vw_export_perfetto, t);
@@ -114,7 +114,7 @@ Test(load, a_damaged_rank_leaves_the_others_and_the_verdict_inconclusive)
 	snprintf(path, sizeof(path), "%s/rank-00001/stream-101-101", w.dir);
 	cr_assert_eq(truncate(path, RT_PACKET_HEADER_BYTES + 30), 0);
 	t = load(0);
-	cr_expect_eq(t->verdict, RT_V_INCONCLUSIVE, "verdict %s", rt_vw_verdict_names[t->verdict]);
+	cr_expect_eq(t->verdict, RT_V_INCONCLUSIVE, "verdict %s", rt_verdicts[t->verdict].word);
 	cr_expect(t->ranks[1].damaged[0], "rank 1's damage noted");
 	cr_expect_eq(t->ranks[0].events, 10);
 	rt_vw_free(t);
@@ -137,7 +137,7 @@ Test(load, a_job_stopped_from_outside_is_interrupted)
 	}
 	tw_write();
 	t = load(RT_VW_KEEP_MEMORY);
-	cr_expect_eq(t->verdict, RT_V_INCONCLUSIVE, "verdict %s", rt_vw_verdict_names[t->verdict]);
+	cr_expect_eq(t->verdict, RT_V_INCONCLUSIVE, "verdict %s", rt_verdicts[t->verdict].word);
 	cr_expect_eq(t->interrupted, 15);
 	cr_expect(t->ranks[0].interrupted && t->ranks[1].interrupted);
 	html = output(rt_vw_report_html, t);
@@ -179,8 +179,13 @@ Test(load, live_ranks_stuck_apart_are_hung_and_the_laggard_is_named)
 	cr_expect_eq(t->running, 2);
 	cr_expect_eq(t->completeness, RT_C_LIVE);
 	cr_expect(t->hung);
-	cr_expect_eq(t->verdict, RT_V_HUNG, "verdict %s", rt_vw_verdict_names[t->verdict]);
-	cr_expect(strstr(t->laggard, "rank 0"), "laggard: %s", t->laggard);
+	cr_expect_eq(t->verdict, RT_V_HUNG, "verdict %s", rt_verdicts[t->verdict].word);
+	{
+		char lag[600];
+
+		rt_vw_laggard_text(t, lag, sizeof(lag));
+		cr_expect(strstr(lag, "rank 0"), "laggard: %s", lag);
+	}
 	cr_expect_eq(t->ranks[1].nopen, 1);
 	rt_vw_free(t);
 }
@@ -233,7 +238,7 @@ Test(load, a_rank_the_world_size_expects_is_missing)
 	cr_assert_eq(t->nmissing, 1);
 	cr_expect_eq(t->missing[0], 2);
 	cr_expect_eq(t->world_size, 3);
-	cr_expect_eq(t->verdict, RT_V_INCONCLUSIVE, "verdict %s", rt_vw_verdict_names[t->verdict]);
+	cr_expect_eq(t->verdict, RT_V_INCONCLUSIVE, "verdict %s", rt_verdicts[t->verdict].word);
 	rt_vw_free(t);
 }
 
@@ -256,8 +261,13 @@ Test(load, two_directories_claiming_one_rank_are_damage)
 	write_file(path, meta, (size_t)len);
 	t = load(0);
 	cr_expect_gt(t->duplicates, 0);
-	cr_expect(strstr(t->ranks[1].incomplete, "both claim rank 0"), "%s", t->ranks[1].incomplete);
-	cr_expect_eq(t->verdict, RT_V_INCONCLUSIVE, "verdict %s", rt_vw_verdict_names[t->verdict]);
+	{
+		char why[400];
+
+		rt_vw_incomplete_text(t, 1, why, sizeof(why));
+		cr_expect(strstr(why, "both claim rank 0"), "%s", why);
+	}
+	cr_expect_eq(t->verdict, RT_V_INCONCLUSIVE, "verdict %s", rt_verdicts[t->verdict].word);
 	rt_vw_free(t);
 }
 
@@ -275,7 +285,7 @@ Test(load, a_writer_that_stopped_early_leaves_a_capped_rank)
 	tw_write();
 	t = load(0);
 	cr_expect_eq(t->ranks[1].completeness, RT_C_CAPPED);
-	cr_expect_eq(t->verdict, RT_V_INCONCLUSIVE, "verdict %s", rt_vw_verdict_names[t->verdict]);
+	cr_expect_eq(t->verdict, RT_V_INCONCLUSIVE, "verdict %s", rt_verdicts[t->verdict].word);
 	rt_vw_rank_end(&t->ranks[1], end, sizeof(end));
 	cr_expect(strstr(end, "trace incomplete") && strstr(end, "at event 2"), "%s", end);
 	rt_vw_free(t);
@@ -291,13 +301,16 @@ Test(load, how_a_rank_ended_in_words)
 		{ { .readable = false }, "unreadable" },
 		{ { .readable = true, .state = RT_S_RUNNING }, "running" },
 		{ { .readable = true, .state = RT_S_KILLED, .signo = 9 }, "signal 9" },
-		{ { .readable = true, .state = RT_S_KILLED, .signo = 11, .died_in = "cudaMalloc" },
+		{ { .readable = true, .state = RT_S_KILLED, .signo = 11, .died = true,
+		    .died_id = RT_ID_cudaMalloc },
 		  "signal 11 in cudaMalloc" },
 		{ { .readable = true, .state = RT_S_EXITED, .exit_seen = true, .exit_status = 3 }, "exit 3" },
 		{ { .readable = true, .state = RT_S_EXITED, .exit_seen = true, .exit_status = -1 }, "returned" },
-		{ { .readable = true, .state = RT_S_VANISHED, .died_in = "ncclAllReduce",
+		{ { .readable = true, .state = RT_S_VANISHED, .died = true,
+		    .died_id = RT_ID_ncclAllReduce,
 		    .completeness = RT_C_COMPLETE }, "died in ncclAllReduce" },
-		{ { .readable = true, .state = RT_S_VANISHED, .died_in = "ncclAllReduce",
+		{ { .readable = true, .state = RT_S_VANISHED, .died = true,
+		    .died_id = RT_ID_ncclAllReduce,
 		    .completeness = RT_C_DAMAGED }, "trace ends in ncclAllReduce" },
 		{ { .readable = true, .state = RT_S_VANISHED, .completeness = RT_C_CAPPED }, "trace capped" },
 		{ { .readable = true, .state = RT_S_VANISHED, .completeness = RT_C_DAMAGED }, "trace damaged" },

@@ -165,6 +165,6 @@ Test(load_views, an_lttng_trace_reads_into_the_same_model)
 	cr_expect_eq(t->ranks[0].ncalls, 0);
 	cr_expect_eq(t->ranks[0].colls[RT_CK_AllReduce], 1);
 	/* no rt_identity (LTTng's own event): which rank it is is not known */
-	cr_expect_eq(t->verdict, RT_V_INCONCLUSIVE, "verdict %s", rt_vw_verdict_names[t->verdict]);
+	cr_expect_eq(t->verdict, RT_V_INCONCLUSIVE, "verdict %s", rt_verdicts[t->verdict].word);
 	rt_vw_free(t);
 }

@@ -204,14 +204,20 @@ static char *model(struct job *j, int jobs, int window)
 	for (int k = 0; k < nsrc; k++)
 		rt_vw_cursor_close(srcs[k].c);
 	rt_vw_model_finish(m);
-	fprintf(f, "verdict %s events %llu diverged %d %llx %u\n", rt_vw_verdict_names[t->verdict],
+	fprintf(f, "verdict %s events %llu diverged %d %llx %u\n", rt_verdicts[t->verdict].word,
 		(unsigned long long)t->events, t->diverged, (unsigned long long)t->div_comm, t->div_seq);
-	fprintf(f, "inconclusive %s\n", t->inconclusive);
-	for (int i = 0; i < t->nfindings; i++) {
-		char text[sizeof(t->findings[i].text)];
+	{
+		char why[600];
 
-		rt_vw_finding_text(&t->findings[i], text, sizeof(text));
-		fprintf(f, "finding %d %d %s\n", t->findings[i].severity, t->findings[i].rank, text);
+		rt_vw_inconclusive_text(t, why, sizeof(why));
+		fprintf(f, "inconclusive %s\n", why);
+	}
+	for (int i = 0; i < t->nfindings; i++) {
+		char text[RT_VW_FINDING_TEXT];
+
+		rt_vw_finding_text(t, &t->findings[i], text, sizeof(text));
+		fprintf(f, "finding %s %d %s\n", rt_findings[t->findings[i].kind].id, t->findings[i].rank,
+			text);
 	}
 	for (int i = 0; i < t->ncomms; i++)
 		fprintf(f, "comm %llx %d %d\n", (unsigned long long)t->comms[i].id, t->comms[i].nranks,

@@ -2,9 +2,9 @@
 /* completeness.c - how much of the run a trace holds, and the verdict rules
  * that follow from it: a verdict never guesses.
  *
- * Runs once per load, after the pass and before the matcher's and the
- * detectors' conclusions (load.c calls rt_vw_completeness, then the
- * detectors call rt_vw_evidence_complete per rank and rt_vw_decide last).
+ * The first analysis after the pass (analyses.c): the matcher's, the
+ * liveness pass's and the detectors' conclusions ask it per rank
+ * (rt_vw_evidence_complete), the verdict decides from it (verdict.c).
  * A rank is complete, capped (the writer stopped: size cap, disk full),
  * damaged (a file unreadable past some offset, metadata unreadable, or
  * another directory claims the same rank), missing (the metadata's world
@@ -12,8 +12,9 @@
  * live (its process still holds its stream file's lock). A finding that
  * rests on the absence of events ("never called", "no recorded end") is only
  * made from complete ranks; a verdict with no finding resting on complete
- * evidence is inconclusive (125) with the first reason. Allocates only the
- * missing-rank list. */
+ * evidence is inconclusive (125) with the first reason (verdict.c). Why a
+ * rank is not complete is kept as data (enum rt_vw_why_incomplete), said by
+ * the render room. Allocates only the missing-rank list. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,18 +27,6 @@ const char *const rt_vw_completeness_names[RT_C_COUNT] = { "complete", "capped",
 							    "missing", "live" };
 const char *const rt_vw_state_names[RT_S_COUNT] = { "running", "exited", "killed", "vanished",
 						     "unknown" };
-
-/* The rank number a directory name says (rank-00002), or -1 (rank-p123). */
-static int rank_of_name(const char *name)
-{
-	char *end;
-	long v;
-
-	if (strncmp(name, "rank-", 5) || name[5] < '0' || name[5] > '9')
-		return -1;
-	v = strtol(name + 5, &end, 10);
-	return *end || v > 99999 ? -1 : (int)v;
-}
 
 /* Running when a stream file of the rank's main process is locked. The
  * metadata names that process (its pid), which wrote the rank's first
@@ -119,7 +108,7 @@ static void find_missing(struct rt_vw_trace *t, const struct rt_vw_matcher *m)
 	if (!seen)
 		return;
 	for (int i = 0; i < t->nranks; i++) {
-		int r = t->ranks[i].readable ? t->ranks[i].meta.rank : rank_of_name(t->ranks[i].name);
+		int r = rt_vw_rank_number(&t->ranks[i]);
 
 		if (r >= 0 && r < world)
 			seen[r] = true;
@@ -135,83 +124,41 @@ static void find_missing(struct rt_vw_trace *t, const struct rt_vw_matcher *m)
 	free(seen);
 }
 
-static int rank_number(const struct rt_vw_rank *r)
+/* How complete r's trace is, and why not (render/finding_say.c says it). */
+static void rank_completeness(struct rt_vw_rank *r)
 {
-	return r->readable ? r->meta.rank : rank_of_name(r->name);
-}
+	enum rt_vw_why_incomplete why = RT_I_NONE;
 
-static void rank_completeness(const struct rt_vw_trace *t, struct rt_vw_rank *r)
-{
-	int n = rank_number(r);
-	char who[80];
-
-	/* "rank 3", or the directory when the rank is not known (rank-p1234) */
-	if (n >= 0 && n < 100000)
-		snprintf(who, sizeof(who), "rank %d", n);
-	else
-		snprintf(who, sizeof(who), "%s", r->name);
-
-	r->completeness = RT_C_COMPLETE;
-	r->incomplete[0] = '\0';
-	if (r->state == RT_S_RUNNING) {
-		r->completeness = RT_C_LIVE;
-		snprintf(r->incomplete, sizeof(r->incomplete), "%s is still running: a "
-			 "live process holds its stream file's lock", who);
-	} else if (!r->readable || r->damaged[0]) {
-		r->completeness = RT_C_DAMAGED;
-		snprintf(r->incomplete, sizeof(r->incomplete), "%s trace damaged: %s", who,
-			 r->damaged[0] ? r->damaged : "unreadable");
-	} else if (!r->events) {
-		r->completeness = RT_C_DAMAGED;
-		snprintf(r->incomplete, sizeof(r->incomplete), "%s trace damaged: %s/ holds no "
-			 "readable event (no stream file, or only empty ones)", who, r->name);
-	} else if (r->dup_of >= 0) {
-		r->completeness = RT_C_DAMAGED;
-		snprintf(r->incomplete, sizeof(r->incomplete), "%s and %s both claim rank %d", r->name,
-			 t->ranks[r->dup_of].name, n);
-	} else if (r->stopped) {
-		const char *why = rt_stop_prose(r->stop_reason);
-
-		r->completeness = RT_C_CAPPED;
-		snprintf(r->incomplete, sizeof(r->incomplete), "%s trace incomplete: %s at event "
-			 "%" PRIu64 "%s", who, why ? why : "tracing stopped", r->stop_events,
-			 r->discarded ? " (later events only counted)" : "");
-	} else if (r->discarded) {
-		r->completeness = RT_C_CAPPED;
-		snprintf(r->incomplete, sizeof(r->incomplete), "%s trace capped: %" PRIu64
-			 " events discarded (tracing stopped early)", who, r->discarded);
-	}
+	if (r->state == RT_S_RUNNING)
+		why = RT_I_LIVE;
+	else if (!r->readable || r->damaged[0])
+		why = RT_I_DAMAGED;
+	else if (!r->events)
+		why = RT_I_EMPTY;
+	else if (r->dup_of >= 0)
+		why = RT_I_DUPLICATE;
+	else if (r->stopped)
+		why = RT_I_STOPPED;
+	else if (r->discarded)
+		why = RT_I_CAPPED;
+	r->incomplete = (uint8_t)why;
+	r->completeness = why == RT_I_NONE ? RT_C_COMPLETE : why == RT_I_LIVE ? RT_C_LIVE :
+			  why == RT_I_STOPPED || why == RT_I_CAPPED ? RT_C_CAPPED : RT_C_DAMAGED;
 }
 
 void rt_vw_completeness(struct rt_vw_trace *t, const struct rt_vw_matcher *m)
 {
-	size_t len = 0;
-
 	find_duplicates(t);
 	find_missing(t, m);
 	t->completeness = t->nmissing ? RT_C_MISSING : RT_C_COMPLETE;
-	t->inconclusive[0] = '\0';
 	for (int i = 0; i < t->nranks; i++) {
 		struct rt_vw_rank *r = &t->ranks[i];
 
 		r->state = rank_state(t, r);
-		rank_completeness(t, r);
+		rank_completeness(r);
 		t->running += r->state == RT_S_RUNNING;
 		if (r->completeness > t->completeness)
 			t->completeness = r->completeness;
-		if (r->completeness != RT_C_COMPLETE && !t->inconclusive[0])
-			snprintf(t->inconclusive, sizeof(t->inconclusive), "%s", r->incomplete);
-	}
-	if (t->nmissing) {
-		char list[200] = "";
-
-		for (int k = 0; k < t->nmissing && len < sizeof(list) - 12; k++)
-			len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%d", k ? "," : "",
-						t->missing[k]);
-		/* a missing rank outranks the other reasons: nothing of it is known */
-		snprintf(t->inconclusive, sizeof(t->inconclusive), "rank%s %s missing: no directory "
-			 "holds %s (world size %d)", t->nmissing > 1 ? "s" : "", list,
-			 t->nmissing > 1 ? "them" : "it", t->world_size);
 	}
 }
 
@@ -226,30 +173,4 @@ bool rt_vw_all_evidence_complete(const struct rt_vw_trace *t)
 		if (!rt_vw_evidence_complete(t, i))
 			return false;
 	return true;
-}
-
-/* The verdict: the most important finding made from complete evidence; a
- * hang; else inconclusive when anything is incomplete; else crashed or
- * healthy. Findings are sorted. */
-void rt_vw_decide(struct rt_vw_trace *t, bool any_crashed)
-{
-	t->verdict = RT_V_HEALTHY;
-	for (int i = 0; i < t->nfindings; i++)
-		if (t->findings[i].signature != RT_V_HEALTHY &&
-		    t->findings[i].signature != RT_V_INCONCLUSIVE) {
-			t->verdict = t->findings[i].signature;
-			break;
-		}
-	if (t->verdict != RT_V_HEALTHY)
-		return;
-	if (t->hung) {
-		t->verdict = RT_V_HUNG;
-		return;
-	}
-	if (t->inconclusive[0]) {
-		t->verdict = RT_V_INCONCLUSIVE;
-		return;
-	}
-	if (any_crashed)
-		t->verdict = RT_V_CRASHED;
 }

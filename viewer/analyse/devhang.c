@@ -2,17 +2,18 @@
 /* devhang.c - a hang seen on device truth. With asynchronous collectives a
  * hung job's host threads sit in a stream synchronisation (or further on):
  * the collective that never completed shows only in the device records
- * (device.c). "AllGather #4 (comm 3f2a, 512 KiB) was enqueued by ranks
+ * (model/device.c). The evidence of it, for the hang finding (hang.c) and
+ * the NCCL watchdog's: which ranks enqueued it, which devices started it,
+ * which ranks of its communicator never enqueued it and where their host
+ * threads are ("AllGather #4 (comm 3f2a, 512 KiB) was enqueued by ranks
  * 0,1,3 and never completed on any device; rank 2 never enqueued #4: its
  * host thread has been inside cudaMalloc for 31 s (last collective it
- * enqueued: #3)". A trace without device records gets hang.c's analysis. */
-#include <inttypes.h>
+ * enqueued: #3)", as render/finding_say.c says it). A trace without device
+ * records gets hang.c's analysis. */
 #include <signal.h>
-#include <stdio.h>
-#include <string.h>
 
+#include "analyse.h"
 #include "device.h"
-#include "model_int.h"
 
 static bool in_comm(const struct rt_vw_rank *r, uint64_t comm)
 {
@@ -70,78 +71,9 @@ static const struct rt_vw_devcoll *subject(const struct rt_vw_trace *t)
 	return best;
 }
 
-/* "its host thread has been inside cudaMalloc for 31 s" or how it ended */
-static void host_of(char *out, size_t n, const struct rt_vw_rank *r)
+const struct rt_vw_devcoll *rt_vw_dev_stuck(const struct rt_vw_trace *t)
 {
-	const struct rt_vw_open_call *o = rt_vw_oldest_open(r);
-	char name[80];
-
-	if (!rt_vw_frozen(r) && o && r->state == RT_S_KILLED) {
-		rt_vw_call_name(name, sizeof(name), o);
-		snprintf(out, n, "it was killed (signal %d) inside %s", r->signo, name);
-	} else if (!rt_vw_frozen(r)) {
-		snprintf(out, n, "%s", r->state == RT_S_KILLED ? "it was killed" :
-			 r->state == RT_S_EXITED ? "it exited" : "its process is gone");
-	} else if (o) {
-		rt_vw_call_name(name, sizeof(name), o);
-		snprintf(out, n, "its host thread has been inside %s for %.0f s", name, o->age_s);
-	} else {
-		snprintf(out, n, "no call open, idle for %.0f s", r->idle_s);
-	}
-}
-
-static void size_of(char *out, size_t n, uint64_t b)
-{
-	if (b >= 1024 * 1024 && !(b % (1024 * 1024)))
-		snprintf(out, n, ", %" PRIu64 " MiB", b / (1024 * 1024));
-	else if (b >= 1024 && !(b % 1024))
-		snprintf(out, n, ", %" PRIu64 " KiB", b / 1024);
-	else if (b)
-		snprintf(out, n, ", %" PRIu64 " B", b);
-	else
-		out[0] = '\0';
-}
-
-/* "; it started on the devices of ranks 0,1,3, never on rank 2's": the
- * device-side laggard, when some devices started c and others that had it
- * enqueued did not. */
-static size_t not_started(const struct rt_vw_trace *t, const struct rt_vw_devcoll *c, char *out,
-			  size_t n)
-{
-	char on[200] = "", off[200] = "";
-	size_t a = 0, b = 0;
-
-	for (int i = 0; i < t->nranks; i++) {
-		const struct rt_vw_devcoll *o = rt_vw_dev_find(t->ranks[i].dev, c->comm_id, c->seq);
-
-		if (!t->ranks[i].readable || !o || !o->enq_ts)
-			continue;
-		if (o->start_ts && a < sizeof(on) - 12)
-			a += (size_t)snprintf(on + a, sizeof(on) - a, "%s%d", a ? "," : "",
-					      t->ranks[i].meta.rank);
-		else if (!o->start_ts && b < sizeof(off) - 12)
-			b += (size_t)snprintf(off + b, sizeof(off) - b, "%s%d", b ? "," : "",
-					      t->ranks[i].meta.rank);
-	}
-	if (!a || !b)
-		return 0;
-	a = (size_t)snprintf(out, n, "; it started on the device%s of rank%s %s, never on rank%s %s'%s",
-			     strchr(on, ',') ? "s" : "", strchr(on, ',') ? "s" : "", on,
-			     strchr(off, ',') ? "s" : "", off, strchr(off, ',') ? "" : "s");
-	return a < n ? a : n - 1;
-}
-
-/* "AllGather #4 (comm 3f2a, 512 KiB)" */
-static size_t coll_name(char *out, size_t n, const struct rt_vw_devcoll *c)
-{
-	char size[40];
-	int k;
-
-	size_of(size, sizeof(size), c->bytes);
-	k = snprintf(out, n, "%s #%u (comm %04" PRIx64 "%s)",
-		     c->kind < RT_CK_COUNT ? rt_coll_names[c->kind] : "collective", c->seq,
-		     c->comm_id & 0xffff, size);
-	return k < 0 ? 0 : (size_t)k < n ? (size_t)k : n - 1;
+	return has_device_records(t) ? subject(t) : NULL;
 }
 
 /* Killed by SIGABRT after its call enqueued c had returned: a watchdog's
@@ -156,87 +88,70 @@ static bool watchdogged(const struct rt_vw_rank *r, const struct rt_vw_devcoll *
 	return true;
 }
 
-/* "ranks 0,1,3": the readable ranks that enqueued c (aborted: and died by
- * SIGABRT); c, the subject, completed on no device */
-static void enqueuers(const struct rt_vw_trace *t, const struct rt_vw_devcoll *c, bool aborted,
-		      char *out, size_t n)
+/* The collective c as f's: its communicator, sequence, kind and bytes. */
+static void about(struct rt_vw_finding *f, const struct rt_vw_devcoll *c)
 {
-	size_t el = 0;
+	if (f)
+		f->coll = (struct rt_vw_fcall){ .comm = c->comm_id, .seq = c->seq, .sig = true,
+						.kind = c->kind, .bytes = c->bytes };
+}
 
-	out[0] = '\0';
+/* Each rank of c's communicator that never enqueued it: where it is, the
+ * last collective it enqueued. */
+static void never_enqueued(const struct rt_vw_trace *t, const struct rt_vw_devcoll *c,
+			   struct rt_vw_finding *f)
+{
 	for (int i = 0; i < t->nranks; i++) {
 		const struct rt_vw_rank *r = &t->ranks[i];
 		const struct rt_vw_devcoll *o = rt_vw_dev_find(r->dev, c->comm_id, c->seq);
-
-		if (!r->readable || !o || !o->enq_ts || (aborted && !watchdogged(r, c)) || el >= n - 12)
-			continue;
-		el += (size_t)snprintf(out + el, n - el, "%s%d", el ? "," : "", r->meta.rank);
-	}
-}
-
-/* "; rank 2 never enqueued #4: ..." for each rank of c's communicator that
- * never enqueued it */
-static size_t missing(const struct rt_vw_trace *t, const struct rt_vw_devcoll *c, char *out, size_t n)
-{
-	char host[200];
-	size_t len = 0;
-
-	for (int i = 0; i < t->nranks && len < n - 1; i++) {
-		const struct rt_vw_rank *r = &t->ranks[i];
-		const struct rt_vw_devcoll *o = rt_vw_dev_find(r->dev, c->comm_id, c->seq);
 		uint32_t last = rt_vw_entered_seq(r, c->comm_id);
+		struct rt_vw_evidence *e;
 
 		if (!r->readable || (o && o->enq_ts) || !in_comm(r, c->comm_id) || last >= c->seq)
 			continue;
-		host_of(host, sizeof(host), r);
-		len += (size_t)snprintf(out + len, n - len, "; rank %d never enqueued #%u: %s (last "
-					"collective it enqueued: #%u)", r->meta.rank, c->seq, host, last);
+		e = rt_vw_finding_ev(f, r->meta.rank, RT_EV_NEVER_ENQUEUED);
+		rt_vw_ev_where(e, r);
+		if (e)
+			e->last_seq = last;
 	}
-	return len < n ? len : n - 1;
 }
 
-/* "; which device never started it is not known (...)": every rank of the
- * communicator enqueued c and their records, from CUDA events, hold no
- * device start (a tracer before devevents.c recorded start events, or its
- * start events all lost): which device held it up cannot be told. */
-static size_t start_unknown(const struct rt_vw_trace *t, const struct rt_vw_devcoll *c, char *out,
-			    size_t n)
+/* Every rank of c's communicator enqueued c and their records, from CUDA
+ * events, hold no device start (a tracer before devevents.c recorded start
+ * events, or its start events all lost): which device held it up cannot
+ * be told. */
+static bool start_unknown(const struct rt_vw_trace *t, const struct rt_vw_devcoll *c)
 {
-	int k;
-
 	for (int i = 0; i < t->nranks; i++) {
 		const struct rt_vw_devlog *d = t->ranks[i].dev;
 		const struct rt_vw_devcoll *o = rt_vw_dev_find(d, c->comm_id, c->seq);
 
 		if (t->ranks[i].readable && o && o->enq_ts &&
 		    (d->started || d->source != RT_DEV_SRC_EVENT))
-			return 0;
+			return false;
 	}
-	k = snprintf(out, n, "; which device never started it is not known (the CUDA-event records "
-		     "hold completions only)");
-	return k < 0 ? 0 : (size_t)k < n ? (size_t)k : n - 1;
+	return true;
 }
 
-size_t rt_vw_dev_hang(const struct rt_vw_trace *t, char *out, size_t n)
+void rt_vw_dev_hang_evidence(const struct rt_vw_trace *t, const struct rt_vw_devcoll *c,
+			     struct rt_vw_finding *f)
 {
-	const struct rt_vw_devcoll *c;
-	char enq[200];
-	size_t len, more;
+	int before;
 
-	if (n < 2 || !has_device_records(t) || !(c = subject(t)))
-		return 0;
-	enqueuers(t, c, false, enq, sizeof(enq));
-	len = coll_name(out, n, c);
-	len += (size_t)snprintf(out + len, n - len, " was enqueued by rank%s %s and never completed "
-				"on any device", strchr(enq, ',') ? "s" : "", enq);
-	if (len >= n)
-		return n - 1;
-	len += not_started(t, c, out + len, n - len);
-	more = missing(t, c, out + len, n - len);
-	if (!more && len < n - 1)
-		more = start_unknown(t, c, out + len, n - len);
-	len += more;
-	return len < n ? len : n - 1;
+	about(f, c);
+	for (int i = 0; i < t->nranks; i++) { /* who enqueued it, whose device started it */
+		const struct rt_vw_rank *r = &t->ranks[i];
+		const struct rt_vw_devcoll *o = rt_vw_dev_find(r->dev, c->comm_id, c->seq);
+
+		if (!r->readable || !o || !o->enq_ts)
+			continue;
+		rt_vw_finding_ev(f, r->meta.rank, RT_EV_ENQUEUED);
+		rt_vw_finding_ev(f, r->meta.rank, o->start_ts ? RT_EV_STARTED : RT_EV_NOT_STARTED);
+	}
+	before = f ? f->nev : 0;
+	never_enqueued(t, c, f);
+	if (f && f->nev == before && start_unknown(t, c))
+		rt_vw_fv_flag(f, RT_FV_start_unknown, true);
 }
 
 /* The NCCL watchdog's ending (PyTorch's: SIGABRT after its timeout while a
@@ -247,28 +162,31 @@ void rt_vw_dev_watchdog(struct rt_vw_trace *t)
 {
 	const struct rt_vw_devcoll *c;
 	struct rt_vw_finding *f;
-	char ab[200], text[600];
-	size_t len;
 	bool sigabrt = false;
+	int n = 0;
 
 	for (int i = 0; i < t->nranks; i++) /* no SIGABRT: no watchdog (and no search) */
 		sigabrt = sigabrt || (t->ranks[i].readable && t->ranks[i].state == RT_S_KILLED &&
 				      t->ranks[i].signo == SIGABRT);
-	if (!sigabrt || t->hung || !has_device_records(t) || !(c = subject(t)))
+	if (!sigabrt || t->hung || !(c = rt_vw_dev_stuck(t)))
 		return;
-	enqueuers(t, c, true, ab, sizeof(ab));
-	if (!ab[0])
-		return;
-	len = (size_t)snprintf(text, sizeof(text), "rank%s %s %s ended by the NCCL watchdog (SIGABRT) "
-			       "on ", strchr(ab, ',') ? "s" : "", ab, strchr(ab, ',') ? "were" : "was");
-	len += coll_name(text + len, sizeof(text) - len, c);
-	len += (size_t)snprintf(text + len, sizeof(text) - len, ", enqueued and never completed on "
-				"any device");
-	if (len < sizeof(text))
-		missing(t, c, text + len, sizeof(text) - len);
-	f = rt_vw_add_finding(t, 1, RT_V_CRASHED, "%s", text);
-	if (f) { /* view --json: the collective it timed out on */
-		f->comm = c->comm_id;
-		f->seq = c->seq;
+	for (int i = 0; i < t->nranks; i++) {
+		const struct rt_vw_devcoll *o = rt_vw_dev_find(t->ranks[i].dev, c->comm_id, c->seq);
+
+		n += t->ranks[i].readable && o && o->enq_ts && watchdogged(&t->ranks[i], c);
 	}
+	if (!n)
+		return;
+	f = rt_vw_finding_add(t, RT_FK_NCCL_WATCHDOG, -1);
+	about(f, c);
+	for (int i = 0; i < t->nranks; i++) {
+		const struct rt_vw_rank *r = &t->ranks[i];
+		const struct rt_vw_devcoll *o = rt_vw_dev_find(r->dev, c->comm_id, c->seq);
+
+		if (r->readable && o && o->enq_ts && watchdogged(r, c)) {
+			rt_vw_finding_rank(f, r->meta.rank);
+			rt_vw_finding_ev(f, r->meta.rank, RT_EV_ABORTED);
+		}
+	}
+	never_enqueued(t, c, f);
 }

@@ -23,9 +23,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "analyse.h"
 #include "device.h"
-#include "model.h"
-#include "model_int.h"
 
 static void note_entered(struct rt_vw_rank *r, uint64_t comm, uint32_t seq)
 {
@@ -177,81 +176,71 @@ static const struct rt_vw_open_call *waited_collective(const struct rt_vw_trace 
 	return best;
 }
 
-/* "rank 2 is stopped (...), the others wait for it; " for stopped live
- * ranks: the one the others wait for, whatever collective they all appear
- * to be in. The length written into t->laggard. */
-static size_t stopped_ranks(struct rt_vw_trace *t)
+/* Stopped live ranks (process state T): the ones the others wait for,
+ * whatever collective they all appear to be in. */
+static void stopped_ranks(const struct rt_vw_trace *t, struct rt_vw_finding *f)
 {
-	char list[200] = "";
-	size_t len = 0;
-	int n = 0;
-
 	for (int i = 0; i < t->nranks; i++)
-		if (t->ranks[i].state == RT_S_RUNNING && is_stopped(&t->ranks[i]) &&
-		    len < sizeof(list) - 12) {
-			len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%d", n ? "," : "",
-						t->ranks[i].meta.rank);
-			n++;
-		}
-	if (!n)
-		return 0;
-	return (size_t)snprintf(t->laggard, sizeof(t->laggard), "rank%s %s %s stopped (process "
-				"state T: SIGSTOP, Ctrl-Z or a debugger), the others wait for %s; ",
-				n > 1 ? "s" : "", list, n > 1 ? "are" : "is", n > 1 ? "them" : "it");
+		if (t->ranks[i].state == RT_S_RUNNING && is_stopped(&t->ranks[i]))
+			rt_vw_finding_ev(f, t->ranks[i].meta.rank, RT_EV_STOPPED);
 }
 
-/* "ranks 0,1,3 wait in ncclAllReduce #58 (120 s); rank 2 never entered #58:
- * it has been inside cudaMalloc for 121 s" */
-static void laggards(struct rt_vw_trace *t)
+/* Where rank r is, as evidence e shows it: alive (or stopped with the job)
+ * inside its oldest open call or idle, else how it ended. */
+void rt_vw_ev_where(struct rt_vw_evidence *e, const struct rt_vw_rank *r)
+{
+	const struct rt_vw_open_call *o = rt_vw_oldest_open(r);
+
+	if (!e)
+		return;
+	e->state = (uint8_t)r->state;
+	e->frozen = rt_vw_frozen(r);
+	e->signo = r->signo;
+	e->call = rt_vw_callref_of(o);
+	e->secs = !e->frozen ? 0 : o ? o->age_s : r->idle_s;
+}
+
+/* The laggard analysis into the hang finding f: the collective most ranks
+ * wait in (f->coll, the call), who waits (and how long), who never entered
+ * it and where it is instead; with no host thread waiting in a collective
+ * (asynchronous collectives), the device records' collective that never
+ * completed (devhang.c). */
+static void laggards(struct rt_vw_trace *t, struct rt_vw_finding *f)
 {
 	const struct rt_vw_open_call *w = waited_collective(t);
-	char waiting[200] = "", name[80];
-	size_t len = stopped_ranks(t), wl = 0;
-	double age = 0;
+	const struct rt_vw_devcoll *c;
 
-	/* no host thread waits in a collective (asynchronous collectives):
-	 * the device records say which one never completed */
-	if (!w && rt_vw_dev_hang(t, t->laggard + len, sizeof(t->laggard) - len))
-		return;
+	stopped_ranks(t, f);
 	if (!w) {
-		if (len >= 2)
-			t->laggard[len - 2] = '\0'; /* "rank 2 is stopped (...), the others wait for it" */
+		if ((c = rt_vw_dev_stuck(t)) != NULL)
+			rt_vw_dev_hang_evidence(t, c, f);
 		return;
 	}
-	rt_vw_call_name(name, sizeof(name), w);
+	if (f) {
+		f->coll.comm = w->comm_id;
+		f->coll.seq = w->seq;
+	}
+	rt_vw_fv_call(f, RT_FV_call, rt_vw_callref_of(w));
 	for (int i = 0; i < t->nranks; i++) {
 		const struct rt_vw_rank *r = &t->ranks[i];
 		const struct rt_vw_open_call *o = rt_vw_oldest_open(r);
+		struct rt_vw_evidence *e;
 
 		if (!rt_vw_frozen(r) || !o || o->comm_id != w->comm_id || o->seq != w->seq)
 			continue;
-		if (wl < sizeof(waiting) - 12)
-			wl += (size_t)snprintf(waiting + wl, sizeof(waiting) - wl, "%s%d", wl ? "," : "",
-					       r->meta.rank);
-		if (o->age_s > age)
-			age = o->age_s;
+		e = rt_vw_finding_ev(f, r->meta.rank, RT_EV_WAITS);
+		rt_vw_ev_where(e, r);
 	}
-	len += (size_t)snprintf(t->laggard + len, sizeof(t->laggard) - len,
-				"rank%s %s wait%s in %s (%.0f s)", strchr(waiting, ',') ? "s" : "",
-				waiting, strchr(waiting, ',') ? "" : "s", name, age);
-	for (int i = 0; i < t->nranks && len < sizeof(t->laggard) - 1; i++) {
+	for (int i = 0; i < t->nranks; i++) {
 		const struct rt_vw_rank *r = &t->ranks[i];
-		const struct rt_vw_open_call *o = rt_vw_oldest_open(r);
-		char inside[160];
+		struct rt_vw_evidence *e;
 
 		if (!r->readable || rt_vw_entered_seq(r, w->comm_id) >= w->seq)
 			continue;
-		if (!rt_vw_frozen(r)) {
-			snprintf(inside, sizeof(inside), "%s", r->state == RT_S_KILLED ? "it was killed" :
-				 r->state == RT_S_EXITED ? "it exited" : "its process is gone");
-		} else if (o) {
-			rt_vw_call_name(name, sizeof(name), o);
-			snprintf(inside, sizeof(inside), "%s for %.0f s", name, o->age_s);
-		} else
-			snprintf(inside, sizeof(inside), "no call open, idle for %.0f s", r->idle_s);
-		len += (size_t)snprintf(t->laggard + len, sizeof(t->laggard) - len,
-					"; rank %d never entered #%u: %s%s", r->meta.rank, w->seq,
-					rt_vw_frozen(r) && o ? "it has been inside " : "", inside);
+		e = rt_vw_finding_ev(f, r->meta.rank, RT_EV_NEVER_ENTERED);
+		rt_vw_ev_where(e, r);
+		if (e)
+			e->last_seq = rt_vw_entered_seq(r, w->comm_id);
 	}
 }
 
@@ -270,31 +259,28 @@ static void rank_findings(struct rt_vw_trace *t)
 	for (int i = 0; i < t->nranks; i++) {
 		const struct rt_vw_rank *r = &t->ranks[i];
 		const struct rt_vw_open_call *o = rt_vw_oldest_open(r);
-		const char *stopped = is_stopped(r) ? " (its process is stopped: SIGSTOP, Ctrl-Z or "
-						      "a debugger)" : "";
-		char name[80];
+		struct rt_vw_finding *f;
 
 		if (!rt_vw_frozen(r))
 			continue;
+		f = rt_vw_finding_add(t, RT_FK_RANK_STALLED, r->meta.rank);
 		if (o) {
-			rt_vw_call_name(name, sizeof(name), o);
-			rt_vw_add_rank_finding(t, r->meta.rank, 2, RT_V_HUNG, " has been inside %s "
-					       "for %.0f s%s", name, o->age_s, stopped);
+			rt_vw_fv_call(f, RT_FV_call, rt_vw_callref_of(o));
+			rt_vw_fv_real(f, RT_FV_age_s, o->age_s);
 		} else {
-			rt_vw_add_rank_finding(t, r->meta.rank, 2, RT_V_HUNG, " is alive, no call "
-					       "returned for %.0f s%s", r->idle_s, stopped);
+			rt_vw_fv_real(f, RT_FV_idle_s, r->idle_s);
 		}
+		rt_vw_fv_flag(f, RT_FV_stopped, is_stopped(r));
 	}
 }
 
 void rt_vw_liveness(struct rt_vw_trace *t)
 {
-	const char *when = t->interrupted ? " when the job was interrupted" : "";
+	struct rt_vw_finding *f;
 	bool all_stalled = true;
 	int n = 0;
 
 	t->hung = false;
-	t->laggard[0] = '\0';
 	for (int i = 0; i < t->nranks; i++) {
 		struct rt_vw_rank *r = &t->ranks[i];
 
@@ -307,19 +293,15 @@ void rt_vw_liveness(struct rt_vw_trace *t)
 		if (r->idle_s * 1e9 < (double)t->stall_ns)
 			all_stalled = false;
 	}
-	if (!n || !all_stalled) {
-		rt_vw_dev_watchdog(t);
+	if (!n || !all_stalled)
 		return;
-	}
 	t->hung = true;
 	for (int i = 0; i < t->nranks; i++)
 		if (t->ranks[i].state == RT_S_RUNNING)
 			t->ranks[i].proc_state = proc_state(t, &t->ranks[i]);
-	laggards(t);
-	if (t->laggard[0])
-		rt_vw_add_finding(t, 1, RT_V_HUNG, "hung%s: %s", when, t->laggard);
-	else
-		rt_vw_add_finding(t, 1, RT_V_HUNG, "hung%s: no call returned on any %srank for %.0f s",
-				  when, t->interrupted ? "" : "live ", (double)t->stall_ns / 1e9);
+	f = rt_vw_finding_add(t, RT_FK_HUNG, -1);
+	rt_vw_fv_flag(f, RT_FV_interrupted, t->interrupted != 0);
+	rt_vw_fv_real(f, RT_FV_stall_s, (double)t->stall_ns / 1e9);
+	laggards(t, f);
 	rank_findings(t);
 }

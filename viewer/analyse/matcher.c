@@ -93,27 +93,6 @@ void rt_vw_comm_join(struct rt_vw_matcher *m, uint64_t id)
 		c->nranks++;
 }
 
-/* "AllGather(count 1048576)", with the datatype and the reduction op where
- * they differ from other's (NULL: none to compare): what makes two calls of
- * one kind and count differ must be in the text. */
-static void describe(char *out, size_t n, const struct rt_vw_sig *s, const struct rt_vw_sig *other)
-{
-	const char *dt = rt_nccl_dtype_name(s->dtype);
-	size_t k;
-
-	snprintf(out, n, "%s(count %" PRIu64, rt_coll_names[s->kind], s->count);
-	k = strlen(out);
-	if (rt_ck_has_root(s->kind))
-		k += (size_t)snprintf(out + k, n - k, ", root %d", s->root);
-	if (other && other->dtype != s->dtype && k < n)
-		k += dt ? (size_t)snprintf(out + k, n - k, ", %s", dt)
-			: (size_t)snprintf(out + k, n - k, ", datatype %u", s->dtype);
-	if (other && other->op != s->op && rt_ck_has_op(s->kind) && k < n)
-		k += (size_t)snprintf(out + k, n - k, ", op %u", s->op);
-	if (k < n)
-		snprintf(out + k, n - k, ")");
-}
-
 static bool same_sig(const struct rt_vw_sig *a, const struct rt_vw_sig *b)
 {
 	return a->kind == b->kind && a->count == b->count && a->dtype == b->dtype &&
@@ -145,13 +124,13 @@ static bool first_mismatch(struct rt_vw_matcher *m, const struct rt_vw_centry *e
 	return true;
 }
 
-/* The collective a finding is about (f may be NULL: not stored). */
-static void about(struct rt_vw_finding *f, const struct rt_vw_centry *e)
+/* The collective of entry e as rank signature g called it. */
+static struct rt_vw_fcall fcall(const struct rt_vw_centry *e, const struct rt_vw_sig *g)
 {
-	if (f) {
-		f->comm = e->comm_id;
-		f->seq = e->seq;
-	}
+	return (struct rt_vw_fcall){ .comm = e->comm_id, .seq = e->seq, .sig = true, .kind = g->kind,
+				     .dtype = g->dtype, .op = g->op, .root = g->root,
+				     .count = g->count,
+				     .bytes = g->count * rt_nccl_dtype_size(g->dtype) };
 }
 
 /* All ranks that reported seq: the minority signature is the divergence. */
@@ -159,8 +138,6 @@ static void check_entry(struct rt_vw_matcher *m, struct rt_vw_centry *e)
 {
 	struct rt_vw_trace *t = m->t;
 	int groups[64], sizes[64], ng = 0;
-	char ranks[256] = "", a[96], b[96];
-	size_t len = 0;
 	int major = 0, minor;
 	struct rt_vw_finding *f;
 
@@ -184,45 +161,33 @@ static void check_entry(struct rt_vw_matcher *m, struct rt_vw_centry *e)
 		if (sizes[g] > sizes[major])
 			major = g;
 	minor = major == 0 ? 1 : 0;
-	for (int r = 0; r < t->nranks; r++)
-		if (e->by_rank[r].seen && !same_sig(&e->by_rank[r], &e->by_rank[groups[major]]) &&
-		    len < sizeof(ranks) - 16)
-			len += (size_t)snprintf(ranks + len, sizeof(ranks) - len, "%s%d", len ? "," : "",
-						t->ranks[r].meta.rank);
-	describe(a, sizeof(a), &e->by_rank[groups[major]], &e->by_rank[groups[minor]]);
-	describe(b, sizeof(b), &e->by_rank[groups[minor]], &e->by_rank[groups[major]]);
 	if (!first_mismatch(m, e))
 		return;
-	f = rt_vw_add_finding(t, 20, RT_V_COLLECTIVE_MISMATCH,
-		    "collective mismatch at sequence %u of communicator %016" PRIx64 ": rank%s %s "
-		    "called %s where %d rank%s called %s (a rank skipped or added a collective)",
-		    e->seq, e->comm_id, strchr(ranks, ',') ? "s" : "", ranks, b, sizes[major],
-		    sizes[major] == 1 ? "" : "s", a);
+	f = rt_vw_finding_add(t, RT_FK_COLLECTIVE_MISMATCH, -1);
 	for (int r = 0; f && r < t->nranks; r++)
 		if (e->by_rank[r].seen && !same_sig(&e->by_rank[r], &e->by_rank[groups[major]]))
 			rt_vw_finding_rank(f, t->ranks[r].meta.rank);
-	about(f, e);
+	rt_vw_fv_int(f, RT_FV_ranks_same, sizes[major]);
+	if (f) {
+		f->coll = fcall(e, &e->by_rank[groups[major]]);
+		f->other = fcall(e, &e->by_rank[groups[minor]]);
+	}
 }
 
 /* Two devices of one process called different collectives at one sequence
  * of their ncclCommInitAll communicator. */
 static void local_mismatch(struct rt_vw_matcher *m, struct rt_vw_centry *e, int ri, const struct rt_vw_sig *s)
 {
-	struct rt_vw_trace *t = m->t;
 	struct rt_vw_finding *f;
-	char a[96], b[96];
 
 	if (!first_mismatch(m, e))
 		return;
-	describe(a, sizeof(a), &e->by_rank[ri], s);
-	describe(b, sizeof(b), s, &e->by_rank[ri]);
-	f = rt_vw_add_finding(t, 20, RT_V_COLLECTIVE_MISMATCH,
-			      "collective mismatch at sequence %u of communicator %016" PRIx64 ": the "
-			      "devices of rank %d (ncclCommInitAll) called %s and %s (a device skipped "
-			      "or added a collective)", e->seq, e->comm_id, t->ranks[ri].meta.rank, a, b);
-	if (f)
-		rt_vw_finding_rank(f, t->ranks[ri].meta.rank);
-	about(f, e);
+	f = rt_vw_finding_add(m->t, RT_FK_DEVICES_MISMATCH, -1);
+	rt_vw_finding_rank(f, m->t->ranks[ri].meta.rank);
+	if (f) {
+		f->coll = fcall(e, &e->by_rank[ri]);
+		f->other = fcall(e, s);
+	}
 }
 
 static void entry_free(struct rt_vw_centry *e)
@@ -301,22 +266,15 @@ struct rt_vw_sink rt_vw_matcher_sink(struct rt_vw_matcher *m)
  * reported: "never called by" the ranks that lack it. */
 static void never_called(struct rt_vw_trace *t, const struct rt_vw_centry *first)
 {
-	char missing[256] = "", a[96] = "?";
-	size_t len = 0;
-	int any = -1;
+	int any = -1, lack = 0;
 	struct rt_vw_finding *f;
 
 	for (int r = 0; r < t->nranks; r++) {
-		if (first->by_rank[r].seen) {
+		if (first->by_rank[r].seen)
 			any = r;
-			continue;
-		}
-		if (len < sizeof(missing) - 16)
-			len += (size_t)snprintf(missing + len, sizeof(missing) - len, "%s%d",
-						len ? "," : "", t->ranks[r].meta.rank);
+		else
+			lack++;
 	}
-	if (any >= 0)
-		describe(a, sizeof(a), &first->by_rank[any], NULL);
 	/* "never called" rests on the absence of events: only from ranks
 	 * whose whole run is in the trace and that were not stopped from
 	 * outside before they got there (an interrupted job's ranks are a
@@ -324,21 +282,23 @@ static void never_called(struct rt_vw_trace *t, const struct rt_vw_centry *first
 	 * when one that lacks it died: NCCL returns once a collective is
 	 * enqueued, so the others are a collective further on when it dies
 	 * (its death is the failure, the missing collective its consequence) */
-	for (int r = 0; r < t->nranks && len; r++)
+	for (int r = 0; r < t->nranks && lack; r++)
 		if (!first->by_rank[r].seen &&
 		    (!rt_vw_evidence_complete(t, r) || t->ranks[r].interrupted ||
-		     (t->ranks[r].signo && !t->ranks[r].interrupted) || t->ranks[r].died_in[0]))
-			len = 0;
-	if (!len || t->nmissing)
+		     (t->ranks[r].signo && !t->ranks[r].interrupted) ||
+		     t->ranks[r].died))
+			lack = 0;
+	if (!lack || t->nmissing)
 		return;
-	f = rt_vw_add_finding(t, 25, RT_V_COLLECTIVE_MISMATCH,
-			      "collective %s at sequence %u of communicator %016" PRIx64
-			      " was never called by rank%s %s", a, first->seq, first->comm_id,
-			      strchr(missing, ',') ? "s" : "", missing);
+	f = rt_vw_finding_add(t, RT_FK_NEVER_CALLED, -1);
 	for (int r = 0; f && r < t->nranks; r++)
 		if (!first->by_rank[r].seen)
 			rt_vw_finding_rank(f, t->ranks[r].meta.rank);
-	about(f, first);
+	if (f) {
+		f->coll = (struct rt_vw_fcall){ .comm = first->comm_id, .seq = first->seq };
+		if (any >= 0)
+			f->coll = fcall(first, &first->by_rank[any]);
+	}
 	if (!t->diverged) {
 		t->diverged = true;
 		t->div_comm = first->comm_id;

@@ -198,18 +198,12 @@ void rt_vw_straggler_detect(struct rt_vw_trace *t)
 	if (!s || s->straggler < 0)
 		return;
 	r = &s->r[s->straggler];
-	f = rt_vw_add_rank_finding(t, r->rank, 36, RT_V_HEALTHY,
-				   " is the straggler: last into %.0f %% of collectives (%llu of %llu), "
-				   "on average %.1f ms after the others; the others waited %.1f ms per "
-				   "collective", 100.0 * (double)r->last / (double)s->colls,
-				   (unsigned long long)r->last, (unsigned long long)s->colls,
-				   r->late_ns / 1e6, s->wait_ns / 1e6);
-	if (!f)
-		return;
-	f->level = RT_VW_WARNING;
-	f->id = "straggler";
-	f->advice = "look at what that rank does before its collectives (`ranktrace export "
-		    "--perfetto`: its device track starts late); `view --json` has each rank's share";
+	f = rt_vw_finding_add(t, RT_FK_STRAGGLER, r->rank);
+	rt_vw_fv_real(f, RT_FV_share_pct, 100.0 * (double)r->last / (double)s->colls);
+	rt_vw_fv_int(f, RT_FV_last, (int64_t)r->last);
+	rt_vw_fv_int(f, RT_FV_collectives, (int64_t)s->colls);
+	rt_vw_fv_real(f, RT_FV_late_ms, r->late_ns / 1e6);
+	rt_vw_fv_real(f, RT_FV_wait_ms, s->wait_ns / 1e6);
 }
 
 static int cmp_late(const void *a, const void *b)

@@ -48,11 +48,9 @@ void rt_vw_model_finish(struct rt_vw_matcher *m)
 {
 	if (!m->t->stall_ns)
 		m->t->stall_ns = RT_VW_STALL_DEFAULT_NS;
-	rt_vw_completeness(m->t, m);
-	rt_vw_interruption(m->t);
-	rt_vw_matcher_finish(m);
-	rt_vw_liveness(m->t);
-	rt_vw_analyse(m->t);
+	for (int i = 0; i < m->t->nranks; i++) /* the models' last step */
+		rt_vw_params_count(&m->t->ranks[i]);
+	rt_vw_analyse(m->t, m);
 }
 
 struct rt_vw_trace *rt_vw_load(const char *dir, unsigned flags, char *err, size_t errlen)
@@ -156,7 +154,7 @@ void rt_vw_free(struct rt_vw_trace *t)
 	}
 	rt_vw_straggle_free(t);
 	free(t->ranks);
-	free(t->findings);
+	rt_vw_findings_free(t);
 	free(t->missing);
 	free(t->comms);
 	rt_vw_bt2_free(t->lttng);

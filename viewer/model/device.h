@@ -85,12 +85,5 @@ void rt_vw_straggle_free(struct rt_vw_trace *t);
  * a device section in view and the report. */
 bool rt_vw_dev_any(const struct rt_vw_trace *t);
 
-/* A hang on device truth (devhang.c): the first collective some rank
- * enqueued that never completed, who enqueued it, who did not and where
- * that rank's host thread is. Written into out; 0 when the trace has no
- * device records or no such collective (hang.c's analysis then). */
-size_t rt_vw_dev_hang(const struct rt_vw_trace *t, char *out, size_t n);
-/* The finding of a job ended by the NCCL watchdog on that collective. */
-void rt_vw_dev_watchdog(struct rt_vw_trace *t);
 
 #endif

@@ -21,11 +21,6 @@
 #include "model_int.h"
 #include "rt_util.h"
 
-const char *const rt_vw_verdict_names[RT_V_COUNT] = {
-	"healthy", "skipped-fsdp-root", "device-misplacement", "collective-mismatch", "crashed",
-	"hung", "inconclusive",
-};
-
 /* ---- per-event model update ---- */
 
 static void use_device(struct rt_vw_rank *r, int dev)
@@ -181,8 +176,10 @@ static void on_any(struct rt_vw_rank *r, const struct rt_vw_event *e)
 	if (e->ts > r->last_ts)
 		r->last_ts = e->ts;
 	/* only the rank's main process decides how the rank ended */
-	if (e->pending && (int)e->pid == r->meta.pid)
-		snprintf(r->died_in, sizeof(r->died_in), "%s", rt_events[e->id].name);
+	if (e->pending && (int)e->pid == r->meta.pid) {
+		r->died = true;
+		r->died_id = (uint16_t)e->id;
+	}
 	if (!e->pending && e->ret != 0 && e->id < RT_ID_FIRST_TRACER) {
 		const char *code = rt_result_name(rt_events[e->id].lib, e->ret);
 		char num[16];

@@ -12,12 +12,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "finding.h"
 #include "reader.h"
-
-/* How a finding reads: error (the run failed because of it), warning (a
- * reader should know), note (context; view hides notes unless --all). */
-enum rt_vw_level { RT_VW_ERROR, RT_VW_WARNING, RT_VW_NOTE, RT_VW_NLEVELS };
-extern const char *const rt_vw_level_names[RT_VW_NLEVELS];
 
 #define RT_VW_MAX_DEV 64
 
@@ -46,6 +42,15 @@ struct rt_vw_vmm;       /* memory.c */
 enum rt_vw_completeness { RT_C_COMPLETE, RT_C_CAPPED, RT_C_DAMAGED, RT_C_MISSING, RT_C_LIVE,
 			  RT_C_COUNT };
 extern const char *const rt_vw_completeness_names[RT_C_COUNT];
+/* Why a rank's trace is not complete: still running (its stream file
+ * locked), damaged (a read error), no readable event, another directory
+ * claims its rank, the writer stopped (rt_trace_stop: size cap, disk full),
+ * events discarded. */
+enum rt_vw_why_incomplete { RT_I_NONE, RT_I_LIVE, RT_I_DAMAGED, RT_I_EMPTY, RT_I_DUPLICATE,
+			    RT_I_STOPPED, RT_I_CAPPED };
+/* Why the verdict would be a guess: nothing; ranks missing; a rank's trace
+ * (t->why_rank); the job was interrupted. */
+enum rt_vw_why { RT_W_NONE, RT_W_MISSING, RT_W_RANK, RT_W_INTERRUPTED };
 
 /* How a rank's main process is now: from its stream files' locks (held by a
  * live writer) and its end record. */
@@ -130,7 +135,8 @@ struct rt_vw_rank {
 	char first_error[200], last_error[200]; /* "ncclAllGather returned ncclSystemError" */
 	bool exit_seen;
 	int exit_status, signo;
-	char died_in[48];            /* a call that never returned, last in time */
+	bool died;                   /* inside a call that never returned: */
+	uint16_t died_id;            /* its event id (the last in time) */
 	/* probe events: parameters (latest placement of each), FSDP forwards,
 	 * markers, injected faults */
 	uint64_t fsdp_root_forwards, params_reported, params_freed, params_meta, faults, markers;
@@ -154,7 +160,7 @@ struct rt_vw_rank {
 	bool active_after_teardown, teardown_crash;
 	/* completeness and liveness (completeness.c, hang.c) */
 	enum rt_vw_completeness completeness;
-	char incomplete[400];        /* why, when not complete */
+	uint8_t incomplete;          /* why, when not complete: enum rt_vw_why_incomplete */
 	enum rt_vw_state state;
 	int dup_of;                  /* another directory claims this rank: its index, else -1 */
 	bool stopped;                /* an rt_trace_stop record: tracing stopped early */
@@ -252,15 +258,15 @@ const struct rt_vw_placement *rt_vw_param_at(const struct rt_vw_param *p, int at
 					     const struct rt_vw_placement **from, int *from_at);
 /* Rank r's record of parameter name, or NULL. */
 const struct rt_vw_param *rt_vw_find_param(const struct rt_vw_rank *r, const char *name);
-/* diagnosis.c: findings as view and report show them. Identical findings
- * about single ranks become one ("ranks 0-3 exited with status 1"); notes are
- * counted in *hidden and left out unless all; only_rank >= 0 keeps that
- * rank's and the trace-wide ones. Returns the number of groups in *out
+/* render/diagnosis.c: findings as view and report show them. Identical
+ * findings about single ranks become one ("ranks 0-3 exited with status 1");
+ * notes are counted in *hidden and left out unless all; only_rank >= 0 keeps
+ * that rank's and the trace-wide ones. Returns the number of groups in *out
  * (free() it), -1 out of memory. */
 #define RT_VW_DIAG_RANKS 1024
 struct rt_vw_diag {
 	int first;               /* index in t->findings of the first of the group */
-	enum rt_vw_level level;
+	enum rt_level level;
 	int nranks, ranks[RT_VW_DIAG_RANKS];
 	char text[480];
 };
@@ -276,9 +282,7 @@ bool rt_vw_placement_summary(const struct rt_vw_rank *r, char *out, size_t n);
 
 #define RT_VW_MAX_CALLS (1u << 20)
 
-enum rt_vw_verdict { RT_V_HEALTHY, RT_V_SKIPPED_FSDP_ROOT, RT_V_DEVICE_MISPLACEMENT,
-		     RT_V_COLLECTIVE_MISMATCH, RT_V_CRASHED, RT_V_HUNG, RT_V_INCONCLUSIVE, RT_V_COUNT };
-extern const char *const rt_vw_verdict_names[RT_V_COUNT];
+/* Verdicts: enum rt_verdict and rt_verdicts (format/findings.h). */
 
 /* One change of a rank's device memory, kept with RT_VW_KEEP_MEMORY: after
  * the rank's ev-th event (1-based, in the rank's own merged order, the order
@@ -297,30 +301,18 @@ struct rt_vw_comm {
 	bool local; /* ncclCommInitAll: all its ranks in one process */
 };
 
-/* A finding as data: who found it, about which rank(s), which collective;
- * its sentence is made at the edge (rt_vw_finding_text; rt_vw_diagnose for
- * groups: "ranks 0-3 exited with status 1"). */
-#define RT_VW_FINDING_RANKS 64
-struct rt_vw_finding {
-	int severity;        /* lower is more important; sort key */
-	enum rt_vw_level level;
-	const char *id;      /* the detector's id (detectors.c), or the pass that found it */
-	const char *advice;  /* what to do next, or NULL */
-	enum rt_vw_verdict signature;
-	int rank;            /* the rank it is about, or -1: about several (view --rank) */
-	/* the ranks it names (the one it is about; a mismatch's odd ones out,
-	 * the ranks that never called, the ranks sharing a device): nranks of
-	 * them, the first RT_VW_FINDING_RANKS kept */
-	int nranks, ranks[RT_VW_FINDING_RANKS];
-	uint64_t comm;       /* the matcher's: the communicator and sequence, else 0 */
-	uint32_t seq;
-	/* subject: text says what `rank` did or is ("exited with status 1"), the
-	 * edge puts "rank N" (or "ranks 0-3") before it; else the whole sentence */
-	bool subject;
-	char text[400];
-};
-/* The finding's sentence, cut to n (sizeof(f->text) for the one outputs show). */
-void rt_vw_finding_text(const struct rt_vw_finding *f, char *out, size_t n);
+/* The finding's sentence (render/finding_text.c), cut to n
+ * (RT_VW_FINDING_TEXT for the one outputs show). A subject finding says
+ * what its rank did: its body follows "rank N" (the diagnosis puts "ranks
+ * 0-3" before the body of several alike); else the body is the sentence. */
+void rt_vw_finding_text(const struct rt_vw_trace *t, const struct rt_vw_finding *f, char *out,
+			size_t n);
+bool rt_vw_finding_subject(const struct rt_vw_finding *f);
+void rt_vw_finding_body(const struct rt_vw_trace *t, const struct rt_vw_finding *f, char *out,
+			size_t n);
+/* The laggard analysis of a hang as view --json's "laggard" says it (the
+ * hang finding's sentence after "hung: "), or "" when there is none. */
+void rt_vw_laggard_text(const struct rt_vw_trace *t, char *out, size_t n);
 
 struct rt_vw_trace {
 	char dir[4096];
@@ -328,7 +320,7 @@ struct rt_vw_trace {
 	struct rt_vw_rank *ranks;
 	struct rt_vw_finding *findings;
 	int nfindings;
-	enum rt_vw_verdict verdict;
+	enum rt_verdict verdict;
 	uint64_t events;
 	int damaged;         /* ranks with a read error */
 	/* the first cross-rank collective divergence, for diff */
@@ -346,12 +338,15 @@ struct rt_vw_trace {
 	int *missing;
 	int nmissing;
 	int duplicates;              /* directories claiming a rank another one claims */
-	char inconclusive[600];
+	/* why a verdict would be a guess, from the verdict's stage (verdict.c;
+	 * render: rt_vw_inconclusive_text): RT_W_NONE when the evidence is
+	 * complete; a missing rank; rank index why_rank's trace; an interruption */
+	uint8_t why;                 /* enum rt_vw_why */
+	int why_rank;
 	/* live jobs (hang.c) */
 	uint64_t stall_ns;           /* --stall: no call returned for this long = hung */
 	int running;                 /* ranks whose process is alive */
 	bool hung;
-	char laggard[600];           /* the laggard analysis of a hang */
 	int interrupted;             /* every rank stopped by this signal (INT, TERM, HUP), else 0 */
 	struct rt_vw_bt2 *lttng; /* an LTTng trace, read at load (read_bt2.c); else NULL */
 	struct rt_vw_straggle *straggle; /* stragglers from device times (straggler.c) */
@@ -374,6 +369,15 @@ void rt_vw_free(struct rt_vw_trace *t);
 /* The size of communicator id (its init's nranks, or the ranks that joined a
  * split), or the trace's rank count when it is unknown. */
 int rt_vw_comm_size(const struct rt_vw_trace *t, uint64_t id);
+
+/* The rank number r's directory says when r is not readable
+ * (rank-00002), its metadata's otherwise; -1 when unknown (rank-p123). */
+int rt_vw_rank_number(const struct rt_vw_rank *r);
+/* Why rank index ri's trace is not complete, in words (render/finding_say.c:
+ * "rank 1 trace damaged: ..."), "" when it is; why the verdict would be a
+ * guess, "" when it would not. */
+void rt_vw_incomplete_text(const struct rt_vw_trace *t, int ri, char *out, size_t n);
+void rt_vw_inconclusive_text(const struct rt_vw_trace *t, char *out, size_t n);
 
 /* How rank r ended, in one short phrase every output uses ("exit 0",
  * "signal 9 in ncclAllReduce", "died in ncclAllReduce", "returned", ...). */

@@ -162,24 +162,37 @@ bool rt_vw_memory_driver_event(struct rt_vw_rank *r, const struct rt_vw_event *e
 void rt_vw_memory_free_rank(struct rt_vw_rank *r);
 /* Rank r's device dev changed (memory.c): note it when keeping memory. */
 void rt_vw_mem_note(struct rt_vw_rank *r, int dev);
-/* findings.c: a finding about the trace (rank -1), or about one rank
- * (view --rank N shows it only for N); subject: fmt says what that rank did,
- * "rank N" goes before it at the edge. NULL: out of memory, dropped. */
-struct rt_vw_finding *rt_vw_vadd_finding(struct rt_vw_trace *t, int rank, bool subject, int severity,
-					 enum rt_vw_verdict sigv, const char *fmt, va_list ap)
-	__attribute__((format(printf, 6, 0)));
-struct rt_vw_finding *rt_vw_add_finding(struct rt_vw_trace *t, int severity, enum rt_vw_verdict sigv,
-					const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-/* A finding whose fmt says what rank did (subject). */
-struct rt_vw_finding *rt_vw_add_rank_finding(struct rt_vw_trace *t, int rank, int severity,
-					     enum rt_vw_verdict sigv, const char *fmt, ...)
-	__attribute__((format(printf, 5, 6)));
+/* findings.c: a finding of kind about rank (global; -1: about several or
+ * the trace), appended to t->findings; NULL out of memory (the setters
+ * below take NULL and do nothing). */
+struct rt_vw_finding *rt_vw_finding_add(struct rt_vw_trace *t, enum rt_finding_kind kind, int rank);
 /* One more rank the finding names (f->ranks). */
 void rt_vw_finding_rank(struct rt_vw_finding *f, int rank);
+/* Its named values (format/findings.def), by type: a text that is empty,
+ * a flag that is false, a call that is none are not set. */
+void rt_vw_fv_int(struct rt_vw_finding *f, enum rt_fvalue name, int64_t v);
+void rt_vw_fv_real(struct rt_vw_finding *f, enum rt_fvalue name, double v);
+void rt_vw_fv_text(struct rt_vw_finding *f, enum rt_fvalue name, const char *v);
+void rt_vw_fv_flag(struct rt_vw_finding *f, enum rt_fvalue name, bool v);
+void rt_vw_fv_call(struct rt_vw_finding *f, enum rt_fvalue name, struct rt_vw_callref c);
+void rt_vw_fv_end(struct rt_vw_finding *f, enum rt_fvalue name, const struct rt_vw_rank *r);
+/* One more rank's evidence (zeroed but rank, role; no call), NULL out of memory. */
+struct rt_vw_evidence *rt_vw_finding_ev(struct rt_vw_finding *f, int rank, enum rt_vw_ev_role role);
+/* An open call as a finding names it (NULL: none). */
+struct rt_vw_callref rt_vw_callref_of(const struct rt_vw_open_call *o);
+void rt_vw_findings_free(struct rt_vw_trace *t);
 /* After the last event: completeness, open collectives, liveness, the
  * detectors and the verdict (load.c; the unit tests call it too). */
 void rt_vw_model_finish(struct rt_vw_matcher *m);
-void rt_vw_analyse(struct rt_vw_trace *t);
+/* analyses.c: every analysis in the table's order; the table's own check
+ * (every input made by a row above its reader: 0, or -1 and *bad the
+ * row's name) and its rows' names (NULL past the last). */
+void rt_vw_analyse(struct rt_vw_trace *t, struct rt_vw_matcher *m);
+int rt_vw_analyses_check(const char **bad);
+const char *rt_vw_analysis_name(size_t i);
+/* detectors.c: the table detectors; verdict.c: the findings sorted, the
+ * verdict decided from them */
+void rt_vw_detect(struct rt_vw_trace *t);
 /* rank.c: did r crash (a signal, an exit status > 0, death inside a call,
  * no recorded end)? Not when alive or stopped with the whole job. */
 bool rt_vw_crashed(const struct rt_vw_rank *r);
@@ -192,12 +205,9 @@ void rt_vw_param_marker(struct rt_vw_rank *r, const struct rt_vw_event *e);
 void rt_vw_unwrapped_event(struct rt_vw_rank *r, const struct rt_vw_event *e);
 bool rt_vw_teardown_marker(struct rt_vw_rank *r, const struct rt_vw_event *e);
 void rt_vw_teardown_activity(struct rt_vw_rank *r, const struct rt_vw_event *e);
-/* After the pass (the detectors): did r crash in teardown, after training
- * finished? What its parameters showed when the unwrapped module ran. */
-bool rt_vw_teardown_crash(const struct rt_vw_rank *r);
-void rt_vw_unwrapped_support(const struct rt_vw_rank *r, uint64_t *freed, uint64_t *views);
-void rt_vw_describe_unwrapped(const struct rt_vw_trace *t, const int *idx, int k, char *out,
-			      size_t n);
+/* After the rank's last event (params.c): how many of its parameters are
+ * on meta and at freed storage, from the latest placement of each. */
+void rt_vw_params_count(struct rt_vw_rank *r);
 /* rt_param_shape: kept for the next rt_param of the rank (params.c) */
 void rt_vw_param_shape(struct rt_vw_rank *r, const struct rt_vw_event *e);
 /* The shape waiting for parameter name's report, if any; clears it. */
@@ -212,8 +222,7 @@ void rt_vw_completeness(struct rt_vw_trace *t, const struct rt_vw_matcher *m);
 /* May a finding rest on what rank ri's trace lacks? */
 bool rt_vw_evidence_complete(const struct rt_vw_trace *t, int ri);
 bool rt_vw_all_evidence_complete(const struct rt_vw_trace *t);
-/* The verdict from the sorted findings, the hang and the completeness. */
-void rt_vw_decide(struct rt_vw_trace *t, bool any_crashed);
+void rt_vw_decide(struct rt_vw_trace *t);
 
 /* ---- live jobs (hang.c) ---- */
 
@@ -226,14 +235,15 @@ void rt_vw_track_calls(struct rt_vw_rank *r, const struct rt_vw_event *e);
 void rt_vw_interruption(struct rt_vw_trace *t);
 /* Ages of open calls, idle time, hung or not, the laggard analysis and its
  * findings; an interrupted job as it stood when it was stopped. After
- * rt_vw_completeness and rt_vw_interruption. */
+ * rt_vw_completeness and rt_vw_interruption. devhang.c: the finding of a
+ * job ended by the NCCL watchdog on a collective no device completed. */
 void rt_vw_liveness(struct rt_vw_trace *t);
+void rt_vw_dev_watchdog(struct rt_vw_trace *t);
 /* rank.c: what a live rank is inside (hang.c tracks it; hang.c and devhang.c
  * read it) */
 bool rt_vw_frozen(const struct rt_vw_rank *r);
 uint32_t rt_vw_entered_seq(const struct rt_vw_rank *r, uint64_t comm);
 const struct rt_vw_open_call *rt_vw_oldest_open(const struct rt_vw_rank *r);
-void rt_vw_call_name(char *out, size_t n, const struct rt_vw_open_call *c);
 
 /* The time an event takes effect, for ordering events of different threads:
  * an allocation's pointer exists from its return (begin + duration), a free

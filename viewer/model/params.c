@@ -266,3 +266,12 @@ const struct rt_vw_param *rt_vw_find_param(const struct rt_vw_rank *r, const cha
 			return &r->params[q];
 	return NULL;
 }
+
+void rt_vw_params_count(struct rt_vw_rank *r)
+{
+	r->params_meta = r->params_freed = 0;
+	for (uint32_t q = 0; q < r->nparams; q++) {
+		r->params_meta += r->params[q].place == RT_P_META;
+		r->params_freed += r->params[q].place == RT_P_FREED;
+	}
+}

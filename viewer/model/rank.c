@@ -9,9 +9,28 @@
  * communicator, whether it is in the stall analysis (hang.c tracks them). */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "model.h"
 #include "model_int.h"
+
+/* The rank number a directory name says (rank-00002), or -1 (rank-p123). */
+static int rank_of_name(const char *name)
+{
+	char *end;
+	long v;
+
+	if (strncmp(name, "rank-", 5) || name[5] < '0' || name[5] > '9')
+		return -1;
+	v = strtol(name + 5, &end, 10);
+	return *end || v > 99999 ? -1 : (int)v;
+}
+
+int rt_vw_rank_number(const struct rt_vw_rank *r)
+{
+	return r->readable ? r->meta.rank : rank_of_name(r->name);
+}
 
 int rt_vw_coll_kind(unsigned id)
 {
@@ -27,14 +46,15 @@ void rt_vw_rank_end(const struct rt_vw_rank *r, char *out, size_t n)
 	else if (r->state == RT_S_RUNNING)
 		snprintf(out, n, "running");
 	else if (r->signo)
-		snprintf(out, n, "signal %d%s%s", r->signo, r->died_in[0] ? " in " : "", r->died_in);
+		snprintf(out, n, "signal %d%s%s", r->signo, r->died ? " in " : "",
+			 r->died ? rt_events[r->died_id].name : "");
 	else if (r->exit_seen && r->exit_status >= 0)
 		snprintf(out, n, "exit %d", r->exit_status);
 	else if (r->exit_seen)
 		snprintf(out, n, "returned");
-	else if (r->died_in[0])
+	else if (r->died)
 		snprintf(out, n, "%s in %s", r->completeness == RT_C_COMPLETE ? "died" : "trace ends",
-			 r->died_in);
+			 rt_events[r->died_id].name);
 	else if (r->stopped) /* its end came after the writer had to stop */
 		snprintf(out, n, "trace incomplete: %s at event %" PRIu64,
 			 rt_stop_prose(r->stop_reason) ? rt_stop_prose(r->stop_reason) : "stopped",
@@ -53,7 +73,7 @@ bool rt_vw_crashed(const struct rt_vw_rank *r)
 		return false;
 	if (r->interrupted) /* stopped with the whole job from outside (hang.c) */
 		return false;
-	return r->signo || (r->exit_seen && r->exit_status > 0) || r->died_in[0] ||
+	return r->signo || (r->exit_seen && r->exit_status > 0) || r->died ||
 	       (!r->exit_seen && r->readable);
 }
 
@@ -69,14 +89,6 @@ uint32_t rt_vw_entered_seq(const struct rt_vw_rank *r, uint64_t comm)
 bool rt_vw_frozen(const struct rt_vw_rank *r)
 {
 	return r->state == RT_S_RUNNING || r->interrupted;
-}
-
-void rt_vw_call_name(char *out, size_t n, const struct rt_vw_open_call *c)
-{
-	if (rt_vw_coll_kind(c->id) >= 0 && c->comm_id)
-		snprintf(out, n, "%s #%u", rt_events[c->id].name, c->seq);
-	else
-		snprintf(out, n, "%s", rt_events[c->id].name);
 }
 
 /* The oldest open call of rank r (its main thread's, when several). */

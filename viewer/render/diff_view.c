@@ -64,8 +64,8 @@ static void print_rank(FILE *f, const struct rt_vw_diff_rank *r)
 
 int rt_vw_diff_text(FILE *f, const struct rt_vw_diff *d)
 {
-	fprintf(f, "A %s: %s\nB %s: %s\n\n", rt_vw_esc(d->a->dir), rt_vw_verdict_names[d->a->verdict],
-		rt_vw_esc(d->b->dir), rt_vw_verdict_names[d->b->verdict]);
+	fprintf(f, "A %s: %s\nB %s: %s\n\n", rt_vw_esc(d->a->dir), rt_verdicts[d->a->verdict].word,
+		rt_vw_esc(d->b->dir), rt_verdicts[d->b->verdict].word);
 	for (int c = 0; c < RT_VW_DC_COUNT; c++) {
 		char pa[200], pb[200];
 
@@ -86,8 +86,8 @@ int rt_vw_diff_text(FILE *f, const struct rt_vw_diff *d)
 		fprintf(f, "  and %zu more parameters shaped differently\n", d->shape_other);
 	for (int i = 0; i < d->nranks; i++)
 		print_rank(f, &d->ranks[i]);
-	fprintf(f, "\nverdicts: A %s, B %s: %s\n", rt_vw_verdict_names[d->a->verdict],
-		rt_vw_verdict_names[d->b->verdict], verdict_line(d));
+	fprintf(f, "\nverdicts: A %s, B %s: %s\n", rt_verdicts[d->a->verdict].word,
+		rt_verdicts[d->b->verdict].word, verdict_line(d));
 	return ferror(f) ? -EIO : 0;
 }
 
@@ -207,7 +207,7 @@ static void json_trace(struct rt_json *w, const char *key, const struct rt_vw_tr
 {
 	rt_json_obj(w, key);
 	rt_json_str(w, RT_JK(dir), t->dir);
-	rt_json_str(w, RT_JK(verdict), rt_vw_verdict_names[t->verdict]);
+	rt_json_str(w, RT_JK(verdict), rt_verdicts[t->verdict].word);
 	rt_json_end(w);
 }
 

@@ -330,7 +330,7 @@ int rt_vw_export_perfetto(const struct rt_vw_trace *t, FILE *f)
 	rt_json_str(&p.w, RT_JK(displayTimeUnit), "ns");
 	rt_json_obj(&p.w, RT_JK(otherData));
 	rt_json_str(&p.w, RT_JK(generator), "ranktrace");
-	rt_json_str(&p.w, RT_JK(verdict), rt_vw_verdict_names[t->verdict]);
+	rt_json_str(&p.w, RT_JK(verdict), rt_verdicts[t->verdict].word);
 	rt_json_end(&p.w);
 	rt_json_arr(&p.w, RT_JK(traceEvents));
 	rt_json_lines(&p.w, 0, true);

@@ -63,7 +63,7 @@ struct rt_vw_pf_findings *rt_vw_pf_findings_new(const struct rt_vw_trace *t)
 
 		for (int j = 0; j < k; j++)
 			fs->v[fs->n++] = (struct spot){ .finding = i, .rank = r[j] };
-		fs->colls += t->findings[i].comm ? k : 0;
+		fs->colls += t->findings[i].coll.comm ? k : 0;
 	}
 	return fs;
 }
@@ -83,7 +83,7 @@ void rt_vw_pf_findings_see(struct rt_vw_pf_findings *fs, int ri, const struct rt
 		struct spot *s = &fs->v[k];
 		const struct rt_vw_finding *f = &fs->t->findings[s->finding];
 
-		if (!s->found && f->comm == comm && f->seq == seq &&
+		if (!s->found && f->coll.comm == comm && f->coll.seq == seq &&
 		    s->rank == fs->t->ranks[ri].meta.rank) {
 			s->found = true;
 			s->ts = e->ts;
@@ -115,23 +115,25 @@ static void ghost_process(struct rt_json *w, const struct rt_vw_trace *t, int ra
 static void finding_args(struct rt_json *w, const struct rt_vw_trace *t, int i)
 {
 	const struct rt_vw_finding *f = &t->findings[i];
-	char text[sizeof(f->text)];
+	const struct rt_finding_info *kind = &rt_findings[f->kind];
+	char text[RT_VW_FINDING_TEXT];
 
-	rt_vw_finding_text(f, text, sizeof(text));
+	rt_vw_finding_text(t, f, text, sizeof(text));
 	rt_json_obj(w, RT_JK(args));
 	rt_json_int(w, RT_JK(finding), i);
-	rt_json_str(w, RT_JK(kind), f->id ? f->id : "");
-	rt_json_str(w, RT_JK(level), rt_vw_level_names[f->level]);
-	rt_json_str(w, RT_JK(signature), rt_vw_verdict_names[f->signature]);
+	rt_json_str(w, RT_JK(kind), kind->id);
+	rt_json_str(w, RT_JK(level), rt_level_names[kind->level]);
+	rt_json_str(w, RT_JK(signature), rt_verdicts[kind->verdict].word);
 	rt_json_str(w, RT_JK(text), text);
 	rt_json_arr(w, RT_JK(ranks));
 	for (int k = 0; k < f->nranks && k < RT_VW_FINDING_RANKS; k++)
 		rt_json_int(w, NULL, f->ranks[k]);
 	rt_json_end(w);
-	if (f->comm) {
-		rt_json_strf(w, RT_JK(comm), "%016llx", (unsigned long long)f->comm);
-		rt_json_uint(w, RT_JK(seq), f->seq);
-		rt_json_strf(w, RT_JK(collective), "%016llx-%u", (unsigned long long)f->comm, f->seq);
+	if (f->coll.comm) {
+		rt_json_strf(w, RT_JK(comm), "%016llx", (unsigned long long)f->coll.comm);
+		rt_json_uint(w, RT_JK(seq), f->coll.seq);
+		rt_json_strf(w, RT_JK(collective), "%016llx-%u", (unsigned long long)f->coll.comm,
+			     f->coll.seq);
 	}
 	rt_json_end(w);
 }
@@ -159,7 +161,8 @@ void rt_vw_pf_findings_write(struct rt_vw_pf_findings *fs, struct rt_json *w, ui
 		rt_json_uint(w, RT_JK(tid), s->found ? s->tid : r ? (uint64_t)r->meta.pid : 0);
 		rt_json_fixed(w, RT_JK(ts), (double)(ts - t0) / 1000.0, 3);
 		rt_json_str(w, RT_JK(cat), "finding");
-		rt_json_strf(w, RT_JK(name), "%s %s", rt_vw_level_names[f->level], f->id ? f->id : "finding");
+		rt_json_strf(w, RT_JK(name), "%s %s", rt_level_names[rt_findings[f->kind].level],
+			     rt_findings[f->kind].id);
 		finding_args(w, fs->t, s->finding);
 		rt_json_end(w);
 	}

@@ -19,9 +19,11 @@ bool rt_vw_want_rank(const struct rt_vw_rank *r, int only)
 	return only < 0 || r->meta.rank == only;
 }
 
-static void rank_row(const struct rt_vw_rank *r, struct rt_vw_report_rank *row)
+static void rank_row(const struct rt_vw_trace *t, const struct rt_vw_rank *r,
+		     struct rt_vw_report_rank *row)
 {
 	row->r = r;
+	rt_vw_incomplete_text(t, (int)(r - t->ranks), row->incomplete, sizeof(row->incomplete));
 	rt_vw_devices_str(r->devices_used, row->devices, sizeof(row->devices));
 	for (int d = 0; d < RT_VW_MAX_DEV; d++)
 		row->peak = r->dev_peak[d] > row->peak ? r->dev_peak[d] : row->peak;
@@ -46,10 +48,12 @@ int rt_vw_report_make(const struct rt_vw_trace *t, int only, struct rt_vw_report
 	}
 	for (int i = 0; i < t->nranks; i++)
 		if (rt_vw_want_rank(&t->ranks[i], only))
-			rank_row(&t->ranks[i], &rp->ranks[rp->nranks++]);
+			rank_row(t, &t->ranks[i], &rp->ranks[rp->nranks++]);
 	for (int i = 0; i < t->nfindings; i++) /* as rt_vw_diagnose keeps them */
-		rp->notes += t->findings[i].level == RT_VW_NOTE &&
+		rp->notes += rt_findings[t->findings[i].kind].level == RT_LEVEL_NOTE &&
 			     (only < 0 || t->findings[i].rank < 0 || t->findings[i].rank == only);
+	rt_vw_inconclusive_text(t, rp->why, sizeof(rp->why));
+	rt_vw_laggard_text(t, rp->laggard, sizeof(rp->laggard));
 	return 0;
 }
 
@@ -65,7 +69,7 @@ void rt_vw_report_free(struct rt_vw_report *rp)
 int rt_vw_report_advice(const struct rt_vw_report *rp, bool notes)
 {
 	for (int k = 0; k < rp->ndiag; k++)
-		if ((notes || rp->diag[k].level != RT_VW_NOTE) && rp->t->findings[rp->diag[k].first].advice)
+		if ((notes || rp->diag[k].level != RT_LEVEL_NOTE) && rt_findings[rp->t->findings[rp->diag[k].first].kind].advice)
 			return k;
 	return -1;
 }

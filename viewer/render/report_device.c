@@ -69,12 +69,12 @@ static void bar(FILE *f, const char *cls, double frac, double value, bool hot)
 /* Who the others wait for: view's finding, or why none is named. */
 static void verdict(FILE *f, const struct rt_vw_trace *t, const struct rt_vw_straggle *s)
 {
-	char text[sizeof(t->findings[0].text)], a[48];
+	char text[RT_VW_FINDING_TEXT], a[48];
 
 	fputs("<p id=\"straggler\">", f);
 	for (int i = 0; i < t->nfindings; i++)
-		if (t->findings[i].id && !strcmp(t->findings[i].id, "straggler")) {
-			rt_vw_finding_text(&t->findings[i], text, sizeof(text));
+		if (t->findings[i].kind == RT_FK_STRAGGLER) {
+			rt_vw_finding_text(t, &t->findings[i], text, sizeof(text));
 			fputs("<b>Straggler:</b> ", f);
 			rt_esc_html_file(f, text);
 			fputs("</p>\n", f);

@@ -254,12 +254,12 @@ static void findings(FILE *f, const struct rt_vw_report *rp)
 	for (int k = 0; k < rp->ndiag; k++) {
 		const struct rt_vw_diag *g = &rp->diag[k];
 
-		fprintf(f, "<li><span class=\"lv %s\">%s</span> ", rt_vw_level_names[g->level],
-			rt_vw_level_names[g->level]);
+		fprintf(f, "<li><span class=\"lv %s\">%s</span> ", rt_level_names[g->level],
+			rt_level_names[g->level]);
 		rt_esc_html_file(f, g->text);
 		if (k == next) {
 			fputs("<br><b>next:</b> ", f);
-			rt_esc_html_file(f, rp->t->findings[g->first].advice);
+			rt_esc_html_file(f, rt_findings[rp->t->findings[g->first].kind].advice);
 		}
 		fputs("</li>", f);
 	}
@@ -276,12 +276,12 @@ static void header(FILE *f, const struct rt_vw_report *rp)
 	rt_esc_html_file(f, t->dir);
 	fprintf(f, "</h1>\n<p>%d rank%s, %" PRIu64 " events. Verdict: <span class=\"verdict %s\">%s"
 		"</span></p>\n", t->nranks, t->nranks == 1 ? "" : "s", t->events,
-		t->verdict == RT_V_HEALTHY ? "good" : "bad", rt_vw_verdict_names[t->verdict]);
+		t->verdict == RT_V_HEALTHY ? "good" : "bad", rt_verdicts[t->verdict].word);
 	fprintf(f, "<p>Trace completeness: <span class=\"completeness\">%s</span>",
 		rt_vw_completeness_names[t->completeness]);
-	if (t->inconclusive[0]) {
+	if (rp->why[0]) {
 		fputs(" (", f);
-		rt_esc_html_file(f, t->inconclusive);
+		rt_esc_html_file(f, rp->why);
 		fputs(")", f);
 	}
 	fputs("</p>\n<h2>Findings</h2>\n", f);
@@ -304,7 +304,7 @@ static void ranks_table(FILE *f, const struct rt_vw_report *rp)
 		fprintf(f, "</td><td>%s</td><td>%d</td><td>%" PRIu64 "</td><td>%s</td><td>%" PRIu64
 			"</td><td>%" PRIu64 "</td><td title=\"", row->devices, r->meta.local_rank, r->allocs,
 			row->peak_h, row->colls, r->fsdp_root_forwards);
-		rt_esc_html_file(f, r->incomplete);
+		rt_esc_html_file(f, row->incomplete);
 		fprintf(f, "\">%s</td><td>", rt_vw_completeness_names[r->completeness]);
 		rt_esc_html_file(f, row->end);
 		fputs("</td><td>", f);

@@ -54,7 +54,7 @@ static void print_why(FILE *f, const struct rt_vw_report *rp, bool *named)
 	for (int k = 0; k < rp->ndiag; k++) {
 		const struct rt_vw_diag *g = &rp->diag[k];
 
-		if (t->findings[g->first].signature != t->verdict)
+		if (rt_findings[t->findings[g->first].kind].verdict != t->verdict)
 			continue;
 		fprintf(f, "ranktrace verdict: %s\n", rt_vw_esc(g->text));
 		for (int j = 0; named && t->verdict == RT_V_CRASHED && j < g->nranks; j++) {
@@ -72,12 +72,13 @@ void rt_vw_verdict_why(FILE *f, const struct rt_vw_report *rp)
 	const struct rt_vw_trace *t = rp->t;
 
 	if (t->verdict == RT_V_INCONCLUSIVE)
-		fprintf(f, "ranktrace verdict: inconclusive: %s\n", rt_vw_esc(t->inconclusive));
+		fprintf(f, "ranktrace verdict: %s: %s\n", rt_verdicts[RT_V_INCONCLUSIVE].word,
+			rt_vw_esc(rp->why));
 	for (int i = 0; t->verdict == RT_V_HUNG && i < t->nfindings; i++)
-		if (t->findings[i].signature == RT_V_HUNG) {
-			char text[sizeof(t->findings[i].text)];
+		if (rt_findings[t->findings[i].kind].verdict == RT_V_HUNG) {
+			char text[RT_VW_FINDING_TEXT];
 
-			rt_vw_finding_text(&t->findings[i], text, sizeof(text));
+			rt_vw_finding_text(t, &t->findings[i], text, sizeof(text));
 			fprintf(f, "ranktrace verdict: %s\n", rt_vw_esc(text));
 		}
 	if (t->interrupted && t->verdict == RT_V_INCONCLUSIVE)

@@ -30,6 +30,7 @@ struct rt_vw_report_rank {
 	char peak_h[32];  /* the same as every output writes bytes ("3.1 KiB") */
 	uint64_t colls;   /* collectives of every kind */
 	char end[160];    /* how it ended (rt_vw_rank_end) */
+	char incomplete[400]; /* why its trace is not complete, "" when it is */
 };
 
 struct rt_vw_report {
@@ -42,6 +43,8 @@ struct rt_vw_report {
 	struct rt_vw_diag *diag;
 	int ndiag;
 	int notes;                       /* findings that are notes (view hides them) */
+	char why[600];                   /* why the verdict would be a guess, "" when not */
+	char laggard[600];               /* a hang's laggard analysis, "" when none */
 };
 
 /* The report of t for `--rank only` (-1: every rank). 0, or -1 out of

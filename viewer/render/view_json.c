@@ -92,10 +92,12 @@ static void rank_end(struct rt_json *w, const struct rt_vw_report_rank *row)
 }
 
 /* A rank's completeness, state, open calls and idle time. */
-static void rank_live(struct rt_json *w, const struct rt_vw_rank *r)
+static void rank_live(struct rt_json *w, const struct rt_vw_report_rank *row)
 {
+	const struct rt_vw_rank *r = row->r;
+
 	rt_json_str(w, RT_JK(completeness), rt_vw_completeness_names[r->completeness]);
-	rt_json_nstr(w, RT_JK(incomplete), r->incomplete);
+	rt_json_nstr(w, RT_JK(incomplete), row->incomplete);
 	rt_json_str(w, RT_JK(state), rt_vw_state_names[r->state]);
 	rt_json_fixed(w, RT_JK(idle_s), r->idle_s >= 0 ? r->idle_s : NAN, 3);
 	rt_json_arr(w, RT_JK(open_calls));
@@ -153,7 +155,7 @@ static void rank_json(struct rt_json *w, const struct rt_vw_report_rank *row)
 	rank_memory(w, r);
 	rank_counts(w, r);
 	rank_end(w, row);
-	rank_live(w, r);
+	rank_live(w, row);
 	rank_probe(w, r);
 	rt_json_end(w);
 }
@@ -168,25 +170,26 @@ static void findings_json(struct rt_json *w, const struct rt_vw_report *rp)
 	rt_json_lines(w, 2, true);
 	for (int i = 0; i < t->nfindings; i++) {
 		const struct rt_vw_finding *f = &t->findings[i];
-		char text[sizeof(f->text)];
+		const struct rt_finding_info *k = &rt_findings[f->kind];
+		char text[RT_VW_FINDING_TEXT];
 
 		if (rp->only >= 0 && f->rank >= 0 && f->rank != rp->only)
 			continue;
-		rt_vw_finding_text(f, text, sizeof(text));
+		rt_vw_finding_text(t, f, text, sizeof(text));
 		rt_json_obj(w, NULL);
-		rt_json_str(w, RT_JK(signature), rt_vw_verdict_names[f->signature]);
+		rt_json_str(w, RT_JK(signature), rt_verdicts[k->verdict].word);
 		rt_json_int(w, RT_JK(rank), f->rank);
-		rt_json_str(w, RT_JK(level), rt_vw_level_names[f->level]);
-		rt_json_str(w, RT_JK(id), f->id ? f->id : "");
+		rt_json_str(w, RT_JK(level), rt_level_names[k->level]);
+		rt_json_str(w, RT_JK(id), k->id);
 		rt_json_str(w, RT_JK(text), text);
-		rt_json_str(w, RT_JK(advice), f->advice);
+		rt_json_str(w, RT_JK(advice), k->advice);
 		rt_json_arr(w, RT_JK(ranks));
-		for (int k = 0; k < f->nranks && k < RT_VW_FINDING_RANKS; k++)
-			rt_json_int(w, NULL, f->ranks[k]);
+		for (int j = 0; j < f->nranks && j < RT_VW_FINDING_RANKS; j++)
+			rt_json_int(w, NULL, f->ranks[j]);
 		rt_json_end(w);
-		if (f->comm) {
-			rt_json_strf(w, RT_JK(comm), "%016llx", (unsigned long long)f->comm);
-			rt_json_uint(w, RT_JK(seq), f->seq);
+		if (f->coll.comm) {
+			rt_json_strf(w, RT_JK(comm), "%016llx", (unsigned long long)f->coll.comm);
+			rt_json_uint(w, RT_JK(seq), f->coll.seq);
 		} else {
 			rt_json_null(w, RT_JK(comm));
 			rt_json_null(w, RT_JK(seq));
@@ -205,7 +208,7 @@ static void diagnosis_json(struct rt_json *w, const struct rt_vw_report *rp)
 		const struct rt_vw_diag *g = &rp->diag[k];
 
 		rt_json_obj(w, NULL);
-		rt_json_str(w, RT_JK(level), rt_vw_level_names[g->level]);
+		rt_json_str(w, RT_JK(level), rt_level_names[g->level]);
 		rt_json_str(w, RT_JK(text), g->text);
 		rt_json_arr(w, RT_JK(ranks));
 		for (int i = 0; i < g->nranks; i++)
@@ -218,14 +221,16 @@ static void diagnosis_json(struct rt_json *w, const struct rt_vw_report *rp)
 }
 
 /* The trace as a whole: verdict, completeness, world, liveness. */
-static void trace_json(struct rt_json *w, const struct rt_vw_trace *t)
+static void trace_json(struct rt_json *w, const struct rt_vw_report *rp)
 {
+	const struct rt_vw_trace *t = rp->t;
+
 	rt_json_str(w, RT_JK(schema), RT_JSCHEMA(view));
 	rt_json_str(w, RT_JK(dir), t->dir);
-	rt_json_str(w, RT_JK(verdict), rt_vw_verdict_names[t->verdict]);
+	rt_json_str(w, RT_JK(verdict), rt_verdicts[t->verdict].word);
 	rt_json_uint(w, RT_JK(events), t->events);
 	rt_json_str(w, RT_JK(completeness), rt_vw_completeness_names[t->completeness]);
-	rt_json_nstr(w, RT_JK(inconclusive), t->inconclusive);
+	rt_json_nstr(w, RT_JK(inconclusive), rp->why);
 	rt_json_int(w, RT_JK(world_size), t->world_size);
 	rt_json_arr(w, RT_JK(missing_ranks));
 	for (int k = 0; k < t->nmissing; k++)
@@ -235,7 +240,7 @@ static void trace_json(struct rt_json *w, const struct rt_vw_trace *t)
 	rt_json_int(w, RT_JK(running), t->running);
 	rt_json_bool(w, RT_JK(hung), t->hung);
 	rt_json_fixed(w, RT_JK(stall_s), (double)t->stall_ns / 1e9, 3);
-	rt_json_nstr(w, RT_JK(laggard), t->laggard);
+	rt_json_nstr(w, RT_JK(laggard), rp->laggard);
 }
 
 int rt_vw_view_json(FILE *f, const struct rt_vw_report *rp)
@@ -244,7 +249,7 @@ int rt_vw_view_json(FILE *f, const struct rt_vw_report *rp)
 
 	rt_json_init(&w, f, false);
 	rt_json_obj(&w, NULL);
-	trace_json(&w, rp->t);
+	trace_json(&w, rp);
 	rt_vw_device_json(&w, rp->t);
 	rt_json_arr(&w, RT_JK(ranks));
 	rt_json_lines(&w, 2, true);

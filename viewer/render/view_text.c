@@ -37,11 +37,11 @@ static void print_findings(FILE *f, const struct rt_vw_report *rp, bool all)
 	for (int k = 0; k < rp->ndiag; k++) {
 		const struct rt_vw_diag *g = &rp->diag[k];
 
-		if (g->level == RT_VW_NOTE && !all)
+		if (g->level == RT_LEVEL_NOTE && !all)
 			continue;
-		fprintf(f, "  %d. %s: %s\n", ++shown, rt_vw_level_names[g->level], rt_vw_esc(g->text));
+		fprintf(f, "  %d. %s: %s\n", ++shown, rt_level_names[g->level], rt_vw_esc(g->text));
 		if (k == next)
-			print_advice(f, rp->t->findings[g->first].advice, rp->t->dir);
+			print_advice(f, rt_findings[rp->t->findings[g->first].kind].advice, rp->t->dir);
 	}
 	if (!shown)
 		fprintf(f, "  none%s\n", rp->t->verdict == RT_V_HEALTHY ? ": every rank ended cleanly, "
@@ -122,9 +122,9 @@ int rt_vw_view_text(FILE *f, const struct rt_vw_report *rp, bool all)
 
 	fprintf(f, "trace %s: %d rank%s, %llu events, verdict: %s\n", rt_vw_esc(t->dir), t->nranks,
 		t->nranks == 1 ? "" : "s", (unsigned long long)t->events,
-		rt_vw_verdict_names[t->verdict]);
+		rt_verdicts[t->verdict].word);
 	fprintf(f, "completeness: %s%s%s%s\n\n", rt_vw_completeness_names[t->completeness],
-		t->inconclusive[0] ? " (" : "", rt_vw_esc(t->inconclusive), t->inconclusive[0] ? ")" : "");
+		rp->why[0] ? " (" : "", rt_vw_esc(rp->why), rp->why[0] ? ")" : "");
 	print_ranks(f, rp);
 	for (int i = 0; i < t->nranks; i++)
 		if (t->ranks[i].nparams) { /* the probe reported parameters: where they live */

@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: MIT */
+/* finding_say.h - what the sentence makers of the render room share
+ * (finding_text.c: templates; finding_say.c: the kinds with renderers of
+ * their own): a bounded string builder and the pieces every sentence says
+ * the same way (a call, a list of ranks, a signal). */
+#ifndef RT_VW_FINDING_SAY_H
+#define RT_VW_FINDING_SAY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "model.h"
+
+/* Text appended into out[n]: once a piece does not fit, it is cut there
+ * and nothing more is appended (snprintf's cut, for a whole sentence). */
+struct rt_vw_sb {
+	char *p;
+	size_t n, len;
+	bool full;
+};
+struct rt_vw_sb rt_vw_sb_init(char *out, size_t n);
+void rt_vw_sb_printf(struct rt_vw_sb *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* "cudaMalloc", "ncclAllReduce #58" (a collective: its sequence number). */
+void rt_vw_say_call(struct rt_vw_sb *b, struct rt_vw_callref c);
+/* "0,1,3": the first n of v (at most RT_VW_FINDING_RANKS), while the list
+ * is shorter than cap - 12 bytes. */
+void rt_vw_say_ranks(struct rt_vw_sb *b, const int *v, int n, size_t cap);
+/* "SIGTERM", or NULL for a signal without a name here. */
+const char *rt_vw_signal_name(int signo);
+/* The sentence of a kind without a template (finding_say.c). */
+void rt_vw_say_kind(struct rt_vw_sb *b, const struct rt_vw_trace *t, const struct rt_vw_finding *f);
+
+#endif
