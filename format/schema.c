@@ -82,6 +82,30 @@ const char *const rt_probe_dev_names[RT_PDEV_COUNT] = {
 #undef RT_PROBE_DEV
 };
 
+const char *rt_probe_place_name(int code)
+{
+	switch (code) {
+#define RT_PROBE_PLACE(n, c) case c: return #n;
+#include "dtypes.def"
+#undef RT_PROBE_PLACE
+	default: return NULL;
+	}
+}
+
+const struct rt_point_info rt_points[RT_POINT_COUNT] = {
+#define RT_POINT(id, name, reached, who) { name, reached, who },
+#include "points.def"
+#undef RT_POINT
+};
+
+const struct rt_point_info *rt_point_find(const char *name)
+{
+	for (unsigned i = 0; name && i < RT_POINT_COUNT; i++)
+		if (!strcmp(rt_points[i].name, name))
+			return &rt_points[i];
+	return NULL;
+}
+
 /* Field lists with their offsets: F and O alike. An undeclared field name
  * (format/fields.def) fails here. */
 #define F(k, n, e) { #n, RT_K_##k, 0, RT_FN_##n },

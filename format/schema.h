@@ -342,6 +342,29 @@ enum rt_probe_dev {
 const char *rt_probe_dtype_name(unsigned code);
 unsigned rt_probe_dtype_size(unsigned code);
 extern const char *const rt_probe_dev_names[RT_PDEV_COUNT]; /* "cuda", "cpu", "meta" */
+/* rt_param_dtensor's placement codes other than a shard (>= 0: the tensor
+ * dimension a mesh dimension shards) */
+enum rt_probe_place {
+#define RT_PROBE_PLACE(n, code) RT_PLACE_CODE_##n = code,
+#include "dtypes.def"
+#undef RT_PROBE_PLACE
+};
+/* "replicate", "partial", "other" for a code below 0, NULL otherwise */
+const char *rt_probe_place_name(int code);
+
+/* The failure points of ranktrace's probes (format/points.def). */
+enum rt_point_id {
+#define RT_POINT(id, name, reached, who) RT_POINT_##id,
+#include "points.def"
+#undef RT_POINT
+	RT_POINT_COUNT
+};
+struct rt_point_info {
+	const char *name, *reached, *declared_by;
+};
+extern const struct rt_point_info rt_points[RT_POINT_COUNT];
+/* The point named name, or NULL: a program's own. */
+const struct rt_point_info *rt_point_find(const char *name);
 
 /* Trace-wide facts written into the CTF metadata `env` block. */
 struct rt_trace_env {

@@ -31,6 +31,7 @@ uint8_t rt_inj_api[RT_ID_FIRST_TRACER];     /* number of rules for the function 
 static uint8_t api_rules[RT_ID_FIRST_TRACER][RULES_PER_API];
 static struct rt_inj_plan plan;
 static uint64_t counters[RT_INJ_MAX_RULES]; /* calls seen per rule (atomic) */
+static uint64_t fired[RT_INJ_MAX_RULES];    /* faults it made (atomic) */
 static int warned;
 
 static int current_rank(void)
@@ -91,7 +92,16 @@ static void hang_forever(void)
 
 static void record(const char *target, const struct rt_inj_hit *h)
 {
+	__atomic_add_fetch(&fired[h->rule], 1, __ATOMIC_RELAXED);
 	rt_tr_ev_rt_fault(target, h->action, h->arg, h->call, h->rule);
+}
+
+void rt_inj_at_end(bool from_signal)
+{
+	(void)from_signal; /* records only, no allocation: the same either way */
+	for (int i = 0; i < plan.nrules; i++)
+		rt_tr_ev_rt_inj_rule(i, plan.rules[i].spec, __atomic_load_n(&counters[i], __ATOMIC_RELAXED),
+				     __atomic_load_n(&fired[i], __ATOMIC_RELAXED));
 }
 
 /* Before the real call: act; *replaced when the call must not happen, with

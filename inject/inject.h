@@ -40,6 +40,11 @@ long rt_inj_before(const struct rt_inj_hit *hit, unsigned id, const uint8_t *fie
  * fields are the call's recorded fields (format/schema.h). */
 void rt_inj_after(const struct rt_inj_hit *hit, unsigned id, const uint8_t *fields, long ret);
 
+/* At the end of a traced process (registered with the tracer's core): one
+ * rt_inj_rule record per rule, with the calls it counted and the times it
+ * fired here. Records only: safe in a fatal signal's handler (from_signal). */
+void rt_inj_at_end(bool from_signal);
+
 /* ---- provided by the host: libranktrace.so's base/base.c (resolve, warn),
  * identity/rank.c (rank) and device/device.c (stream delay) ---- */
 /* This process's rank: from NCCL once known, else from the launcher's

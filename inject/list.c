@@ -2,8 +2,9 @@
 /* list.c - the fault plan language's tables and `ranktrace inject --list`.
  *
  * The actions come from format/actions.def, the targets, collective group
- * and error codes from the call tables (rt_events); only the
- * presets are declared here, as plan text the parser expands. */
+ * and error codes from the call tables (rt_events), the presets from
+ * format/presets.def (plan text the parser expands), the failure points
+ * from format/points.def. */
 #include <stdio.h>
 #include <string.h>
 
@@ -17,18 +18,12 @@ const struct rt_inj_action_info rt_inj_actions[RT_INJ_NACTIONS] = {
 #undef RT_ACTION
 };
 
-/* A preset's parameters (params: "N", "R@SEQ") fill its expansion's %s in order. */
+/* format/presets.def: a preset's parameters (params: "N", "R@SEQ") fill its
+ * expansion's %s in order. */
 const struct rt_inj_preset rt_inj_presets[] = {
-	{ "skip-fsdp-root", NULL, "fsdp.root_forward:bypass",
-	  "the FSDP root forward is bypassed: the trainer calls the unwrapped module (transformers 4.53.0)" },
-	{ "oom-at", "N", "cudaMalloc:error=cudaErrorMemoryAllocation:when=%s",
-	  "the N-th cudaMalloc of each rank fails with out of memory" },
-	{ "wrong-device", NULL, "cudaSetDevice:device=0",
-	  "every rank binds device 0 (\"model device not properly set\"): NCCL refuses duplicates" },
-	{ "nccl-hang", "SEQ", "@collective:hang:when=%s",
-	  "each rank's SEQ-th collective never returns" },
-	{ "rank-dies", "R@SEQ", "@collective:kill=9:rank=%s:when=%s",
-	  "rank R is killed (SIGKILL) at its SEQ-th collective" },
+#define RT_PRESET(name, params, expansion, doc) { name, params, expansion, doc },
+#include "presets.def"
+#undef RT_PRESET
 };
 
 const size_t rt_inj_npresets = sizeof(rt_inj_presets) / sizeof(rt_inj_presets[0]);
@@ -48,7 +43,7 @@ static void print_preset(FILE *f, size_t i)
 		snprintf(head, sizeof(head), "%s", rt_inj_presets[i].name);
 	}
 	snprintf(exp, sizeof(exp), rt_inj_presets[i].expansion, p1, p2);
-	fprintf(f, "  %-16s %s\n  %-16s = %s\n", head, rt_inj_presets[i].doc, "", exp);
+	fprintf(f, "  %-18s %s\n  %-18s = %s\n", head, rt_inj_presets[i].doc, "", exp);
 }
 
 /* error= codes: each library's common ones, then each function's own. */
@@ -91,8 +86,11 @@ void rt_inj_print_list(void *file)
 		if (rt_events[id].role == RT_R_COLL)
 			fprintf(f, "%s%s", n++ ? ", " : "", rt_events[id].name + 4 /* "nccl" */);
 	fprintf(f, ")\n"
-		   "  NAME.WITH.DOT: a failure point a program declares with rt_fault_point(), e.g.\n"
-		   "                 fsdp.root_forward (fsdp_mini, the PyTorch probe)\n\nactions:\n");
+		   "  NAME.WITH.DOT: a failure point a program declares with rt_fault_point(); ranktrace's:\n");
+	for (unsigned i = 0; i < RT_POINT_COUNT; i++)
+		fprintf(f, "    %-24s %s, asked by %s\n", rt_points[i].name, rt_points[i].reached,
+			rt_points[i].declared_by);
+	fprintf(f, "\nactions:\n");
 	for (int i = 1; i < RT_INJ_NACTIONS; i++)
 		fprintf(f, "  %-12s %s\n", rt_inj_actions[i].usage, rt_inj_actions[i].doc);
 	print_errors(f);

@@ -487,7 +487,7 @@ int rt_inj_parse(const char *text, struct rt_inj_plan *plan, char *err, size_t e
 	}
 	spec = copy;
 	for (size_t i = 0; i <= len; i++) {
-		char expanded[256];
+		char expanded[256], written[sizeof(plan->rules[0].spec)];
 		int pre;
 
 		if (copy[i] != ';' && copy[i] != '\0')
@@ -503,6 +503,7 @@ int rt_inj_parse(const char *text, struct rt_inj_plan *plan, char *err, size_t e
 			rt_inj_plan_free(plan);
 			return fail(&c, 0, "empty spec");
 		}
+		snprintf(written, sizeof(written), "%s", spec); /* parse_spec cuts spec up */
 		pre = expand_preset(&c, spec, expanded, sizeof(expanded));
 		c.in_preset = pre > 0;
 		if (pre < 0 || parse_spec(&c, pre ? expanded : spec, plan) != 0) {
@@ -510,6 +511,7 @@ int rt_inj_parse(const char *text, struct rt_inj_plan *plan, char *err, size_t e
 			rt_inj_plan_free(plan);
 			return -1;
 		}
+		memcpy(plan->rules[plan->nrules - 1].spec, written, sizeof(written));
 		spec = copy + i + 1;
 	}
 	free(copy);

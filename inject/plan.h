@@ -37,6 +37,7 @@ extern const char *const rt_inj_action_names[RT_INJ_NACTIONS];
 #define RT_INJ_MAX_RANKS 4096
 
 struct rt_inj_rule {
+	char spec[64];           /* as written: a preset and its value, or TARGET:ACTION... */
 	char target[64];         /* as written: name, glob, @collective or failure point */
 	bool point;              /* a failure point (name with a dot) */
 	uint8_t apis[(RT_ID_FIRST_TRACER + 7) / 8]; /* interposed functions it matches */

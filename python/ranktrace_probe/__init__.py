@@ -88,7 +88,7 @@ def _watch_top_level(torch_mod):
         depth = core.tls.depth
         core.tls.depth = depth + 1
         if depth == 0 and not core.tls.root:
-            core.report_point(core.POINT_FIRST_FORWARD, module)
+            core.report_point(core.POINT_FIRST_FORWARD, _fsdp2.root_module(module) or module)
 
     def post(module, args, out):
         core.tls.depth -= 1
@@ -101,15 +101,11 @@ def _watch_top_level(torch_mod):
     hooks.append(m.register_module_forward_hook(post, always_call=True))
 
 
-def _on_torch(torch_mod):
-    _watch_top_level(torch_mod)
-    _steps.watch_optimizers(torch_mod)
-
-
 # ---- import hooks: act when torch's modules are loaded ----
 
 _AFTER_IMPORT = {
-    "torch": _on_torch,
+    "torch": _watch_top_level,
+    "torch.optim.optimizer": _steps.watch_optimizers,
     "torch.distributed.fsdp.fully_sharded_data_parallel": _fsdp1.patch,
     "torch.distributed.fsdp._fully_shard._fsdp_param_group": _fsdp2.patch_group,
     "torch.distributed.fsdp._fully_shard._fsdp_state": _fsdp2.patch_state,

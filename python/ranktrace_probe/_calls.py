@@ -20,7 +20,7 @@ _call_impl = None    # the code of torch.nn.Module._call_impl
 _torch_dir = None
 _graph_task = None   # torch._C._current_graph_task_id: -1 outside autograd's backward
 _here = os.path.dirname(os.path.abspath(__file__)) + os.sep
-MESSAGE_MAX = 189    # bytes of an exception's message a record keeps (3 name fields)
+MESSAGE_MAX = 126    # bytes of an exception's message the trace keeps (2 name fields)
 
 
 def setup(torch):

@@ -8,7 +8,7 @@ inert) until install() found the preloaded library."""
 import ctypes
 import threading
 
-from ._tables import DEV, DTYPES  # generated from format/ at build time
+from ._tables import DEV, DTYPES, PLACE, POINTS  # generated from format/ at build time
 
 FAULT_BYPASS = 1
 DEV_CUDA, DEV_CPU, DEV_META = DEV["cuda"], DEV["cpu"], DEV["meta"]
@@ -148,7 +148,10 @@ def _dtensor_class():
     return _DTensor
 
 
-PLACE_REPLICATE, PLACE_PARTIAL, PLACE_OTHER = -1, -2, -3
+PLACE_REPLICATE, PLACE_PARTIAL, PLACE_OTHER = PLACE["replicate"], PLACE["partial"], PLACE["other"]
+# the failure points the probe asks (format/points.def)
+POINT_FSDP_ROOT_FORWARD = POINTS["FSDP_ROOT_FORWARD"]
+POINT_PREPARE_MODEL = POINTS["ACCELERATE_PREPARE_MODEL"]
 
 
 def dtensor_layout(t):

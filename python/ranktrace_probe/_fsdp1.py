@@ -100,7 +100,7 @@ def patch(mod):
             return orig_forward(self, *args, **kwargs)
         if _root_forwards == 0 or (core.param_every and _root_forwards % core.param_every == 0):
             core.report_point(core.POINT_ROOT_FORWARD, self)
-        if core.fault_point(b"fsdp.root_forward") == core.FAULT_BYPASS:
+        if core.fault_point(core.POINT_FSDP_ROOT_FORWARD) == core.FAULT_BYPASS:
             # what transformers 4.53.0 did: run the unwrapped module; the root
             # forward never runs (and the watch above sees the call)
             return self._fsdp_wrapped_module(*args, **kwargs)

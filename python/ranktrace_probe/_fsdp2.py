@@ -111,6 +111,18 @@ def _label(module, e, state):
     return e.label
 
 
+def root_module(module):
+    """The root module of the sharded model module belongs to, or None: the
+    first module called may be inside it when the root's forward was called
+    directly (model.forward()), and parameters are named from the root."""
+    e = _managed.get(id(module))
+    if e is None or e.module() is not module:
+        return None
+    st = e.state() if e.state is not None else (_state_of(module) if _state_of else None)
+    top = (_top(st) or st) if st is not None else None
+    return top._modules[0] if top is not None and getattr(top, "_modules", None) else None
+
+
 def _sharded(module, e):
     """Does module hold one of its sharded parameters now?"""
     for name, ref in e.params:
@@ -211,7 +223,7 @@ def _patch_forward(State, dynamo_disable):
             if _is_root(self):
                 if _root_forwards == 0 or (core.param_every and _root_forwards % core.param_every == 0):
                     core.report_point(core.POINT_ROOT_FORWARD, module)
-                if core.fault_point(b"fsdp.root_forward") == core.FAULT_BYPASS:
+                if core.fault_point(core.POINT_FSDP_ROOT_FORWARD) == core.FAULT_BYPASS:
                     self._ranktrace_bypassed = True   # its post-forward is skipped too
                     return args, kwargs
                 self._ranktrace_bypassed = False

@@ -52,10 +52,10 @@ def _after_step(optimizer, args, kwargs):
     core.lib.rt_optim_step(_steps, n, sharded, synced, _reductions)
 
 
-def watch_optimizers(torch):
-    """torch is imported: a global optimizer step post-hook."""
-    if core.has("rt_optim_step"):
-        torch.optim.optimizer.register_optimizer_step_post_hook(_after_step)
+def watch_optimizers(mod):
+    """torch.optim.optimizer is imported: a global optimizer step post-hook."""
+    if core.has("rt_optim_step") and hasattr(mod, "register_optimizer_step_post_hook"):
+        mod.register_optimizer_step_post_hook(_after_step)
 
 
 def patch_c10d_reductions(mod):
@@ -92,9 +92,6 @@ def patch_ddp(mod):
     DDP.__init__ = __init__
 
 
-POINT_PREPARE = b"accelerate.prepare_model"
-
-
 def patch_accelerate(mod):
     """accelerate.accelerator is imported: the failure point at its
     preparation of a model (prepare_model; FSDP2's fsdp2_prepare_model)."""
@@ -104,7 +101,7 @@ def patch_accelerate(mod):
 
         @functools.wraps(orig)
         def prepare_model(self, model, *args, **kwargs):
-            if core.fault_point(POINT_PREPARE) == core.FAULT_BYPASS:
+            if core.fault_point(core.POINT_PREPARE_MODEL) == core.FAULT_BYPASS:
                 return model   # never prepared: no DDP, no FSDP, as given
             return orig(self, model, *args, **kwargs)
         Acc.prepare_model = prepare_model
@@ -112,7 +109,7 @@ def patch_accelerate(mod):
     if fsdp2 is not None:
         @functools.wraps(fsdp2)
         def fsdp2_prepare_model(accelerator, model, *args, **kwargs):
-            if core.fault_point(POINT_PREPARE) == core.FAULT_BYPASS:
+            if core.fault_point(core.POINT_PREPARE_MODEL) == core.FAULT_BYPASS:
                 return model
             return fsdp2(accelerator, model, *args, **kwargs)
         mod.fsdp2_prepare_model = fsdp2_prepare_model

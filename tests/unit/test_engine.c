@@ -101,6 +101,25 @@ void rt_tr_ev_rt_fault(const char *target, int action, int64_t arg, uint64_t cal
 	f->rule = rule;
 }
 
+struct rule_rec {
+	int rule;
+	char spec[64];
+	uint64_t seen, fired;
+};
+
+static struct rule_rec rules[64];
+static int nrules;
+
+void rt_tr_ev_rt_inj_rule(int rule, const char *spec, uint64_t seen, uint64_t fired)
+{
+	struct rule_rec *r = &rules[nrules < 63 ? nrules++ : 63];
+
+	r->rule = rule;
+	snprintf(r->spec, sizeof(r->spec), "%s", spec);
+	r->seen = seen;
+	r->fired = fired;
+}
+
 /* ---- helpers ---- */
 
 static void load(const char *plan)
@@ -478,6 +497,33 @@ Test(engine, a_failure_point_bypasses_at_its_call)
 	cr_assert_str_eq(faults[1].target, "my.point");
 	cr_assert_eq(faults[1].rule, 1);
 	cr_assert_eq(rt_inj_api[RT_ID_cudaMalloc], 0, "a point is no function");
+}
+
+Test(engine, each_rule_says_at_the_end_what_it_counted_and_fired)
+{
+	load("skip-fsdp-root;cudaMalloc:error=cudaErrorMemoryAllocation:when=2..3;"
+	     "accelerate.prepare_model:bypass:rank=5");
+	host_rank = 0;
+	/* the probe asks no point on a DDP job: skip-fsdp-root never fires */
+	for (int k = 0; k < 4; k++)
+		ask(RT_ID_cudaMalloc);
+	cr_assert_eq(rt_fault_point("accelerate.prepare_model"), RT_FAULT_PASS, "rank 0 is not listed");
+	for (int k = 0; k < 3; k++) /* what the wrapper does with a hit: record it */
+		if (k < 2) {
+			struct rt_inj_hit h = { RT_INJ_ERROR, 1, 2, (uint64_t)(k + 2) };
+			bool replaced = false;
+
+			rt_inj_before(&h, RT_ID_cudaMalloc, NULL, &replaced);
+		}
+	rt_inj_at_end(false);
+	cr_assert_eq(nrules, 3);
+	cr_assert_str_eq(rules[0].spec, "skip-fsdp-root", "the preset as written");
+	cr_assert(rules[0].seen == 0 && rules[0].fired == 0);
+	cr_assert_str_eq(rules[1].spec, "cudaMalloc:error=cudaErrorMemoryAllocation:when=2..3");
+	cr_assert(rules[1].seen == 4 && rules[1].fired == 2, "%llu %llu",
+		  (unsigned long long)rules[1].seen, (unsigned long long)rules[1].fired);
+	cr_assert_eq(rules[2].rule, 2);
+	cr_assert(rules[2].seen == 1 && rules[2].fired == 0, "reached, but not on its rank");
 }
 
 Test(engine, a_failure_point_honours_the_rank_filter)

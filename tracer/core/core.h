@@ -55,6 +55,10 @@ void rt_tr_after_fork_child(void);
  * drain work in flight (at exit of a traced process). One of each. */
 void rt_tr_on_end_flush(void (*flush)(bool from_signal));
 void rt_tr_on_end_drain(void (*drain)(void));
+/* What a room above records about the process when it ends (the fault
+ * plan's rules and how often each fired: inject/engine.c), just before how
+ * it ended; from_signal: called from a fatal signal's handler. */
+void rt_tr_on_end_record(void (*record)(bool from_signal));
 
 static inline void rt_tr_put_PTR(struct rt_tr_call *c, const void *v)
 {

@@ -11,8 +11,9 @@
  * _exit(), a return from main or the library's unload (interpose/init.c), or
  * by a fatal signal's handler here.
  *
- * Device timing (device/) sits above this room and registers what it must do
- * when the process ends (rt_tr_on_end_*): core never calls up. Never exits
+ * Device timing (device/) and the injector sit above this room and register
+ * what they must do when the process ends (rt_tr_on_end_*): core never calls
+ * up. Never exits
  * or aborts: failures warn once and pass through. */
 #include <signal.h>
 #include <unistd.h>
@@ -23,6 +24,7 @@
 static int exit_recorded;
 static void (*end_flush)(bool from_signal); /* CUPTI's activity buffers */
 static void (*end_drain)(void);             /* CUDA events in flight */
+static void (*end_record)(bool);            /* the fault plan's rules */
 
 void rt_tr_on_end_flush(void (*flush)(bool from_signal))
 {
@@ -32,6 +34,19 @@ void rt_tr_on_end_flush(void (*flush)(bool from_signal))
 void rt_tr_on_end_drain(void (*drain)(void))
 {
 	__atomic_store_n(&end_drain, drain, __ATOMIC_RELEASE);
+}
+
+void rt_tr_on_end_record(void (*record)(bool from_signal))
+{
+	__atomic_store_n(&end_record, record, __ATOMIC_RELEASE);
+}
+
+static void record_at_end(bool from_signal)
+{
+	void (*r)(bool) = __atomic_load_n(&end_record, __ATOMIC_ACQUIRE);
+
+	if (r)
+		r(from_signal);
 }
 
 static void flush_at_end(bool from_signal)
@@ -55,6 +70,7 @@ void rt_tr_record_exit(int status)
 	if (rt_tr_process_traced()) {
 		if (drain)
 			drain();
+		record_at_end(false);
 		rt_tr_ev_rt_exit(status);
 		rt_tr_stream_note_stop(rt_tr_stream_tls);
 		rt_tr_prep_at_exit();
@@ -85,6 +101,7 @@ static void on_fatal(int signo, siginfo_t *info, void *uc)
 		 * flushed; after a fault, flushing (which allocates) could deadlock */
 		if (signo == SIGTERM || signo == SIGINT || signo == SIGHUP)
 			flush_at_end(true);
+		record_at_end(true);
 		rt_tr_ev_rt_signal(signo);
 	}
 	errno = saved;

@@ -133,6 +133,8 @@ __attribute__((constructor)) static void rt_tr_init(void)
 	pthread_atfork(rt_tr_prep_fork_prepare, rt_tr_prep_fork_parent, rt_tr_after_fork_child);
 	rt_tr_rank_env_init();
 	rt_inj_init(); /* a fault plan applies even when no trace can be written */
+	if (rt_inj_active) /* each rule and how often it fired, in the trace at the end */
+		rt_tr_on_end_record(rt_inj_at_end);
 	configure_trace(getenv(RT_ENV_NAME(DIR)));
 	/* the fast path is for calls without fault rules into the native store */
 	for (unsigned id = 0; id < RT_ID_FIRST_TRACER; id++)
