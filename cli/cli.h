@@ -16,6 +16,7 @@
 #include "model.h"
 #include "plan.h"
 #include "reader.h"
+#include "run.h"
 
 #define EXIT_USAGE 2
 /* a RANKTRACE_* variable set to a bad value: git bisect run stops on 128+
@@ -83,42 +84,5 @@ int rt_cli_trace_status(const struct rt_vw_trace *t);
 int rt_cli_write_output(const char *cmd, const struct rt_vw_trace *t, const char *out,
 			int (*fn)(const struct rt_vw_trace *, FILE *));
 int rt_cli_export_cmd(int argc, char **argv, bool report);
-
-/* outdir.c: mkdir -p DIR, check it is safe to trace into (no planted
- * rank-* symlink; no rank traces unless joining) and claim it for run_id
- * (DIR/ranktrace-run, created atomically). Joining a run that owns DIR
- * (RT_JOIN_ANY: --append, only while another `run` of it is live;
- * RT_JOIN_SAME: only the run whose id is run_id, Slurm's implied append) replaces run_id (40 bytes) with the owner's. abs
- * gets DIR's real path (PATH_MAX). 0, or -errno with a message in err. */
-enum rt_cli_join { RT_JOIN_NONE, RT_JOIN_SAME, RT_JOIN_ANY };
-int rt_cli_prepare_dir(const char *dir, enum rt_cli_join join, char *run_id, char *abs, char *err,
-		       size_t errlen);
-/* The end of this `run` in DIR: its live file goes (a run no `run` holds
- * live any more is finished: --append onto it is refused). */
-void rt_cli_leave_dir(void);
-
-/* outdir.c: DIR (as given; relative to the working directory) short enough
- * for the rank directories and stream files the tracer makes below it
- * (RANKTRACE_DIR's rule): 0, or -ENAMETOOLONG with why in err. */
-int rt_cli_check_dir_length(const char *dir, char *err, size_t errlen);
-
-/* run_keeper.c: the keeper between run and its command, which stops the
- * job when run dies (SIGKILL included): SIGTERM to every process below it,
- * SIGKILL after a grace period. Start: forks the keeper, which starts argv
- * with signal mask cmd_mask; cmd is the command's pid (-1: it could not be
- * started), fd where its status comes. 0 or -errno (no keeper). */
-struct rt_cli_keeper {
-	pid_t keeper, cmd;
-	int fd;
-};
-int rt_cli_keeper_start(char **argv, const sigset_t *cmd_mask, struct rt_cli_keeper *k);
-/* Once the keeper has exited (its wait status keeper_status): the command's
- * wait status, or keeper_status when the keeper could not report it. */
-int rt_cli_keeper_status(struct rt_cli_keeper *k, int keeper_status);
-
-/* run_signals.c: run argv, each SIGINT/SIGTERM/SIGHUP sent to run reaching
- * it once (forwarded unless the same group delivery reached it), wait.
- * Its wait status, or -1 when it could not be started. */
-int rt_cli_run_child(char **argv);
 
 #endif

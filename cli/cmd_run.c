@@ -3,7 +3,7 @@
  *
  * Finds libranktrace.so and the Python probe next to this program, checks the
  * options (a bad fault plan is refused before anything starts), sets the
- * environment (LD_PRELOAD, RANKTRACE_*), runs the command (run_signals.c:
+ * environment (LD_PRELOAD, RANKTRACE_*), runs the command (run/signals.c:
  * each signal sent to run reaches it once), then prints one line per rank
  * (summary.c). Returns the command's status. */
 #include <errno.h>
@@ -266,7 +266,7 @@ static void set_or_unset(const char *name, const char *value)
 struct run {
 	char *inject;
 	char dir[PATH_MAX], abs[PATH_MAX], lib[PATH_MAX], run_id[40];
-	enum rt_cli_join join;
+	enum rt_run_join join;
 	const char *max_size, *min_free, *ring, *backend;
 	char max_env[24], free_env[24], ring_env[24];
 	struct rt_lttng lttng;
@@ -459,7 +459,7 @@ static void new_run_id(struct run *o)
 		snprintf(o->run_id + 2 * i, 3, "%02x", rnd[i]);
 }
 
-/* DIR claimed for this run (outdir.c); a default name taken by another run
+/* DIR claimed for this run (run/outdir.c); a default name taken by another run
  * started in the same second gets a suffix (-2, -3...). 0 or -errno. */
 static int claim_dir(struct run *o)
 {
@@ -468,13 +468,13 @@ static int claim_dir(struct run *o)
 
 	new_run_id(o);
 	if (o->dir[0])
-		return rt_cli_prepare_dir(o->dir, o->join, o->run_id, o->abs, o->err, sizeof(o->err));
+		return rt_run_prepare_dir(o->dir, o->join, o->run_id, o->abs, o->err, sizeof(o->err));
 	default_dir(base, sizeof(base));
 	snprintf(o->dir, sizeof(o->dir), "%s", base);
-	rc = rt_cli_prepare_dir(o->dir, o->join, o->run_id, o->abs, o->err, sizeof(o->err));
+	rc = rt_run_prepare_dir(o->dir, o->join, o->run_id, o->abs, o->err, sizeof(o->err));
 	for (int k = 2; rc == -EEXIST && k < 100; k++) {
 		snprintf(o->dir, sizeof(o->dir), "%s-%d", base, k);
-		rc = rt_cli_prepare_dir(o->dir, o->join, o->run_id, o->abs, o->err, sizeof(o->err));
+		rc = rt_run_prepare_dir(o->dir, o->join, o->run_id, o->abs, o->err, sizeof(o->err));
 	}
 	return rc;
 }
@@ -484,8 +484,8 @@ static int claim_dir(struct run *o)
 static int run_environment(struct run *o)
 {
 	/* too long is refused before DIR is made, and again for its real path */
-	if (((o->dir[0] && rt_cli_check_dir_length(o->dir, o->err, sizeof(o->err)) != 0) ||
-	     claim_dir(o) != 0 || rt_cli_check_dir_length(o->abs, o->err, sizeof(o->err)) != 0) &&
+	if (((o->dir[0] && rt_run_check_dir_length(o->dir, o->err, sizeof(o->err)) != 0) ||
+	     claim_dir(o) != 0 || rt_run_check_dir_length(o->abs, o->err, sizeof(o->err)) != 0) &&
 	    run_untraced(o, "") != 0)
 		return EXIT_USAGE;
 	if (o->traced) {
@@ -555,13 +555,13 @@ int rt_cli_cmd_run(int argc, char **argv)
 	if (rc == 0)
 		rc = run_environment(&o);
 	if (rc != 0) {
-		rt_cli_leave_dir();
+		rt_run_leave_dir();
 		free(o.inject);
 		return rc == 1 ? 0 : rc;
 	}
-	status = rt_cli_run_child(argv + optind);
+	status = rt_run_child(argv + optind);
 	free(o.inject);
-	rt_cli_leave_dir(); /* the job has ended: no --append joins it now */
+	rt_run_leave_dir(); /* the job has ended: no --append joins it now */
 	if (status < 0)
 		return 1;
 	run_report(&o);

@@ -4,7 +4,9 @@
 # symbols (nm): bisect/ needs util/ and format/ only, never the viewer (it
 # judges a run by spawning `ranktrace verdict`; its report writes JSON
 # through util/'s writer). The same check on the CLI's objects finds the
-# viewer (the check can fail).
+# viewer (the check can fail). And cli/ stays the thin layer it is meant to
+# be (options, loads, exit statuses): at most 2,500 lines; what commands
+# print is viewer/render/'s, what run and bisect do run/'s and bisect/'s.
 source "$(dirname "$0")/lib.sh"
 L="$B/lib"
 command -v nm > /dev/null || { echo "nm not found"; exit 77; }
@@ -28,4 +30,7 @@ if [ -n "$cli" ]; then
   extra=$(outside "$cli" "$L/librtutil.a" "$L/librtformat.a")
   check "control: the same check finds the CLI's use of the viewer" bash -c "grep -q '^rt_vw_' <<< '$extra'"
 fi
+S=$(cd "$(dirname "$0")/../.." && pwd)
+lines=$(cat "$S"/cli/*.c "$S"/cli/*.h | wc -l)
+check "cli/ is a thin layer: $lines lines, at most 2,500" [ "$lines" -le 2500 ]
 finish

@@ -4,7 +4,7 @@
  * (read_bt2.c, read_bt2_ranks.c; read_bt2_none.c when built without it).
  * Used by loading (load.c: the ranks) and the sources (merge.c: their
  * events), and by the CLI to recognise an LTTng session's directory
- * (cli/outdir.c, viewer/render/summary.c, cli/lttng_session.c). */
+ * (run/outdir.c, viewer/render/summary.c, lttng/session.c). */
 #ifndef RT_VW_READ_BT2_H
 #define RT_VW_READ_BT2_H
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* run_signals.c - `ranktrace run`'s command and the signals sent to run:
+/* signals.c - `ranktrace run`'s command and the signals sent to run:
  * each reaches the command once.
  *
  * A signal sent to run's process group (Ctrl-C or a hangup on the terminal,
@@ -20,7 +20,7 @@
  *
  * run blocks the signals and takes them with sigwaitinfo, in one loop with
  * the command's exit: no handler. The command (started by the keeper,
- * run_keeper.c, which stops the job if run dies) and the sentinel start with
+ * keeper.c, which stops the job if run dies) and the sentinel start with
  * run's own mask; the sentinel dies with run (PR_SET_PDEATHSIG). One
  * thread; allocates nothing. */
 #include <errno.h>
@@ -35,7 +35,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "cli.h"
+#include "run.h"
 
 static const int forwarded[] = { SIGINT, SIGTERM, SIGHUP };
 
@@ -111,9 +111,9 @@ static bool child_got_it(pid_t child, pid_t *sentinel, int sig, const siginfo_t 
 	return group;
 }
 
-int rt_cli_run_child(char **argv)
+int rt_run_child(char **argv)
 {
-	struct rt_cli_keeper k;
+	struct rt_run_keeper k;
 	sigset_t set, old;
 	pid_t sentinel;
 	int status = 0, kstatus = 0;
@@ -125,7 +125,7 @@ int rt_cli_run_child(char **argv)
 	fflush(NULL);
 	sigprocmask(SIG_BLOCK, &set, &old);
 	sentinel = sentinel_start();
-	if (rt_cli_keeper_start(argv, &old, &k) != 0 || k.cmd < 0) {
+	if (rt_run_keeper_start(argv, &old, &k) != 0 || k.cmd < 0) {
 		perror("ranktrace run: fork");
 		if (k.keeper > 0)
 			while (waitpid(k.keeper, NULL, 0) < 0 && errno == EINTR)
@@ -146,7 +146,7 @@ int rt_cli_run_child(char **argv)
 		if (!child_got_it(k.cmd, &sentinel, sig, &si))
 			kill(k.cmd, sig);
 	}
-	status = rt_cli_keeper_status(&k, kstatus);
+	status = rt_run_keeper_status(&k, kstatus);
 	sentinel_stop(sentinel);
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	return status;

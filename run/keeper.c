@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* run_keeper.c - the keeper: the process between `ranktrace run` and its
+/* keeper.c - the keeper: the process between `ranktrace run` and its
  * command, so that the job dies with run, however run dies.
  *
  * run -> keeper -> the command (a launcher) -> the ranks. The keeper is a
@@ -34,7 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cli.h"
+#include "run.h"
 
 #define RT_KEEPER_GRACE_MS 3000
 /* run's death, as the keeper is told of it (a signal nobody else sends) */
@@ -191,7 +191,7 @@ static void keeper(char **argv, const sigset_t *cmd_mask, int wfd, pid_t run)
 	}
 }
 
-int rt_cli_keeper_start(char **argv, const sigset_t *cmd_mask, struct rt_cli_keeper *k)
+int rt_run_keeper_start(char **argv, const sigset_t *cmd_mask, struct rt_run_keeper *k)
 {
 	int fds[2];
 	pid_t run = getpid();
@@ -217,7 +217,7 @@ int rt_cli_keeper_start(char **argv, const sigset_t *cmd_mask, struct rt_cli_kee
 	return 0;
 }
 
-int rt_cli_keeper_status(struct rt_cli_keeper *k, int keeper_status)
+int rt_run_keeper_status(struct rt_run_keeper *k, int keeper_status)
 {
 	int status;
 	ssize_t got = read(k->fd, &status, sizeof(status));

@@ -22,7 +22,7 @@
  * Live: every `run` of a run (the one that made DIR, each that joined)
  * holds DIR/.ranktrace-live/HOST.PID with an OFD write lock for as long as
  * it lives; the kernel drops the lock however the process ends (SIGKILL
- * too), and rt_cli_leave_dir removes the file at the end. A run is live
+ * too), and rt_run_leave_dir removes the file at the end. A run is live
  * while one such lock is held, or, on a filesystem without locks, while one
  * such file is there. --append onto a finished run (a second job into the
  * same rank directories, which merged two jobs' streams) is refused: a job
@@ -32,7 +32,7 @@
  * instant.
  *
  * Length: the rank directories and stream files below DIR must fit a path,
- * RANKTRACE_DIR's rule (format/env.def): rt_cli_check_dir_length, before DIR
+ * RANKTRACE_DIR's rule (format/env.def): rt_run_check_dir_length, before DIR
  * is made and again for its real path, refuses a DIR that would leave each
  * rank to find that out and run untraced. */
 #include <dirent.h>
@@ -45,7 +45,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cli.h"
+#include "run.h"
 #include "env.h"
 #include "escape.h"
 #include "reader.h"   /* rt_vw_stream_locked: the lock test of live rank streams */
@@ -162,7 +162,7 @@ static int live_enter(const char *dir)
 	return 0;
 }
 
-void rt_cli_leave_dir(void)
+void rt_run_leave_dir(void)
 {
 	char sub[PATH_MAX + 320];
 
@@ -201,7 +201,7 @@ static bool others_live(const char *dir)
 	return live;
 }
 
-int rt_cli_prepare_dir(const char *dir, enum rt_cli_join join, char *run_id, char *abs, char *err,
+int rt_run_prepare_dir(const char *dir, enum rt_run_join join, char *run_id, char *abs, char *err,
 		       size_t errlen)
 {
 	char have[40] = "";
@@ -236,7 +236,7 @@ int rt_cli_prepare_dir(const char *dir, enum rt_cli_join join, char *run_id, cha
 		return 0;
 	}
 	if (rc)
-		rt_cli_leave_dir();
+		rt_run_leave_dir();
 	if (rc == -EEXIST && join == RT_JOIN_ANY)
 		snprintf(err, errlen, "%s holds a finished run (%s %s; no `ranktrace run` of it is "
 			 "running): --append joins a run only while it runs (one `ranktrace run "
@@ -254,7 +254,7 @@ int rt_cli_prepare_dir(const char *dir, enum rt_cli_join join, char *run_id, cha
 	return rc;
 }
 
-int rt_cli_check_dir_length(const char *dir, char *err, size_t errlen)
+int rt_run_check_dir_length(const char *dir, char *err, size_t errlen)
 {
 	struct rt_env_val v;
 	char why[160], head[80], path[2 * PATH_MAX], cwd[PATH_MAX];
