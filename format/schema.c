@@ -362,8 +362,11 @@ long rt_schema_tsdl(char *buf, size_t n, const struct rt_trace_env *env)
 		"\trank_source = ", env->pid, env->rank, env->local_rank, env->world_size);
 	put_escaped(&o, env->rank_source ? env->rank_source : "unknown");
 	put(&o, ";\n\tpacket_bytes = %" PRIu64 ";\n\tring_bytes = %" PRIu64 ";\n\tmax_bytes = %"
-		PRIu64 ";\n\tmin_free = %" PRId64 ";\n\tevent_count = %d;\n};\n\n", env->packet_bytes,
+		PRIu64 ";\n\tmin_free = %" PRId64 ";\n\tevent_count = %d;\n", env->packet_bytes,
 	    env->ring_bytes, env->max_bytes, env->min_free, (int)RT_ID_COUNT);
+	if (env->file_records)
+		put(&o, "\tfile_records = %d;\n", env->file_records);
+	put(&o, "};\n\n");
 	put(&o, "clock {\n\tname = \"monotonic\";\n\tuuid = \"%s\";\n"
 		"\tdescription = \"CLOCK_MONOTONIC, ns\";\n\tfreq = 1000000000;\n"
 		"\tprecision = 1;\n\toffset_s = %" PRId64 ";\n\toffset = %" PRId64 ";\n"

@@ -381,6 +381,8 @@ struct rt_trace_env {
 	uint64_t ring_bytes;     /* flight recorder: per-thread size kept, 0: off */
 	uint64_t max_bytes;      /* size cap per rank process, 0: none */
 	int64_t min_free;        /* free space kept on the trace filesystem, -1: default */
+	int file_records;        /* 1: every stream file is whole (no packet left zero) and
+				  * begins with rt_stream_file (the writer since issue 28) */
 };
 
 /* Write the CTF 1.8 TSDL metadata for this schema. Returns the length, or

@@ -103,7 +103,9 @@ def events(data, layout):
 def retime(path, layout, f_begin, f_event):
     """Give each used packet the time f_begin(i, ts) and each event
     f_event(i, ts) (i: the packet's index), re-encoding compact times; an
-    event whose new time a compact header cannot say raises."""
+    event whose new time a compact header cannot say raises. Each packet's
+    end time becomes its newest event's, as a writer commits it (a record
+    after its packet's end is damage a reader can tell)."""
     data = bytearray(open(path, "rb").read())
     evs = list(events(bytes(data), layout))
     pkts = [p for p in packets(bytes(data)) if p[3] != TS_UNUSED]
@@ -123,6 +125,8 @@ def retime(path, layout, f_begin, f_event):
             assert c == want, "%s: time %d not encodable after %d" % (path, want, clock[pkt])
             struct.pack_into("<I", data, off + 2, want & MASK)
         clock[pkt] = want
+    for p in pkts:
+        struct.pack_into("<Q", data, p[0] + OFF_TS + 8, clock[p[0]])
     open(path, "wb").write(bytes(data))
 
 

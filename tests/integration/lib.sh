@@ -38,3 +38,45 @@ stop() { local i; kill -TERM "$1" 2>/dev/null
   for i in $(seq 60); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.5; done
   kill -KILL -- -"$1" 2>/dev/null; return 1
 }
+# read_variant DIR (damage corpora): `ranktrace verdict`, `view` and `view
+# --json` of one trace, each bounded (30 s): $out and $vrc (verdict's word and
+# exit), $why (its "inconclusive:" reason), $view and $json (exits), the JSON
+# in $T/v.json, stderr in $T/v.err; a hang or a crash is counted in $hangs
+# and $crashes (the caller sets both to 0) and said.
+read_variant() { local d=$1 rc
+  out=$(timeout -k 5 30 "$B/bin/ranktrace" verdict "$d" 2> "$T/v.err" < /dev/null); vrc=$?
+  why=$(grep -m1 'inconclusive: ' "$T/v.err" | sed 's/.*inconclusive: //')
+  timeout -k 5 30 "$B/bin/ranktrace" view "$d" > /dev/null 2>&1 < /dev/null; view=$?
+  timeout -k 5 30 "$B/bin/ranktrace" view "$d" --json > "$T/v.json" 2> /dev/null < /dev/null; json=$?
+  for rc in $vrc $view $json; do
+    { [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; } && hangs=$((hangs + 1)) && echo "# ${d##*/}: hung"
+    [ "$rc" -gt 125 ] && [ "$rc" -ne 137 ] && crashes=$((crashes + 1)) && echo "# ${d##*/}: exit $rc"
+  done
+  return 0
+}
+# file_records DIR: the rt_stream_file records of a native trace, or of one
+# rank's directory (each used stream file begins with one: the store's
+# bookkeeping, which babeltrace2 counts as an event and ranktrace's readers
+# do not deliver)
+file_records() {
+  python3 - "$1" <<'PY'
+import glob, os, re, struct, sys
+n = 0
+for meta in glob.glob(os.path.join(sys.argv[1], "rank-*", "metadata")) + \
+        glob.glob(os.path.join(sys.argv[1], "metadata")):
+    m = re.search(r'name = "rt_stream_file";\n\tid = (\d+);', open(meta, errors="replace").read())
+    for f in glob.glob(os.path.join(os.path.dirname(meta), "stream-*")) if m else []:
+        h = open(f, "rb").read(80 + 6)
+        n += len(h) == 86 and h[80:86] == struct.pack("<HI", 0xFFFF, int(m.group(1)))
+print(n)
+PY
+}
+# bt_count DIR: the events babeltrace2 reads in a native trace, the store's
+# rt_stream_file records left out (as `ranktrace view` counts them)
+bt_count() {
+  local all
+  all=$(timeout -k 5 120 babeltrace2 --component=sink.utils.counter "$1" 2> /dev/null |
+    awk '/ Event messages?$/ {n = $1} END {print n + 0}')
+  echo $((all - $(file_records "$1")))
+}
+

@@ -37,10 +37,7 @@ check "the corpus holds at least 40 variants ($n: $(cut -d' ' -f2 "$T/variants" 
 crashes=0; hangs=0
 while read -r v cls; do
   d="$T/corpus/$v"
-  out=$(timeout -k 5 30 "$RT" verdict "$d" 2> "$T/v.err" < /dev/null); vrc=$?
-  why=$(grep -m1 'inconclusive: ' "$T/v.err" | sed 's/.*inconclusive: //')
-  timeout -k 5 30 "$RT" view "$d" > /dev/null 2>&1 < /dev/null; view=$?
-  timeout -k 5 30 "$RT" view "$d" --json > "$T/v.json" 2> /dev/null < /dev/null; json=$?
+  read_variant "$d"
   for c in params export report diff; do
     case $c in
       export) timeout -k 5 30 "$RT" export "$d" -o "$T/v.perfetto.json" ;;
@@ -51,10 +48,6 @@ while read -r v cls; do
     rc=$?
     [ $rc -eq 124 ] || [ $rc -eq 137 ] && hangs=$((hangs + 1)) && echo "# $v: $c hung"
     [ $rc -gt 124 ] && [ $rc -ne 137 ] && crashes=$((crashes + 1)) && echo "# $v: $c exit $rc"
-  done
-  for rc in $vrc $view $json; do
-    [ $rc -eq 124 ] || [ $rc -eq 137 ] && hangs=$((hangs + 1)) && echo "# $v: hung"
-    [ $rc -gt 125 ] && [ $rc -ne 137 ] && crashes=$((crashes + 1)) && echo "# $v: exit $rc"
   done
   case $cls in
     damaged)

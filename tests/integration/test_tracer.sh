@@ -9,7 +9,6 @@ LIB="${RANKTRACE_LIB:-$B/lib/libranktrace.so}"
 bt_clean() { # babeltrace2 reads the trace with no warning or error
   babeltrace2 "$1" > "$T/bt.out" 2> "$T/bt.err" && [ ! -s "$T/bt.err" ]
 }
-bt_count() { babeltrace2 --component=sink.utils.counter "$1" 2>/dev/null | awk '/ Event messages?$/ {n = $1} END {print n}'; }
 
 # 1. results, errno and data are unchanged by the tracer, call by call
 for lib in sim real; do

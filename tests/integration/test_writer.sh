@@ -10,7 +10,6 @@ source "$(dirname "$0")/lib.sh" "$1"
 RT="$B/bin/ranktrace"
 LIB="${RANKTRACE_LIB:-$B/lib/libranktrace.so}"
 CS="$B/bin/callstorm"
-bt_count() { babeltrace2 --component=sink.utils.counter "$1" 2>/dev/null | awk '/ Event messages?$/ {n = $1} END {print n}'; }
 bt_clean() { timeout -k 5 120 babeltrace2 "$1" > "$T/bt.out" 2> "$T/bt.err" && [ ! -s "$T/bt.err" ]; }
 jfield() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$@"; }
 counted() { od -v -An -t u8 "$1" | tr -s ' ' '\n' | awk '{s += $1} END {print s + 0}'; }
@@ -35,6 +34,7 @@ for i in $(seq 1 20); do
   timeout -k 5 60 "$RT" view --json "$d" > "$T/kv.json" 2> "$T/kv.err"; vrc=$?
   bt=$(timeout -k 5 120 babeltrace2 --component=sink.utils.counter "$d" 2> "$T/kb.err" | awk '/ Event messages?$/ {n = $1} END {print n + 0}')
   brc=${PIPESTATUS[0]}
+  bt=$((bt - $(file_records "$d")))
   ev=$(jfield "$T/kv.json" 'd["events"]' 2> /dev/null)
   if [ $vrc -eq 0 ] && [ $brc -eq 0 ] && [ ! -s "$T/kb.err" ] && [ "$bt" = "$ev" ] &&
      [ "$ev" -ge "$done_calls" ] && [ "$ev" -le $((done_calls + 4)) ]; then

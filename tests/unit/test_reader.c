@@ -211,7 +211,7 @@ Test(reader, a_stream_of_several_files_reads_in_time_order)
 	write_file(path, late, PKT);  /* file 0 holds the later events */
 	snprintf(path, sizeof(path), "%s/%s", dir, names[1]);
 	write_file(path, early, PKT); /* file 1 the earlier ones */
-	c = rt_vw_cursor_open_chain(dir, names, 2, err, sizeof(err));
+	c = rt_vw_cursor_open_chain(dir, names, 2, NULL, err, sizeof(err));
 	cr_assert_not_null(c, "%s", err);
 	while ((rc = rt_vw_cursor_next(c, &e)) == 1) {
 		if (!n++)
@@ -225,7 +225,7 @@ Test(reader, a_stream_of_several_files_reads_in_time_order)
 	rt_vw_cursor_close(c);
 	snprintf(path, sizeof(path), "%s/%s", dir, names[2]);
 	write_file(path, bad, PKT);
-	c = rt_vw_cursor_open_chain(dir, names, 3, err, sizeof(err));
+	c = rt_vw_cursor_open_chain(dir, names, 3, NULL, err, sizeof(err));
 	cr_assert_not_null(c, "%s", err);
 	for (n = 0; (rc = rt_vw_cursor_next(c, &e)) == 1; n++)
 		;
@@ -326,7 +326,7 @@ Test(reader, a_missing_or_unopenable_file_of_a_stream_is_damage)
 		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
 		write_file(path, buf, PKT);
 	}
-	c = rt_vw_cursor_open_chain(dir, names, 3, err, sizeof(err));
+	c = rt_vw_cursor_open_chain(dir, names, 3, NULL, err, sizeof(err));
 	cr_assert_not_null(c, "%s", err);
 	for (n = 0; (rc = rt_vw_cursor_next(c, &e)) == 1; n++)
 		;
@@ -337,7 +337,7 @@ Test(reader, a_missing_or_unopenable_file_of_a_stream_is_damage)
 	/* the earliest file emptied: the cursor opens on the next, and says so */
 	snprintf(path, sizeof(path), "%s/%s", dir, names[0]);
 	cr_assert_eq(truncate(path, 0), 0);
-	c = rt_vw_cursor_open_chain(dir, names, 2, err, sizeof(err));
+	c = rt_vw_cursor_open_chain(dir, names, 2, NULL, err, sizeof(err));
 	cr_assert_not_null(c, "%s", err);
 	for (n = 0; (rc = rt_vw_cursor_next(c, &e)) == 1; n++)
 		;

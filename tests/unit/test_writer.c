@@ -123,11 +123,16 @@ static int list_streams(struct stream *s, int max)
 static void read_stream(const struct stream *s)
 {
 	char err[512] = "";
-	struct rt_vw_cursor *c = rt_vw_cursor_open_chain(rankdir, (char *const *)s->names, s->nfiles,
-							 err, sizeof(err));
+	struct rt_vw_rank_meta m;
+	struct rt_vw_cursor *c;
 	struct rt_vw_event e;
 	int r;
 
+	/* with the writer's promises (whole files, each begun by a count of the
+	 * records before it): the read below also checks that they hold */
+	cr_assert_eq(rt_vw_read_metadata(rankdir, &m, err, sizeof(err)), 0, "%s", err);
+	cr_assert(m.file_records, "the writer promises whole, counted files (metadata env)");
+	c = rt_vw_cursor_open_chain(rankdir, (char *const *)s->names, s->nfiles, &m, err, sizeof(err));
 	cr_assert(c, "%s", err);
 	memset(&rb, 0, sizeof(rb));
 	while ((r = rt_vw_cursor_next(c, &e)) == 1) {

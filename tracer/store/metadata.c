@@ -102,6 +102,7 @@ int rt_tr_write_metadata(const char *dir, bool replace)
 	env.ring_bytes = rt_tr_config.ring_bytes;
 	env.max_bytes = rt_tr_config.max_bytes;
 	env.min_free = rt_tr_config.min_free;
+	env.file_records = 1; /* writer.c: whole files, each begun by rt_stream_file */
 	buf = malloc(1 << 16);
 	if (!buf)
 		return -ENOMEM;

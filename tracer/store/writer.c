@@ -134,39 +134,72 @@ static void packet_open(struct rt_tr_wstream *s, uint8_t *p, uint64_t now)
 	s->h.last_ts = now;
 }
 
-static void put_field(uint8_t *fields, int i, int64_t v)
+/* The store's own records (rt_trace_stop, rt_stream_file), written here by
+ * hand: we are inside rt_tr_begin's switch, below the generated
+ * rt_tr_ev_ functions. record_begin: the header at the stream's position,
+ * time now (never before the newest), fields zeroed; record_put: one field
+ * by name; record_end: counted, committed. */
+static uint8_t *record_begin(struct rt_tr_wstream *s, unsigned id, uint64_t *now)
 {
+	uint8_t *p;
+
+	if (*now < s->h.last_ts)
+		*now = s->h.last_ts;
+	p = rt_fmt_event_common(rt_fmt_event_header_ext(s->h.pos, id, *now), 0, 0, -1);
+	memset(p, 0, rt_events[id].size);
+	return p;
+}
+
+static void record_put(uint8_t *fields, unsigned id, enum rt_fname name, int64_t v)
+{
+	int i = rt_field_at[id][name];
 	const struct rt_field *f;
 
 	if (i < 0)
 		return;
-	f = &rt_events[RT_ID_rt_trace_stop].fields[i];
+	f = &rt_events[id].fields[i];
 	memcpy(fields + f->offset, &v, rt_kind_size(f->kind)); /* little-endian */
 }
 
-/* rt_trace_stop into the room the packet kept for it (we are inside
- * rt_tr_begin, so the generated rt_tr_ev_ function cannot be used). */
+static void record_end(struct rt_tr_wstream *s, unsigned id, uint8_t *fields, uint64_t now)
+{
+	s->h.pos = fields + rt_events[id].size;
+	s->h.last_ts = now;
+	if (id != RT_ID_rt_stream_file) /* the store's bookkeeping: no event */
+		s->h.events++;
+	rt_tr_commit(s->h.pkt, s->h.pos, now);
+}
+
+/* rt_trace_stop into the room the packet kept for it. */
 static void write_stop(struct rt_tr_wstream *s, uint64_t now, int err)
 {
 	unsigned id = RT_ID_rt_trace_stop;
-	uint8_t *p = s->h.pos;
 	int reason = rt_tr_stop_reason_of(err);
+	uint8_t *p;
 
-	if (!s->last_real_pkt || p + STOP_ROOM > s->h.pkt + s->cur.pkt_bytes)
+	if (!s->last_real_pkt || s->h.pos + STOP_ROOM > s->h.pkt + s->cur.pkt_bytes)
 		return;
-	if (now < s->h.last_ts)
-		now = s->h.last_ts;
-	p = rt_fmt_event_common(rt_fmt_event_header_ext(p, id, now), 0, 0, -1);
-	memset(p, 0, RT_SIZE_rt_trace_stop);
-	put_field(p, rt_field_at[id][RT_FN_reason], reason);
-	put_field(p, rt_field_at[id][RT_FN_error],
-		  reason == RT_STOP_CAP || reason == RT_STOP_RESERVE ? 0 : rt_tr_stop_errno(err));
-	put_field(p, rt_field_at[id][RT_FN_events], (int64_t)s->h.events);
-	put_field(p, rt_field_at[id][RT_FN_bytes], (int64_t)rt_tr_bytes_used());
-	s->h.pos = p + RT_SIZE_rt_trace_stop;
-	s->h.last_ts = now;
-	s->h.events++;
-	rt_tr_commit(s->h.pkt, s->h.pos, now);
+	p = record_begin(s, id, &now);
+	record_put(p, id, RT_FN_reason, reason);
+	record_put(p, id, RT_FN_error,
+		   reason == RT_STOP_CAP || reason == RT_STOP_RESERVE ? 0 : rt_tr_stop_errno(err));
+	record_put(p, id, RT_FN_events, (int64_t)s->h.events);
+	record_put(p, id, RT_FN_bytes, (int64_t)rt_tr_bytes_used());
+	record_end(s, id, p, now);
+}
+
+/* The first packet of the current file is open: its first record says
+ * which file this is and how many records the stream wrote before it, so a
+ * reader can tell records lost (a zero-filled stretch, a missing file) from
+ * records never written (format/events.def: rt_stream_file). */
+static void write_file_record(struct rt_tr_wstream *s, uint64_t now)
+{
+	unsigned id = RT_ID_rt_stream_file;
+	uint8_t *p = record_begin(s, id, &now);
+
+	record_put(p, id, RT_FN_file, s->cur.seq);
+	record_put(p, id, RT_FN_events, (int64_t)s->h.events);
+	record_end(s, id, p, now);
 }
 
 /* Flight recorder: the file after slot k's in ring order becomes current. */
@@ -207,6 +240,7 @@ static int chunk_switch(struct rt_tr_wstream *s, uint64_t now)
 		}
 	}
 	packet_open(s, s->cur.base, now);
+	write_file_record(s, now);
 	return 0;
 }
 
@@ -286,6 +320,7 @@ static void adopt_first(struct rt_tr_wstream *s, const struct rt_tr_chunk *ch)
 	}
 	s->cur = *ch;
 	packet_open(s, ch->base, rt_tr_now());
+	write_file_record(s, rt_tr_now());
 }
 
 /* First file and packet for s (process already set up). registered: s is

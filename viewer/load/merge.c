@@ -162,7 +162,8 @@ int rt_vw_open_sources(struct rt_vw_trace *t, struct rt_vw_src **out, int *nout)
 				free(srcs);
 				return -1;
 			}
-			srcs[nsrc].c = rt_vw_cursor_open_chain(rd, streams + k, g - k, e2, sizeof(e2));
+			srcs[nsrc].c = rt_vw_cursor_open_chain(rd, streams + k, g - k, &t->ranks[i].meta, e2,
+							      sizeof(e2));
 			srcs[nsrc].rank = i;
 			if (srcs[nsrc].c)
 				nsrc++;

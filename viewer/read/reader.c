@@ -19,41 +19,10 @@
 #include <unistd.h>
 
 #include "encode.h"
-#include "reader.h"
+#include "reader_int.h"
 
 #define RT_DROP_BYTES ((size_t)1 << 20)
-/* Zeros where a packet should start are the end of the stream only as a
- * packet never written (an old writer, killed after extending its file by
- * one): one packet, 256 KiB at most (tracer/chunk.c), 1 MiB with room.
- * More is a zero-filled or sparse file: damage, found without reading it. */
-#define RT_ZERO_TAIL_MAX ((size_t)1 << 20)
-/* The smallest packet: writers make 8 KiB and more (tracer/chunk.c), the
- * tests 4 KiB. Smaller ones are damage, and no scan walks a file a few
- * bytes at a time (8 GiB of 80-byte packets: 100 million reads). */
-#define RT_MIN_PACKET_BYTES 4096u
 
-struct rt_vw_cursor {
-	char path[4200];
-	const uint8_t *base;
-	size_t size;
-	size_t pkt;      /* offset of the current packet */
-	size_t content;  /* its content size in bytes (0: no packet loaded) */
-	size_t psize;
-	size_t off;      /* offset within the packet */
-	size_t dropped;  /* the pages before it are dropped from memory */
-	size_t drop_every; /* read bytes dropped at once (0: RT_DROP_BYTES) */
-	uint64_t clock;
-	uint32_t pid, tid;
-	struct rt_vw_stream_info info;
-	char err[512];
-	bool failed;
-	const struct rt_vw_event *mem; /* rt_vw_cursor_mem: events already decoded */
-	size_t mem_n, mem_i;
-	/* the stream's further files (rt_vw_cursor_open_chain), in time order */
-	char **chain;
-	int nchain, ichain;
-	char first_err[512]; /* a damaged file of the chain: reported at its end */
-};
 
 struct rt_vw_cursor *rt_vw_cursor_mem(const struct rt_vw_event *ev, size_t n, uint64_t discarded)
 {
@@ -69,7 +38,7 @@ struct rt_vw_cursor *rt_vw_cursor_mem(const struct rt_vw_event *ev, size_t n, ui
 }
 
 /* Map path into c (read-only): 0, or -1 with err set. */
-static int map_file(struct rt_vw_cursor *c, const char *path, char *err, size_t errlen)
+int rt_vw_cursor_map(struct rt_vw_cursor *c, const char *path, char *err, size_t errlen)
 {
 	struct stat st;
 	int fd;
@@ -114,14 +83,14 @@ struct rt_vw_cursor *rt_vw_cursor_open(const char *path, char *err, size_t errle
 		snprintf(err, errlen, "%s: out of memory", path);
 		return NULL;
 	}
-	if (map_file(c, path, err, errlen) != 0) {
+	if (rt_vw_cursor_map(c, path, err, errlen) != 0) {
 		free(c);
 		return NULL;
 	}
 	return c;
 }
 
-static int fail(struct rt_vw_cursor *c, size_t at, const char *what)
+int rt_vw_cursor_fail(struct rt_vw_cursor *c, size_t at, const char *what)
 {
 	snprintf(c->err, sizeof(c->err), "%s: offset %zu: %s", c->path, at, what);
 	c->failed = true;
@@ -136,32 +105,60 @@ static bool all_zero(const uint8_t *p, size_t n)
 	return true;
 }
 
+/* Zeros lost from the page cache or a sparse copy come a page at a time,
+ * page-aligned; records never make a run of RT_ZERO_RUN zero bytes (a
+ * record all zero past its header is RT_EVENT_MAX_BYTES at most, and a
+ * header holds its event's id or time). The first page-aligned run of
+ * zeros inside the content of the packet at c->pkt, of a full page or to the
+ * content's end if at least RT_ZERO_RUN bytes; SIZE_MAX: none. Reads one
+ * word per page of ordinary records. */
+#define RT_ZERO_PAGE 4096u
+#define RT_ZERO_RUN 512u
+_Static_assert(RT_ZERO_RUN > 2 * RT_EVENT_MAX_BYTES, "a zero run records can make");
+static size_t zero_page(const struct rt_vw_cursor *c)
+{
+	size_t end = c->pkt + c->content;
+
+	for (size_t at = c->pkt + RT_ZERO_PAGE; at < end; at += RT_ZERO_PAGE) {
+		size_t n = end - at < RT_ZERO_PAGE ? end - at : RT_ZERO_PAGE;
+
+		if (n >= RT_ZERO_RUN && rt_fmt_get64(c->base + at) == 0 && all_zero(c->base + at, n))
+			return at;
+	}
+	return SIZE_MAX;
+}
+
 /* Load the packet at c->pkt (after the previous one). 0: end of file. */
 static int load_packet(struct rt_vw_cursor *c)
 {
 	const uint8_t *p;
 	struct rt_fmt_packet h;
 	uint64_t psize, content;
+	size_t zeros;
 
 	if (c->pkt >= c->size)
 		return 0;
 	if (c->size - c->pkt < RT_PACKET_HEADER_BYTES)
-		return fail(c, c->pkt, "truncated packet header");
+		return rt_vw_cursor_fail(c, c->pkt, "truncated packet header");
 	p = c->base + c->pkt;
-	if (rt_fmt_packet_magic(p) == 0 && c->size - c->pkt <= RT_ZERO_TAIL_MAX &&
+	if (rt_fmt_packet_magic(p) == 0 && !c->whole && c->size - c->pkt <= RT_ZERO_TAIL_MAX &&
 	    all_zero(p, c->size - c->pkt))
 		return 0; /* a packet never written (writers before the files were
 			   * made whole before use left one when killed): the end */
 	if (!rt_fmt_packet_get(p, &h)) {
-		char what[160];
+		char what[200];
 
-		if (rt_fmt_packet_magic(p) == 0 && c->size - c->pkt > RT_ZERO_TAIL_MAX)
+		if (rt_fmt_packet_magic(p) == 0 && c->whole)
+			snprintf(what, sizeof(what), "zeros where a packet should start, and this "
+				 "trace's writer leaves none: the records from here to the next packet "
+				 "are lost (zero-filled after a crash, a sparse copy?)");
+		else if (rt_fmt_packet_magic(p) == 0 && c->size - c->pkt > RT_ZERO_TAIL_MAX)
 			snprintf(what, sizeof(what), "zeros where a packet should start, %zu bytes to "
 				 "the end: more than a packet never written (a zero-filled or sparse file)",
 				 c->size - c->pkt);
 		else
 			snprintf(what, sizeof(what), "bad packet magic 0x%08x", rt_fmt_packet_magic(p));
-		return fail(c, c->pkt, what);
+		return rt_vw_cursor_fail(c, c->pkt, what);
 	}
 	psize = h.packet_bytes;
 	content = h.content_bytes;
@@ -172,17 +169,22 @@ static int load_packet(struct rt_vw_cursor *c)
 		snprintf(what, sizeof(what), "packet sizes out of bounds (packet %llu, content %llu "
 			 "bytes, %zu left in the file)", (unsigned long long)psize,
 			 (unsigned long long)content, c->size - c->pkt);
-		return fail(c, c->pkt, what);
+		return rt_vw_cursor_fail(c, c->pkt, what);
 	}
 	c->psize = (size_t)psize;
 	c->content = (size_t)content;
 	c->off = RT_PACKET_HEADER_BYTES;
 	c->clock = h.ts_begin;
+	c->ts_end = h.ts_end;
 	c->pid = h.pid;
 	c->tid = h.tid;
 	c->info.packets++;
 	c->info.pid = c->pid;
 	c->info.tid = c->tid;
+	if (c->whole && (zeros = zero_page(c)) != SIZE_MAX)
+		return rt_vw_cursor_fail(c, zeros, "a page of zeros inside a packet's records, and "
+					 "this trace's writer writes none: records lost (zero-filled after "
+					 "a crash, a sparse copy?)");
 	/* a packet prepared ahead and never used holds no events, and its
 	 * counter may predate the last real packet's */
 	if (h.ts_begin != RT_TS_UNUSED)
@@ -203,7 +205,8 @@ static void drop_read(struct rt_vw_cursor *c, size_t least)
 	}
 }
 
-static int next_in_file(struct rt_vw_cursor *c, struct rt_vw_event *e)
+/* The next record of the current file (rt_stream_file included). */
+static int next_record(struct rt_vw_cursor *c, struct rt_vw_event *e)
 {
 	const uint8_t *p;
 	size_t left;
@@ -216,7 +219,6 @@ static int next_in_file(struct rt_vw_cursor *c, struct rt_vw_event *e)
 		if (c->mem_i >= c->mem_n)
 			return 0;
 		*e = c->mem[c->mem_i++];
-		c->info.events++;
 		return 1;
 	}
 
@@ -237,7 +239,7 @@ static int next_in_file(struct rt_vw_cursor *c, struct rt_vw_event *e)
 	p = c->base + c->pkt;
 	left = c->content - c->off;
 	if (rt_fmt_event_header_get(p + c->off, left, &eh) != 0)
-		return fail(c, c->pkt + c->off, "event cut short by the end of the packet's content");
+		return rt_vw_cursor_fail(c, c->pkt + c->off, "event cut short by the end of the packet's content");
 	e->id = eh.id;
 	hdr = eh.bytes;
 	if (eh.extended) {
@@ -254,11 +256,17 @@ static int next_in_file(struct rt_vw_cursor *c, struct rt_vw_event *e)
 		char what[96];
 
 		snprintf(what, sizeof(what), "unknown event id %u (corrupted, or another schema)", e->id);
-		return fail(c, c->pkt + c->off, what);
+		return rt_vw_cursor_fail(c, c->pkt + c->off, what);
 	}
 	if (left < hdr + RT_COMMON_BYTES + rt_events[e->id].size)
-		return fail(c, c->pkt + c->off, "event cut short by the end of the packet's content");
+		return rt_vw_cursor_fail(c, c->pkt + c->off, "event cut short by the end of the packet's content");
 	e->ts = c->clock;
+	/* a record is committed with its packet's end time at or after it:
+	 * past it, the bytes were not written as records (zeros decode as a
+	 * compact header whose time wraps) */
+	if (c->whole && e->ts > c->ts_end)
+		return rt_vw_cursor_fail(c, c->pkt + c->off, "a record after its packet's end time: "
+					 "zeros or other bytes its writer never wrote (records lost)");
 	rt_fmt_event_common_get(p + c->off + hdr, &e->dur, &r, &dev);
 	/* only a call is written pending; a tracer record reading so is damage */
 	e->pending = e->dur == RT_DUR_PENDING && e->id < RT_ID_FIRST_TRACER;
@@ -267,28 +275,23 @@ static int next_in_file(struct rt_vw_cursor *c, struct rt_vw_event *e)
 	e->fields = p + c->off + hdr + RT_COMMON_BYTES;
 	e->pid = c->pid;
 	e->tid = c->tid;
+	if (c->whole && rt_vw_chain_check(c, e, c->pkt + c->off) != 0)
+		return -1;
 	c->off += hdr + RT_COMMON_BYTES + rt_events[e->id].size;
-	c->info.events++;
 	return 1;
 }
 
-/* The chain's next file becomes current (false: none left). A file that
- * cannot be mapped is noted like damage and skipped. */
-static bool next_file(struct rt_vw_cursor *c)
+/* The next event of the current file: a file's rt_stream_file is the
+ * store's bookkeeping (checked above), not an event of the program's. */
+static int next_in_file(struct rt_vw_cursor *c, struct rt_vw_event *e)
 {
-	while (c->chain && c->ichain < c->nchain) {
-		char err[512];
-		const char *path = c->chain[c->ichain++];
+	int rc;
 
-		if (c->base && c->size)
-			munmap((void *)c->base, c->size);
-		c->failed = false;
-		if (map_file(c, path, err, sizeof(err)) == 0)
-			return true;
-		if (!c->first_err[0])
-			snprintf(c->first_err, sizeof(c->first_err), "%s", err);
-	}
-	return false;
+	while ((rc = next_record(c, e)) == 1 && e->id == RT_ID_rt_stream_file)
+		;
+	if (rc == 1)
+		c->info.events++;
+	return rc;
 }
 
 void rt_vw_cursor_set_drop(struct rt_vw_cursor *c, size_t every)
@@ -314,7 +317,7 @@ int rt_vw_cursor_next(struct rt_vw_cursor *c, struct rt_vw_event *e)
 			return 1;
 		if (rc < 0 && !c->first_err[0])
 			snprintf(c->first_err, sizeof(c->first_err), "%s", c->err);
-		if (!next_file(c)) {
+		if (!rt_vw_chain_next_file(c)) {
 			unmap(c); /* here, on the reading thread, not all at close */
 			if (!c->first_err[0])
 				return rc;
@@ -325,142 +328,6 @@ int rt_vw_cursor_next(struct rt_vw_cursor *c, struct rt_vw_event *e)
 			return -1;
 		}
 	}
-}
-
-/* Where a stream file's events begin: its first used packet's time;
- * UINT64_MAX - 1 when its headers are unreadable (read last but one, its
- * damage reported), UINT64_MAX when it holds only unused packets. */
-static uint64_t first_real_ts(const char *path)
-{
-	uint8_t h[RT_PACKET_HEADER_BYTES];
-	uint64_t off = 0, key = UINT64_MAX;
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-
-	if (fd < 0)
-		return UINT64_MAX - 1;
-	while (pread(fd, h, sizeof(h), (off_t)off) == (ssize_t)sizeof(h)) {
-		struct rt_fmt_packet p;
-
-		if (!rt_fmt_packet_get(h, &p) || p.packet_bytes < RT_MIN_PACKET_BYTES) {
-			key = rt_fmt_packet_magic(h) == 0 ? key : UINT64_MAX - 1;
-			break;
-		}
-		if (p.ts_begin != RT_TS_UNUSED) {
-			key = p.ts_begin;
-			break;
-		}
-		off += p.packet_bytes;
-	}
-	close(fd);
-	return key;
-}
-
-struct chain_file {
-	uint64_t key;
-	int index;
-};
-
-static int cmp_chain(const void *a, const void *b)
-{
-	const struct chain_file *x = a, *y = b;
-
-	if (x->key != y->key)
-		return x->key < y->key ? -1 : 1;
-	return x->index - y->index;
-}
-
-int rt_vw_stream_base_len(const char *name)
-{
-	int n = (int)strlen(name), k = n;
-
-	while (k > 0 && name[k - 1] >= '0' && name[k - 1] <= '9')
-		k--;
-	return k < n && k > 0 && name[k - 1] == '.' ? k - 1 : n;
-}
-
-/* A stream file's number: 0 for stream-P-T, N for stream-P-T.N. */
-static unsigned long file_number(const char *name)
-{
-	int base = rt_vw_stream_base_len(name);
-
-	return name[base] == '.' ? strtoul(name + base + 1, NULL, 10) : 0;
-}
-
-/* The writer numbers a stream's files 0, 1, 2... and removes none but its
- * newest (prepared ahead, never used): a number missing below the highest
- * is a file lost, with its events. Its name in err, or false. */
-static bool missing_file(char *const *names, int n, char *err, size_t errlen)
-{
-	unsigned long top = 0;
-	bool *have;
-
-	for (int i = 0; i < n; i++)
-		if (file_number(names[i]) > top)
-			top = file_number(names[i]);
-	if (top < (unsigned long)n) /* names are distinct: n numbers up to n - 1 */
-		return false;
-	have = top < 1u << 20 ? calloc(top + 1, sizeof(*have)) : NULL;
-	for (int i = 0; have && i < n; i++)
-		have[file_number(names[i])] = true;
-	for (unsigned long k = 0; have && k < top; k++)
-		if (!have[k]) {
-			char num[24] = "";
-
-			if (k)
-				snprintf(num, sizeof(num), ".%lu", k);
-			snprintf(err, errlen, "%.*s%s: missing, while the stream has files up to .%lu: the "
-				 "events it held are lost", rt_vw_stream_base_len(names[0]), names[0], num, top);
-			free(have);
-			return true;
-		}
-	if (!have)
-		snprintf(err, errlen, "%s: file number %lu: far past the %d files of its stream",
-			 names[0], top, n);
-	free(have);
-	return !have;
-}
-
-struct rt_vw_cursor *rt_vw_cursor_open_chain(const char *dir, char *const *names, int n,
-					     char *err, size_t errlen)
-{
-	struct chain_file *order = calloc((size_t)n, sizeof(*order));
-	struct rt_vw_cursor *c = NULL;
-	char path[4400], first_err[512] = "";
-	int k = 0;
-
-	if (!order || n < 1) {
-		snprintf(err, errlen, "%s: out of memory", dir);
-		free(order);
-		return NULL;
-	}
-	if (missing_file(names, n, path, sizeof(path)))
-		snprintf(first_err, sizeof(first_err), "%.200s/%.300s", dir, path);
-	for (int i = 0; i < n; i++) {
-		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
-		order[i] = (struct chain_file){ first_real_ts(path), i };
-	}
-	qsort(order, (size_t)n, sizeof(*order), cmp_chain);
-	/* the first file that maps opens the cursor; the rest follow it; a
-	 * file that does not is damage, reported at the stream's end */
-	for (; k < n && !c; k++) {
-		snprintf(path, sizeof(path), "%s/%s", dir, names[order[k].index]);
-		c = rt_vw_cursor_open(path, err, errlen);
-		if (!c && !first_err[0])
-			snprintf(first_err, sizeof(first_err), "%s", err);
-	}
-	if (c)
-		snprintf(c->first_err, sizeof(c->first_err), "%s", first_err);
-	if (c && k < n) {
-		c->chain = calloc((size_t)(n - k), sizeof(*c->chain));
-		for (int i = k; c->chain && i < n; i++) {
-			snprintf(path, sizeof(path), "%s/%s", dir, names[order[i].index]);
-			c->chain[c->nchain] = strdup(path);
-			if (c->chain[c->nchain])
-				c->nchain++;
-		}
-	}
-	free(order);
-	return c;
 }
 
 const char *rt_vw_cursor_error(const struct rt_vw_cursor *c)

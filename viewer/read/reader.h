@@ -58,8 +58,13 @@ int rt_vw_cursor_next(struct rt_vw_cursor *c, struct rt_vw_event *e);
  * order): read as one, in time order (files sorted by their first used
  * packet; a flight recorder reuses its files in turn). Damage in one file
  * is reported after the rest has been read. NULL when none can be opened. */
+struct rt_vw_rank_meta;
+/* m: the rank's metadata, for what its writer promised (file_records: no
+ * packet left zero, every file begun by a count of the records before it;
+ * chain.c), or NULL: nothing promised (old traces' rules). */
 struct rt_vw_cursor *rt_vw_cursor_open_chain(const char *dir, char *const *names, int n,
-					     char *err, size_t errlen);
+					     const struct rt_vw_rank_meta *m, char *err,
+					     size_t errlen);
 /* Length of a stream file name without its ".N" file number: the files of
  * one stream share it. */
 int rt_vw_stream_base_len(const char *name);
@@ -88,6 +93,7 @@ struct rt_vw_rank_meta {
 	char clock_uuid[40];
 	int64_t clock_offset_ns;
 	uint64_t ring_bytes; /* flight recorder: each thread kept its last ring_bytes, 0: off */
+	bool file_records;   /* the writer promised whole files begun by rt_stream_file */
 };
 
 int rt_vw_read_metadata(const char *rank_dir, struct rt_vw_rank_meta *m, char *err, size_t errlen);

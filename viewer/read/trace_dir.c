@@ -160,6 +160,7 @@ static void parse_env(const char *s, struct rt_vw_rank_meta *m)
 		else if (!strcmp(key, "hostname")) snprintf(m->hostname, sizeof(m->hostname), "%s", val);
 		else if (!strcmp(key, "nccl_host")) snprintf(m->nccl_host, sizeof(m->nccl_host), "%s", val);
 		else if (!strcmp(key, "ring_bytes")) m->ring_bytes = strtoull(val, NULL, 10);
+		else if (!strcmp(key, "file_records")) m->file_records = atoi(val) == 1;
 		else if (!strcmp(key, "rank_source")) snprintf(m->rank_source, sizeof(m->rank_source), "%s", val);
 		else if (!strcmp(key, "uuid")) snprintf(m->clock_uuid, sizeof(m->clock_uuid), "%s", val);
 		else if (!strcmp(key, "offset_s")) add_offset(m, (uint64_t)strtoll(val, NULL, 10) * 1000000000ull);

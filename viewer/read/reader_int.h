@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: MIT */
+/* reader_int.h - the stream cursor, shared by reader.c (one file's packets
+ * and records) and chain.c (a stream's files in order, and what they account
+ * for); nothing else sees it. */
+#ifndef RT_VW_READER_INT_H
+#define RT_VW_READER_INT_H
+
+#include "reader.h"
+
+/* Zeros where a packet should start are the end of the stream only as a
+ * packet never written (an old writer, killed after extending its file by
+ * one): one packet, 256 KiB at most (tracer/store/chunk.c), 1 MiB with room.
+ * More is a zero-filled or sparse file: damage, found without reading it.
+ * A writer that promised whole files (file_records) leaves none: damage. */
+#define RT_ZERO_TAIL_MAX ((size_t)1 << 20)
+/* The smallest packet: writers make 8 KiB and more (tracer/store/chunk.c), the
+ * tests 4 KiB. Smaller ones are damage, and no scan walks a file a few
+ * bytes at a time (8 GiB of 80-byte packets: 100 million reads). */
+#define RT_MIN_PACKET_BYTES 4096u
+
+struct rt_vw_cursor {
+	char path[4200];
+	const uint8_t *base;
+	size_t size;
+	size_t pkt;      /* offset of the current packet */
+	size_t content;  /* its content size in bytes (0: no packet loaded) */
+	size_t psize;
+	size_t off;      /* offset within the packet */
+	size_t dropped;  /* the pages before it are dropped from memory */
+	size_t drop_every; /* read bytes dropped at once (0: RT_DROP_BYTES) */
+	uint64_t clock;
+	uint32_t pid, tid;
+	struct rt_vw_stream_info info;
+	char err[512];
+	bool failed;
+	const struct rt_vw_event *mem; /* rt_vw_cursor_mem: events already decoded */
+	size_t mem_n, mem_i;
+	/* the stream's further files (rt_vw_cursor_open_chain), in time order */
+	char **chain;
+	int nchain, ichain;
+	char first_err[512]; /* a damaged file of the chain: reported at its end */
+	/* what the writer promised (metadata env file_records, chain.c): no
+	 * packet left zero, each file begun by rt_stream_file */
+	bool whole;
+	bool counted;        /* ... and its counts add up (not a flight recorder's files) */
+	uint64_t ts_end;     /* the current packet's end time */
+	uint64_t file_no;    /* the current file's number (its name's .N) */
+	bool file_begun;     /* a record of the current file was read */
+	uint64_t rec_base;   /* events read before the stream (a tid reused) began */
+};
+
+/* reader.c: map path into c (read-only): 0, or -1 with err set */
+int rt_vw_cursor_map(struct rt_vw_cursor *c, const char *path, char *err, size_t errlen);
+/* reader.c: c fails at byte `at` of its file: what */
+int rt_vw_cursor_fail(struct rt_vw_cursor *c, size_t at, const char *what);
+/* chain.c: the chain's next file becomes current (false: none left) */
+bool rt_vw_chain_next_file(struct rt_vw_cursor *c);
+/* chain.c: e, a record of the current file: what the writer promised holds
+ * (a file begins with rt_stream_file, whose counts add up). 0, or -1 (c
+ * failed, naming the file and offset). */
+int rt_vw_chain_check(struct rt_vw_cursor *c, const struct rt_vw_event *e, size_t at);
+
+#endif
