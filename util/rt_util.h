@@ -14,6 +14,9 @@
  * LEAF_MODE; an existing directory is fine. 0 or -errno. */
 int rt_mkdir_p(const char *path, mode_t parent_mode, mode_t leaf_mode);
 
+/* "0-3,5": the first n of v (sorted) as ranges, cut to len bytes. */
+void rt_int_ranges(const int *v, int n, char *out, size_t len);
+
 /* A size: digits, then an optional unit K, M, G, T (powers of 1024, either
  * case), then an optional "i" (after a unit only) and "B": "4096", "64M",
  * "512KiB", "1GB". 0 and *out, or -1 (signs, fractions, spaces, unknown

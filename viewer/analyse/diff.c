@@ -13,6 +13,7 @@
 
 #include "diff.h"
 #include "model_int.h"
+#include "rt_util.h"
 
 const char *const rt_vw_diff_count_ids[RT_VW_DC_COUNT] = {
 #define RT_VW_DC_ID(id, label, field) #id,
@@ -114,7 +115,7 @@ static void phrase(const struct rt_vw_trace *t, struct scratch *s, const char *b
 
 		for (int k = 0; k < gr->n; k++)
 			s->ranks[k] = t->ranks[s->refs[gr->from + k].i].meta.rank;
-		rt_vw_rank_list(s->ranks, gr->n, list, sizeof(list));
+		rt_int_ranges(s->ranks, gr->n, list, sizeof(list));
 		len += (size_t)snprintf(out + len, n - len, "%s%s %s %s", len ? ", " : "",
 					gr->n > 1 ? "ranks" : "rank", list, s->refs[gr->from].s);
 	}

@@ -4,9 +4,9 @@
  * never entered it and what it is inside instead, whose process is
  * stopped); interrupted jobs, seen as they stood when they were stopped.
  *
- * rt_vw_track_calls runs per event in the rank model (no allocation: fixed
- * tables per rank); rt_vw_interruption and rt_vw_liveness once after
- * rt_vw_completeness. Ages are measured on the trace's clock
+ * What each rank is inside is the model's (model/calls.c, per event);
+ * rt_vw_interruption and rt_vw_liveness run once after rt_vw_completeness
+ * (analyses.c). Ages are measured on the trace's clock
  * (rt_vw_trace_now): exact on the host that wrote it, through the realtime
  * offset elsewhere; an interrupted rank's at its stop (its last event).
  *
@@ -25,56 +25,6 @@
 
 #include "analyse.h"
 #include "device.h"
-
-static void note_entered(struct rt_vw_rank *r, uint64_t comm, uint32_t seq)
-{
-	int k;
-
-	for (k = 0; k < r->nentered; k++)
-		if (r->entered[k].comm_id == comm)
-			break;
-	if (k == r->nentered) {
-		if (k == RT_VW_MAX_COMMS)
-			return;
-		r->nentered++;
-		r->entered[k].comm_id = comm;
-		r->entered[k].seq = 0;
-	}
-	if (seq > r->entered[k].seq)
-		r->entered[k].seq = seq;
-}
-
-void rt_vw_track_calls(struct rt_vw_rank *r, const struct rt_vw_event *e)
-{
-	int ck = rt_vw_coll_kind(e->id);
-	uint64_t comm = ck >= 0 ? (uint64_t)rt_vw_fld(e, RT_FN_comm_id) : 0;
-	uint32_t seq = ck >= 0 ? (uint32_t)rt_vw_fld(e, RT_FN_seq) : 0;
-	int k;
-
-	if (comm && rt_ck_is_collective(ck))
-		note_entered(r, comm, seq);
-	if (!e->pending) {
-		/* a signal's record is no call that returned: a job hung, then
-		 * interrupted, stays hung as it stood */
-		if (e->id != RT_ID_rt_signal && e->ts + e->dur > r->last_done_ts)
-			r->last_done_ts = e->ts + e->dur;
-		return;
-	}
-	if ((int)e->pid != r->meta.pid)
-		return;
-	/* one open call per thread: the latest */
-	for (k = 0; k < r->nopen; k++)
-		if (r->open[k].tid == e->tid)
-			break;
-	if (k == r->nopen) {
-		if (k == RT_VW_MAX_OPEN)
-			return;
-		r->nopen++;
-	} else if (r->open[k].ts > e->ts) {
-		return;
-	}
-	r->open[k] = (struct rt_vw_open_call){ e->id, e->tid, e->ts, comm, seq, -1 };
-}
 
 void rt_vw_interruption(struct rt_vw_trace *t)
 {

@@ -27,14 +27,6 @@ void rt_vw_note_damage(struct rt_vw_trace *t, int ri, const char *msg)
 	}
 }
 
-int rt_vw_rank_index(const struct rt_vw_trace *t, int rank)
-{
-	for (int i = 0; i < t->nranks; i++)
-		if (t->ranks[i].meta.rank == rank)
-			return i;
-	return -1;
-}
-
 /* Deliver every event of srcs in time order; closes nothing. */
 static int merge_streams(struct rt_vw_trace *t, struct rt_vw_src *srcs, int nsrc,
 			 void (*fn)(void *arg, int rank, const struct rt_vw_event *e), void *arg)

@@ -272,8 +272,6 @@ struct rt_vw_diag {
 };
 int rt_vw_diagnose(const struct rt_vw_trace *t, int only_rank, bool all, struct rt_vw_diag **out,
 		   int *hidden);
-/* "0-3,5" from a sorted list of ranks, cut to len (the CLI's lists too). */
-void rt_vw_rank_list(const int *v, int n, char *out, size_t len);
 /* What to do next: the advice of the most important group that has one, or NULL. */
 const char *rt_vw_diag_advice(const struct rt_vw_trace *t, const struct rt_vw_diag *g, int n);
 

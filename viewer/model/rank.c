@@ -32,6 +32,14 @@ int rt_vw_rank_number(const struct rt_vw_rank *r)
 	return r->readable ? r->meta.rank : rank_of_name(r->name);
 }
 
+int rt_vw_rank_index(const struct rt_vw_trace *t, int rank)
+{
+	for (int i = 0; i < t->nranks; i++)
+		if (t->ranks[i].meta.rank == rank)
+			return i;
+	return -1;
+}
+
 int rt_vw_coll_kind(unsigned id)
 {
 	return id < RT_ID_COUNT ? rt_coll_kind_of(id) : -1;
@@ -77,27 +85,8 @@ bool rt_vw_crashed(const struct rt_vw_rank *r)
 	       (!r->exit_seen && r->readable);
 }
 
-uint32_t rt_vw_entered_seq(const struct rt_vw_rank *r, uint64_t comm)
-{
-	for (int k = 0; k < r->nentered; k++)
-		if (r->entered[k].comm_id == comm)
-			return r->entered[k].seq;
-	return 0;
-}
-
 /* Alive, or stopped with the whole job: in the stall analysis. */
 bool rt_vw_frozen(const struct rt_vw_rank *r)
 {
 	return r->state == RT_S_RUNNING || r->interrupted;
-}
-
-/* The oldest open call of rank r (its main thread's, when several). */
-const struct rt_vw_open_call *rt_vw_oldest_open(const struct rt_vw_rank *r)
-{
-	const struct rt_vw_open_call *o = NULL;
-
-	for (int k = 0; k < r->nopen; k++)
-		if (!o || r->open[k].ts < o->ts)
-			o = &r->open[k];
-	return o;
 }

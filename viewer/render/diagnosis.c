@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "model.h"
+#include "rt_util.h"
 
 /* A finding's body as the diagnosis compares and says it: after "rank N"
  * for a subject (cut where the sentence would be), else the sentence. */
@@ -40,22 +41,6 @@ static bool same_saying(const struct rt_vw_finding *f, const struct said *fs,
 	       !strcmp(fs->body, hs->body);
 }
 
-void rt_vw_rank_list(const int *v, int n, char *out, size_t len)
-{
-	size_t k = 0;
-
-	out[0] = '\0';
-	for (int i = 0; i < n && k < len; i++) {
-		int j = i;
-
-		while (j + 1 < n && v[j + 1] == v[j] + 1)
-			j++;
-		k += (size_t)snprintf(out + k, len - k, j > i ? "%s%d-%d" : "%s%d", k ? "," : "",
-				      v[i], v[j]);
-		i = j;
-	}
-}
-
 static int cmp_int(const void *a, const void *b)
 {
 	return (*(const int *)a > *(const int *)b) - (*(const int *)a < *(const int *)b);
@@ -73,7 +58,7 @@ static void group_text(const struct rt_vw_trace *t, struct rt_vw_diag *g, const 
 		return;
 	}
 	qsort(g->ranks, (size_t)g->nranks, sizeof(int), cmp_int);
-	rt_vw_rank_list(g->ranks, g->nranks, list, sizeof(list));
+	rt_int_ranges(g->ranks, g->nranks, list, sizeof(list));
 	snprintf(g->text, sizeof(g->text), "ranks %s%s", list, s->body);
 }
 

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "finding_say.h"
+#include "rt_util.h"
 
 /* The evidence of role of f: their ranks, "0,1,3" (cut short of cap). */
 static void ev_ranks(struct rt_vw_sb *b, const struct rt_vw_finding *f, enum rt_vw_ev_role role,
@@ -119,7 +120,7 @@ static void say_unwrapped_calls(char *out, size_t n, const struct rt_vw_finding 
 	char list[256], place[96] = "", when[48] = "no root forward ran before";
 	int k = f->nranks;
 
-	rt_vw_rank_list(f->ranks, k < RT_VW_FINDING_RANKS ? k : RT_VW_FINDING_RANKS, list, sizeof(list));
+	rt_int_ranges(f->ranks, k < RT_VW_FINDING_RANKS ? k : RT_VW_FINDING_RANKS, list, sizeof(list));
 	if (any && any->v.i)
 		snprintf(when, sizeof(when), "after %" PRId64 " root forward%s", nb, nb == 1 ? "" : "s");
 	if (nf || nv)

@@ -13,6 +13,7 @@
 
 #include "export.h"
 #include "view.h"
+#include "rt_util.h"
 
 bool rt_vw_want_rank(const struct rt_vw_rank *r, int only)
 {
@@ -87,7 +88,7 @@ int rt_vw_same_text(const struct rt_vw_trace *t, int only, const char *texts, si
 			done[j] = true;
 			ranks[n++] = t->ranks[j].meta.rank;
 		}
-	rt_vw_rank_list(ranks, n, list, len);
+	rt_int_ranges(ranks, n, list, len);
 	return n;
 }
 

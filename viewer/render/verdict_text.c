@@ -9,6 +9,7 @@
 
 #include "export.h"
 #include "view.h"
+#include "rt_util.h"
 
 /* How each rank ended, ranks that ended alike on one line ("ranks 0-3
  * exited: exit 1"): a thousand ranks killed by the launcher read as one.
@@ -36,7 +37,7 @@ static void print_endings(FILE *f, const struct rt_vw_report *rp, const bool *na
 				done[j] = true;
 				same[n++] = t->ranks[j].meta.rank;
 			}
-		rt_vw_rank_list(same, n, list, sizeof(list));
+		rt_int_ranges(same, n, list, sizeof(list));
 		fprintf(f, "ranktrace verdict: rank%s %s %s\n", n > 1 ? "s" : "", list, how[i]);
 	}
 	free(how);
