@@ -557,6 +557,8 @@ EXPORT cudaError_t cudaDeviceGetStreamPriorityRange(int *least, int *greatest)
 EXPORT cudaError_t cudaDeviceSynchronize(void)
 {
 	SQ_FORK_CHECK();
+	if (sq_capture_unsafe() != cudaSuccess) /* unsafe during a capture (capture.c) */
+		return cudaErrorStreamCaptureUnsupported;
 	config();
 	sq_device_sync(current_device);
 	return cudaSuccess;

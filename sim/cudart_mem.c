@@ -94,6 +94,8 @@ bool sq_host_pinned(const void *p)
 EXPORT cudaError_t cudaMalloc(void **devPtr, size_t size)
 {
 	SQ_FORK_CHECK();
+	if (sq_capture_unsafe() != cudaSuccess) /* unsafe during a capture (capture.c) */
+		return cudaErrorStreamCaptureUnsupported;
 	config();
 	return device_malloc(devPtr, size, current_device);
 }
@@ -144,6 +146,8 @@ EXPORT cudaError_t cudaMallocFromPoolAsync(void **ptr, size_t size, cudaMemPool_
 EXPORT cudaError_t cudaFree(void *devPtr)
 {
 	SQ_FORK_CHECK();
+	if (sq_capture_unsafe() != cudaSuccess) /* unsafe during a capture (capture.c) */
+		return cudaErrorStreamCaptureUnsupported;
 	return device_free(devPtr, true);
 }
 
@@ -350,6 +354,8 @@ static cudaError_t copy(void *dst, const void *src, size_t count, enum cudaMemcp
 EXPORT cudaError_t cudaMemcpy(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind)
 {
 	SQ_FORK_CHECK();
+	if (sq_capture_unsafe() != cudaSuccess) /* unsafe during a capture (capture.c) */
+		return cudaErrorStreamCaptureUnsupported;
 	return copy(dst, src, count, kind, NULL, true);
 }
 
@@ -389,6 +395,8 @@ EXPORT cudaError_t cudaMemcpyPeerAsync(void *dst, int dstDevice, const void *src
 EXPORT cudaError_t cudaMemset(void *devPtr, int value, size_t count)
 {
 	SQ_FORK_CHECK();
+	if (sq_capture_unsafe() != cudaSuccess) /* unsafe during a capture (capture.c) */
+		return cudaErrorStreamCaptureUnsupported;
 	if (count == 0)
 		return cudaSuccess;
 	if (simgpu_range_device(devPtr, count) < 0)

@@ -490,6 +490,11 @@ cudaError_t sq_enqueue(struct sim_stream *st, struct simgpu_work *w, struct mark
 	struct mark *m;
 	bool busy;
 
+	if (sq_capture_node(st, w)) { /* recorded into a graph, not run */
+		if (out)
+			*out = new_done_mark();
+		return cudaSuccess;
+	}
 	if (!sq_async()) {
 		run_inline(w);
 		if (out)

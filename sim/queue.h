@@ -9,6 +9,7 @@
 #include <cuda_runtime_api.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "simgpu.h"
 
@@ -36,11 +37,19 @@ struct sim_stream {
 	struct item *head, *tail;
 	struct mark *last;    /* last item enqueued, NULL when none yet */
 	struct sim_stream *next;
+	/* stream capture (capture.c), under its lock: a capture's status
+	 * (enum cudaStreamCaptureStatus), mode, thread, sequence and nodes */
+	int cap_status, cap_mode;
+	pid_t cap_tid;
+	unsigned long long cap_id;
+	unsigned cap_nodes;
 };
 
 struct sim_event {
 	unsigned magic;
 	unsigned flags;
+	int device;           /* the current device at its creation */
+	unsigned long long cap_id; /* last recorded in this capture (0: none) */
 	struct mark *mark;    /* the last cudaEventRecord's, NULL if never recorded */
 	struct sim_event *next;
 };
@@ -68,6 +77,18 @@ void sq_stream_sync(struct sim_stream *st);
 bool sq_stream_idle(struct sim_stream *st);
 bool sq_mark_done(struct mark *m);
 uint64_t sq_now_ns(void);
+
+/* capture.c: is st being captured? Then w is a node of its capture, not
+ * run (released here): true. sq_capture_unsafe: a potentially unsafe call
+ * (it waits on the device, allocates, queries) made now: cudaSuccess, or
+ * cudaErrorStreamCaptureUnsupported after invalidating the captures that
+ * prohibit it (CUDA's cudaStreamCaptureModeGlobal/ThreadLocal rules). */
+bool sq_capture_node(struct sim_stream *st, struct simgpu_work *w);
+cudaError_t sq_capture_unsafe(void);
+/* The capture st is in (0: none); st joins capture id (a wait on an event
+ * recorded in it). */
+unsigned long long sq_capture_id(struct sim_stream *st);
+void sq_capture_join(struct sim_stream *st, unsigned long long id);
 
 /* stream.c: a copy (set: memset of value) on stream s, checked by the
  * caller; wait: return once done. A free on s (cudaFreeAsync). */

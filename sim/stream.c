@@ -8,7 +8,9 @@
  * is done; the Synchronize calls block until it is. A copy from pageable host
  * memory is staged at the call (CUDA returns once the source is consumed), a
  * copy to pageable host memory returns once done (CUDA's rule for pageable
- * destinations). */
+ * destinations). An event belongs to the device current at its creation and
+ * is recorded on that device's streams only; in a capturing stream its
+ * record is a graph node (capture.c). */
 #include <linux/futex.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -332,6 +334,8 @@ EXPORT cudaError_t cudaStreamSynchronize(cudaStream_t stream)
 	SQ_FORK_CHECK();
 	if (!st)
 		return sq_fail(cudaErrorInvalidResourceHandle);
+	if (sq_capture_unsafe() != cudaSuccess)
+		return cudaErrorStreamCaptureUnsupported;
 	sq_stream_sync(st);
 	return cudaSuccess;
 }
@@ -343,6 +347,8 @@ EXPORT cudaError_t cudaStreamQuery(cudaStream_t stream)
 	SQ_FORK_CHECK();
 	if (!st)
 		return sq_fail(cudaErrorInvalidResourceHandle);
+	if (sq_capture_unsafe() != cudaSuccess)
+		return cudaErrorStreamCaptureUnsupported;
 	/* cudaErrorNotReady is no error: the last error is left alone, as CUDA does */
 	return sq_stream_idle(st) ? cudaSuccess : cudaErrorNotReady;
 }
@@ -372,6 +378,11 @@ EXPORT cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, u
 	(void)flags;
 	if (!st || !ev)
 		return sq_fail(cudaErrorInvalidResourceHandle);
+	if (ev->cap_id) { /* waiting on captured work: the stream joins the capture */
+		sq_capture_join(st, ev->cap_id);
+		sq_capture_node(st, NULL);
+		return cudaSuccess;
+	}
 	m = sq_event_last(ev);
 	if (!m || sq_mark_done(m)) {
 		sq_mark_put(m);
@@ -394,6 +405,7 @@ EXPORT cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned int fla
 		return sq_fail(cudaErrorMemoryAllocation);
 	e->magic = EVENT_MAGIC;
 	e->flags = flags;
+	e->device = simgpu_current_device(); /* an event belongs to a device */
 	pthread_mutex_lock(&elock);
 	e->next = *bucket(e);
 	*bucket(e) = e;
@@ -438,8 +450,13 @@ EXPORT cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream)
 	cudaError_t e;
 
 	SQ_FORK_CHECK();
-	if (!ev || !st)
+	/* CUDA: the event and the stream must be on the same device */
+	if (!ev || !st || ev->device != st->device)
 		return sq_fail(cudaErrorInvalidResourceHandle);
+	if ((ev->cap_id = sq_capture_id(st)) != 0) {
+		sq_capture_node(st, NULL); /* a node of the graph, nothing to wait for */
+		return cudaSuccess;
+	}
 	e = enqueue_nop(st, NULL, &m);
 	if (e != cudaSuccess)
 		return sq_fail(e);
@@ -454,6 +471,10 @@ EXPORT cudaError_t cudaEventSynchronize(cudaEvent_t event)
 	SQ_FORK_CHECK();
 	if (!ev)
 		return sq_fail(cudaErrorInvalidResourceHandle);
+	if (ev->cap_id)
+		return sq_fail(cudaErrorCapturedEvent);
+	if (sq_capture_unsafe() != cudaSuccess)
+		return cudaErrorStreamCaptureUnsupported;
 	sq_wait(sq_event_last(ev));
 	return cudaSuccess;
 }
@@ -467,6 +488,10 @@ EXPORT cudaError_t cudaEventQuery(cudaEvent_t event)
 	SQ_FORK_CHECK();
 	if (!ev)
 		return sq_fail(cudaErrorInvalidResourceHandle);
+	if (ev->cap_id)
+		return sq_fail(cudaErrorCapturedEvent);
+	if (sq_capture_unsafe() != cudaSuccess) /* a query during a global capture */
+		return cudaErrorStreamCaptureUnsupported;
 	m = sq_event_last(ev);
 	done = sq_mark_done(m);
 	sq_mark_put(m);
@@ -500,14 +525,3 @@ EXPORT cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_
 	return r == cudaSuccess || r == cudaErrorNotReady ? r : sq_fail(r);
 }
 
-/* The simulator has no stream capture: no stream is ever being captured
- * (the tracer's CUDA-event source asks before recording its events). */
-EXPORT cudaError_t cudaStreamIsCapturing(cudaStream_t stream, enum cudaStreamCaptureStatus *status)
-{
-	SQ_FORK_CHECK();
-	(void)stream;
-	if (!status)
-		return sq_fail(cudaErrorInvalidValue);
-	*status = cudaStreamCaptureStatusNone;
-	return cudaSuccess;
-}

@@ -86,6 +86,7 @@ static void resolve(void)
 	R(get, "cudaGetLastError");
 	R(getdev, "cudaGetDevice");
 	R(setdev, "cudaSetDevice");
+	R(capture_mode, "cudaThreadExchangeStreamCaptureMode");
 #undef R
 }
 
@@ -244,8 +245,10 @@ const void *rt_tr_devev_before(const void *stream)
 		stash(t, q, comm_id, seq, stream);
 		return stream;
 	}
-	if (!may_record(stream))
+	if (!may_record(stream)) { /* an error of the program's pending, or captured */
+		rt_dq_count_drop();
 		return stream;
+	}
 	if (rt_unlikely(!(e = rt_dq_reserve(q)))) {
 		rt_dq_count_drop();
 		return stream;
@@ -277,10 +280,14 @@ void rt_tr_devev_after(const void *comm, const void *stream)
 		t->g[t->n - 1].ok = 1;
 		return;
 	}
-	if (record(e->end, stream))
+	/* an error pending now (the program's, or one the collective left) is
+	 * not ours to take: no completion event, the record counted as dropped */
+	if (rt_dq_cu.peek() == cudaSuccess && record(e->end, stream)) {
 		e->armed = 1;
-	else
+	} else {
 		e->dead = 1;
+		rt_dq_count_drop();
+	}
 	rt_dq_publish(t->cur_q);
 }
 
@@ -353,15 +360,21 @@ void rt_tr_devev_group_done(void)
 {
 	struct tls *t = me;
 
+	bool ok;
+
 	if (!t || !t->ending || t->depth)
 		return;
+	ok = rt_dq_cu.peek() == cudaSuccess; /* else not ours to take: none recorded */
 	for (unsigned i = 0; i < t->n; i++) {
 		struct grouped *g = &t->g[i];
 
-		if (g->ok && active() && record(g->e->end, g->stream))
+		if (ok && g->ok && active() && record(g->e->end, g->stream)) {
 			rt_dq_set(&g->e->armed);
-		else
+		} else {
+			if (g->ok)
+				rt_dq_count_drop();
 			rt_dq_set(&g->e->dead);
+		}
 	}
 	t->n = 0;
 	t->ending = 0;

@@ -116,15 +116,21 @@ static void CUDART_CB stream_sleep(void *arg)
 int rt_inj_host_stream_delay(uint64_t stream, int64_t ns)
 {
 	static cudaError_t (*launch)(cudaStream_t, cudaHostFn_t, void *);
+	static cudaError_t (*peek)(void), (*get)(void);
 
-	if (!launch)
-		launch = (cudaError_t(*)(cudaStream_t, cudaHostFn_t, void *))rt_tr_resolve(
-			"cudaLaunchHostFunc", RT_LIB_CUDA);
-	if (!launch || ns < 0)
-		return -1;
+	if (!__atomic_load_n(&launch, __ATOMIC_ACQUIRE)) { /* launch last: the others are set */
+		peek = (cudaError_t(*)(void))rt_tr_resolve("cudaPeekAtLastError", RT_LIB_CUDA);
+		get = (cudaError_t(*)(void))rt_tr_resolve("cudaGetLastError", RT_LIB_CUDA);
+		__atomic_store_n(&launch, (cudaError_t(*)(cudaStream_t, cudaHostFn_t, void *))
+			rt_tr_resolve("cudaLaunchHostFunc", RT_LIB_CUDA), __ATOMIC_RELEASE);
+	}
+	if (!launch || ns < 0 || !peek || peek() != cudaSuccess)
+		return -1; /* an error of the program's pending: not ours to take, no delay */
 	if (launch((cudaStream_t)(uintptr_t)stream, stream_sleep, (void *)(uintptr_t)ns) !=
-	    cudaSuccess)
+	    cudaSuccess) {
+		get(); /* ours (success before): cleared */
 		return -1;
+	}
 	rt_tr_devev_delayed((const void *)(uintptr_t)stream); /* the start event behind it */
 	return 0;
 }

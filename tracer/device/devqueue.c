@@ -10,10 +10,13 @@
  * newest published one: completed work is reported once and the chunks
  * behind it go back to their producer; a queue with nothing pending costs
  * two loads. */
+#include <linux/futex.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "devqueue.h"
 
@@ -26,6 +29,9 @@ static struct rt_dq *queues; /* every queue (atomic push) */
 static int nqueues, dropped;
 static pid_t poller_pid;
 static int in_pass; /* the poller is in a pass (drain waits for its end) */
+static int poller_up;      /* the poller thread runs its loop */
+static unsigned passes;    /* the poller's passes so far */
+static uint32_t wake;      /* set by the drain: the poller's naps end */
 static pthread_key_t exit_key;
 static void (*settle_hook)(void *); /* devevents.c: what the thread left */
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
@@ -35,23 +41,50 @@ void rt_dq_count_drop(void)
 	__atomic_fetch_add(&dropped, 1, __ATOMIC_RELAXED);
 }
 
-/* A chunk of fresh events on dev (the caller's device kept). */
+/* The calling thread's stream capture interaction mode set to relaxed:
+ * a call of ours that CUDA counts as potentially unsafe during a capture
+ * (an event query, a device switch) never invalidates a capture of the
+ * program's, on this thread or another. The mode it had, for relaxed_end. */
+static int relaxed_begin(void)
+{
+	enum cudaStreamCaptureMode m = cudaStreamCaptureModeRelaxed;
+
+	if (!rt_dq_cu.capture_mode || rt_dq_cu.capture_mode(&m) != cudaSuccess)
+		return -1;
+	return (int)m;
+}
+
+static void relaxed_end(int old)
+{
+	enum cudaStreamCaptureMode m = (enum cudaStreamCaptureMode)old;
+
+	if (old >= 0)
+		rt_dq_cu.capture_mode(&m);
+}
+
+/* A chunk of fresh events on dev, made on the program's thread; what the
+ * program sees of that thread is as it was: its current device, its
+ * capture mode, its pending error. Only with none of the program's pending
+ * (else NULL, counted as a drop: cudaGetLastError would take it), so that
+ * any failure of ours is ours to clear. */
 static struct rt_dq_chunk *make_chunk(int dev)
 {
-	struct rt_dq_chunk *c = calloc(1, sizeof(*c));
-	int cur = -1, n = 0;
+	struct rt_dq_chunk *c;
+	int cur = -1, n = 0, mode;
 
-	if (!c)
+	if (rt_dq_cu.peek() != cudaSuccess || !(c = calloc(1, sizeof(*c))))
 		return NULL;
+	mode = relaxed_begin();
 	if (rt_dq_cu.getdev && rt_dq_cu.getdev(&cur) == cudaSuccess && cur != dev && rt_dq_cu.setdev)
-		rt_dq_cu.setdev(dev);
+		rt_dq_cu.setdev(dev); /* an event belongs to the device current at its creation */
 	for (; n < RT_DQ_CHUNK; n++)
 		if (rt_dq_cu.create(&c->e[n].start, cudaEventDisableTiming) != cudaSuccess ||
 		    rt_dq_cu.create(&c->e[n].end, cudaEventDisableTiming) != cudaSuccess)
 			break;
 	if (cur >= 0 && cur != dev && rt_dq_cu.setdev)
 		rt_dq_cu.setdev(cur);
-	rt_dq_cu.get(); /* success before (checked by the caller): success after */
+	relaxed_end(mode);
+	rt_dq_cu.get(); /* success before (checked above): success after */
 	if (n < RT_DQ_CHUNK) { /* the events made stay: a failure is the end of the source */
 		free(c);
 		rt_dq_fail_once("cudaEventCreateWithFlags", 0);
@@ -261,38 +294,82 @@ static unsigned poll_all(void)
 	return left;
 }
 
+/* Sleep for ts, or until the drain wakes us (wake set). */
+static void poller_nap(const struct timespec *ts)
+{
+	syscall(SYS_futex, &wake, FUTEX_WAIT_PRIVATE, 0, ts, NULL, 0);
+}
+
 static void *poller(void *arg)
 {
 	const struct timespec nap = { 0, POLL_NS }, idle = { 0, IDLE_NS };
 	unsigned quiet = 0; /* passes with nothing pending */
 
 	(void)arg;
+	/* our queries never invalidate a program's capture (global mode) */
+	relaxed_begin();
+	__atomic_store_n(&poller_up, 1, __ATOMIC_SEQ_CST);
 	while (!rt_tr_stopped() && !rt_tr_off) {
 		__atomic_store_n(&in_pass, 1, __ATOMIC_SEQ_CST);
 		if (__atomic_load_n(&poller_pid, __ATOMIC_SEQ_CST) != rt_tr_pid)
 			break; /* the drain took over, or a fork's child */
 		quiet = poll_all() ? 0 : quiet + 1;
 		__atomic_store_n(&in_pass, 0, __ATOMIC_SEQ_CST);
-		nanosleep(quiet < 2000 ? &nap : &idle, NULL); /* 0.5 ms until 1 s quiet */
+		__atomic_add_fetch(&passes, 1, __ATOMIC_SEQ_CST);
+		poller_nap(quiet < 2000 ? &nap : &idle); /* 0.5 ms until 1 s quiet */
 	}
+	__atomic_store_n(&poller_up, 0, __ATOMIC_SEQ_CST);
 	__atomic_store_n(&in_pass, 0, __ATOMIC_SEQ_CST);
 	return NULL;
 }
 
+/* The poller's last pass, asked at exit: one that began after now (the
+ * exiting thread makes no CUDA call of its own). True once done, within
+ * 100 ms. */
+static bool poller_last_pass(void)
+{
+	struct timespec nap = { 0, 100000 };
+	unsigned target;
+
+	if (!__atomic_load_n(&poller_up, __ATOMIC_SEQ_CST) ||
+	    __atomic_load_n(&poller_pid, __ATOMIC_SEQ_CST) != rt_tr_pid)
+		return false;
+	target = __atomic_load_n(&passes, __ATOMIC_SEQ_CST) + 2; /* the running one began before */
+	__atomic_store_n(&wake, 1, __ATOMIC_SEQ_CST);
+	syscall(SYS_futex, &wake, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+	for (int n = 0; n < 1000 && __atomic_load_n(&poller_up, __ATOMIC_SEQ_CST); n++) {
+		if (__atomic_load_n(&passes, __ATOMIC_SEQ_CST) >= target)
+			return true;
+		nanosleep(&nap, NULL);
+	}
+	return false;
+}
+
 /* At exit: one last pass for what completed since the poller's last look
- * (nothing is waited for: a collective still running stays incomplete).
- * The poller leaves (poller_pid); its pass, if one runs, ends first (one
- * consumer at a time; 100 ms at most, else no last pass). */
+ * (nothing is waited for: a collective still running stays incomplete),
+ * made by the poller itself, then the poller leaves (poller_pid). Without
+ * a poller (a fork's child, tracing stopped) the exiting thread makes it,
+ * in relaxed capture mode and only with no error of the program's pending;
+ * a pass of the poller's still running ends first (one consumer at a time;
+ * 100 ms at most, else no last pass). */
 void rt_tr_devev_drain(void)
 {
+	bool done = rt_dq_cu.query && poller_last_pass();
+
 	if (rt_dq_cu.query && __atomic_exchange_n(&poller_pid, 0, __ATOMIC_SEQ_CST) == rt_tr_pid) {
 		struct timespec nap = { 0, 100000 };
 		int n = 0;
 
 		while (__atomic_load_n(&in_pass, __ATOMIC_SEQ_CST) && n++ < 1000)
 			nanosleep(&nap, NULL);
-		if (!__atomic_load_n(&in_pass, __ATOMIC_SEQ_CST))
+		if (!done && !__atomic_load_n(&in_pass, __ATOMIC_SEQ_CST) &&
+		    rt_dq_cu.peek() == cudaSuccess) {
+			int mode = relaxed_begin();
+
 			poll_all();
+			relaxed_end(mode);
+			rt_dq_cu.get(); /* only ours: success before */
+		}
 	}
 	if (__atomic_load_n(&dropped, __ATOMIC_RELAXED))
 		rt_tr_warn_once(&rt_dq_warned, "device completion: %d CUDA event records dropped",

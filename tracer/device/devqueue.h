@@ -60,6 +60,7 @@ struct rt_dq_cuda {
 	cudaError_t (*get)(void);
 	cudaError_t (*getdev)(int *);
 	cudaError_t (*setdev)(int);
+	cudaError_t (*capture_mode)(enum cudaStreamCaptureMode *); /* may be absent */
 };
 extern struct rt_dq_cuda rt_dq_cu;
 extern int rt_dq_disabled, rt_dq_warned;
