@@ -416,3 +416,24 @@ const char *rt_stop_prose(unsigned reason)
 {
 	return reason < RT_STOP_COUNT_ ? stop_prose[reason] : NULL;
 }
+
+static const char *const drop_words[] = {
+#define RT_X(id, word, prose) word,
+	RT_DROP_REASONS(RT_X)
+#undef RT_X
+};
+static const char *const drop_prose[] = {
+#define RT_X(id, word, prose) prose,
+	RT_DROP_REASONS(RT_X)
+#undef RT_X
+};
+
+const char *rt_drop_word(unsigned reason)
+{
+	return reason < RT_DROP_COUNT_ ? drop_words[reason] : NULL;
+}
+
+const char *rt_drop_prose(unsigned reason)
+{
+	return reason < RT_DROP_COUNT_ ? drop_prose[reason] : NULL;
+}

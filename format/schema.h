@@ -66,6 +66,27 @@ enum rt_stop_reason {
 const char *rt_stop_word(unsigned reason);
 const char *rt_stop_prose(unsigned reason);
 
+/* Why a collective's device record was not kept (rt_dev_drop's
+ * drop_reason): X(id, word, prose). Values are recorded: never reordered. */
+#define RT_DROP_REASONS(X)                                                             \
+	X(NONE, "none", "kept")                                                        \
+	X(POOL, "pool-full", "the profiler plugin's pool of records was full")         \
+	X(QUEUE, "queue-full", "the CUDA-event queue of its thread and device was full") \
+	X(GROUP, "group-cut", "its group launched more collectives than the source keeps") \
+	X(PENDING, "pending-error", "an error of the program's was pending (an event of ours would have taken it)") \
+	X(CAPTURE, "captured", "its stream was being captured into a CUDA graph")      \
+	X(UNBOUND, "unbound", "the plugin's report could not be tied to its call")     \
+	X(NO_EVENTS, "no-events", "the source could not make or record its CUDA events")
+enum rt_drop_reason {
+#define RT_X(id, word, prose) RT_DROP_##id,
+	RT_DROP_REASONS(RT_X)
+#undef RT_X
+	RT_DROP_COUNT_
+};
+/* "pool-full"..., and the prose; NULL past the table */
+const char *rt_drop_word(unsigned reason);
+const char *rt_drop_prose(unsigned reason);
+
 /* rt_dev_coll's phase and rt_dev_coll/rt_dev_source's source. */
 enum { RT_DEV_STARTED = 1, RT_DEV_COMPLETED = 2 };
 enum { RT_DEV_SRC_NONE, RT_DEV_SRC_PLUGIN, RT_DEV_SRC_EVENT };

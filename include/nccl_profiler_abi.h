@@ -129,5 +129,11 @@ typedef void (*rt_dev_event_fn)(int phase, uint64_t comm_id, uint32_t seq, uint6
 				uint64_t nccl_seq, uint64_t gpu_ns);
 /* The plugin was taken by NCCL with this API version. */
 typedef void (*rt_dev_loaded_fn)(int version);
+/* The plugin could not keep a collective's record (reason: enum
+ * rt_drop_reason, format/schema.h: its pool was full): the tracer ties it
+ * to its call as rt_dev_bind would and records rt_dev_drop. Optional: a
+ * tracer without it leaves the drop unsaid. */
+typedef void (*rt_dev_dropped_fn)(int reason, const char *func, uint64_t nccl_comm,
+				  uint64_t nccl_seq);
 
 #endif

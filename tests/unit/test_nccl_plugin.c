@@ -8,8 +8,8 @@
  * stops without a start, init from several threads, a fork after init.
  *
  * This program stands in for libranktrace.so: it exports the hooks the
- * plugin looks up (rt_dev_bind, rt_dev_event, rt_dev_loaded) and records
- * what the plugin reports. */
+ * plugin looks up (rt_dev_bind, rt_dev_event, rt_dev_loaded, rt_dev_dropped)
+ * and records what the plugin reports. */
 #include <criterion/criterion.h>
 #include <dlfcn.h>
 #include <pthread.h>
@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "nccl_profiler_abi.h"
+#include "schema.h"
 
 #define MAXEV 64
 
@@ -28,7 +29,8 @@ struct dev_ev {
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static struct dev_ev evs[MAXEV];
-static int nev, loaded, binds;
+static int nev, loaded, binds, dropped, drop_reason;
+static uint64_t drop_nccl_seq;
 
 __attribute__((visibility("default"))) void rt_dev_bind(const char *func, uint64_t *comm_id,
 							  uint32_t *seq)
@@ -58,6 +60,17 @@ __attribute__((visibility("default"))) void rt_dev_loaded(int version)
 	pthread_mutex_unlock(&mu);
 }
 
+__attribute__((visibility("default"))) void rt_dev_dropped(int reason, const char *func,
+							     uint64_t nccl_comm, uint64_t nccl_seq)
+{
+	(void)func, (void)nccl_comm;
+	pthread_mutex_lock(&mu);
+	dropped++;
+	drop_reason = reason;
+	drop_nccl_seq = nccl_seq;
+	pthread_mutex_unlock(&mu);
+}
+
 static const rt_nccl_profiler_v5_t *v5;
 static const rt_nccl_profiler_v4_t *v4;
 
@@ -69,7 +82,7 @@ static void load(void)
 	v5 = dlsym(lib, "ncclProfiler_v5");
 	v4 = dlsym(lib, "ncclProfiler_v4");
 	cr_assert(v5 && v4);
-	nev = loaded = binds = 0;
+	nev = loaded = binds = dropped = drop_reason = 0;
 }
 
 static int count(int phase)
@@ -269,4 +282,26 @@ Test(nccl_plugin, init_from_many_threads_and_after_fork)
 	}
 	cr_assert_eq(waitpid(pid, &st, 0), pid);
 	cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
+/* More collectives in flight than the pool holds (4096): the one past it
+ * gets no handle, and the tracer is told (rt_dev_dropped, pool full) with
+ * NCCL's sequence number, instead of losing it silently. */
+Test(nccl_plugin, a_full_pool_says_the_dropped_record)
+{
+	struct rt_nccl_descr_v5 d = { .type = RT_NCCL_PROFILE_COLL };
+	void *ctx, *h = NULL;
+
+	load();
+	ctx = init5();
+	for (uint64_t i = 0; i < 4096; i++)
+		coll(ctx, i, 1);
+	cr_expect_eq(dropped, 0);
+	d.coll = (struct rt_nccl_coll_v5){ .seqNumber = 4096, .func = "AllReduce", .count = 8 };
+	cr_assert_eq(v5->startEvent(ctx, &h, &d), ncclSuccess);
+	cr_expect_null(h, "no record left for it");
+	cr_expect_eq(dropped, 1);
+	cr_expect_eq(drop_reason, RT_DROP_POOL);
+	cr_expect_eq(drop_nccl_seq, 4096);
+	v5->finalize(ctx);
 }

@@ -8,8 +8,8 @@
  *                with cudaErrorInvalidValue and left it pending; then
  *                cudaGetLastError: it must still be there. The stream is
  *                held busy (a host function that waits) so the collectives
- *                stay in flight; every 10th from a new thread, every 25th
- *                in a group.
+ *                stay in flight; every 10th from a new thread, every other
+ *                25th (25, 75, ...) a group of two.
  *   device       the communicator on device 1, the current device 0; a
  *                collective on it; the current device after.
  *   capture      a collective in flight on one stream (held busy) while a
@@ -18,6 +18,11 @@
  *   sync         a collective on a stream held busy by a host function: the
  *                call returns while the stream is still busy (nobody
  *                synchronised it); 20 s alarm otherwise.
+ *   inflight [N] N collectives (default 6000) on a stream held busy, then
+ *                released: more in flight at once than a device source keeps
+ *                (its drops are said in the trace).
+ *   group [N]    one group of N collectives (default 300): more than a
+ *                source ties to their calls or keeps.
  * Any unexpected failure: a message, exit 1. */
 #include <cuda_runtime_api.h>
 #include <nccl.h>
@@ -187,6 +192,32 @@ static void sync_mode(void)
 	CHECK(cudaStreamSynchronize(s) == cudaSuccess);
 }
 
+static void inflight(int n)
+{
+	cudaStream_t s;
+
+	comm_on(0);
+	CHECK(cudaStreamCreate(&s) == cudaSuccess);
+	CHECK(cudaLaunchHostFunc(s, hold, NULL) == cudaSuccess);
+	for (int i = 0; i < n; i++)
+		CHECK(ncclAllReduce(buf, buf, 1, ncclFloat32, ncclSum, comm, s) == ncclSuccess);
+	release();
+	CHECK(cudaStreamSynchronize(s) == cudaSuccess);
+	printf("inflight: %d collectives\n", n);
+}
+
+static void group(int n)
+{
+	comm_on(0);
+	CHECK(ncclGroupStart() == ncclSuccess);
+	for (int i = 0; i < n; i++)
+		CHECK(ncclAllReduce(buf + i % 64, buf + i % 64, 1, ncclFloat32, ncclSum, comm, NULL) ==
+		      ncclSuccess);
+	CHECK(ncclGroupEnd() == ncclSuccess);
+	CHECK(cudaStreamSynchronize(NULL) == cudaSuccess);
+	printf("group: %d collectives in one group\n", n);
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "";
@@ -200,8 +231,12 @@ int main(int argc, char **argv)
 		capture();
 	else if (!strcmp(mode, "sync"))
 		sync_mode();
+	else if (!strcmp(mode, "inflight"))
+		inflight(argc > 2 ? atoi(argv[2]) : 6000);
+	else if (!strcmp(mode, "group"))
+		group(argc > 2 ? atoi(argv[2]) : 300);
 	else {
-		fprintf(stderr, "usage: cuda_state pending [N] | device | capture | sync\n");
+		fprintf(stderr, "usage: cuda_state pending [N] | device | capture | sync | inflight [N] | group [N]\n");
 		return 2;
 	}
 	ncclCommDestroy(comm);

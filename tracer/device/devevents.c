@@ -55,7 +55,8 @@ struct grouped {
 	struct rt_dq_entry *e;
 	struct rt_dq *q;
 	const void *stream;
-	uint8_t ok; /* the collective's call returned success */
+	uint8_t ok;   /* the collective's call returned success */
+	uint8_t drop; /* its record not kept, and why (enum rt_drop_reason) */
 };
 
 struct tls {
@@ -66,6 +67,11 @@ struct tls {
 	int depth;  /* ncclGroupStart depth */
 	int ending; /* the outermost ncclGroupEnd runs: its starts are recorded */
 	unsigned n; /* grouped collectives */
+	/* the running collective's record not kept: why, and which; said by
+	 * its after-hook (a record cannot start inside another's fields) */
+	uint8_t drop;
+	uint64_t drop_comm;
+	uint32_t drop_seq;
 	struct grouped g[GROUP_MAX];
 };
 
@@ -126,15 +132,40 @@ void rt_dq_fail_once(const char *what, int err)
 			what, err);
 }
 
-/* Is the source on for this process? */
-static inline bool active(void)
+/* Is CUDA events the source for this process (whether or not it works)? */
+static inline bool chosen(void)
 {
 	int m = __atomic_load_n(&mode, __ATOMIC_RELAXED);
 
 	if (rt_unlikely(m < 0))
 		m = mode_now();
-	return (m == 2 || (m == 1 && !__atomic_load_n(&plugin_up, __ATOMIC_RELAXED))) &&
-	       !__atomic_load_n(&rt_dq_disabled, __ATOMIC_RELAXED);
+	return m == 2 || (m == 1 && !__atomic_load_n(&plugin_up, __ATOMIC_RELAXED));
+}
+
+/* Is the source on for this process? */
+static inline bool active(void)
+{
+	return chosen() && !__atomic_load_n(&rt_dq_disabled, __ATOMIC_RELAXED);
+}
+
+/* A collective's record not kept, said (rt_dev_drop): from an after-hook. */
+static void say_drop(int reason, uint64_t comm_id, uint32_t seq)
+{
+	rt_tr_ev_rt_dev_drop(RT_DEV_SRC_EVENT, reason, comm_id, seq, 0, 0);
+}
+
+/* The running collective's record is not kept: said by its after-hook. */
+static void drop_later(struct tls *t, int reason, uint64_t comm_id, uint32_t seq)
+{
+	t->drop = (uint8_t)reason;
+	t->drop_comm = comm_id;
+	t->drop_seq = seq;
+}
+
+/* Why no record can be had now: the program's pending error, or else. */
+static int why_not(int otherwise)
+{
+	return rt_dq_cu.peek() != cudaSuccess ? RT_DROP_PENDING : otherwise;
 }
 
 static void settle(struct tls *t);
@@ -186,6 +217,7 @@ static bool record(cudaEvent_t ev, const void *stream)
  * recorded. Their entries are voided and handed to the poller. */
 static void settle(struct tls *t)
 {
+	t->drop = 0; /* its call failed: no collective, nothing dropped */
 	if (t->cur && !t->depth && !t->ending) {
 		t->cur->dead = 1;
 		rt_dq_publish(t->cur_q);
@@ -216,12 +248,12 @@ static void stash(struct tls *t, struct rt_dq *q, uint64_t comm_id, uint32_t seq
 	struct rt_dq_entry *e;
 
 	if (t->n == GROUP_MAX || !(e = rt_dq_reserve(q))) {
-		rt_dq_count_drop();
+		drop_later(t, t->n == GROUP_MAX ? RT_DROP_GROUP : why_not(RT_DROP_QUEUE), comm_id, seq);
 		return;
 	}
 	e->comm_id = comm_id;
 	e->seq = seq;
-	t->g[t->n++] = (struct grouped){ e, q, stream, 0 };
+	t->g[t->n++] = (struct grouped){ e, q, stream, 0, 0 };
 	t->cur = e;
 }
 
@@ -235,22 +267,25 @@ const void *rt_tr_devev_before(const void *stream)
 	uint64_t comm_id;
 	uint32_t seq;
 
-	if (!active() || (!t && !(t = make_tls())))
+	if (!chosen() || (!t && !(t = make_tls())))
 		return stream;
-	if (rt_unlikely(t->cur || t->ending))
+	if (rt_unlikely(t->cur || t->ending || t->drop))
 		settle(t);
-	if (!(q = queue_of(t, rt_tr_dev_last(&comm_id, &seq))))
+	q = queue_of(t, rt_tr_dev_last(&comm_id, &seq));
+	if (rt_unlikely(!q || !active())) { /* no events to be had: said */
+		drop_later(t, why_not(RT_DROP_NO_EVENTS), comm_id, seq);
 		return stream;
+	}
 	if (t->depth > 0) {
 		stash(t, q, comm_id, seq, stream);
 		return stream;
 	}
 	if (!may_record(stream)) { /* an error of the program's pending, or captured */
-		rt_dq_count_drop();
+		drop_later(t, why_not(RT_DROP_CAPTURE), comm_id, seq);
 		return stream;
 	}
 	if (rt_unlikely(!(e = rt_dq_reserve(q)))) {
-		rt_dq_count_drop();
+		drop_later(t, why_not(RT_DROP_QUEUE), comm_id, seq);
 		return stream;
 	}
 	e->comm_id = comm_id;
@@ -258,6 +293,7 @@ const void *rt_tr_devev_before(const void *stream)
 	if (!record(e->start, stream)) {
 		e->dead = 1;
 		rt_dq_publish(q);
+		drop_later(t, RT_DROP_NO_EVENTS, comm_id, seq);
 		return stream;
 	}
 	t->cur = e;
@@ -273,7 +309,14 @@ void rt_tr_devev_after(const void *comm, const void *stream)
 	struct rt_dq_entry *e;
 
 	(void)comm;
-	if (!t || !(e = t->cur))
+	rt_tr_dev_unbound_said(); /* device.c: the plugin's, if any */
+	if (!t)
+		return;
+	if (rt_unlikely(t->drop)) { /* the before-hook's */
+		say_drop(t->drop, t->drop_comm, t->drop_seq);
+		t->drop = 0;
+	}
+	if (!(e = t->cur))
 		return;
 	t->cur = NULL;
 	if (t->depth > 0) { /* launched at the group's end */
@@ -281,12 +324,12 @@ void rt_tr_devev_after(const void *comm, const void *stream)
 		return;
 	}
 	/* an error pending now (the program's, or one the collective left) is
-	 * not ours to take: no completion event, the record counted as dropped */
+	 * not ours to take: no completion event, the record not kept */
 	if (rt_dq_cu.peek() == cudaSuccess && record(e->end, stream)) {
 		e->armed = 1;
 	} else {
 		e->dead = 1;
-		rt_dq_count_drop();
+		say_drop(why_not(RT_DROP_NO_EVENTS), e->comm_id, e->seq);
 	}
 	rt_dq_publish(t->cur_q);
 }
@@ -312,8 +355,13 @@ static void group_starts(struct tls *t)
 	for (unsigned i = 0; i < t->n; i++) {
 		struct grouped *g = &t->g[i];
 
-		if (!ok || !g->ok || !may_record(g->stream) || !record(g->e->start, g->stream)) {
-			g->ok = 0;
+		if (!g->ok) {
+			g->e->dead = 1; /* its call failed: never launched */
+		} else if (!ok || !may_record(g->stream)) {
+			g->drop = (uint8_t)why_not(RT_DROP_CAPTURE);
+			g->e->dead = 1;
+		} else if (!record(g->e->start, g->stream)) {
+			g->drop = RT_DROP_NO_EVENTS;
 			g->e->dead = 1;
 		}
 	}
@@ -344,12 +392,13 @@ int rt_tr_devev_group(int step)
 	} else if (t->depth > 0 && --t->depth == 0 && t->n) {
 		if (active()) {
 			group_starts(t);
-		} else { /* the source went off meanwhile */
+		} else { /* the source went off meanwhile: said at the group's end */
 			for (unsigned i = 0; i < t->n; i++) {
 				t->g[i].e->dead = 1;
+				t->g[i].drop = t->g[i].ok ? RT_DROP_NO_EVENTS : 0;
 				rt_dq_publish(t->g[i].q);
 			}
-			t->n = 0;
+			t->ending = 1;
 		}
 	}
 	return rt_tr_cur_dev;
@@ -368,13 +417,14 @@ void rt_tr_devev_group_done(void)
 	for (unsigned i = 0; i < t->n; i++) {
 		struct grouped *g = &t->g[i];
 
-		if (ok && g->ok && active() && record(g->e->end, g->stream)) {
+		if (!g->drop && ok && g->ok && active() && record(g->e->end, g->stream)) {
 			rt_dq_set(&g->e->armed);
-		} else {
-			if (g->ok)
-				rt_dq_count_drop();
-			rt_dq_set(&g->e->dead);
+			continue;
 		}
+		if (g->ok)
+			say_drop(g->drop ? g->drop : why_not(RT_DROP_NO_EVENTS), g->e->comm_id,
+				 g->e->seq);
+		rt_dq_set(&g->e->dead);
 	}
 	t->n = 0;
 	t->ending = 0;

@@ -33,6 +33,10 @@ struct pending {
 static RT_TLS struct pending ring[RING];
 static RT_TLS uint32_t ring_head;
 static RT_TLS struct pending last; /* the collective this thread numbered last */
+/* an entry the ring overwrote before the plugin bound it: its device record
+ * can never be tied to its call (said by the call's after-hook) */
+static RT_TLS struct pending lost;
+static int plugin_loaded;
 
 /* interpose/hooks.c, when a collective takes its number: the call being
  * recorded is the collective (rt_tr_cur_id). */
@@ -40,11 +44,24 @@ void rt_tr_dev_enqueued(uint64_t comm_id, uint32_t seq, int dev)
 {
 	struct pending *p = &ring[ring_head++ % RING];
 
+	if (rt_unlikely(ring_head > RING && p->kind >= 0 && p->comm_id &&
+			__atomic_load_n(&plugin_loaded, __ATOMIC_RELAXED)))
+		lost = *p; /* more than RING launched at once (a group) */
 	p->comm_id = comm_id;
 	p->seq = seq;
 	p->dev = dev;
 	p->kind = (int8_t)rt_coll_kind_of(rt_tr_cur_id);
 	last = *p;
+}
+
+/* A collective's after-hook (devevents.c): the record the ring lost. */
+void rt_tr_dev_unbound_said(void)
+{
+	if (__builtin_expect(!lost.comm_id, 1))
+		return;
+	if (rt_tr_devev_plugin_ok())
+		rt_tr_ev_rt_dev_drop(RT_DEV_SRC_PLUGIN, RT_DROP_UNBOUND, lost.comm_id, lost.seq, 0, 0);
+	lost.comm_id = 0;
 }
 
 /* devevents.c: the (comm_id, seq) the collective being recorded took, and
@@ -84,6 +101,19 @@ RT_EXPORT void rt_dev_bind(const char *func, uint64_t *comm_id, uint32_t *seq)
 	}
 }
 
+/* The plugin's pool was full: the record NCCL's event would have had is
+ * tied to its call (the ring entry taken, as rt_dev_bind does) and said. */
+RT_EXPORT void rt_dev_dropped(int reason, const char *func, uint64_t nccl_comm, uint64_t nccl_seq)
+{
+	uint64_t comm_id;
+	uint32_t seq;
+
+	if (!rt_tr_devev_plugin_ok())
+		return;
+	rt_dev_bind(func, &comm_id, &seq);
+	rt_tr_ev_rt_dev_drop(RT_DEV_SRC_PLUGIN, reason, comm_id, seq, nccl_comm, nccl_seq);
+}
+
 RT_EXPORT void rt_dev_event(int phase, uint64_t comm_id, uint32_t seq, uint64_t nccl_comm,
 			    uint64_t nccl_seq, uint64_t gpu_ns)
 {
@@ -98,6 +128,7 @@ RT_EXPORT void rt_dev_loaded(int version)
 
 	if (!rt_tr_devev_plugin_ok())
 		return;
+	__atomic_store_n(&plugin_loaded, 1, __ATOMIC_RELAXED);
 	if (!__atomic_exchange_n(&once, 1, __ATOMIC_RELAXED))
 		rt_tr_ev_rt_dev_source(RT_DEV_SRC_PLUGIN, version, "libnccl-profiler-ranktrace.so");
 }

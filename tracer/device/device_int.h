@@ -9,6 +9,9 @@
 /* device.c: the (comm_id, seq) the collective being recorded took, and its
  * communicator's device (devevents.c: no second lookup of the communicator) */
 int rt_tr_dev_last(uint64_t *comm_id, uint32_t *seq);
+/* device.c, from each collective's after-hook: a plugin record the bind
+ * ring lost before it was tied to its call, said (rt_dev_drop unbound). */
+void rt_tr_dev_unbound_said(void);
 
 /* devevents.c: may the plugin's reports be recorded (not when CUDA events
  * are forced)? The devdelay fault's stream delay moves the start event

@@ -5,8 +5,8 @@
  * Cold paths only, apart from the poller's pass: a queue is made when a
  * thread first records on a device (or taken over from a thread that
  * exited), a chunk of events when a queue's chunks are all in use (at most
- * MAX_CHUNKS per queue: then a record is dropped, counted, never waited
- * for). The poller walks each queue from its oldest unreported entry to the
+ * MAX_CHUNKS per queue: then a record is dropped, never waited for, and
+ * said in the trace: rt_dev_drop, devevents.c). The poller walks each queue from its oldest unreported entry to the
  * newest published one: completed work is reported once and the chunks
  * behind it go back to their producer; a queue with nothing pending costs
  * two loads. */
@@ -26,7 +26,7 @@
 #define IDLE_NS 10000000
 
 static struct rt_dq *queues; /* every queue (atomic push) */
-static int nqueues, dropped;
+static int nqueues;
 static pid_t poller_pid;
 static int in_pass; /* the poller is in a pass (drain waits for its end) */
 static int poller_up;      /* the poller thread runs its loop */
@@ -35,11 +35,6 @@ static uint32_t wake;      /* set by the drain: the poller's naps end */
 static pthread_key_t exit_key;
 static void (*settle_hook)(void *); /* devevents.c: what the thread left */
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
-
-void rt_dq_count_drop(void)
-{
-	__atomic_fetch_add(&dropped, 1, __ATOMIC_RELAXED);
-}
 
 /* The calling thread's stream capture interaction mode set to relaxed:
  * a call of ours that CUDA counts as potentially unsafe during a capture
@@ -371,7 +366,4 @@ void rt_tr_devev_drain(void)
 			rt_dq_cu.get(); /* only ours: success before */
 		}
 	}
-	if (__atomic_load_n(&dropped, __ATOMIC_RELAXED))
-		rt_tr_warn_once(&rt_dq_warned, "device completion: %d CUDA event records dropped",
-				dropped);
 }

@@ -67,12 +67,11 @@ extern int rt_dq_disabled, rt_dq_warned;
 void rt_dq_fail_once(const char *what, int err);
 
 /* A queue for dev for the calling thread (an abandoned one, or new); NULL
- * when none can be had (counted as drops). */
+ * when none can be had (the caller says the record dropped). */
 struct rt_dq *rt_dq_claim(int dev);
 /* The calling thread's queues (an array of RT_DQ_NDEV) go back at its exit,
  * after settle(mine) voided what its last calls left. */
 void rt_dq_thread_started(struct rt_dq **mine, void (*settle)(void *));
-void rt_dq_count_drop(void);
 /* Grow: the next chunk (cold). */
 struct rt_dq_entry *rt_dq_reserve_slow(struct rt_dq *q);
 

@@ -21,13 +21,15 @@
  * (rt_dev_bind, rt_dev_event, rt_dev_loaded), found with dlsym. Without
  * them (no tracer in the process) init fails and NCCL runs without it.
  * Thread-safe and lock-free: collective records come from a fixed pool,
- * claimed and released with atomics; an exhausted pool drops the event. */
+ * claimed and released with atomics; an exhausted pool drops the event, and
+ * the tracer records the drop (rt_dev_dropped). */
 #include <dlfcn.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "nccl_profiler_abi.h"
+#include "schema.h" /* enum rt_drop_reason: values only */
 
 #define EXPORT __attribute__((visibility("default")))
 #define POOL 4096
@@ -67,6 +69,7 @@ static _Atomic unsigned pool_next;
 static rt_dev_bind_fn _Atomic bind_hook;
 static rt_dev_event_fn _Atomic event_hook;
 static rt_dev_loaded_fn _Atomic loaded_hook;
+static rt_dev_dropped_fn _Atomic dropped_hook; /* optional: an older tracer has none */
 
 static bool hooks(void)
 {
@@ -81,6 +84,7 @@ static bool hooks(void)
 	e = (rt_dev_event_fn)dlsym(RTLD_DEFAULT, "rt_dev_event");
 	if (!b || !l || !e)
 		return false;
+	atomic_store(&dropped_hook, (rt_dev_dropped_fn)dlsym(RTLD_DEFAULT, "rt_dev_dropped"));
 	atomic_store(&bind_hook, b);
 	atomic_store(&loaded_hook, l);
 	atomic_store(&event_hook, e); /* last: the others are set when it is */
@@ -141,10 +145,14 @@ static void put(struct coll *o)
 static void *coll_start(struct ctx *c, uint64_t nccl_seq, const char *func, uint8_t nchan)
 {
 	rt_dev_bind_fn bind = atomic_load(&bind_hook);
+	rt_dev_dropped_fn dropped;
 	struct coll *o = bind ? claim() : NULL;
 
-	if (!o)
+	if (!o) { /* the pool is full: the record is lost, the tracer says so */
+		if (bind && (dropped = atomic_load(&dropped_hook)) != NULL)
+			dropped(RT_DROP_POOL, func, c ? c->nccl_comm : 0, nccl_seq);
 		return NULL;
+	}
 	o->type = T_COLL;
 	o->nccl_comm = c ? c->nccl_comm : 0;
 	o->nccl_seq = nccl_seq;
