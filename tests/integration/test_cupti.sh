@@ -53,7 +53,14 @@ check "taken, no hint: an unknown client" \
 
 # 3. no libcupti: the tracer loads and runs without it
 check "libranktrace.so does not link libcupti" bash -c "! readelf -d '${RANKTRACE_LIB:-$B/lib/libranktrace.so}' | grep -q cupti"
-RANKTRACE_CUPTI_LIB=/nonexistent/libcupti.so "$RT" run --cupti -o "$T/none" -- "$B/bin/cupti_probe" "$FAKE" > "$T/none.out" 2>&1
+#    a path that is not there is the user's typo: run refuses it before the job starts
+RANKTRACE_CUPTI_LIB=/nonexistent/libcupti.so "$RT" run --cupti -o "$T/typo" -- \
+  "$B/bin/cupti_probe" "$FAKE" > "$T/typo.out" 2>&1
+check "a RANKTRACE_CUPTI_LIB that is not there: run refuses it (exit 128, named), nothing ran" \
+  bash -c "[ $? -eq 128 ] && grep -q RANKTRACE_CUPTI_LIB '$T/typo.out' && [ ! -e '$T/typo' ]"
+#    a file that is there but no libcupti (dlopen fails): the tracer goes on without CUPTI
+: > "$T/not-a-library.so"
+RANKTRACE_CUPTI_LIB="$T/not-a-library.so" "$RT" run --cupti -o "$T/none" -- "$B/bin/cupti_probe" "$FAKE" > "$T/none.out" 2>&1
 check "no libcupti: the program runs (exit 0)" [ $? -eq 0 ]
 check "no libcupti: recorded as unavailable" \
   [ "$("$RT" view --json "$T/none" | python3 -c 'import json,sys; c=json.load(sys.stdin)["ranks"][0]["cupti"]; print(c["state"], c["detail"][:18])')" = "unavailable libcupti not found" ]
