@@ -7,7 +7,11 @@
 #define RT_BENCH_COMMON_H
 
 #include <cuda_runtime_api.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 typedef cudaError_t (*malloc_fn)(void **, size_t);
@@ -39,6 +43,67 @@ static inline double median(double *v, int n)
 {
 	qsort(v, (size_t)n, sizeof(*v), cmp_double);
 	return v[n / 2];
+}
+
+/* The clock the tracer reads (tracer/base/clock.c decides the same way): the
+ * TSC when constant and non-stop, unless RANKTRACE_CLOCK=monotonic. */
+static inline bool bench_tracer_uses_tsc(void)
+{
+#if defined(__x86_64__)
+	const char *force = getenv("RANKTRACE_CLOCK");
+	char line[4096];
+	bool tsc = false;
+	FILE *f;
+
+	if (force && strcmp(force, "monotonic") == 0)
+		return false;
+	f = fopen("/proc/cpuinfo", "r");
+	while (f && fgets(line, sizeof(line), f)) {
+		if (strncmp(line, "flags", 5) == 0) {
+			tsc = strstr(line, " constant_tsc") && strstr(line, " nonstop_tsc");
+			break;
+		}
+	}
+	if (f)
+		fclose(f);
+	return tsc;
+#else
+	return false;
+#endif
+}
+
+#if defined(__x86_64__)
+static inline uint64_t bench_rdtsc(void)
+{
+	uint32_t lo, hi;
+
+	__asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+	return ((uint64_t)hi << 32) | lo;
+}
+#endif
+
+/* The floor: ns (on clock `by`: the thread's CPU time, or the wall) per
+ * iteration of a loop that reads the tracer's clock twice, as a traced call
+ * does (its begin and its end). */
+static inline double bench_floor_ns(bool tsc, long n, clockid_t by)
+{
+	volatile uint64_t sink = 0;
+	double t0 = clock_ns(by);
+
+	for (long i = 0; i < n; i++) {
+#if defined(__x86_64__)
+		if (tsc) {
+			uint64_t a = bench_rdtsc();
+
+			sink += bench_rdtsc() - a;
+			continue;
+		}
+#endif
+		sink += (uint64_t)clock_ns(CLOCK_MONOTONIC);
+		sink += (uint64_t)clock_ns(CLOCK_MONOTONIC);
+	}
+	(void)sink;
+	return (clock_ns(by) - t0) / (double)n;
 }
 
 /* ns per call of `pairs` cudaMalloc/cudaFree pairs */

@@ -90,47 +90,10 @@ static int count_bytes(const struct rt_vw_event *e, void *arg)
 
 /* ---- the hot path against its floor ---- */
 
-/* The clock the tracer reads (tracer/base/clock.c decides the same way): the TSC
- * when constant and non-stop, unless RANKTRACE_CLOCK=monotonic. */
-static bool tracer_uses_tsc(void)
-{
-#if defined(__x86_64__)
-	const char *force = getenv("RANKTRACE_CLOCK");
-	char line[4096];
-	bool tsc = false;
-	FILE *f;
-
-	if (force && strcmp(force, "monotonic") == 0)
-		return false;
-	f = fopen("/proc/cpuinfo", "r");
-	while (f && fgets(line, sizeof(line), f)) {
-		if (strncmp(line, "flags", 5) == 0) {
-			tsc = strstr(line, " constant_tsc") && strstr(line, " nonstop_tsc");
-			break;
-		}
-	}
-	if (f)
-		fclose(f);
-	return tsc;
-#else
-	return false;
-#endif
-}
-
 static double thread_ns(void)
 {
 	return clock_ns(CLOCK_THREAD_CPUTIME_ID);
 }
-
-#if defined(__x86_64__)
-static inline uint64_t rdtsc(void)
-{
-	uint32_t lo, hi;
-
-	__asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
-	return ((uint64_t)hi << 32) | lo;
-}
-#endif
 
 /* One timestamp read, as the tracer makes it (no conversion: the floor
  * is the read) */
@@ -138,32 +101,14 @@ static inline uint64_t stamp(bool tsc)
 {
 #if defined(__x86_64__)
 	if (tsc)
-		return rdtsc();
+		return bench_rdtsc();
 #endif
 	return (uint64_t)clock_ns(CLOCK_MONOTONIC);
 }
 
-/* ns per iteration of a loop that reads the clock twice, as a traced call
- * does (its begin and its end) */
 static double floor_ns(bool tsc, long n)
 {
-	volatile uint64_t sink = 0;
-	double t0 = thread_ns();
-
-	for (long i = 0; i < n; i++) {
-#if defined(__x86_64__)
-		if (tsc) {
-			uint64_t a = rdtsc();
-
-			sink += rdtsc() - a;
-			continue;
-		}
-#endif
-		sink += (uint64_t)clock_ns(CLOCK_MONOTONIC);
-		sink += (uint64_t)clock_ns(CLOCK_MONOTONIC);
-	}
-	(void)sink;
-	return (thread_ns() - t0) / (double)n;
+	return bench_floor_ns(tsc, n, CLOCK_THREAD_CPUTIME_ID);
 }
 
 static double getdev_ns(getdev_fn g, long n)
@@ -311,7 +256,7 @@ static void floor_report(struct floor_run *fr)
 
 static void floor_section(struct floor_run *fr)
 {
-	fr->tsc = tracer_uses_tsc();
+	fr->tsc = bench_tracer_uses_tsc();
 	for (int r = 0; r < fr->rounds; r++)
 		floor_round(fr, r);
 	floor_report(fr);

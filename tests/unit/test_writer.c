@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* test_writer.c - the tracer's native writer (tracer/store/writer.c, chunk.c,
  * prep.c): every event written is read back, in order; a stream's files
- * grow 32 KiB, 256 KiB, 1 MiB, then 4 MiB; each thread has its own stream;
+ * grow 32 KiB, 256 KiB, 1 MiB, 4 MiB, then 16 MiB; each thread has its own stream;
  * the size cap stops tracing and says why; the flight recorder keeps the
  * last events; without the helper thread the same events are written.
  *
@@ -199,15 +199,15 @@ Test(writer, without_the_helper_the_traced_thread_makes_its_files)
 	cr_assert_geq(s.nfiles, 2);
 }
 
-Test(writer, files_grow_32k_256k_1m_then_4m)
+Test(writer, files_grow_32k_256k_1m_4m_then_16m)
 {
 	static struct stream s;
 	char name[160];
 
 	start_tracer("");
-	write_and_read(30000, &s);
-	assert_all_in_order(30000);
-	cr_assert_geq(s.nfiles, 4, "30000 markers reach the fourth file");
+	write_and_read(150000, &s);
+	assert_all_in_order(150000);
+	cr_assert_geq(s.nfiles, 5, "150000 markers reach the fifth file");
 	cr_assert_eq(file_size(s.base), 32 << 10);
 	snprintf(name, sizeof(name), "%s.1", s.base);
 	cr_assert_eq(file_size(name), 256 << 10);
@@ -215,6 +215,8 @@ Test(writer, files_grow_32k_256k_1m_then_4m)
 	cr_assert_eq(file_size(name), 1 << 20);
 	snprintf(name, sizeof(name), "%s.3", s.base);
 	cr_assert_eq(file_size(name), 4 << 20);
+	snprintf(name, sizeof(name), "%s.4", s.base);
+	cr_assert_eq(file_size(name), 16 << 20, "a thread that fills files fast gets 16 MiB ones");
 }
 
 Test(writer, the_size_cap_stops_tracing_and_says_why)

@@ -277,8 +277,15 @@ static void stream_next(struct rt_tr_wstream *s, uint64_t now, unsigned need)
 		return;
 	}
 	err = chunk_switch(s, now);
-	if (!err)
+	if (!err) {
+		/* a thread that filled a file fills the next: ask for the one
+		 * after it now, not a packet later (the first file's is asked
+		 * for once a thread leaves its first packet: most short-lived
+		 * threads never do) */
+		if (!rt_tr_config.ring_bytes || s->ring_used < RT_TR_RING_CHUNKS)
+			rt_tr_prep_ask(s);
 		return;
+	}
 	write_stop(s, now, err);
 	warn_stop(err);
 	enter_scratch(s);
