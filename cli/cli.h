@@ -53,9 +53,10 @@ int rt_cli_check_env(const char *cmd, const char *whos);
 
 /* main.c */
 void rt_cli_usage(FILE *f);
-/* common.c: one line per rank after `run` (render/summary.c); returns the
- * unreadable ranks */
-int rt_cli_print_summary(const char *dir);
+/* common.c: one line per rank after `run` (render/summary.c), then on
+ * stderr each rule of the fault plan inject (NULL: none) that never fired;
+ * returns the unreadable ranks */
+int rt_cli_print_summary(const char *dir, const char *inject);
 
 /* common.c */
 /* After a renderer printed to stdout (view.h: 0, -EIO, -EINVAL): 0 when

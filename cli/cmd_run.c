@@ -538,7 +538,7 @@ static void run_report(struct run *o)
 	}
 	if (o->traced) {
 		fflush(stdout);
-		rt_cli_print_summary(o->abs);
+		rt_cli_print_summary(o->abs, o->inject);
 	}
 	fflush(stdout);
 }

@@ -107,7 +107,7 @@ int rt_cli_parse_duration(const char *cmd, const char *opt, const char *s, uint6
 	return -1;
 }
 
-int rt_cli_print_summary(const char *dir)
+int rt_cli_print_summary(const char *dir, const char *inject)
 {
 	char **names, err[1024] = "";
 	int n = -1, bad; /* -1: an LTTng trace, its ranks counted by the model */
@@ -121,6 +121,11 @@ int rt_cli_print_summary(const char *dir)
 	if (n)
 		t = rt_vw_load(dir, 0, err, sizeof(err));
 	bad = rt_vw_summary(stdout, dir, n, t, err);
+	fflush(stdout);
+	if (!n && inject && *inject) /* nothing traced: no rule could fire or say so */
+		fprintf(stderr, "ranktrace run: warning: the fault plan never fired (%s): no process "
+			"of the command was traced\n", rt_vw_esc(inject));
+	rt_vw_summary_never_fired(stderr, t);
 	rt_vw_free(t);
 	return bad;
 }

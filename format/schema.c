@@ -98,6 +98,26 @@ const struct rt_point_info rt_points[RT_POINT_COUNT] = {
 #undef RT_POINT
 };
 
+int rt_spec_target(const char *spec, char *out, size_t n)
+{
+	static const struct { const char *name, *expansion; } presets[] = {
+#define RT_PRESET(name, params, expansion, doc) { name, expansion },
+#include "presets.def"
+#undef RT_PRESET
+	};
+	const char *target = spec ? spec : "";
+
+	for (size_t i = 0; spec && i < sizeof(presets) / sizeof(presets[0]); i++) {
+		size_t len = strlen(presets[i].name);
+
+		if (!strncmp(spec, presets[i].name, len) && (!spec[len] || spec[len] == '=')) {
+			target = presets[i].expansion;
+			break;
+		}
+	}
+	return snprintf(out, n, "%.*s", (int)strcspn(target, ":"), target);
+}
+
 const struct rt_point_info *rt_point_find(const char *name)
 {
 	for (unsigned i = 0; name && i < RT_POINT_COUNT; i++)

@@ -386,6 +386,10 @@ struct rt_point_info {
 extern const struct rt_point_info rt_points[RT_POINT_COUNT];
 /* The point named name, or NULL: a program's own. */
 const struct rt_point_info *rt_point_find(const char *name);
+/* The target of a fault plan's spec as written (an rt_inj_rule's spec): a
+ * preset's (format/presets.def: "skip-fsdp-root" -> "fsdp.root_forward"),
+ * else the spec up to its first ':'. snprintf's result. */
+int rt_spec_target(const char *spec, char *out, size_t n);
 
 /* Trace-wide facts written into the CTF metadata `env` block. */
 struct rt_trace_env {

@@ -21,7 +21,11 @@ from . import _core as core
 
 _steps = 0
 _reductions = 0
-_ddp_params = weakref.WeakSet()
+_failed = False     # a report failed once: said, and no more reports
+# id(parameter) -> weakref to it: not a WeakSet, whose lookup compares two
+# weakrefs to one tensor with ==, i.e. tensor == tensor ("Boolean value of
+# Tensor with more than one value is ambiguous" at the first DDP step)
+_ddp_params = {}
 REDUCTIONS = ("all_reduce", "all_reduce_coalesced", "reduce", "reduce_scatter",
               "reduce_scatter_tensor", "_reduce_scatter_base")
 
@@ -31,17 +35,23 @@ def _kind(p):
     if core.dtensor_layout(p) is not None or getattr(p, "_fsdp_flattened", False) or \
             type(p).__name__ == "FlatParameter":
         return 1
-    try:
-        return 2 if p in _ddp_params else 0
-    except TypeError:
-        return 0
+    ref = _ddp_params.get(id(p))
+    return 2 if ref is not None and ref() is p else 0
 
 
 def _after_step(optimizer, args, kwargs):
-    global _steps
+    global _steps, _failed
     _steps += 1
-    if _steps & (_steps - 1):   # 1, 2, 4, 8, ...
+    if _steps & (_steps - 1) or _failed:   # 1, 2, 4, 8, ...
         return
+    try:
+        _report_step(optimizer)
+    except Exception as e:  # the probe must never break the program
+        _failed = True
+        sys.stderr.write(f"ranktrace probe: warning: optimizer step: {e!r}\n")
+
+
+def _report_step(optimizer):
     n = sharded = synced = 0
     for group in getattr(optimizer, "param_groups", ()):
         for p in group.get("params", ()):
@@ -85,7 +95,7 @@ def patch_ddp(mod):
         orig(self, module, *args, **kwargs)
         try:
             for p in module.parameters():
-                _ddp_params.add(p)
+                _ddp_params[id(p)] = weakref.ref(p, lambda _, k=id(p): _ddp_params.pop(k, None))
         except Exception as e:  # the probe must never break the program
             sys.stderr.write(f"ranktrace probe: warning: DDP: {e!r}\n")
 

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* test_root.c - the probe's evidence in the model, on events built in memory:
  * a module the FSDP root wraps called while no root forward ran (detectors
- * root-forward-unwrapped and unwrapped-call), and a rank that ends
+ * root-forward-unwrapped and unwrapped-call: crashed, or every rank and no
+ * root forward ever, crash or not; the exception that left the call), and
+ * a rank that ends
  * abnormally in teardown, after training finished (crashed-in-teardown),
  * with the cases where each must NOT fire. One ctest entry per row. */
 #include "model_rig.h"
@@ -95,12 +97,54 @@ static void s_one_rank(void)
 	}
 }
 
-/* the evidence, but every rank finished (NO_SHARD keeps full views) */
+/* the evidence, but every rank finished and no root forward ever ran
+ * (NO_SHARD keeps full views; or a loop caught the exception and went on):
+ * skipped, crash or not */
 static void s_unwrapped_finished(void)
 {
 	for (int i = 0; i < t->nranks; i++) {
 		wrap(i, true);
 		unwrapped(i, "LlamaForCausalLM", TRAINER, 4);
+		end(i, 0);
+	}
+}
+
+/* an HPO loop: each trial's exception (left the unwrapped call) caught,
+ * every rank exits 0; the exception is said */
+static void s_unwrapped_caught(void)
+{
+	for (int i = 0; i < t->nranks; i++) {
+		wrap(i, true);
+		unwrapped(i, "LlamaForCausalLM", TRAINER, 1);
+		OK(i, rt_exception, -1, RT_FN_module, "LlamaForCausalLM", RT_FN_exc_type, "RuntimeError");
+		OK(i, rt_exception_text, -1, RT_FN_msg0, "'weight' must be 2-D", RT_FN_msg1, "");
+		unwrapped(i, "LlamaForCausalLM", TRAINER, 2);
+		end(i, 0);
+	}
+}
+
+/* unwrapped calls in a run whose root forward ran too (an evaluation
+ * calling the inner module), every rank finished: a warning */
+static void s_unwrapped_after_root_forwards(void)
+{
+	for (int i = 0; i < t->nranks; i++) {
+		wrap(i, true);
+		root_forward(i);
+		unwrapped(i, "LlamaForCausalLM", "transformers/trainer.py:4500 prediction_step", 1);
+		end(i, 0);
+	}
+}
+
+/* one rank caught it and went on, another ran the root forward: no
+ * conclusion from "every rank" (a warning) */
+static void s_unwrapped_caught_on_some(void)
+{
+	for (int i = 0; i < t->nranks; i++) {
+		wrap(i, true);
+		if (i == 0)
+			unwrapped(i, "LlamaForCausalLM", TRAINER, 1);
+		else
+			root_forward(i);
 		end(i, 0);
 	}
 }
@@ -236,16 +280,27 @@ static void s_teardown_and_real_crash(void)
 /* one ctest entry per row: each RIG_CASE is its own Test() */
 RIG_CASE(root, trainer_453_orig_params, s_trainer_453_orig_params, RT_V_SKIPPED_FSDP_ROOT,
 	 "FSDP root forward skipped (probe): ranks 0-3 called LlamaForCausalLM from " TRAINER
-	 " while no FSDP root forward ran (4 calls in all; no root forward ran before; their "
+	 " while no FSDP root forward ran (at least 4 calls in all; no root forward ran before; their "
 	 "parameters then: 4 shard views", "never ran (probe)")
 RIG_CASE(root, trainer_453, s_trainer_453, RT_V_SKIPPED_FSDP_ROOT, "4 at storage FSDP freed",
 	 "never ran (probe)")
 RIG_CASE(root, eval_unwrapped, s_eval_unwrapped, RT_V_SKIPPED_FSDP_ROOT,
 	 "from transformers/trainer.py:4500 prediction_step while no FSDP root forward ran "
-	 "(4 calls in all; after 2 root forwards", NULL)
+	 "(at least 4 calls in all; after 2 root forwards", NULL)
 RIG_CASE(root, one_rank, s_one_rank, RT_V_SKIPPED_FSDP_ROOT, "rank 2 called lm_head (Linear) from "
 	 "train.py:88 main", NULL)
-RIG_CASE(root, unwrapped_finished, s_unwrapped_finished, RT_V_HEALTHY, "no rank crashed", "skipped")
+RIG_CASE(root, unwrapped_finished, s_unwrapped_finished, RT_V_SKIPPED_FSDP_ROOT,
+	 "(at least 16 calls in all; no root forward ran before; their parameters then: 4 shard views, "
+	 "0 at storage FSDP freed); no rank crashed: the program went on (no root forward ran on any "
+	 "rank)", "each of them crashed")
+RIG_CASE(root, unwrapped_caught, s_unwrapped_caught, RT_V_SKIPPED_FSDP_ROOT,
+	 "no rank crashed: the program went on (no root forward ran on any rank); the exception that "
+	 "left it: RuntimeError: 'weight' must be 2-D", NULL)
+RIG_CASE(root, unwrapped_after_root_forwards, s_unwrapped_after_root_forwards, RT_V_HEALTHY,
+	 "(at least 4 calls in all; after 1 root forward; their parameters then: 4 shard views, 0 at "
+	 "storage FSDP freed); the root forward ran at other times and no rank crashed", "skipped")
+RIG_CASE(root, unwrapped_caught_on_some, s_unwrapped_caught_on_some, RT_V_HEALTHY,
+	 "rank 0 called LlamaForCausalLM", "skipped")
 RIG_CASE(root, checkpointing_healthy, s_checkpointing_healthy, RT_V_HEALTHY, NULL, NULL)
 RIG_CASE(root, fsdp2_healthy, s_fsdp2_healthy, RT_V_HEALTHY, NULL, NULL)
 RIG_CASE(root, ddp_healthy, s_ddp_healthy, RT_V_HEALTHY, NULL, NULL)

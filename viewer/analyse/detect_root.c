@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* detect_root.c - the detectors of a skipped FSDP root forward: the probe's
- * direct evidence (a module the root wraps called while no root forward
- * ran), the probe's parameters (no root forward, views at freed storage),
- * and NCCL alone (init broadcasts, then no all-gather, then a crash).
+/* detect_root.c - the detectors of the bug class: a skipped FSDP root
+ * forward from the probe's direct evidence (a module FSDP shards called
+ * without FSDP's forward, and the exception that left it), from the probe's
+ * parameters (no root forward, views at freed storage), and from NCCL alone
+ * (init broadcasts, then no all-gather, then a crash); and a model nobody
+ * prepared (optimizer steps over parameters neither sharded nor
+ * synchronised, nothing reduced across ranks).
  *
  * Detectors of format/findings.def (rt_vw_detect_E), run once after the
  * pass in the table's order (detectors.c); they read the finished rank
@@ -48,13 +51,25 @@ static void unwrapped_support(const struct rt_vw_rank *r, uint64_t *freed, uint6
 	}
 }
 
+/* The first exception that left an unwrapped call on the k ranks idx. */
+static const struct rt_vw_exception *first_exception(const struct rt_vw_trace *t, const int *idx,
+						     int k)
+{
+	for (int i = 0; i < k; i++)
+		if (t->ranks[idx[i]].nexc)
+			return &t->ranks[idx[i]].exc[0];
+	return NULL;
+}
+
 /* The unwrapped calls of the k ranks idx as a finding of kind: the ranks,
  * their calls, the first rank's first (module, caller) and root forwards
- * before it, what their parameters showed then, how many crashed. */
-static void unwrapped_finding(struct rt_vw_trace *t, enum rt_finding_kind kind, const int *idx, int k,
-			      int crashed)
+ * before it, what their parameters showed then, how many crashed, the
+ * exception that left the call. */
+static struct rt_vw_finding *unwrapped_finding(struct rt_vw_trace *t, enum rt_finding_kind kind,
+					       const int *idx, int k, int crashed)
 {
 	const struct rt_vw_rank *r0 = &t->ranks[idx[0]];
+	const struct rt_vw_exception *x;
 	struct rt_vw_finding *f = rt_vw_finding_add(t, kind, -1);
 	uint64_t calls = 0, freed = 0, views = 0, before = 0;
 
@@ -75,25 +90,88 @@ static void unwrapped_finding(struct rt_vw_trace *t, enum rt_finding_kind kind, 
 	rt_vw_fv_int(f, RT_FV_freed, (int64_t)freed);
 	rt_vw_fv_int(f, RT_FV_views, (int64_t)views);
 	rt_vw_fv_int(f, RT_FV_crashed, crashed);
+	if ((x = first_exception(t, idx, k)) != NULL) {
+		rt_vw_fv_text(f, RT_FV_exc_type, x->type);
+		if (x->message[0])
+			rt_vw_fv_text(f, RT_FV_exc_message, x->message);
+	}
+	return f;
+}
+
+/* Every rank called a module FSDP shards without FSDP's forward and no root
+ * forward ever ran, on a trace that holds every rank's whole run: the
+ * skipped root whatever the program did with the exception (an HPO loop
+ * that catches the failed trial and goes on). */
+static bool every_rank_skipped(const struct rt_vw_trace *t)
+{
+	for (int i = 0; i < t->nranks; i++) {
+		const struct rt_vw_rank *r = &t->ranks[i];
+
+		if (!rt_vw_end_evidence(t, i) || !r->unwrapped_calls || r->fsdp_root_forwards)
+			return false;
+	}
+	return t->nranks > 0;
 }
 
 void rt_vw_detect_ROOT_FORWARD_UNWRAPPED(struct rt_vw_trace *t, enum rt_finding_kind k)
 {
 	int idx[1024], n, crashed;
+	bool all = every_rank_skipped(t);
 
 	n = unwrapped_ranks(t, idx, 1024, &crashed);
-	if (n && crashed)
-		unwrapped_finding(t, k, idx, n, crashed);
+	if (n && (crashed || all)) {
+		struct rt_vw_finding *f = unwrapped_finding(t, k, idx, n, crashed);
+
+		if (all)
+			rt_vw_fv_flag(f, RT_FV_no_root_forward, true);
+	}
 }
 
-/* The same evidence on ranks that all finished: a warning, not the verdict. */
+/* The same evidence on ranks that all finished, the root forward having run
+ * too: a warning, not the verdict. */
 void rt_vw_detect_UNWRAPPED_CALL(struct rt_vw_trace *t, enum rt_finding_kind k)
 {
 	int idx[1024], n, crashed;
 
 	n = unwrapped_ranks(t, idx, 1024, &crashed);
-	if (n && !crashed)
+	if (n && !crashed && !every_rank_skipped(t))
 		unwrapped_finding(t, k, idx, n, crashed);
+}
+
+/* A rank that trained its own copy: optimizer steps (the probe's), none of
+ * the parameters they updated sharded or synchronised, no reduction asked of
+ * torch.distributed nor made through NCCL, no FSDP root forward, no
+ * unwrapped call (another signature), and its whole run in the trace. */
+static bool trained_alone(const struct rt_vw_trace *t, int i)
+{
+	const struct rt_vw_rank *r = &t->ranks[i];
+	const struct rt_vw_optim *o = &r->optim;
+
+	for (int k = 0; k < RT_CK_COUNT; k++)
+		if (rt_ck_has_op(k) && r->colls[k]) /* NCCL reduced something */
+			return false;
+	return rt_vw_end_evidence(t, i) && o->steps && o->params && !o->sharded && !o->synced &&
+	       !o->reductions && !r->fsdp_root_forwards && !r->unwrapped_calls;
+}
+
+void rt_vw_detect_UNPREPARED_MODEL(struct rt_vw_trace *t, enum rt_finding_kind k)
+{
+	struct rt_vw_finding *f;
+	uint64_t steps = UINT64_MAX;
+
+	if (t->nranks < 2) /* one process trains alone by design */
+		return;
+	for (int i = 0; i < t->nranks; i++) {
+		if (!trained_alone(t, i))
+			return;
+		if (t->ranks[i].optim.steps < steps)
+			steps = t->ranks[i].optim.steps;
+	}
+	f = rt_vw_finding_add(t, k, -1);
+	for (int i = 0; i < t->nranks; i++)
+		rt_vw_finding_rank(f, t->ranks[i].meta.rank);
+	rt_vw_fv_int(f, RT_FV_steps, (int64_t)steps);
+	rt_vw_fv_int(f, RT_FV_params, (int64_t)t->ranks[0].optim.params);
 }
 
 /* What the probe says about the FSDP root forward: did every rank report

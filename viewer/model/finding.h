@@ -76,7 +76,7 @@ struct rt_vw_evidence {
 };
 
 #define RT_VW_FINDING_RANKS 64
-#define RT_VW_FINDING_VALUES 10
+#define RT_VW_FINDING_VALUES 12
 struct rt_vw_finding {
 	enum rt_finding_kind kind;
 	int rank;          /* the rank it is about (global), or -1: several, or the trace */
@@ -97,6 +97,6 @@ const struct rt_vw_fval *rt_vw_fv(const struct rt_vw_finding *f, enum rt_fvalue 
 
 /* How long a finding's sentence may be in every output (the diagnosis,
  * view --json's "text", verdict's stderr): one byte less than this. */
-#define RT_VW_FINDING_TEXT 400
+#define RT_VW_FINDING_TEXT 640 /* the skipped root with its exception: ~450 */
 
 #endif

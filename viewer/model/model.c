@@ -118,7 +118,7 @@ static void on_param(struct rt_vw_rank *r, const struct rt_vw_event *e)
 		struct rt_vw_alloc *a = ptr && place != RT_P_FREED && place != RT_P_META ?
 			alloc_holding(r, ptr, place != RT_P_CPU || r->live->live < 4096) : NULL;
 		struct rt_vw_placement pl = {
-			.shape = rt_vw_take_shape(r, name), .place = place, .device = (int8_t)dev, .dtype = (uint8_t)rt_vw_fld(e, RT_FN_dtype),
+			.shape = rt_vw_take_shape(r, name), .layout = rt_vw_take_layout(r, name), .place = place, .device = (int8_t)dev, .dtype = (uint8_t)rt_vw_fld(e, RT_FN_dtype),
 			.numel = numel, .bytes = bytes, .ptr = ptr, .ts = e->ts, .in_alloc = a != NULL,
 			.alloc_dev = a ? a->dev : -1, .alloc_call = a ? a->api : 0,
 			.alloc_base = a ? a->ptr : 0, .alloc_size = a ? a->size : 0,
@@ -281,8 +281,17 @@ static bool on_tracer_event(struct rt_vw_rank *r, const struct rt_vw_event *e)
 	case RT_ID_rt_unwrapped_call:
 		rt_vw_unwrapped_event(r, e);
 		return true;
+	case RT_ID_rt_param_dtensor:
+	case RT_ID_rt_exception:
+	case RT_ID_rt_exception_text:
+	case RT_ID_rt_optim_step:
+	case RT_ID_rt_inj_rule:
+		rt_vw_evidence_event(r, e);
+		return true;
 	case RT_ID_rt_fault:
 		r->faults++;
+		if (rt_vw_fld(e, RT_FN_rule) < 64)
+			r->rules_fired |= 1ull << rt_vw_fld(e, RT_FN_rule);
 		if (!r->first_fault[0]) {
 			char spec[128];
 

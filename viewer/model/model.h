@@ -79,12 +79,49 @@ struct rt_vw_shape {
 
 #define RT_VW_MAX_OPEN 8
 
+/* A DTensor parameter's layout (rt_param_dtensor before its rt_param): its
+ * device mesh (ndim, the first 3 sizes), per mesh dimension its placement
+ * (the tensor dimension it shards, or RT_PLACE_CODE_*: format/schema.h),
+ * and the local shard's shape. */
+struct rt_vw_layout {
+	bool known;       /* false: not a DTensor (or an older probe) */
+	uint8_t mesh_ndim;
+	uint32_t mesh[3];
+	int8_t place[3];
+	struct rt_vw_shape local;
+};
+
 /* A module the FSDP root wraps, called while no root forward ran (the
  * probe's rt_unwrapped_call): from which caller, how often, first when. */
 #define RT_VW_MAX_UNWRAPPED 8
 struct rt_vw_unwrapped {
 	char module[65], caller[65];
 	uint64_t calls, ts;
+};
+/* The exception that left an unwrapped call (the probe's rt_exception and
+ * rt_exception_text), whatever the program did with it: caught or not. */
+#define RT_VW_MAX_EXC 4
+struct rt_vw_exception {
+	char module[65], type[65], message[127];
+	uint32_t tid;
+	bool has_text;
+	uint64_t ts;
+};
+/* The optimizer's steps (the probe's rt_optim_step, at the 1st, 2nd, 4th,
+ * ...): the highest step reported, and at the latest report the parameters
+ * it updated, sharded and synchronised among them, and the reductions the
+ * program asked torch.distributed for so far. */
+struct rt_vw_optim {
+	uint64_t steps, params, sharded, synced, reductions;
+};
+/* A fault plan's rule as the rank's processes ended (rt_inj_rule): its
+ * index, spec as written and what it targets, the calls or passes it
+ * counted and how often it fired, summed over the rank's processes. */
+#define RT_VW_MAX_RULES 16
+struct rt_vw_rule {
+	int rule;
+	char spec[65], target[65]; /* target: a preset's (format/presets.def), or the spec's */
+	uint64_t seen, fired;
 };
 /* rt_marker names the probe reserves: report points (below), teardown. */
 #define RT_VW_TEARDOWN_MARKER "rt.teardown"
@@ -151,6 +188,15 @@ struct rt_vw_rank {
 	struct rt_vw_unwrapped unwrapped[RT_VW_MAX_UNWRAPPED];
 	int nunwrapped;
 	uint64_t unwrapped_calls, root_forwards_before_unwrapped;
+	/* the probe's further evidence (evidence.c): the exceptions that left
+	 * those calls, the optimizer's steps; the fault plan's rules as its
+	 * processes ended, and the rules an rt_fault says fired (bit: index) */
+	struct rt_vw_exception exc[RT_VW_MAX_EXC];
+	int nexc;
+	struct rt_vw_optim optim;
+	struct rt_vw_rule rules[RT_VW_MAX_RULES];
+	int nrules;
+	uint64_t rules_fired;
 	/* teardown (root.c): when the main process began it after training
 	 * (rt_marker "rt.teardown" 1|2), whether training work (a collective, a
 	 * probe report) came after, and whether the rank's abnormal end falls
@@ -177,6 +223,8 @@ struct rt_vw_rank {
 	uint8_t param_point;         /* report point now (params.c: rt_marker "rt.params") */
 	char shape_for[65];          /* an rt_param_shape waiting for this name's rt_param */
 	struct rt_vw_shape shape_next;
+	char layout_for[65];         /* an rt_param_dtensor waiting likewise */
+	struct rt_vw_layout layout_next;
 	struct rt_vw_param_change *changes; /* placement changes in time order (params.c) */
 	uint32_t nchanges, changes_cap;
 	struct rt_vw_devlog *dev;    /* collectives on the device (device.c), or NULL */
@@ -197,6 +245,7 @@ extern const char *const rt_vw_param_point_names[RT_PP_COUNT]; /* wrap, first-fo
 struct rt_vw_placement {
 	bool seen, in_alloc;
 	struct rt_vw_shape shape;
+	struct rt_vw_layout layout;
 	uint8_t place;    /* enum rt_vw_place */
 	int8_t device;    /* the tensor's device index (cuda), -1 otherwise */
 	uint8_t dtype;    /* the probe's code: rt_vw_dtype_name() */
@@ -238,6 +287,8 @@ unsigned rt_vw_dtype_size(unsigned code);
 int64_t rt_vw_param_bytes(const struct rt_vw_placement *pl);
 /* "[32, 64]", "[]" (a scalar), "-" (no shape reported); snprintf's result. */
 int rt_vw_shape_str(const struct rt_vw_shape *s, char *out, size_t n);
+/* "Shard(0)", "Replicate()", "Partial()", "?" for mesh dimension i of l. */
+int rt_vw_place_str(const struct rt_vw_layout *l, int i, char *out, size_t n);
 /* "cuda:1", "cpu", "meta", "storage freed", "-" (never reported); snprintf's result. */
 int rt_vw_placement_str(const struct rt_vw_placement *pl, char *out, size_t n);
 /* Every parameter name of t (matching glob, if not NULL), in the order the

@@ -212,6 +212,12 @@ void rt_vw_params_count(struct rt_vw_rank *r);
 void rt_vw_param_shape(struct rt_vw_rank *r, const struct rt_vw_event *e);
 /* The shape waiting for parameter name's report, if any; clears it. */
 struct rt_vw_shape rt_vw_take_shape(struct rt_vw_rank *r, const char *name);
+/* evidence.c: a DTensor layout (kept for the next rt_param, as a shape is),
+ * the exception that left an unwrapped call and its message, an optimizer
+ * step, a fault plan's rule at a process's end */
+void rt_vw_evidence_event(struct rt_vw_rank *r, const struct rt_vw_event *e);
+/* The layout waiting for parameter name's report, if any; clears it. */
+struct rt_vw_layout rt_vw_take_layout(struct rt_vw_rank *r, const char *name);
 
 /* ---- completeness and verdict rules (completeness.c) ---- */
 

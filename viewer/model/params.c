@@ -50,6 +50,19 @@ int rt_vw_shape_str(const struct rt_vw_shape *s, char *out, size_t n)
 	return (int)len;
 }
 
+int rt_vw_place_str(const struct rt_vw_layout *l, int i, char *out, size_t n)
+{
+	int8_t p = i >= 0 && i < 3 ? l->place[i] : RT_PLACE_CODE_other;
+
+	if (p >= 0)
+		return snprintf(out, n, "Shard(%d)", p);
+	if (p == RT_PLACE_CODE_replicate)
+		return snprintf(out, n, "Replicate()");
+	if (p == RT_PLACE_CODE_partial)
+		return snprintf(out, n, "Partial()");
+	return snprintf(out, n, "?");
+}
+
 void rt_vw_param_shape(struct rt_vw_rank *r, const struct rt_vw_event *e)
 {
 	static const enum rt_fname dims[RT_VW_MAX_DIMS] = { RT_FN_dim0, RT_FN_dim1, RT_FN_dim2,

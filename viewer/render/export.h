@@ -53,6 +53,9 @@ int rt_vw_summary_ranks(FILE *f, const struct rt_vw_trace *t);
  * an LTTng trace, its ranks counted by t), t the trace loaded (NULL: err
  * says why it could not be). Returns the unreadable ranks. */
 int rt_vw_summary(FILE *f, const char *dir, int listed, const struct rt_vw_trace *t, const char *err);
+/* `run`'s word on the fault plan after the job: each rule that never fired,
+ * one "ranktrace run: warning: ..." line (the finding's sentence); how many. */
+int rt_vw_summary_never_fired(FILE *f, const struct rt_vw_trace *t);
 /* Bytes the one way every output writes them: "512 B", "3.1 KiB", "2.0 GiB". */
 void rt_vw_human_bytes(char *out, size_t n, uint64_t b);
 

@@ -126,10 +126,21 @@ static void say_unwrapped_calls(char *out, size_t n, const struct rt_vw_finding 
 	if (nf || nv)
 		snprintf(place, sizeof(place), "; %s parameters then: %" PRId64 " shard views, %" PRId64
 			 " at storage FSDP freed", k > 1 ? "their" : "its", nv, nf);
-	snprintf(out, n, "rank%s %s called %s from %s while no FSDP root forward ran (%" PRId64 " call%s "
-		 "in all%s; %s%s)", k > 1 ? "s" : "", list, module ? module->v.s : "",
+	/* the probe reports a (module, caller) at its 1st, 2nd, 4th... call: a lower bound */
+	snprintf(out, n, "rank%s %s called %s from %s while no FSDP root forward ran (at least %" PRId64
+		 " call%s in all%s; %s%s)", k > 1 ? "s" : "", list, module ? module->v.s : "",
 		 caller ? caller->v.s : "", nc, nc == 1 ? "" : "s",
 		 rt_vw_fv(f, RT_FV_more_pairs) ? ", more module/caller pairs" : "", when, place);
+}
+
+/* "; the exception that left it: RuntimeError: 'weight' must be 2-D" */
+static void say_exception(struct rt_vw_sb *b, const struct rt_vw_finding *f)
+{
+	const struct rt_vw_fval *type = rt_vw_fv(f, RT_FV_exc_type), *msg = rt_vw_fv(f, RT_FV_exc_message);
+
+	if (type)
+		rt_vw_sb_printf(b, "; the exception that left it: %s%s%s", type->v.s, msg ? ": " : "",
+				msg ? msg->v.s : "");
 }
 
 static void say_unwrapped(struct rt_vw_sb *b, const struct rt_vw_finding *f)
@@ -139,11 +150,16 @@ static void say_unwrapped(struct rt_vw_sb *b, const struct rt_vw_finding *f)
 	char what[360];
 
 	say_unwrapped_calls(what, sizeof(what), f);
+	/* the exception last: a sentence cut at its end loses its message's tail only */
 	if (f->kind == RT_FK_UNWRAPPED_CALL)
-		rt_vw_sb_printf(b, "%s; no rank crashed", what);
-	else
+		rt_vw_sb_printf(b, "%s; the root forward ran at other times and no rank crashed", what);
+	else if (c)
 		rt_vw_sb_printf(b, "FSDP root forward skipped (probe): %s; %s crashed", what,
 				c == f->nranks ? (f->nranks > 1 ? "each of them" : "it") : "some of them");
+	else /* every rank, and no root forward ever ran: crash or not */
+		rt_vw_sb_printf(b, "FSDP root forward skipped (probe): %s; no rank crashed: the program "
+				"went on (no root forward ran on any rank)", what);
+	say_exception(b, f);
 }
 
 /* "AllGather #4 (comm 3f2a, 512 KiB)" */

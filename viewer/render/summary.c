@@ -113,3 +113,18 @@ int rt_vw_summary(FILE *f, const char *dir, int listed, const struct rt_vw_trace
 			t->nranks == 1 ? "" : "s", rt_vw_esc(dir));
 	return rt_vw_summary_ranks(f, t);
 }
+
+int rt_vw_summary_never_fired(FILE *f, const struct rt_vw_trace *t)
+{
+	int n = 0;
+
+	for (int i = 0; t && i < t->nfindings; i++)
+		if (t->findings[i].kind == RT_FK_INJECTION_NEVER_FIRED) {
+			char text[RT_VW_FINDING_TEXT];
+
+			rt_vw_finding_text(t, &t->findings[i], text, sizeof(text));
+			fprintf(f, "ranktrace run: warning: %s\n", rt_vw_esc(text));
+			n++;
+		}
+	return n;
+}

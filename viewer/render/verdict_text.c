@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* verdict_text.c - why `ranktrace verdict` said what it said (view.h:
- * rt_vw_verdict_why): what the verdict lacks when inconclusive, the hang's
- * findings, the findings that decided a failure and how each rank ended,
- * ranks alike said once. From the report (report.c), as every output. */
+ * rt_vw_verdict_why): a fault plan's rule that never fired, what the
+ * verdict lacks when inconclusive, the hang's findings, the findings that
+ * decided a failure and how each rank ended, ranks alike said once. From the report (report.c), as every output. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,10 +68,24 @@ static void print_why(FILE *f, const struct rt_vw_report *rp, bool *named)
 	}
 }
 
+/* A fault plan's rule that never fired, whatever the verdict: a verdict on
+ * such a run judged a fault that did not happen. */
+static void print_never_fired(FILE *f, const struct rt_vw_trace *t)
+{
+	for (int i = 0; i < t->nfindings; i++)
+		if (t->findings[i].kind == RT_FK_INJECTION_NEVER_FIRED) {
+			char text[RT_VW_FINDING_TEXT];
+
+			rt_vw_finding_text(t, &t->findings[i], text, sizeof(text));
+			fprintf(f, "ranktrace verdict: warning: %s\n", rt_vw_esc(text));
+		}
+}
+
 void rt_vw_verdict_why(FILE *f, const struct rt_vw_report *rp)
 {
 	const struct rt_vw_trace *t = rp->t;
 
+	print_never_fired(f, t);
 	if (t->verdict == RT_V_INCONCLUSIVE)
 		fprintf(f, "ranktrace verdict: %s: %s\n", rt_verdicts[RT_V_INCONCLUSIVE].word,
 			rt_vw_esc(rp->why));
