@@ -70,21 +70,39 @@ static enum rt_vw_state rank_state(struct rt_vw_trace *t, struct rt_vw_rank *r)
 	return r->exit_seen ? RT_S_EXITED : RT_S_VANISHED;
 }
 
+static int by_rank_then_index(const void *a, const void *b)
+{
+	const int *x = a, *y = b;
+
+	return x[0] != y[0] ? (x[0] < y[0] ? -1 : 1) : x[1] - y[1];
+}
+
+/* Directories claiming one rank: each names the first other one (by trace
+ * index) as what it duplicates. One sort by (rank, index), so that the
+ * claimants of a rank are adjacent: comparing every pair of directories was
+ * 13 % of verdict at 16,384 ranks. */
 static void find_duplicates(struct rt_vw_trace *t)
 {
-	for (int i = 0; i < t->nranks; i++)
-		t->ranks[i].dup_of = -1;
-	for (int i = 0; i < t->nranks; i++)
-		for (int j = 0; j < t->nranks; j++) {
-			struct rt_vw_rank *a = &t->ranks[i], *b = &t->ranks[j];
+	int (*v)[2] = malloc(sizeof(*v) * ((size_t)t->nranks + 1)), n = 0;
 
-			if (i == j || !a->readable || !b->readable || a->meta.rank != b->meta.rank ||
-			    a->meta.rank >= 100000)
-				continue;
-			a->dup_of = j;
+	for (int i = 0; i < t->nranks; i++) {
+		const struct rt_vw_rank *a = &t->ranks[i];
+
+		t->ranks[i].dup_of = -1;
+		if (v && a->readable && a->meta.rank < 100000) /* pid-named: apart */
+			v[n][0] = a->meta.rank, v[n++][1] = i;
+	}
+	if (n)
+		qsort(v, (size_t)n, sizeof(*v), by_rank_then_index);
+	for (int a = 0, b; a < n; a = b) {
+		for (b = a + 1; b < n && v[b][0] == v[a][0]; b++)
+			;
+		for (int k = a; b - a > 1 && k < b; k++) {
+			t->ranks[v[k][1]].dup_of = v[k == a ? a + 1 : a][1];
 			t->duplicates++;
-			break;
 		}
+	}
+	free(v);
 }
 
 /* Ranks below the world size (metadata, communicators) without a directory. */

@@ -20,6 +20,15 @@ static bool in_comm(const struct rt_vw_rank *r, uint64_t comm)
 	return rt_vw_entered_seq(r, comm) > 0;
 }
 
+/* Did rank r enqueue c? Its record says so, or, where the rank dropped its
+ * enqueues before it had a device record (model/device.c), its entered
+ * sequence on c's communicator: it called c or a later one. */
+static bool enqueued(const struct rt_vw_rank *r, const struct rt_vw_devcoll *o, const struct rt_vw_devcoll *c)
+{
+	return (o && o->enq_ts) ||
+	       (!o && r->dev && r->dev->dropped && rt_vw_entered_seq(r, c->comm_id) >= c->seq);
+}
+
 /* Did c complete on some device? A completion counts only on a rank that
  * had not aborted the communicator before (devevents: a CUDA event after a
  * failed or aborted collective completes too), and only when every rank of
@@ -107,7 +116,7 @@ static void never_enqueued(const struct rt_vw_trace *t, const struct rt_vw_devco
 		uint32_t last = rt_vw_entered_seq(r, c->comm_id);
 		struct rt_vw_evidence *e;
 
-		if (!r->readable || (o && o->enq_ts) || !in_comm(r, c->comm_id) || last >= c->seq)
+		if (!r->readable || enqueued(r, o, c) || !in_comm(r, c->comm_id) || last >= c->seq)
 			continue;
 		e = rt_vw_finding_ev(f, r->meta.rank, RT_EV_NEVER_ENQUEUED);
 		rt_vw_ev_where(e, r);
@@ -126,7 +135,7 @@ static bool start_unknown(const struct rt_vw_trace *t, const struct rt_vw_devcol
 		const struct rt_vw_devlog *d = t->ranks[i].dev;
 		const struct rt_vw_devcoll *o = rt_vw_dev_find(d, c->comm_id, c->seq);
 
-		if (t->ranks[i].readable && o && o->enq_ts &&
+		if (t->ranks[i].readable && enqueued(&t->ranks[i], o, c) &&
 		    (d->started || d->source != RT_DEV_SRC_EVENT))
 			return false;
 	}
@@ -143,10 +152,10 @@ void rt_vw_dev_hang_evidence(const struct rt_vw_trace *t, const struct rt_vw_dev
 		const struct rt_vw_rank *r = &t->ranks[i];
 		const struct rt_vw_devcoll *o = rt_vw_dev_find(r->dev, c->comm_id, c->seq);
 
-		if (!r->readable || !o || !o->enq_ts)
+		if (!r->readable || !enqueued(r, o, c))
 			continue;
 		rt_vw_finding_ev(f, r->meta.rank, RT_EV_ENQUEUED);
-		rt_vw_finding_ev(f, r->meta.rank, o->start_ts ? RT_EV_STARTED : RT_EV_NOT_STARTED);
+		rt_vw_finding_ev(f, r->meta.rank, o && o->start_ts ? RT_EV_STARTED : RT_EV_NOT_STARTED);
 	}
 	before = f ? f->nev : 0;
 	never_enqueued(t, c, f);
@@ -173,7 +182,7 @@ void rt_vw_dev_watchdog(struct rt_vw_trace *t)
 	for (int i = 0; i < t->nranks; i++) {
 		const struct rt_vw_devcoll *o = rt_vw_dev_find(t->ranks[i].dev, c->comm_id, c->seq);
 
-		n += t->ranks[i].readable && o && o->enq_ts && watchdogged(&t->ranks[i], c);
+		n += t->ranks[i].readable && enqueued(&t->ranks[i], o, c) && watchdogged(&t->ranks[i], c);
 	}
 	if (!n)
 		return;
@@ -183,7 +192,7 @@ void rt_vw_dev_watchdog(struct rt_vw_trace *t)
 		const struct rt_vw_rank *r = &t->ranks[i];
 		const struct rt_vw_devcoll *o = rt_vw_dev_find(r->dev, c->comm_id, c->seq);
 
-		if (r->readable && o && o->enq_ts && watchdogged(r, c)) {
+		if (r->readable && enqueued(r, o, c) && watchdogged(r, c)) {
 			rt_vw_finding_rank(f, r->meta.rank);
 			rt_vw_finding_ev(f, r->meta.rank, RT_EV_ABORTED);
 		}

@@ -64,6 +64,7 @@ static int native_ranks(struct rt_vw_trace *t, const char *dir, char *err, size_
 {
 	char **names = NULL;
 	int n = rt_vw_list_ranks(dir, &names), readable = 0;
+	struct rt_vw_meta_cache mc = { 0 }; /* the schema every rank shares, parsed once */
 
 	if (n <= 0) {
 		snprintf(err, errlen, "%s: no rank traces (rank-*/ directories) here", dir);
@@ -85,7 +86,7 @@ static int native_ranks(struct rt_vw_trace *t, const char *dir, char *err, size_
 		r->comm_device = r->init_device = -1;
 		r->live = rt_vw_map_new();
 		snprintf(rd, sizeof(rd), "%s/%s", dir, names[i]);
-		if (rt_vw_read_metadata(rd, &r->meta, e2, sizeof(e2)) != 0) {
+		if (rt_vw_read_metadata_cached(rd, &r->meta, &mc, e2, sizeof(e2)) != 0) {
 			r->meta.rank = -1;
 			rt_vw_note_damage(t, i, e2);
 			continue;
@@ -96,6 +97,7 @@ static int native_ranks(struct rt_vw_trace *t, const char *dir, char *err, size_
 		readable++;
 	}
 	rt_vw_free_names(names, n);
+	rt_vw_meta_cache_free(&mc);
 	if (!readable) {
 		snprintf(err, errlen, "%s: no readable rank trace (%s)", dir, t->ranks[0].damaged);
 		return -1;

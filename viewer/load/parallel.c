@@ -41,15 +41,23 @@
 #include "rt_heap.h"
 
 enum { LOG_LEARN, LOG_JOIN, LOG_MATCH, LOG_LEARN_LOCAL };
-enum { RT_CHUNK = 1024, RT_LOOKAHEAD = 2 };
+enum { RT_CHUNK = 1024, RT_CHUNK_MIN = 16, RT_LOOKAHEAD = 2 };
 #define RT_ROUND_EVENTS 262144
 #define RT_JOB_EVENTS 2048
+/* ... but no more than this per round: the logs hold the records of
+ * RT_LOOKAHEAD + 1 rounds (a round of every rank at once was all of 16,384
+ * ranks x 2,000 events: 11 M records, 436 MB) */
+#define RT_ROUND_MAX_EVENTS ((uint64_t)4 << 20)
 #define RT_FIRST_WINDOW_NS 1000000ull
 /* pages read and not yet dropped, all cursors together: the more cursors,
  * the sooner each drops (a madvise is a TLB shootdown, an IPI to the other
  * threads' cores: 900 of them were 7 % of the CPU time at 64 ranks) */
 #define RT_READ_BUDGET ((size_t)64 << 20)
-#define RT_DROP_MIN ((size_t)256 << 10)
+#define RT_DROP_MIN ((size_t)64 << 10)
+/* a read fault maps 64 KiB around it (the kernel's fault-around): beyond
+ * RT_READ_BUDGET / RT_FAULT_AROUND cursors, each rank job unmaps its
+ * cursors' pages when it pauses (16,384 paused cursors held 1 GB) */
+#define RT_FAULT_AROUND ((size_t)64 << 10)
 #define RT_DROP_MAX ((size_t)2 << 20)
 
 /* 40 bytes: seq doubles as a learn's size; the rank is its log's; the
@@ -61,9 +69,14 @@ struct rec {
 	uint32_t seq;
 };
 
+/* A log's records in chunks sized to what it holds: a rank's first chunk of
+ * a round holds RT_CHUNK_MIN records, each next one twice the records the
+ * rank logged in the round so far, up to RT_CHUNK (16,384 ranks each with a
+ * chunk of 1,024 were 655 MB, most of it empty). */
 struct chunk {
 	struct chunk *next;
-	struct rec r[RT_CHUNK];
+	uint32_t cap;
+	struct rec r[];
 };
 
 /* A rank's log: the writer's half (its rank job) and the reader's half (the
@@ -71,6 +84,7 @@ struct chunk {
 struct rt_vw_log {
 	_Alignas(64) struct chunk *tail;
 	uint32_t tail_n;     /* records in tail */
+	uint32_t round_n;    /* records logged in this round's job so far */
 	uint64_t n;          /* records logged */
 	uint64_t clock;      /* the rank's clock: largest order time so far */
 	bool oom;            /* a record could not be logged */
@@ -89,14 +103,17 @@ void rt_vw_set_jobs(int n)
 
 static void log_add(struct rt_vw_log *l, struct rec r)
 {
-	if (!l->tail || l->tail_n == RT_CHUNK) {
-		struct chunk *c = malloc(sizeof(*c));
+	if (!l->tail || l->tail_n == l->tail->cap) {
+		uint32_t cap = l->round_n < RT_CHUNK_MIN ? RT_CHUNK_MIN :
+			       l->round_n > RT_CHUNK ? RT_CHUNK : l->round_n;
+		struct chunk *c = malloc(sizeof(*c) + sizeof(c->r[0]) * cap);
 
 		if (!c) { /* a record lost would change the matching: fail the pass */
 			l->oom = true;
 			return;
 		}
 		c->next = NULL;
+		c->cap = cap;
 		if (l->tail)
 			l->tail->next = c;
 		else
@@ -107,6 +124,7 @@ static void log_add(struct rt_vw_log *l, struct rec r)
 	r.ts = l->clock;
 	l->tail->r[l->tail_n++] = r;
 	l->n++;
+	l->round_n++;
 }
 
 /* The rank job's sink: its rank's log (ctx); the rank is the log's. */
@@ -155,11 +173,13 @@ struct pass {
 	bool *taken;         /* per todo entry */
 	int next, done;      /* taken, finished */
 	int threads;         /* thread i prefers the i-th slice of todo */
+	int pos[256], back;  /* where thread i's search of its slice, and the steal from the end, stand */
 	int rounds_done, replayed;
 	bool replaying, finished, failed;
 	uint64_t w, width;   /* window end, its width */
 	uint64_t round_events, round_target;
 	size_t drop;         /* read bytes a cursor drops at once (RT_READ_BUDGET) */
+	bool release;        /* a paused rank job unmaps its cursors' pages */
 };
 
 /* Rank job: rj's events with order time < w through the model. Returns
@@ -172,6 +192,7 @@ static uint64_t model_rank(struct pass *p, struct rank_job *rj, uint64_t w)
 	int n = rj->n;
 	uint64_t count = 0;
 
+	l->round_n = 0;
 	if (!rj->started) {
 		rj->started = true;
 		for (int k = 0; k < n; k++)
@@ -197,13 +218,16 @@ static uint64_t model_rank(struct pass *p, struct rank_job *rj, uint64_t w)
 		rj->live[best] = rt_vw_src_next(p->t, &s[best]);
 		count++;
 	}
+	for (int k = 0; p->release && k < n; k++)
+		if (rj->live[k])
+			rt_vw_cursor_release(s[k].c);
 	return count;
 }
 
 /* A log's next record to replay (the caller checked used < its limit). */
 static const struct rec *log_peek(struct rt_vw_log *l)
 {
-	if (l->head_i == RT_CHUNK) { /* published past it: next is set */
+	if (l->head_i == l->head->cap) { /* published past it: next is set */
 		struct chunk *c = l->head;
 
 		l->head = c->next;
@@ -241,7 +265,7 @@ static void replay(struct pass *p, const uint64_t *lim, struct rt_heap_node *h)
 		apply(p->m, ri, log_peek(l));
 		/* 64 logs read in turn are too many streams for the hardware's
 		 * prefetcher: fetch this log's next line ahead */
-		__builtin_prefetch(&l->head->r[l->head_i + 3 < RT_CHUNK ? l->head_i + 3 : l->head_i]);
+		__builtin_prefetch(&l->head->r[l->head_i + 3 < l->head->cap ? l->head_i + 3 : l->head_i]);
 		l->head_i++;
 		if (++l->used < lim[ri])
 			rt_heap_replace_top(h, n, (struct rt_heap_node){ log_peek(l)->ts, ri });
@@ -273,6 +297,8 @@ static void end_round(struct pass *p)
 	p->ntodo = n;
 	p->next = p->done = 0;
 	memset(p->taken, 0, (size_t)n * sizeof(*p->taken));
+	memset(p->pos, 0, sizeof(p->pos));
+	p->back = n - 1;
 	p->finished = n == 0;
 	if (p->rounds_done++ == 0) { /* round 0 only read each rank's first event */
 	} else if (p->round_events) { /* aim at round_target events, at most x4 per round */
@@ -308,12 +334,20 @@ static int take_rank(struct pass *p, int id)
 {
 	int a = (int)((long)id * p->ntodo / p->threads), b = (int)((long)(id + 1) * p->ntodo / p->threads);
 
-	for (int i = a; i < b; i++)
-		if (!p->taken[i])
+	/* where each search stopped: a round's takes cost O(ranks), not
+	 * O(ranks^2) (taken entries stay taken until the round ends) */
+	for (int i = p->pos[id] > a ? p->pos[id] : a; i < b; i++)
+		if (!p->taken[i]) {
+			p->pos[id] = i + 1;
 			return i;
-	for (int i = p->ntodo - 1; i >= 0; i--)
-		if (!p->taken[i])
+		}
+	p->pos[id] = b;
+	for (int i = p->back; i >= 0; i--)
+		if (!p->taken[i]) {
+			p->back = i - 1;
 			return i;
+		}
+	p->back = -1;
 	return -1;
 }
 
@@ -413,7 +447,11 @@ static int plan(struct pass *p, int nsrc)
 	 * few hundred events spent their time on the mutex */
 	p->round_target = (uint64_t)p->nrj * RT_JOB_EVENTS > RT_ROUND_EVENTS ?
 			  (uint64_t)p->nrj * RT_JOB_EVENTS : RT_ROUND_EVENTS;
-	p->width = RT_FIRST_WINDOW_NS;
+	if (p->round_target > RT_ROUND_MAX_EVENTS) /* the logs hold a few rounds */
+		p->round_target = RT_ROUND_MAX_EVENTS;
+	/* the first window narrow, the more so the more ranks (it grows x4 a
+	 * round): 1 ms of 16,384 ranks was 40 % of their events in one round */
+	p->width = RT_FIRST_WINDOW_NS / (uint64_t)(p->nrj > 0 ? p->nrj : 1) + 1;
 	if (set) {
 		p->round_target = (uint64_t)round.n;
 		p->width = 1;
@@ -421,9 +459,11 @@ static int plan(struct pass *p, int nsrc)
 	p->drop = nsrc > 0 ? RT_READ_BUDGET / (size_t)nsrc : RT_DROP_MAX;
 	p->drop = p->drop < RT_DROP_MIN ? RT_DROP_MIN : p->drop > RT_DROP_MAX ? RT_DROP_MAX : p->drop;
 	p->drop &= ~(size_t)4095;
+	p->release = (size_t)nsrc > RT_READ_BUDGET / RT_FAULT_AROUND;
 	for (int i = 0; i < nsrc; i++)
 		if (p->srcs[i].c)
 			rt_vw_cursor_set_drop(p->srcs[i].c, p->drop);
+	p->back = p->ntodo - 1;
 	p->w = 0; /* round 0 starts every rank: its first events set the window */
 	p->finished = p->ntodo == 0;
 	return 0;

@@ -33,7 +33,8 @@ static size_t hash_ptr(uint64_t p, size_t cap)
 /* Rehash: double when half full of live entries, else just drop tombstones. */
 static bool map_grow(struct rt_vw_alloc_map *m)
 {
-	size_t cap = !m->cap ? 128 : (m->live + 1) * 4 > m->cap ? m->cap * 2 : m->cap;
+	/* 16 slots first: sized to what a rank holds (128 were 84 MB at 16,384 ranks) */
+	size_t cap = !m->cap ? 16 : (m->live + 1) * 4 > m->cap ? m->cap * 2 : m->cap;
 	struct rt_vw_alloc *n = calloc(cap, sizeof(*n));
 
 	if (!n)

@@ -20,6 +20,9 @@ struct rt_vw_devcoll {
 	uint64_t enq_ts, start_ts, done_ts;
 };
 
+/* Enqueues a rank keeps before its first device record (device.c). */
+#define RT_VW_DEV_WINDOW 64u
+
 struct rt_vw_devlog {
 	struct rt_vw_devcoll *v; /* in the order first seen */
 	uint32_t *ix;            /* open addressing over v, 2 x cap slots */
@@ -28,6 +31,8 @@ struct rt_vw_devlog {
 	uint8_t source;          /* RT_DEV_SRC_*: where device times come from */
 	int version;             /* the plugin's API version */
 	bool source_seen;
+	bool records;            /* a device record (rt_dev_coll or rt_dev_source) seen */
+	uint64_t dropped;        /* enqueues dropped before the first device record */
 	/* the communicators this rank aborted (ncclCommAbort entered at ts):
 	 * a completion after it is the abort's (the stream moved on), not the
 	 * collective's (CUDA events cannot tell them apart) */

@@ -195,14 +195,20 @@ static int load_packet(struct rt_vw_cursor *c)
 /* Drop from memory the pages of the packets read so far once they are
  * `least` bytes; the current packet's pages stay. Each madvise is a TLB
  * shootdown on the other threads' cores: not one per packet. */
+static void drop_upto(struct rt_vw_cursor *c, size_t to)
+{
+	if (c->base && to > c->dropped) {
+		madvise((void *)(c->base + c->dropped), to - c->dropped, MADV_DONTNEED);
+		c->dropped = to;
+	}
+}
+
 static void drop_read(struct rt_vw_cursor *c, size_t least)
 {
 	size_t to = c->pkt & ~(size_t)4095;
 
-	if (c->base && to >= c->dropped + least && to > c->dropped) {
-		madvise((void *)(c->base + c->dropped), to - c->dropped, MADV_DONTNEED);
-		c->dropped = to;
-	}
+	if (to >= c->dropped + least)
+		drop_upto(c, to);
 }
 
 /* The next record of the current file (rt_stream_file included). */
@@ -236,6 +242,10 @@ static int next_record(struct rt_vw_cursor *c, struct rt_vw_event *e)
 		if (rc <= 0)
 			return rc;
 	}
+	/* inside a packet too: a stream's packet may be all of its file
+	 * (256 KiB), read a little each round of the pass */
+	if (c->drop_every && c->pkt + c->off >= c->dropped + c->drop_every + 4096)
+		drop_upto(c, (c->pkt + c->off) & ~(size_t)4095);
 	p = c->base + c->pkt;
 	left = c->content - c->off;
 	if (rt_fmt_event_header_get(p + c->off, left, &eh) != 0)
@@ -297,6 +307,16 @@ static int next_in_file(struct rt_vw_cursor *c, struct rt_vw_event *e)
 void rt_vw_cursor_set_drop(struct rt_vw_cursor *c, size_t every)
 {
 	c->drop_every = every;
+}
+
+/* A read fault maps the pages around it (the kernel's fault-around, 64 KiB):
+ * thousands of cursors paused between rounds each held that much. Unmap
+ * what is mapped past the pages dropped; what is read next faults in again
+ * from the page cache. */
+void rt_vw_cursor_release(struct rt_vw_cursor *c)
+{
+	if (c && c->base && !c->mem && c->size > c->dropped)
+		madvise((void *)(c->base + c->dropped), c->size - c->dropped, MADV_DONTNEED);
 }
 
 /* The stream has ended: its last file unmapped; reading on finds nothing. */

@@ -77,6 +77,9 @@ void rt_vw_cursor_close(struct rt_vw_cursor *c);
  * shares a budget among its cursors (with a thousand ranks, pages kept per
  * cursor add up). */
 void rt_vw_cursor_set_drop(struct rt_vw_cursor *c, size_t every);
+/* Unmap c's pages not yet read (they fault in again when read): a cursor
+ * paused holds no memory. */
+void rt_vw_cursor_release(struct rt_vw_cursor *c);
 /* A cursor over events already decoded (an LTTng trace, read_bt2.c); ev
  * must outlive it. discarded is reported by rt_vw_cursor_info(). */
 struct rt_vw_cursor *rt_vw_cursor_mem(const struct rt_vw_event *ev, size_t n, uint64_t discarded);
@@ -97,6 +100,23 @@ struct rt_vw_rank_meta {
 };
 
 int rt_vw_read_metadata(const char *rank_dir, struct rt_vw_rank_meta *m, char *err, size_t errlen);
+/* What is the same in every rank's metadata, read once: the part from the
+ * stream block on (the event declarations) of the last metadata read whole,
+ * its scan's result, and a buffer for the next file. Zero it before the
+ * first use; rt_vw_meta_cache_free after the last. */
+#define RT_VW_META_TAIL "stream {"
+struct rt_vw_meta_cache {
+	char *buf;          /* RT_VW_MAX_METADATA + 1 bytes, reused */
+	char *tail;         /* from "\nstream {" to the end */
+	size_t tail_n, tail_last;
+	int tail_events, tail_depth;
+	bool tail_env;      /* it holds an env, clock or trace block: never skipped */
+};
+/* rt_vw_read_metadata with c (NULL: none): the same result, the same
+ * errors, with the part every rank shares compared, not parsed again. */
+int rt_vw_read_metadata_cached(const char *rank_dir, struct rt_vw_rank_meta *m,
+			       struct rt_vw_meta_cache *c, char *err, size_t errlen);
+void rt_vw_meta_cache_free(struct rt_vw_meta_cache *c);
 
 /* Is the process that writes the stream file at path alive? A live writer
  * holds an OFD write lock on it (released by the kernel when it exits or is

@@ -50,10 +50,10 @@ static FILE *open_regular(const char *path, char *err, size_t errlen)
 
 /* The whole metadata file at path, NUL-terminated (malloc'd, *n bytes):
  * NULL with err set when it is not a regular file, too large or unreadable. */
-static char *slurp(const char *path, size_t *n, char *err, size_t errlen)
+static char *slurp(const char *path, size_t *n, char *reuse, char *err, size_t errlen)
 {
 	FILE *f = open_regular(path, err, errlen);
-	char *buf = f ? malloc(RT_VW_MAX_METADATA + 1) : NULL;
+	char *buf = f ? (reuse ? reuse : malloc(RT_VW_MAX_METADATA + 1)) : NULL;
 
 	if (f && !buf)
 		snprintf(err, errlen, "%s: out of memory", path);
@@ -61,7 +61,8 @@ static char *slurp(const char *path, size_t *n, char *err, size_t errlen)
 	if (buf && (ferror(f) || *n > RT_VW_MAX_METADATA)) {
 		snprintf(err, errlen, "%s: %s", path, ferror(f) ? "read error" :
 			 "over 1 MiB: not a ranktrace metadata (ours are a few KiB)");
-		free(buf);
+		if (buf != reuse)
+			free(buf);
 		buf = NULL;
 	}
 	if (buf)
@@ -74,31 +75,92 @@ static char *slurp(const char *path, size_t *n, char *err, size_t errlen)
 /* Is s (n bytes) a whole CTF metadata of this schema? A cut anywhere leaves
  * a string or a block open, or blocks or events missing; a NUL byte ends
  * the text early: babeltrace2 rejects each, and so does this (why says how). */
-static bool tsdl_whole(const char *s, size_t n, char *why, size_t whylen)
+/* Where tsdl_whole's scan stands: brace depth, inside a string, events
+ * counted, the last byte that is not white space. */
+struct tsdl_scan {
+	int depth, events;
+	bool in_str;
+	size_t last, i;
+};
+
+static void tsdl_scan(const char *s, size_t n, struct tsdl_scan *st)
+{
+	size_t i;
+
+	for (i = st->i; i < n && st->depth >= 0; i++) {
+		if (st->in_str) { /* "...\"..." */
+			if (s[i] == '\\')
+				i++;
+			else
+				st->in_str = s[i] != '"';
+			continue;
+		}
+		st->in_str = s[i] == '"';
+		st->depth += (s[i] == '{') - (s[i] == '}');
+		st->events += st->depth == 0 && !strncmp(s + i, "\nevent {", 8);
+		st->last = isspace((unsigned char)s[i]) ? st->last : i;
+	}
+	st->i = i;
+}
+
+/* The scan of s to its end, the part from its first stream block on taken
+ * from c when it is byte for byte the part c holds (every rank's schema is
+ * the same: 19 KB of event declarations per rank, scanned once) and the scan
+ * reaches it outside any block or string, as it reached c's. */
+static void tsdl_scan_cached(const char *s, size_t n, struct rt_vw_meta_cache *c, struct tsdl_scan *st)
+{
+	const char *tail = strstr(s, "\n" RT_VW_META_TAIL);
+	size_t at = tail ? (size_t)(tail - s) : n;
+
+	tsdl_scan(s, at, st);
+	if (c && tail && st->i == at && st->depth == 0 && !st->in_str && c->tail &&
+	    c->tail_n == n - at && !memcmp(c->tail, tail, n - at)) {
+		st->events += c->tail_events;
+		st->last = at + c->tail_last;
+		st->depth = c->tail_depth;
+		st->in_str = false;
+		st->i = n;
+		return;
+	}
+	if (c && tail && st->i == at && st->depth == 0 && !st->in_str) { /* remember this one */
+		struct tsdl_scan t = { 0 };
+		char *copy = malloc(n - at + 1);
+
+		tsdl_scan(tail, n - at, &t);
+		if (copy && !t.in_str && t.i == n - at && t.last >= 1) {
+			free(c->tail);
+			c->tail = memcpy(copy, tail, n - at);
+			c->tail_n = n - at;
+			c->tail_events = t.events;
+			c->tail_last = t.last;
+			c->tail_depth = t.depth;
+			c->tail_env = strstr(tail, "\nenv {") || strstr(tail, "\nclock {") ||
+				      strstr(tail, "\ntrace {") || strstr(tail, "\n\tevent_count = ");
+		} else {
+			free(copy);
+		}
+	}
+	tsdl_scan(s, n, st);
+}
+
+static bool tsdl_whole(const char *s, size_t n, struct rt_vw_meta_cache *c, char *why, size_t whylen)
 {
 	static const char *const blocks[] = { "\ntrace {", "\nenv {", "\nclock {", "\nstream {" };
-	int depth = 0, events = 0;
-	bool in_str = false;
-	size_t last = 0; /* the last byte that is not white space */
+	struct tsdl_scan st = { 0 };
+	int depth, events;
+	bool in_str;
+	size_t last; /* the last byte that is not white space */
 	const char *nul = memchr(s, '\0', n);
 
 	if (nul) {
 		snprintf(why, whylen, "a NUL byte at offset %zu", (size_t)(nul - s));
 		return false;
 	}
-	for (size_t i = 0; i < n && depth >= 0; i++) {
-		if (in_str) { /* "...\"..." */
-			if (s[i] == '\\')
-				i++;
-			else
-				in_str = s[i] != '"';
-			continue;
-		}
-		in_str = s[i] == '"';
-		depth += (s[i] == '{') - (s[i] == '}');
-		events += depth == 0 && !strncmp(s + i, "\nevent {", 8);
-		last = isspace((unsigned char)s[i]) ? last : i;
-	}
+	tsdl_scan_cached(s, n, c, &st);
+	depth = st.depth;
+	events = st.events;
+	in_str = st.in_str;
+	last = st.last;
 	if (depth || in_str || last < 1 || s[last] != ';' || s[last - 1] != '}') {
 		snprintf(why, whylen, depth < 0 ? "a block closed that was never opened" :
 			 "cut short: it ends inside a %s", in_str ? "string" : "block");
@@ -131,12 +193,12 @@ static void add_offset(struct rt_vw_rank_meta *m, uint64_t ns)
 	m->clock_offset_ns = (int64_t)((uint64_t)m->clock_offset_ns + ns);
 }
 
-/* The env and clock blocks' facts into m. */
-static void parse_env(const char *s, struct rt_vw_rank_meta *m)
+/* The env and clock blocks' facts into m, from inside
+ * such a block when in_env (s's first len bytes); whether its end is inside one. */
+static bool parse_env(const char *s, size_t len, bool in_env, struct rt_vw_rank_meta *m)
 {
-	bool in_env = false;
-
-	for (const char *line = s; *line; line += strcspn(line, "\n") + (line[strcspn(line, "\n")] != 0)) {
+	for (const char *line = s; line < s + len && *line;
+	     line += strcspn(line, "\n") + (line[strcspn(line, "\n")] != 0)) {
 		char key[64], val[128];
 
 		if (strncmp(line, "env {", 5) == 0 || strncmp(line, "clock {", 7) == 0)
@@ -166,34 +228,62 @@ static void parse_env(const char *s, struct rt_vw_rank_meta *m)
 		else if (!strcmp(key, "offset_s")) add_offset(m, (uint64_t)strtoll(val, NULL, 10) * 1000000000ull);
 		else if (!strcmp(key, "offset")) add_offset(m, (uint64_t)strtoll(val, NULL, 10));
 	}
+	return in_env;
 }
 
-int rt_vw_read_metadata(const char *rank_dir, struct rt_vw_rank_meta *m, char *err, size_t errlen)
+/* How much of s parse_env reads: up to the stream block when the part from
+ * there is c's, holding no env or clock block (the rest of s is where the
+ * ranks differ: who they are, their clocks). */
+static size_t env_part(const char *s, size_t n, const struct rt_vw_meta_cache *c)
+{
+	const char *tail = c && c->tail && !c->tail_env ? strstr(s, "\n" RT_VW_META_TAIL) : NULL;
+
+	if (!tail || c->tail_n != n - (size_t)(tail - s) || memcmp(c->tail, tail, c->tail_n))
+		return n;
+	return (size_t)(tail - s);
+}
+
+int rt_vw_read_metadata_cached(const char *rank_dir, struct rt_vw_rank_meta *m,
+			       struct rt_vw_meta_cache *c, char *err, size_t errlen)
 {
 	char path[4200], why[160];
-	size_t n;
+	size_t n, k;
 	char *s;
+	int rc = -1;
 
 	memset(m, 0, sizeof(*m));
 	m->rank = m->local_rank = m->world_size = -1;
 	snprintf(path, sizeof(path), "%s/metadata", rank_dir);
-	s = slurp(path, &n, err, errlen);
+	if (c && !c->buf)
+		c->buf = malloc(RT_VW_MAX_METADATA + 1);
+	s = slurp(path, &n, c ? c->buf : NULL, err, errlen);
 	if (!s)
 		return -1;
-	parse_env(s, m);
-	if (m->schema != RT_SCHEMA_VERSION) {
+	k = env_part(s, n, c);
+	if (parse_env(s, k, false, m) && k < n) /* a block open at the tail: read on */
+		parse_env(s + k, n - k, true, m);
+	if (m->schema != RT_SCHEMA_VERSION)
 		snprintf(err, errlen, "%s: not a ranktrace schema %d trace (found schema %d)", path,
 			 RT_SCHEMA_VERSION, m->schema);
-		free(s);
-		return -1;
-	}
-	if (!tsdl_whole(s, n, why, sizeof(why))) {
+	else if (!tsdl_whole(s, n, c, why, sizeof(why)))
 		snprintf(err, errlen, "%s: not whole CTF metadata (%s)", path, why);
+	else
+		rc = 0;
+	if (!c || s != c->buf)
 		free(s);
-		return -1;
-	}
-	free(s);
-	return 0;
+	return rc;
+}
+
+int rt_vw_read_metadata(const char *rank_dir, struct rt_vw_rank_meta *m, char *err, size_t errlen)
+{
+	return rt_vw_read_metadata_cached(rank_dir, m, NULL, err, errlen);
+}
+
+void rt_vw_meta_cache_free(struct rt_vw_meta_cache *c)
+{
+	free(c->buf);
+	free(c->tail);
+	memset(c, 0, sizeof(*c));
 }
 
 static int cmp_names(const void *a, const void *b)
