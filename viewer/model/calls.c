@@ -27,6 +27,12 @@ static void note_entered(struct rt_vw_rank *r, uint64_t comm, uint32_t seq)
 		r->entered[k].seq = seq;
 }
 
+bool rt_vw_ending_record(int id)
+{
+	return id == RT_ID_rt_signal || id == RT_ID_rt_inj_rule || id == RT_ID_rt_exit ||
+	       id == RT_ID_rt_trace_stop;
+}
+
 void rt_vw_track_calls(struct rt_vw_rank *r, const struct rt_vw_event *e)
 {
 	int ck = rt_vw_coll_kind(e->id);
@@ -37,9 +43,10 @@ void rt_vw_track_calls(struct rt_vw_rank *r, const struct rt_vw_event *e)
 	if (comm && rt_ck_is_collective(ck))
 		note_entered(r, comm, seq);
 	if (!e->pending) {
-		/* a signal's record is no call that returned: a job hung, then
-		 * interrupted, stays hung as it stood */
-		if (e->id != RT_ID_rt_signal && e->ts + e->dur > r->last_done_ts)
+		/* what the tracer writes as the process ends (the signal, each
+		 * fault rule's count, the exit, the trace's stop) is no call that
+		 * returned: a job hung, then interrupted, stays hung as it stood */
+		if (!rt_vw_ending_record(e->id) && e->ts + e->dur > r->last_done_ts)
 			r->last_done_ts = e->ts + e->dur;
 		return;
 	}

@@ -233,6 +233,9 @@ void rt_vw_decide(struct rt_vw_trace *t);
 /* ---- live jobs (hang.c) ---- */
 
 /* Per event: open calls, collective sequences entered, last return. */
+/* Is record id one the tracer writes as the process ends (signal, fault rule
+ * counts, exit, trace stop), no activity of the program? */
+bool rt_vw_ending_record(int id);
 void rt_vw_track_calls(struct rt_vw_rank *r, const struct rt_vw_event *e);
 /* A job interrupted from outside: every readable rank ended by SIGINT,
  * SIGTERM or SIGHUP (t->interrupted, each rank's interrupted). After
