@@ -10,7 +10,8 @@
 # call), a parameter 2-D in one trace and 1-D in another (diff's shape
 # kinds), a trace capped by --max-size (trace_stop), a job
 # hung in a collective viewed while it runs (open calls, idle time), the
-# probe's own calls through ctypes (unwrapped-call sites, teardown), and a
+# probe's own calls through ctypes (unwrapped-call sites, teardown, a DTensor's
+# layout in params), and a
 # bisect that finds, one that stops at its endpoints, one --find fix. Then the checker
 # itself must catch an undocumented key, a key twice, a wrong type and a
 # documented key nothing prints.
@@ -37,6 +38,9 @@ lib = ctypes.CDLL(None)
 dims = ($dims,)
 lib.rt_unwrapped_call(b'model.layers.0', b'train.py:12 training_step', ctypes.c_uint64(4))
 lib.rt_param_shape(b'w', len(dims), (ctypes.c_int64 * len(dims))(*dims))
+local = (dims[0] // 2,) + dims[1:]   # a DTensor sharded on dim 0 over a mesh of 2
+lib.rt_param_dtensor(b'w', 1, (ctypes.c_int64 * 1)(2), (ctypes.c_int * 1)(0), len(local),
+                     (ctypes.c_int64 * len(local))(*local))
 lib.rt_param(b'w', 1, -1, 0, ctypes.c_uint64(32), ctypes.c_uint64(128), ctypes.c_void_p(4096))
 lib.rt_marker(b'rt.teardown', ctypes.c_int64(1))"
 }
@@ -47,6 +51,7 @@ for t in good bad skip capped probe; do
 done
 timeout -k 2 60 "$RT" params "$T/good" --json > "$T/j/params-good.json"
 timeout -k 2 60 "$RT" params "$T/bad" --json --at wrap > "$T/j/params-bad-wrap.json"
+timeout -k 2 60 "$RT" params "$T/probe" --json > "$T/j/params-probe.json"
 timeout -k 2 60 "$RT" diff "$T/good" "$T/bad" --json > "$T/j/diff-bad.json"
 timeout -k 2 60 "$RT" diff "$T/skip" "$T/good" --json > "$T/j/diff-skip.json"
 timeout -k 2 60 "$RT" diff "$T/probe" "$T/probe1d" --json > "$T/j/diff-shapes.json"

@@ -5,7 +5,8 @@
 # layout, blocks then the root owning the embedding and the head). Healthy
 # with activation checkpointing and eval forwards: one root forward per
 # forward, no unwrapped call, each parameter named from the model's root,
-# whole as handed to fully_shard and each rank's DTensor shard after. The
+# whole as handed to fully_shard and each rank's DTensor shard after (its
+# mesh, placement and local shape in params). The
 # root's hooks bypassed (--inject skip-fsdp-root, or model.forward() called
 # directly: FSDP2's own form of the skipped root) read skipped-fsdp-root from
 # the embedding the root owns, used while its parameters were still sharded.
@@ -61,7 +62,15 @@ for p in d['params']:
         wrap, last = r['points']['wrap'], r['placement']
         assert wrap['bytes'] == wrap['param_bytes'] > 0, (p['name'], wrap)
         assert last['numel'] == wrap['numel'] and 2 * last['bytes'] == last['param_bytes'], (p['name'], last)
+        # the DTensor's layout: sharded on dim 0 over a mesh of 2, half of dim 0 local
+        dt, shape = last['dtensor'], last['shape']
+        assert wrap['dtensor'] is None and dt['mesh'] == [2] and dt['placements'] == ['Shard(0)'], (p['name'], dt)
+        assert dt['local_shape'] == [shape[0] // 2] + shape[1:], (p['name'], shape, dt)
 "
+"$RT" params "$T/good" > "$T/good.params"
+check "params: the shape column shows the DTensor's placement and mesh" \
+  grep -qE "^layers\.1\.mlp\.weight +.*\[[0-9]+, [0-9]+\] Shard\(0\) mesh \[2\]" "$T/good.params" ||
+  cat "$T/good.params"
 
 run inj --inject skip-fsdp-root -- 2 --checkpointing --eval
 check "--inject skip-fsdp-root: skipped-fsdp-root, exit 1, the embedding called from the training loop" \

@@ -44,6 +44,24 @@ static const char *call_name(unsigned id)
 	return id < RT_ID_COUNT && id ? rt_events[id].name : "?";
 }
 
+/* The shape column: "[64, 32]", a DTensor's with its placements and mesh
+ * ("[128, 32] Shard(0) mesh [2]": its local shard is in bytes and storage). */
+static int shape_text(const struct rt_vw_placement *pl, char *out, size_t n)
+{
+	size_t len = (size_t)rt_vw_shape_str(&pl->shape, out, n);
+	const struct rt_vw_layout *l = &pl->layout;
+	char place[40];
+
+	for (int i = 0; l->known && i < l->mesh_ndim && i < 3 && len < n; i++) {
+		rt_vw_place_str(l, i, place, sizeof(place));
+		len += (size_t)snprintf(out + len, n - len, "%s%s", i ? "," : " ", place);
+	}
+	for (int i = 0; l->known && i < l->mesh_ndim && i < 3 && len < n; i++)
+		len += (size_t)snprintf(out + len, n - len, "%s%u%s", i ? ", " : " mesh [", l->mesh[i],
+					i + 1 == l->mesh_ndim || i == 2 ? "]" : "");
+	return (int)len;
+}
+
 /* One rank's cell, tab-separated: where, elements, shape, dtype, the
  * parameter's own bytes, the bytes of the storage it lies in (under FSDP the
  * flat shard), the allocation its data pointer falls in, the change. */
@@ -66,7 +84,7 @@ static void cell(const struct rt_vw_rank *r, const struct rt_vw_param *p, int at
 	if (own >= 0)
 		rt_vw_human_bytes(bytes, sizeof(bytes), (uint64_t)own);
 	rt_vw_human_bytes(storage, sizeof(storage), pl->bytes);
-	rt_vw_shape_str(&pl->shape, shape, sizeof(shape));
+	shape_text(pl, shape, sizeof(shape));
 	if (pl->in_alloc) {
 		rt_vw_human_bytes(sz, sizeof(sz), pl->alloc_size);
 		if (pl->alloc_dev >= 0)
@@ -169,7 +187,7 @@ static bool measure(const struct rt_vw_trace *t, const struct rt_vw_names *nm, i
 
 			cuda |= on_cuda(&r->params[q]);
 			pl = rt_vw_param_at(&r->params[q], at, &from, &from_at);
-			if (pl->seen && rt_vw_shape_str(&pl->shape, shape, sizeof(shape)) > w->shape)
+			if (pl->seen && shape_text(pl, shape, sizeof(shape)) > w->shape)
 				w->shape = (int)strlen(shape) > 40 ? 40 : (int)strlen(shape);
 		}
 	}
@@ -203,6 +221,34 @@ int rt_vw_params_text(FILE *f, const struct rt_vw_trace *t, const struct rt_vw_n
 }
 
 /* ---- JSON: schema ranktrace.params/1 ---- */
+
+/* A DTensor's layout (FSDP2, tensor parallel): its mesh, a placement per
+ * mesh dimension, the local shard's shape; null for a plain tensor. */
+static void json_dtensor(struct rt_json *w, const struct rt_vw_layout *l)
+{
+	char place[40];
+
+	if (!l->known) {
+		rt_json_null(w, RT_JK(dtensor));
+		return;
+	}
+	rt_json_obj(w, RT_JK(dtensor));
+	rt_json_arr(w, RT_JK(mesh));
+	for (int i = 0; i < l->mesh_ndim && i < 3; i++)
+		rt_json_uint(w, NULL, l->mesh[i]);
+	rt_json_end(w);
+	rt_json_arr(w, RT_JK(placements));
+	for (int i = 0; i < l->mesh_ndim && i < 3; i++) {
+		rt_vw_place_str(l, i, place, sizeof(place));
+		rt_json_str(w, NULL, place);
+	}
+	rt_json_end(w);
+	rt_json_arr(w, RT_JK(local_shape));
+	for (int i = 0; i < l->local.ndim && i < RT_VW_MAX_DIMS; i++)
+		rt_json_uint(w, NULL, l->local.dim[i]);
+	rt_json_end(w);
+	rt_json_end(w);
+}
 
 static void json_placement(struct rt_json *w, const char *key, const struct rt_vw_placement *pl)
 {
@@ -243,6 +289,7 @@ static void json_placement(struct rt_json *w, const char *key, const struct rt_v
 		rt_json_int(w, RT_JK(param_bytes), own);
 	else
 		rt_json_null(w, RT_JK(param_bytes));
+	json_dtensor(w, &pl->layout);
 	rt_json_end(w);
 }
 
