@@ -8,7 +8,8 @@
 # its own floor and the ones below: no call (nm -u of its objects, matched
 # to the room defining the symbol) and no include goes up, so no arrow runs
 # back up a floor and no circle crosses rooms. The table in the docs is
-# checked against the folders too, and each room says what it is.
+# checked against the folders too, and each room says what it is; model/
+# and analyse/ ask the system nothing (the live state is an input).
 source "$(dirname "$0")/lib.sh"
 S=$(cd "$(dirname "$0")/../.." && pwd)
 ORDER="read model analyse load render"
@@ -57,6 +58,20 @@ while IFS=$'\t' read -r sym from obj to; do
   fi
 done < "$T/edges"
 [ "$up" -eq 0 ] && ok "no call goes up a floor ($(wc -l < "$T/edges") uses of symbols across files)"
+
+# -- the model and the analyses ask the system nothing -----------------------------
+# What the job's processes are doing now (stream locks, /proc, the clock) is
+# asked once by the pipeline (load/ through read/live.c) and handed to the
+# analyses as an input; model/ and analyse/ read files and the system never.
+ASKS='^(__)?(open|open64|openat|fopen|fopen64|opendir|readdir|readdir64|stat|lstat|fstat|access|read|pread|fgets|fread|gethostname|uname|realpath|clock_gettime|time|gettimeofday|fcntl|fcntl64|flock|kill|getpid)(_chk|_2)?$|^rt_vw_(list_streams|stream_locked|trace_now|live_ask)$'
+asks=$(for r in model analyse; do
+  for o in "$OBJ/$r"/*.o; do
+    [ -e "$o" ] && nm -u "$o" 2>/dev/null | awk '{ print $NF }' | sed 's/@.*//' |
+      grep -E "$ASKS" | sed "s|^|$r/${o##*/}: |"
+  done
+done | tr '\n' ' ')
+check "model/ and analyse/ ask the system nothing (the live state is load/'s input to them)${asks:+: $asks}" [ -z "$asks" ]
+check "load/ asks the live state (read/live.c's rt_vw_live_ask)" grep -q $'^rt_vw_live_ask\tload\t.*\tread$' "$T/edges"
 
 # -- includes: "X.h" is the header of the room whose folder holds it ---------------
 up=0

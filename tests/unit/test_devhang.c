@@ -78,25 +78,38 @@ static void job(bool host2, bool dev2, bool device_records)
 	}
 }
 
+/* The live state the pipeline hands the analyses (read/live.c asks the
+ * system; the rig's ranks have no process): every rank alive, its stream
+ * locked, asked secs after the trace's last event; rank stopped's process
+ * in state T (-1: none). */
+static void live_job(struct rt_vw_live *live, double secs, int stopped)
+{
+	uint64_t last = 0;
+
+	for (int i = 0; i < t->nranks; i++)
+		last = t->ranks[i].last_ts > last ? t->ranks[i].last_ts : last;
+	for (int i = 0; i < t->nranks; i++)
+		live[i] = (struct rt_vw_live){ .streams = 1, .own = 1, .locked = true,
+					       .proc_state = i == stopped ? 'T' : 'S',
+					       .now = last + (uint64_t)(secs * 1e9) };
+}
+
 /* The model of job(...), then() feeding more events after the job's (or
- * NULL), with every rank taken as alive (the rig's ranks
- * have no live process: the model calls them dead inside their open call),
- * and devhang.c's text for it. */
+ * NULL), every rank alive 31 s after the last event, and devhang.c's text
+ * for it. */
 static void judge_then(bool host2, bool dev2, bool device_records, void (*then)(void),
 		       const char *want, const char *absent)
 {
 	char text[600] = "";
+	struct rt_vw_live live[4];
 
 	rig(4);
 	job(host2, dev2, device_records);
 	if (then)
 		then();
-	rt_vw_model_finish(m);
-	for (int i = 0; i < t->nranks; i++) {
-		t->ranks[i].state = RT_S_RUNNING;
-		for (int k = 0; k < t->ranks[i].nopen; k++)
-			t->ranks[i].open[k].age_s = 31;
-	}
+	live_job(live, 31, -1);
+	rt_vw_model_finish_live(m, live);
+	cr_expect(t->hung, "alive and idle for 31 s: hung");
 	rt_vw_dev_hang(t, text, sizeof(text));
 	cr_expect(want ? strstr(text, want) != NULL : text[0] == '\0', "got \"%s\", want \"%s\"",
 		  text, want ? want : "");
@@ -253,6 +266,96 @@ Test(devhang, the_watchdog_finding_carries_its_collective)
 	cr_assert_geq(k, 0, "no watchdog finding");
 	cr_expect_eq(t->findings[k].coll.comm, COMM);
 	cr_expect_eq(t->findings[k].coll.seq, 4);
+	rt_vw_free(t);
+	free(m);
+}
+
+/* The analyses judge a live job from the state the pipeline handed them,
+ * never asking the system: ranks 0,1,3 wait in AllGather #2 for 40 s, rank
+ * 2 sits in cudaMalloc with its process stopped (state T: SIGSTOP, a
+ * debugger). It is named as stopped and as the rank that never entered #2
+ * (before: hang.c read /proc itself, and a rank with no process on this
+ * host could not be judged as stopped). */
+Test(devhang, a_live_job_is_judged_from_the_live_state_handed_in)
+{
+	struct rt_vw_live live[4];
+	const struct rt_vw_finding *hang = NULL;
+	char text[RT_VW_FINDING_TEXT];
+	bool stopped = false, never = false, stalled = false;
+	int waits = 0;
+
+	rig(4);
+	for (int i = 0; i < t->nranks; i++) {
+		OK(i, ncclCommInitRank, i, RT_FN_comm_id, COMM, RT_FN_nranks, U(4), RT_FN_rank, U(i));
+		coll(i, 1, false, false);
+	}
+	for (int i = 0; i < t->nranks; i++)
+		if (i == 2)
+			ev(i, RT_ID_cudaMalloc, i, 0, true, RT_FN_size, U(1 << 20), -1);
+		else
+			ev(i, RT_ID_ncclAllGather, i, 0, true, RT_FN_comm_id, COMM, RT_FN_seq, U(2),
+			   RT_FN_count, KIB512, RT_FN_datatype, U(7), -1);
+	live_job(live, 40, 2);
+	rt_vw_model_finish_live(m, live);
+	cr_expect_eq(t->verdict, RT_V_HUNG, "verdict %s", rt_verdicts[t->verdict].word);
+	for (int i = 0; i < t->nfindings; i++) {
+		const struct rt_vw_finding *f = &t->findings[i];
+		const struct rt_vw_fval *v = rt_vw_fv(f, RT_FV_stopped);
+
+		hang = f->kind == RT_FK_HUNG ? f : hang;
+		stalled = stalled || (f->kind == RT_FK_RANK_STALLED && f->rank == 2 && v && v->v.i);
+	}
+	cr_assert(hang, "no hang finding");
+	cr_expect_eq(hang->coll.comm, COMM);
+	cr_expect_eq(hang->coll.seq, 2);
+	for (int k = 0; k < hang->nev; k++) {
+		const struct rt_vw_evidence *e = &hang->ev[k];
+
+		stopped = stopped || (e->role == RT_EV_STOPPED && e->rank == 2);
+		never = never || (e->role == RT_EV_NEVER_ENTERED && e->rank == 2 && e->last_seq == 1);
+		if (e->role == RT_EV_WAITS && e->rank != 2 && e->secs > 39.9 && e->secs < 40.1)
+			waits++;
+	}
+	cr_expect(stopped, "rank 2's stopped process is no evidence");
+	cr_expect(never, "rank 2 never entering #2 is no evidence");
+	cr_expect_eq(waits, 3, "ranks 0,1,3 waiting 40 s: %d", waits);
+	cr_expect(stalled, "rank 2 stalled, stopped: no finding");
+	rt_vw_finding_text(t, hang, text, sizeof(text));
+	cr_expect(strstr(text, "rank 2 is stopped (process state T"), "%s", text);
+	rt_vw_free(t);
+	free(m);
+}
+
+/* A hung job interrupted: every rank inside AllGather #2, then the fault
+ * plan's rule records (rt_inj_rule, written at the signal) and SIGTERM.
+ * The rule records are no call that returned: the job is judged hung as it
+ * stood (it read 'job interrupted' when they counted as the last return). */
+Test(devhang, a_hung_job_interrupted_stays_hung_past_its_rule_records)
+{
+	const struct rt_vw_finding *hang = NULL;
+
+	rig(4);
+	for (int i = 0; i < t->nranks; i++) {
+		OK(i, ncclCommInitRank, i, RT_FN_comm_id, COMM, RT_FN_nranks, U(4), RT_FN_rank, U(i));
+		coll(i, 1, false, false);
+	}
+	for (int i = 0; i < t->nranks; i++)
+		ev(i, RT_ID_ncclAllGather, i, 0, true, RT_FN_comm_id, COMM, RT_FN_seq, U(2),
+		   RT_FN_count, KIB512, RT_FN_datatype, U(7), -1);
+	now += 5000000; /* 5 ms later (--stall 1ms): the launcher's SIGTERM */
+	for (int i = 0; i < t->nranks; i++) {
+		OK(i, rt_inj_rule, -1, RT_FN_rule, U(0), RT_FN_spec, "ncclAllGather:hang", RT_FN_seen,
+		   U(2), RT_FN_fired, U(1));
+		OK(i, rt_signal, -1, RT_FN_signo, U(15));
+	}
+	t->stall_ns = 1000000;
+	rt_vw_model_finish(m);
+	cr_expect(t->interrupted, "every rank stopped by SIGTERM: interrupted");
+	cr_expect_eq(t->verdict, RT_V_HUNG, "verdict %s", rt_verdicts[t->verdict].word);
+	for (int i = 0; i < t->nfindings; i++)
+		hang = t->findings[i].kind == RT_FK_HUNG ? &t->findings[i] : hang;
+	cr_assert(hang, "no hang finding");
+	cr_expect_eq(hang->coll.seq, 2);
 	rt_vw_free(t);
 	free(m);
 }

@@ -4,9 +4,10 @@
  * rt_vw_analyse once per trace).
  *
  * A row's inputs are the rank models (MODEL), the matcher's collectives
- * still open after the pass (MATCHER), the state of the job's processes
- * now (LIVE: stream locks, clocks, /proc on this host) and what rows above
- * it made; analyses_in_order() checks that every input is made above (the
+ * still open after the pass (MATCHER), the state of the job's processes as
+ * the pipeline asked it before the analyses (LIVE: each rank's sys, from
+ * read/live.c: stream locks, /proc on this host, the clock; no row asks the
+ * system itself) and what rows above it made; analyses_in_order() checks that every input is made above (the
  * unit test test_analyses does too). Findings are data (findings.c); the
  * verdict is decided from them last. One thread; the model is read-only to
  * every row but the ones that say what they set on each rank (completeness:

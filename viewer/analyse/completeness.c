@@ -28,42 +28,26 @@ const char *const rt_vw_completeness_names[RT_C_COUNT] = { "complete", "capped",
 const char *const rt_vw_state_names[RT_S_COUNT] = { "running", "exited", "killed", "vanished",
 						     "unknown" };
 
-/* Running when a stream file of the rank's main process is locked. The
- * metadata names that process (its pid), which wrote the rank's first
- * stream file: when no stream file is its, the metadata is another rank's
- * or another run's (swapped, copied): the rank is damaged, and unreadable
- * (its identity unknown: a detector taking its LOCAL_RANK would judge
- * another rank's events). */
+/* Running when a stream file of the rank's main process is locked (the
+ * pipeline asked before the analyses: r->sys, read/live.c). The metadata
+ * names that process (its pid), which wrote the rank's first stream file:
+ * when no stream file is its, the metadata is another rank's or another
+ * run's (swapped, copied): the rank is damaged, and unreadable (its
+ * identity unknown: a detector taking its LOCAL_RANK would judge another
+ * rank's events). */
 static enum rt_vw_state rank_state(struct rt_vw_trace *t, struct rt_vw_rank *r)
 {
-	char rd[4400], **streams, prefix[32];
-	int ns, locked = 0, own = 0;
-
 	if (!r->readable)
 		return RT_S_UNKNOWN;
-	snprintf(rd, sizeof(rd), "%s/%s", t->dir, r->name);
-	snprintf(prefix, sizeof(prefix), "stream-%d-", r->meta.pid);
-	ns = t->lttng ? 0 : rt_vw_list_streams(rd, &streams);
-	for (int k = 0; k < ns && !locked; k++) {
-		char sp[4700];
-
-		if (strncmp(streams[k], prefix, strlen(prefix)))
-			continue;
-		own++;
-		snprintf(sp, sizeof(sp), "%s/%s", rd, streams[k]);
-		locked = rt_vw_stream_locked(sp) == 1;
-	}
-	if (ns > 0)
-		rt_vw_free_names(streams, ns);
-	if (ns > 0 && !own) { /* who the rank is, is not known: no finding rests on it */
+	if (r->sys.streams > 0 && !r->sys.own) { /* who the rank is, is not known: no finding rests on it */
 		t->damaged += !r->damaged[0];
 		snprintf(r->damaged, sizeof(r->damaged), "%.200s/metadata names process %d, but "
-			 "no stream file here is its (%.200s/%s*): the metadata of another rank or run",
-			 r->name, r->meta.pid, r->name, prefix);
+			 "no stream file here is its (%.200s/stream-%d-*): the metadata of another "
+			 "rank or run", r->name, r->meta.pid, r->name, r->meta.pid);
 		r->readable = false;
 		return RT_S_UNKNOWN;
 	}
-	if (locked)
+	if (r->sys.locked)
 		return RT_S_RUNNING;
 	if (r->signo)
 		return RT_S_KILLED;

@@ -6,9 +6,11 @@
  *
  * What each rank is inside is the model's (model/calls.c, per event);
  * rt_vw_interruption and rt_vw_liveness run once after rt_vw_completeness
- * (analyses.c). Ages are measured on the trace's clock
- * (rt_vw_trace_now): exact on the host that wrote it, through the realtime
- * offset elsewhere; an interrupted rank's at its stop (its last event).
+ * (analyses.c). Ages are measured on the trace's clock when the pipeline
+ * asked the system, before the analyses (r->sys, read/live.c: exact on the
+ * host that wrote it, through the realtime offset elsewhere), as is whether
+ * a live rank's process is stopped; an interrupted rank's age at its stop
+ * (its last event). Nothing here asks the system.
  *
  * An interrupted job: SIGINT, SIGTERM or SIGHUP to `run` (Ctrl-C, a
  * scheduler's stop) reaches the launcher, which stops every rank with it.
@@ -16,12 +18,10 @@
  * not called yet when it was stopped is no evidence that it never would,
  * and its kill is no crash of the program. */
 #include <inttypes.h>
-#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "analyse.h"
 #include "device.h"
@@ -51,53 +51,9 @@ void rt_vw_interruption(struct rt_vw_trace *t)
 		t->ranks[i].interrupted = sig && t->ranks[i].readable;
 }
 
-/* Has process pid mapped a file under dir (its rank directory's stream
- * files)? Proves the pid is the rank's, not another process's in another
- * pid namespace. */
-static bool maps_file_in(int pid, const char *dir)
-{
-	char path[64], line[PATH_MAX + 128], *p;
-	size_t n = strlen(dir);
-	bool found = false;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
-	f = fopen(path, "re");
-	while (f && !found && fgets(line, sizeof(line), f)) {
-		p = strchr(line, '/');
-		found = p && !strncmp(p, dir, n) && p[n] == '/';
-	}
-	if (f)
-		fclose(f);
-	return found;
-}
-
-/* A live rank on this host: its process's state ('T': stopped), else 0. */
-static char proc_state(const struct rt_vw_trace *t, const struct rt_vw_rank *r)
-{
-	char host[256] = "", abs[PATH_MAX], dir[PATH_MAX + 80], buf[512], *p;
-	FILE *f;
-	size_t k;
-
-	if (gethostname(host, sizeof(host) - 1) != 0 || strcmp(host, r->meta.hostname) ||
-	    r->meta.pid <= 0 || !realpath(t->dir, abs))
-		return 0;
-	snprintf(dir, sizeof(dir), "%s/%s", abs, r->name);
-	if (!maps_file_in(r->meta.pid, dir))
-		return 0;
-	snprintf(buf, sizeof(buf), "/proc/%d/stat", r->meta.pid);
-	f = fopen(buf, "re");
-	k = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
-	if (f)
-		fclose(f);
-	buf[k] = '\0';
-	p = strrchr(buf, ')');
-	return p && p[1] == ' ' ? p[2] : 0;
-}
-
 static bool is_stopped(const struct rt_vw_rank *r)
 {
-	return r->proc_state == 'T' || r->proc_state == 't';
+	return r->sys.proc_state == 'T' || r->sys.proc_state == 't';
 }
 
 /* The collective most running ranks wait in: the laggard analysis's
@@ -197,7 +153,7 @@ static void laggards(struct rt_vw_trace *t, struct rt_vw_finding *f)
 /* Ages of r's open calls and its idle time, now (at its stop, if interrupted). */
 static void ages(struct rt_vw_rank *r)
 {
-	uint64_t now = r->state == RT_S_RUNNING ? rt_vw_trace_now(&r->meta) : r->last_ts;
+	uint64_t now = r->state == RT_S_RUNNING ? r->sys.now : r->last_ts;
 
 	r->idle_s = now > r->last_done_ts ? (double)(now - r->last_done_ts) / 1e9 : 0;
 	for (int k = 0; k < r->nopen; k++)
@@ -235,7 +191,6 @@ void rt_vw_liveness(struct rt_vw_trace *t)
 		struct rt_vw_rank *r = &t->ranks[i];
 
 		r->idle_s = -1;
-		r->proc_state = 0;
 		if (!rt_vw_frozen(r))
 			continue;
 		n++;
@@ -246,9 +201,6 @@ void rt_vw_liveness(struct rt_vw_trace *t)
 	if (!n || !all_stalled)
 		return;
 	t->hung = true;
-	for (int i = 0; i < t->nranks; i++)
-		if (t->ranks[i].state == RT_S_RUNNING)
-			t->ranks[i].proc_state = proc_state(t, &t->ranks[i]);
 	f = rt_vw_finding_add(t, RT_FK_HUNG, -1);
 	rt_vw_fv_flag(f, RT_FV_interrupted, t->interrupted != 0);
 	rt_vw_fv_real(f, RT_FV_stall_s, (double)t->stall_ns / 1e9);

@@ -4,8 +4,9 @@
  * Lists the rank directories (trace_dir.c; an LTTng session's processes
  * grouped into ranks by read_bt2.c), reads each rank's metadata, opens its
  * streams (merge.c), runs the pass (parallel.c: rank models, the matcher)
- * and then what needs every rank: completeness, interruption, the open
- * collectives, liveness, detectors and verdict (rt_vw_model_finish).
+ * asks the system what it says now of each rank's processes (read/live.c:
+ * alive, stopped, the clock) and then runs the analyses (analyses.c: what
+ * needs every rank, the findings, the verdict; rt_vw_model_finish).
  * rt_vw_free frees what it built. Not thread-safe per trace; the CLI and
  * the tests call it. */
 #include <stdio.h>
@@ -43,14 +44,31 @@ static int lttng_ranks(struct rt_vw_trace *t, char *err, size_t errlen)
 	return 0;
 }
 
-/* After the pass: what needs every rank's whole model. */
+/* After the pass: what needs every rank's whole model. The live state of
+ * the job's processes (read/live.c: stream locks, /proc, the clock) is
+ * asked here, once per rank, or handed in (live), before the analyses read
+ * it (analyses.c's LIVE input). */
+void rt_vw_model_finish_live(struct rt_vw_matcher *m, const struct rt_vw_live *live)
+{
+	struct rt_vw_trace *t = m->t;
+
+	if (!t->stall_ns)
+		t->stall_ns = RT_VW_STALL_DEFAULT_NS;
+	for (int i = 0; i < t->nranks; i++) {
+		struct rt_vw_rank *r = &t->ranks[i];
+
+		rt_vw_params_count(r); /* the models' last step */
+		if (live)
+			r->sys = live[i];
+		else if (r->readable)
+			rt_vw_live_ask(t->dir, r->name, &r->meta, !t->lttng, &r->sys);
+	}
+	rt_vw_analyse(t, m);
+}
+
 void rt_vw_model_finish(struct rt_vw_matcher *m)
 {
-	if (!m->t->stall_ns)
-		m->t->stall_ns = RT_VW_STALL_DEFAULT_NS;
-	for (int i = 0; i < m->t->nranks; i++) /* the models' last step */
-		rt_vw_params_count(&m->t->ranks[i]);
-	rt_vw_analyse(m->t, m);
+	rt_vw_model_finish_live(m, NULL);
 }
 
 struct rt_vw_trace *rt_vw_load(const char *dir, unsigned flags, char *err, size_t errlen)

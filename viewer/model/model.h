@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "finding.h"
+#include "live.h"
 #include "reader.h"
 
 #define RT_VW_MAX_DEV 64
@@ -217,7 +218,6 @@ struct rt_vw_rank {
 	uint64_t last_done_ts;       /* end of the last call that returned */
 	double idle_s;               /* live: seconds since last_done_ts, else -1 */
 	bool interrupted;            /* stopped from outside with the whole job (hang.c) */
-	char proc_state;             /* live on this host: its process's state ('T': stopped), else 0 */
 	struct { uint64_t comm_id; uint32_t seq; } entered[RT_VW_MAX_COMMS]; /* highest seq */
 	int nentered;
 	uint8_t param_point;         /* report point now (params.c: rt_marker "rt.params") */
@@ -228,6 +228,9 @@ struct rt_vw_rank {
 	struct rt_vw_param_change *changes; /* placement changes in time order (params.c) */
 	uint32_t nchanges, changes_cap;
 	struct rt_vw_devlog *dev;    /* collectives on the device (device.c), or NULL */
+	/* what the system said of its processes after the pass (read/live.c,
+	 * asked by load/load.c): the analyses' LIVE input, never asked by them */
+	struct rt_vw_live sys;
 };
 
 enum rt_vw_place { RT_P_CUDA, RT_P_CPU, RT_P_META, RT_P_FREED, RT_P_WRONG_DEVICE, RT_P_COUNT };

@@ -10,8 +10,9 @@
  * or the exports: they see model.h.
  *
  * The data flow: load.c -> merge.c (sources) -> parallel.c -> model.c (per
- * rank) -> struct rt_vw_sink -> matcher.c; then load.c's rt_vw_model_finish
- * -> completeness.c, hang.c, matcher.c, detectors.c. */
+ * rank) -> struct rt_vw_sink -> matcher.c; then load.c's rt_vw_model_finish:
+ * each rank's live state (read/live.c) -> the analyses' table (analyses.c:
+ * completeness.c, hang.c, matcher.c, detectors.c, ... the verdict). */
 #ifndef RT_MODEL_INT_H
 #define RT_MODEL_INT_H
 
@@ -181,9 +182,14 @@ struct rt_vw_evidence *rt_vw_finding_ev(struct rt_vw_finding *f, int rank, enum 
 /* An open call as a finding names it (NULL: none). */
 struct rt_vw_callref rt_vw_callref_of(const struct rt_vw_open_call *o);
 void rt_vw_findings_free(struct rt_vw_trace *t);
-/* After the last event: completeness, open collectives, liveness, the
- * detectors and the verdict (load.c; the unit tests call it too). */
+/* After the last event (load.c; the unit tests call it too): the models'
+ * last step, the live state of every rank's processes (live: one per rank,
+ * in t's order, as a test hands it in; NULL: the system asked, read/live.c),
+ * then the analyses: completeness, open collectives, liveness, the
+ * detectors and the verdict. rt_vw_model_finish(m) is
+ * rt_vw_model_finish_live(m, NULL). */
 void rt_vw_model_finish(struct rt_vw_matcher *m);
+void rt_vw_model_finish_live(struct rt_vw_matcher *m, const struct rt_vw_live *live);
 /* analyses.c: every analysis in the table's order; the table's own check
  * (every input made by a row above its reader: 0, or -1 and *bad the
  * row's name) and its rows' names (NULL past the last). */
