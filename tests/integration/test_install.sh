@@ -52,7 +52,10 @@ words() { complete_words "$@" | sort | tr '\n' ' '; }
 check "completion: 'ranktrace v' offers view, verdict" [ "$(words ranktrace v)" = 'verdict view ' ]
 check "completion: 'ranktrace --v' offers --version" [ "$(words ranktrace --v)" = '--version ' ]
 check "completion: 'ranktrace run --inj' offers --inject and --inject-file" [ "$(words ranktrace run --inj)" = '--inject --inject-file ' ]
-check "completion: 'ranktrace run --inject sk' offers the preset skip-fsdp-root" [ "$(words ranktrace run --inject sk)" = 'skip-fsdp-root ' ]
+skips=$(sed -n 's/^RT_PRESET("\(sk[^"]*\)".*/\1/p' "$(dirname "$0")/../../format/presets.def" | sort | tr '\n' ' ')
+check "completion: 'ranktrace run --inject sk' offers the presets of format/presets.def starting sk ($skips)" \
+  [ -n "$skips" -a "$(words ranktrace run --inject sk)" = "$skips" ]
+check "completion: 'ranktrace run --inject skip-f' offers the preset skip-fsdp-root" [ "$(words ranktrace run --inject skip-f)" = 'skip-fsdp-root ' ]
 check "completion: after -- ranktrace offers nothing (bash's default takes over)" [ "$(words ranktrace run -- fsd)" = '' ]
 
 # The wheel, into a fresh venv (needs PyPI for scikit-build-core; pip caches it).
