@@ -359,3 +359,38 @@ Test(devhang, a_hung_job_interrupted_stays_hung_past_its_rule_records)
 	rt_vw_free(t);
 	free(m);
 }
+
+/* Rank 3 has no device records (its plugin never loaded) and runs 100
+ * collectives past the stuck #4: it keeps only its newest RT_VW_DEV_WINDOW
+ * enqueues (the device log held one entry per collective per rank: 930 MB at
+ * 16,384 ranks), and still counts as having enqueued #4 (its entered
+ * sequence says so). Fails on the old model: rank 3 kept 104 entries. */
+Test(devhang, a_rank_without_device_records_keeps_a_window_and_still_enqueued_it)
+{
+	char text[600] = "";
+	struct rt_vw_live live[4];
+
+	rig(4);
+	for (int i = 0; i < 4; i++) {
+		OK(i, cudaSetDevice, i, RT_FN_device, U(i));
+		OK(i, ncclCommInitRank, i, RT_FN_comm_id, COMM, RT_FN_nranks, U(4), RT_FN_rank, U(i));
+	}
+	for (uint32_t c = 1; c <= 4; c++)
+		for (int i = 0; i < 3; i++)
+			coll(i, c, true, c < 4);
+	for (uint32_t c = 1; c <= 104; c++)
+		coll(3, c, false, false);
+	for (int i = 0; i < 4; i++)
+		ev(i, RT_ID_cudaMemcpy, i, 0, true, RT_FN_count, U(4), -1);
+	live_job(live, 31, -1);
+	rt_vw_model_finish_live(m, live);
+	cr_assert(t->ranks[3].dev, "rank 3 enqueued collectives");
+	cr_expect_leq(t->ranks[3].dev->n, RT_VW_DEV_WINDOW, "rank 3 keeps %u enqueues", t->ranks[3].dev->n);
+	cr_expect_eq(t->ranks[3].dev->enqueued, 104, "every enqueue counted");
+	cr_expect_eq(t->ranks[0].dev->n, 4, "a rank with device records keeps them all");
+	rt_vw_dev_hang(t, text, sizeof(text));
+	cr_expect(strstr(text, "AllGather #4 (comm 00c0, 512 KiB) was enqueued by ranks 0,1,2,3 and "
+			 "never completed on any device") != NULL, "got \"%s\"", text);
+	rt_vw_free(t);
+	free(m);
+}
