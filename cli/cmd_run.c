@@ -197,17 +197,17 @@ static void set_profiler_plugin(const char *lib)
 		setenv("NCCL_PROFILER_PLUGIN", path, 1);
 }
 
-/* The probe loads in every Python rank through our sitecustomize (which runs
- * any sitecustomize it shadows). */
-static void set_python_path(void)
+/* The probe: the tracer imports it in every Python process once Python
+ * starts the program (tracer/interpose/pyboot.c), from this directory;
+ * PYTHONPATH and sys.path stay the program's own. */
+static void set_probe_path(void)
 {
-	char py[PATH_MAX], val[3 * PATH_MAX + 16];
-	const char *old = getenv("PYTHONPATH");
+	char py[PATH_MAX], abs[PATH_MAX];
 
-	if (find_python(py, sizeof(py)) != 0)
-		return;
-	snprintf(val, sizeof(val), "%s/site:%s%s%s", py, py, old && *old ? ":" : "", old ? old : "");
-	setenv("PYTHONPATH", val, 1);
+	if (find_python(py, sizeof(py)) == 0 && realpath(py, abs))
+		setenv(RT_ENV_NAME(PROBE_PATH), abs, 1);
+	else
+		unsetenv(RT_ENV_NAME(PROBE_PATH));
 }
 
 /* A plan file: one SPEC per line, '#' comments, joined with ';'. */
@@ -503,7 +503,7 @@ static int run_environment(struct run *o)
 		set_profiler_plugin(o->lib);
 	}
 	if (o->traced || o->inject)
-		set_python_path();
+		set_probe_path();
 	if (o->inject) {
 		/* faults are injected by the library: preload it even untraced */
 		if (!o->traced)

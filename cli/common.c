@@ -126,6 +126,9 @@ int rt_cli_print_summary(const char *dir, const char *inject)
 		fprintf(stderr, "ranktrace run: warning: the fault plan never fired (%s): no process "
 			"of the command was traced\n", rt_vw_esc(inject));
 	rt_vw_summary_never_fired(stderr, t);
+	if (t && rt_vw_probe_missing_text(t, err, sizeof(err)))
+		fprintf(stderr, "ranktrace run: warning: %s: its verdict will be inconclusive (125)\n",
+			rt_vw_esc(err));
 	rt_vw_free(t);
 	return bad;
 }

@@ -379,8 +379,11 @@ long rt_schema_tsdl(char *buf, size_t n, const struct rt_trace_env *env)
 	put(&o, ";\n\tnccl_host = ");
 	put_escaped(&o, env->nccl_host[0] ? env->nccl_host : env->hostname);
 	put(&o, ";\n\tpid = %d;\n\trank = %d;\n\tlocal_rank = %d;\n\tworld_size = %d;\n"
-		"\trank_source = ", env->pid, env->rank, env->local_rank, env->world_size);
+		"\tattempt = %d;\n\trank_source = ", env->pid, env->rank, env->local_rank,
+	    env->world_size, env->attempt);
 	put_escaped(&o, env->rank_source ? env->rank_source : "unknown");
+	put(&o, ";\n\tpython_probe = %d;\n\tpython_probe_detail = ", env->probe);
+	put_escaped(&o, env->probe_detail ? env->probe_detail : "");
 	put(&o, ";\n\tpacket_bytes = %" PRIu64 ";\n\tring_bytes = %" PRIu64 ";\n\tmax_bytes = %"
 		PRIu64 ";\n\tmin_free = %" PRId64 ";\n\tevent_count = %d;\n", env->packet_bytes,
 	    env->ring_bytes, env->max_bytes, env->min_free, (int)RT_ID_COUNT);

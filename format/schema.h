@@ -392,11 +392,25 @@ const struct rt_point_info *rt_point_find(const char *name);
 int rt_spec_target(const char *spec, char *out, size_t n);
 
 /* Trace-wide facts written into the CTF metadata `env` block. */
+/* The PyTorch probe in a rank's Python process, as its metadata records it
+ * (env python_probe, with python_probe_detail): tracer/interpose/pyboot.c
+ * loads it once Python's runtime is up. */
+enum rt_probe_state {
+	RT_PROBE_NONE = 0,    /* no Python in the process (or a trace from before) */
+	RT_PROBE_LOADED = 1,  /* the probe installed */
+	RT_PROBE_OFF = 2,     /* RANKTRACE_PROBE=0: turned off on purpose */
+	RT_PROBE_FAILED = 3,  /* its import or installation raised (detail: the exception) */
+	RT_PROBE_MISSING = 4, /* Python ran the program without it (detail: why) */
+};
+
 struct rt_trace_env {
 	char hostname[64];
 	char nccl_host[64];      /* NCCL's host identity: NCCL_HOSTID, else empty (= hostname) */
 	int pid;
 	int rank, local_rank, world_size;
+	int attempt;             /* the launcher's restart count (TORCHELASTIC_RESTART_COUNT) */
+	int probe;               /* enum rt_probe_state */
+	const char *probe_detail;
 	const char *rank_source; /* "env:RANK", "env:SLURM_PROCID", "nccl", "pid" */
 	int64_t clock_offset_s;  /* wall clock = monotonic + offset */
 	int64_t clock_offset_ns;

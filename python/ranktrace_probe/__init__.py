@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: MIT
 """ranktrace_probe - the PyTorch probe: names what the C tracer sees.
 
-Loaded in every Python rank by `ranktrace run` (python/site/sitecustomize.py).
+Loaded in every Python process of a `ranktrace run` by the tracer itself, once
+Python starts the program (tracer/interpose/pyboot.c: an audit hook imports it
+from RANKTRACE_PROBE_PATH; sys.path and PYTHONPATH stay the program's).
 It is thin: it reports (parameter placement, FSDP root forwards, markers,
 optimizer steps) and asks (the failure points "fsdp.root_forward" and
 "accelerate.prepare_model") through libranktrace.so's C API via ctypes; the C
@@ -157,10 +159,13 @@ def _env(short):
 
 
 def install():
-    """Called by sitecustomize: inert without the library or with
-    RANKTRACE_PROBE=0; never imports torch itself."""
+    """Called by the tracer once Python starts the program
+    (tracer/interpose/pyboot.c): inert without the library or with
+    RANKTRACE_PROBE=0; never imports torch itself; once only."""
     if _env("PROBE") == "0":
         return False
+    if core.lib is not None:
+        return True
     if core.load_library() is None:
         return False
     core.param_every = int(_env("PARAM_EVERY"))

@@ -35,10 +35,10 @@ assert [(r['rank'], r['devices'], r['end']) for r in d['ranks']] == [(0, [0], 'e
 P="$T/prefix"
 make -s -C "$SRC" install BUILD="$B" PREFIX="$P" > "$T/install.log" 2>&1 ||
   cmake --install "$B" --prefix "$P" > "$T/install.log" 2>&1
-check "make install: bin/ranktrace, lib/libranktrace.so, the probe, ranktrace.h, docs, completion" bash -c "
+check "make install: bin/ranktrace, lib/libranktrace.so, the probe (no sitecustomize: the tracer loads it), ranktrace.h, docs, completion" bash -c "
   [ -x '$P/bin/ranktrace' ] && [ -f '$P/lib/libranktrace.so' ] &&
   [ -f '$P/share/ranktrace/python/ranktrace_probe/__init__.py' ] &&
-  [ -f '$P/share/ranktrace/python/site/sitecustomize.py' ] && [ -f '$P/include/ranktrace.h' ] &&
+  [ ! -e '$P/share/ranktrace/python/site' ] && [ -f '$P/include/ranktrace.h' ] &&
   [ -f '$P/share/doc/ranktrace/README.md' ] && [ -f '$P/share/doc/ranktrace/docs/json.md' ] &&
   [ -f '$P/share/bash-completion/completions/ranktrace' ]"
 installed_works "$P/bin" prefix "$P"

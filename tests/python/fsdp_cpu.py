@@ -5,7 +5,7 @@ drives it, for the probe's tests. No downloads: a tiny model built here.
   python fsdp_cpu.py [--trainer-version 4.52.4|4.53.0] [--steps N] [--meta-rank1] [--time]
                      [--orig-params] [--no-auto-wrap] [--manual-wrap] [--cpu-offload]
                      [--mixed-precision] [--checkpointing reentrant|non-reentrant|wrapper]
-                     [--eval] [--generate] [--ddp] [--teardown-abort]
+                     [--eval] [--generate] [--ddp] [--teardown-abort] [--fail-attempts N]
 
 Launch with rt-launch or torchrun (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT).
 4.53.0 trains the unwrapped module after wrapping, as transformers 4.53.0 did:
@@ -30,7 +30,10 @@ step, through the model the trainer trains), --generate (after training, a
 greedy decode of the unwrapped module under summon_full_params, as
 Seq2SeqTrainer does), --ddp (DistributedDataParallel instead of FSDP),
 --teardown-abort (rank 1 aborts after destroy_process_group, as gloo's
-teardown sometimes does: "crashed in teardown, after training finished")."""
+teardown sometimes does: "crashed in teardown, after training finished"),
+--fail-attempts N (under torchrun --max-restarts: rank 1 raises after its first
+step in each of the first N attempts, TORCHELASTIC_RESTART_COUNT < N, so the
+agent stops rank 0 with SIGTERM and starts both again; the next attempt trains)."""
 import argparse
 import os
 import time
@@ -91,6 +94,7 @@ def options():
     ap.add_argument("--generate", action="store_true")
     ap.add_argument("--ddp", action="store_true")
     ap.add_argument("--teardown-abort", action="store_true")
+    ap.add_argument("--fail-attempts", type=int, default=0)
     return ap.parse_args()
 
 
@@ -163,6 +167,9 @@ def main():
                 train_model(ids[:, :-1])
         if rank == 0:
             print(f"step {step} loss {loss.item():.4f}", flush=True)
+        attempt = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"))
+        if rank == 1 and attempt < args.fail_attempts:
+            raise RuntimeError(f"rank 1 fails in attempt {attempt} (--fail-attempts)")
     if args.generate:
         out = generate(model, fsdp, args)
         if rank == 0:

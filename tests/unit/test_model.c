@@ -531,3 +531,54 @@ Test(model, endings_are_worded_once)
 		free(m);
 	}
 }
+
+/* Rank 1's Python ran without the PyTorch probe (its metadata says so): a
+ * crash can no longer be told from the 4.53.0 bug, so the verdict is
+ * inconclusive, naming the probe; a mismatch the host trace shows still
+ * decides; the probe turned off on purpose (RANKTRACE_PROBE=0) is no reason. */
+static void probe_state(int st)
+{
+	t->ranks[1].meta.python_probe = st;
+	snprintf(t->ranks[1].meta.python_probe_detail, sizeof(t->ranks[1].meta.python_probe_detail),
+		 "ModuleNotFoundError: No module named '_ctypes'");
+}
+
+static void s_crash_no_probe(void)
+{
+	s_exit_status();
+	probe_state(RT_PROBE_FAILED);
+}
+
+static void s_mismatch_no_probe(void)
+{
+	s_mismatch();
+	probe_state(RT_PROBE_MISSING);
+}
+
+static void s_crash_probe_off(void)
+{
+	s_exit_status();
+	probe_state(RT_PROBE_OFF);
+}
+
+RIG_CASE(model, a_crash_without_the_probe_is_inconclusive, s_crash_no_probe, RT_V_INCONCLUSIVE,
+	 "rank 1 exited with status 3", NULL)
+RIG_CASE(model, a_mismatch_without_the_probe_still_decides, s_mismatch_no_probe,
+	 RT_V_COLLECTIVE_MISMATCH, "Broadcast", NULL)
+RIG_CASE(model, the_probe_turned_off_is_no_reason, s_crash_probe_off, RT_V_CRASHED,
+	 "rank 1 exited with status 3", NULL)
+
+Test(model, the_inconclusive_reason_names_the_rank_and_the_probe)
+{
+	char why[600];
+
+	rig(4);
+	s_crash_no_probe();
+	rt_vw_model_finish(m);
+	cr_assert_eq(t->verdict, RT_V_INCONCLUSIVE);
+	rt_vw_inconclusive_text(t, why, sizeof(why));
+	cr_assert(strstr(why, "rank 1 ran Python without the ranktrace probe (ModuleNotFoundError: "
+			      "No module named '_ctypes')"), "%s", why);
+	rt_vw_free(t);
+	free(m);
+}

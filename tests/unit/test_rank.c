@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* test_rank.c - rank identity from each launcher's environment (table-driven). */
+/* test_rank.c - rank identity and attempt from each launcher's environment
+ * (table-driven). */
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
 #include <string.h>
@@ -54,4 +55,26 @@ ParameterizedTest(struct env_case *c, rank, from_launcher_environment)
 	cr_assert_eq(r.local_rank, c->local_rank);
 	cr_assert_eq(r.world_size, c->world);
 	cr_assert_str_eq(r.source, c->source);
+}
+
+/* An elastic launcher's restart count is the attempt (0 without one, or garbage). */
+ParameterizedTestParameters(rank, attempt_from_the_restart_count)
+{
+	static struct env_case cases[] = {
+		{ { "RANK=1", "TORCHELASTIC_RESTART_COUNT=2" }, 2, 0, 0, "" },
+		{ { "RANK=1", "TORCHELASTIC_RESTART_COUNT=0" }, 0, 0, 0, "" },
+		{ { "RANK=1" }, 0, 0, 0, "" },
+		{ { "TORCHELASTIC_RESTART_COUNT=x" }, 0, 0, 0, "" },
+		{ { "TORCHELASTIC_RESTART_COUNT=-1" }, 0, 0, 0, "" },
+	};
+	return cr_make_param_array(struct env_case, cases, sizeof(cases) / sizeof(cases[0]));
+}
+
+ParameterizedTest(struct env_case *c, rank, attempt_from_the_restart_count)
+{
+	struct rt_tr_rank_info r;
+
+	current = c;
+	rt_tr_rank_parse(get, &r);
+	cr_assert_eq(r.attempt, c->rank, "%s: attempt %d", c->env[1], r.attempt);
 }

@@ -15,8 +15,19 @@
 struct rt_tr_rank_info {
 	int rank, local_rank, world_size; /* -1 when unknown */
 	const char *source;               /* "env:RANK", "env:SLURM_PROCID", ..., "nccl", "pid" */
-	char dir[4096];                   /* DIR/rank-NNNNN or DIR/rank-pPID */
+	char dir[4096];                   /* DIR/rank-NNNNN or DIR/rank-pPID; attempt N > 0:
+					   * DIR/attempt-N/rank-... */
+	int attempt;                      /* the launcher's restart count
+					   * (TORCHELASTIC_RESTART_COUNT), 0 when none */
+	int probe;                        /* the PyTorch probe here: enum rt_probe_state
+					   * (format/schema.h), or RT_TR_PROBE_WAITING */
+	char probe_detail[120];           /* why it is off, failed or missing */
 };
+
+/* interpose/pyboot.c: Python is here and the probe loads at its first
+ * cpython.run_* event (store/metadata.c records it as missing if Python is
+ * already running the program without it) */
+#define RT_TR_PROBE_WAITING (-1)
 
 /* Per rank process, when RANKTRACE_MAX_SIZE is unset (0: no cap). */
 #define RT_TR_DEFAULT_MAX_BYTES ((uint64_t)2 << 30)

@@ -11,7 +11,13 @@
  * place: link() fails when it exists). A process of another run refuses the
  * directory and continues untraced rather than mix its events into another
  * job's trace (two jobs started into one DIR). The dot keeps babeltrace2 from
- * reading the file as a stream. */
+ * reading the file as a stream.
+ *
+ * An elastic launcher's restarts (torchrun --max-restarts: every worker of
+ * attempt N has TORCHELASTIC_RESTART_COUNT=N) are attempts of one run: attempt
+ * 0 writes DIR/rank-NNNNN as ever, attempt N > 0 DIR/attempt-N/rank-NNNNN, a
+ * trace directory of its own (its uuid names the attempt too), so a restarted
+ * rank never adds its streams to the failed attempt's. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -22,9 +28,10 @@
 
 #include "identity.h"
 #include "inject.h" /* rt_inj_host_rank: answered here */
+#include "schema.h" /* RT_PROBE_NONE */
 
 struct rt_tr_config rt_tr_config;
-struct rt_tr_rank_info rt_tr_rank = { -1, -1, -1, "pid", "" };
+struct rt_tr_rank_info rt_tr_rank = { -1, -1, -1, "pid", "", 0, RT_PROBE_NONE, "" };
 static int env_rank = -1; /* the launcher's, parsed at start-up */
 
 static int num(const char *s)
@@ -55,6 +62,9 @@ void rt_tr_rank_parse(const char *(*get)(const char *), struct rt_tr_rank_info *
 
 	r->rank = r->local_rank = r->world_size = -1;
 	r->source = "pid";
+	r->attempt = num(get("TORCHELASTIC_RESTART_COUNT"));
+	if (r->attempt < 0)
+		r->attempt = 0;
 	for (size_t i = 0; i < sizeof(launchers) / sizeof(launchers[0]); i++) {
 		int rank = num(get(launchers[i].rank));
 
@@ -93,12 +103,37 @@ int rt_inj_host_rank(void)
 	return rt_tr_rank.rank >= 0 ? rt_tr_rank.rank : env_rank;
 }
 
+/* DIR, or DIR/attempt-N for a restarted attempt: where the rank directories go. */
+static void attempt_dir_path(char *out, size_t n)
+{
+	if (rt_tr_rank.attempt > 0)
+		snprintf(out, n, "%s/attempt-%d", rt_tr_config.dir, rt_tr_rank.attempt);
+	else
+		snprintf(out, n, "%s", rt_tr_config.dir);
+}
+
 static void rank_dir_path(char *out, size_t n)
 {
+	char base[4200];
+
+	attempt_dir_path(base, sizeof(base));
 	if (rt_tr_rank.rank >= 0)
-		snprintf(out, n, "%s/rank-%05d", rt_tr_config.dir, rt_tr_rank.rank);
+		snprintf(out, n, "%s/rank-%05d", base, rt_tr_rank.rank);
 	else
-		snprintf(out, n, "%s/rank-p%d", rt_tr_config.dir, (int)getpid());
+		snprintf(out, n, "%s/rank-p%d", base, (int)getpid());
+}
+
+/* mkdir path, or find it there: a real directory of ours, never a planted
+ * symlink (rank-00000 -> elsewhere), which is refused, never followed. */
+static int own_dir(const char *path)
+{
+	struct stat st;
+
+	if (mkdir(path, 0700) != 0 && errno != EEXIST)
+		return -errno;
+	if (lstat(path, &st) != 0)
+		return -errno;
+	return S_ISDIR(st.st_mode) && st.st_uid == geteuid() ? 0 : -ENOTDIR;
 }
 
 static uint64_t fnv(uint64_t h, const char *s)
@@ -146,9 +181,9 @@ static int claim_rank_dir(const char *dir)
 
 int rt_tr_rank_dir_create(uint8_t uuid[16])
 {
+	char base[4200];
 	uint64_t a, b;
 	const char *leaf;
-	struct stat st;
 	int err;
 
 	/* a forked child writes into its parent's rank directory */
@@ -156,18 +191,16 @@ int rt_tr_rank_dir_create(uint8_t uuid[16])
 		rank_dir_path(rt_tr_rank.dir, sizeof(rt_tr_rank.dir));
 	if (mkdir(rt_tr_config.dir, 0700) != 0 && errno != EEXIST)
 		return -errno;
-	if (mkdir(rt_tr_rank.dir, 0700) != 0 && errno != EEXIST)
-		return -errno;
-	/* an existing rank directory must be a real one of ours: a planted
-	 * symlink (rank-00000 -> elsewhere) is refused, never followed */
-	if (lstat(rt_tr_rank.dir, &st) != 0)
-		return -errno;
-	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid())
-		return -ENOTDIR;
+	attempt_dir_path(base, sizeof(base));
+	if (rt_tr_rank.attempt > 0 && (err = own_dir(base)) != 0)
+		return err;
+	if ((err = own_dir(rt_tr_rank.dir)) != 0)
+		return err;
 	err = claim_rank_dir(rt_tr_rank.dir);
 	if (err)
 		return err;
-	leaf = strrchr(rt_tr_rank.dir, '/');
+	/* "/rank-00001", "/attempt-1/rank-00001": babeltrace2 merges traces of one uuid */
+	leaf = rt_tr_rank.dir + strlen(rt_tr_config.dir);
 	a = fnv(fnv(0xcbf29ce484222325ull, rt_tr_config.run_id), leaf);
 	b = fnv(fnv(0x84222325cbf29ce4ull, leaf), rt_tr_config.run_id);
 	memcpy(uuid, &a, 8);

@@ -135,6 +135,7 @@ __attribute__((constructor)) static void rt_tr_init(void)
 	rt_inj_init(); /* a fault plan applies even when no trace can be written */
 	if (rt_inj_active) /* each rule and how often it fired, in the trace at the end */
 		rt_tr_on_end_record(rt_inj_at_end);
+	rt_tr_pyboot_init(); /* the probe, for the trace and for the plan's failure points */
 	configure_trace(getenv(RT_ENV_NAME(DIR)));
 	/* the fast path is for calls without fault rules into the native store */
 	for (unsigned id = 0; id < RT_ID_FIRST_TRACER; id++)

@@ -2,7 +2,8 @@
 /* interpose.h - the program's entry points into libranktrace.so: the
  * wrappers generated from the call tables (wrappers.c), the driver entry
  * points handed out by address (driver.c), start-up and exit (init.c), the
- * probe API of include/ranktrace.h (probe.c), and the calls of the tables'
+ * probe API of include/ranktrace.h (probe.c), the probe's loading into
+ * Python (pyboot.c), and the calls of the tables'
  * rows that join several rooms (hooks.c).
  *
  * The top room: it uses every room below it (core/, device/, store/,
@@ -36,5 +37,9 @@ struct rt_tr_proc {
 };
 extern const struct rt_tr_proc rt_tr_procs[];
 extern const unsigned rt_tr_nprocs;
+
+/* pyboot.c: from the constructor: in a Python process, the audit hook that
+ * loads the PyTorch probe once Python starts the program */
+void rt_tr_pyboot_init(void);
 
 #endif

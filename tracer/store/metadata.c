@@ -5,6 +5,7 @@
  * Written once per process at its first event (core/life.c), and again when
  * the rank is learned from NCCL (interpose/hooks.c): whole or not at all,
  * never over another process's. Not on the hot path; allocates. */
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,8 +70,25 @@ static int put_metadata(const char *dir, const char *buf, size_t len, bool repla
 	return err;
 }
 
+/* The probe as recorded: still waiting for Python to start the program is
+ * missing if Python already runs (embedded, or started no program), none if
+ * it does not (yet). */
+static int probe_state(const char **detail)
+{
+	int (*running)(void);
+
+	*detail = rt_tr_rank.probe_detail;
+	if (rt_tr_rank.probe != RT_TR_PROBE_WAITING)
+		return rt_tr_rank.probe;
+	*(void **)&running = dlsym(RTLD_DEFAULT, "Py_IsInitialized");
+	if (!running || !running())
+		return RT_PROBE_NONE;
+	*detail = "Python ran without starting a program (no cpython.run_* event)";
+	return RT_PROBE_MISSING;
+}
+
 /* Write DIR/metadata for the current rank identity. replace: atomically
- * replace an existing one (rank learned later). */
+ * replace an existing one (rank learned later, the probe settled). */
 int rt_tr_write_metadata(const char *dir, bool replace)
 {
 	struct rt_trace_env env = { 0 };
@@ -86,6 +104,8 @@ int rt_tr_write_metadata(const char *dir, bool replace)
 	env.rank = rt_tr_rank.rank;
 	env.local_rank = rt_tr_rank.local_rank;
 	env.world_size = rt_tr_rank.world_size;
+	env.attempt = rt_tr_rank.attempt;
+	env.probe = probe_state(&env.probe_detail);
 	env.rank_source = rt_tr_rank.source;
 	clock_gettime(CLOCK_REALTIME, &rt);
 	clock_gettime(CLOCK_MONOTONIC, &mono);

@@ -164,6 +164,12 @@ void rt_vw_completeness(struct rt_vw_trace *t, const struct rt_vw_matcher *m)
 	}
 }
 
+bool rt_vw_probe_missing(const struct rt_vw_rank *r)
+{
+	return r->readable && (r->meta.python_probe == RT_PROBE_FAILED ||
+			       r->meta.python_probe == RT_PROBE_MISSING);
+}
+
 bool rt_vw_evidence_complete(const struct rt_vw_trace *t, int ri)
 {
 	return t->ranks[ri].completeness == RT_C_COMPLETE && !t->nmissing;

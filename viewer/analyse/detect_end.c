@@ -2,7 +2,8 @@
 /* detect_end.c - the detectors of how ranks ended and what their traces
  * hold: killed by a signal, died inside a call, a non-zero exit status, no
  * recorded end, a crash in teardown, an interrupted job; frees of unknown
- * pointers, events discarded, incomplete traces and missing ranks.
+ * pointers, events discarded, incomplete traces, missing ranks, and ranks
+ * whose Python ran without the probe.
  *
  * Detectors of format/findings.def (rt_vw_detect_E), run once after the
  * pass in the table's order (detectors.c). A finding that rests on the
@@ -120,4 +121,16 @@ void rt_vw_detect_MISSING_RANKS(struct rt_vw_trace *t, enum rt_finding_kind k)
 	for (int i = 0; i < t->nmissing; i++)
 		rt_vw_finding_rank(f, t->missing[i]);
 	rt_vw_fv_int(f, RT_FV_world_size, t->world_size);
+}
+
+/* A rank's Python without the PyTorch probe (its metadata: the import
+ * failed, or it never loaded; RANKTRACE_PROBE=0 is the user's choice, not
+ * a finding): the evidence of the bug class is not in its trace. */
+void rt_vw_detect_PROBE_MISSING(struct rt_vw_trace *t, enum rt_finding_kind k)
+{
+	for (int i = 0; i < t->nranks; i++)
+		if (rt_vw_probe_missing(&t->ranks[i]))
+			rt_vw_fv_text(rt_vw_finding_add(t, k, t->ranks[i].meta.rank), RT_FV_probe,
+				      t->ranks[i].meta.python_probe_detail[0]
+				      ? t->ranks[i].meta.python_probe_detail : "it did not load");
 }

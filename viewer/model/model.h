@@ -51,7 +51,7 @@ enum rt_vw_why_incomplete { RT_I_NONE, RT_I_LIVE, RT_I_DAMAGED, RT_I_EMPTY, RT_I
 			    RT_I_STOPPED, RT_I_CAPPED };
 /* Why the verdict would be a guess: nothing; ranks missing; a rank's trace
  * (t->why_rank); the job was interrupted. */
-enum rt_vw_why { RT_W_NONE, RT_W_MISSING, RT_W_RANK, RT_W_INTERRUPTED };
+enum rt_vw_why { RT_W_NONE, RT_W_MISSING, RT_W_RANK, RT_W_INTERRUPTED, RT_W_PROBE };
 
 /* How a rank's main process is now: from its stream files' locks (held by a
  * live writer) and its end record. */
@@ -326,6 +326,9 @@ struct rt_vw_diag {
 };
 int rt_vw_diagnose(const struct rt_vw_trace *t, int only_rank, bool all, struct rt_vw_diag **out,
 		   int *hidden);
+/* completeness.c: did rank r's Python run without the PyTorch probe (its
+ * import failed, or it never loaded; not RANKTRACE_PROBE=0)? */
+bool rt_vw_probe_missing(const struct rt_vw_rank *r);
 /* What to do next: the advice of the most important group that has one, or NULL. */
 const char *rt_vw_diag_advice(const struct rt_vw_trace *t, const struct rt_vw_diag *g, int n);
 
@@ -430,6 +433,10 @@ int rt_vw_rank_number(const struct rt_vw_rank *r);
  * guess, "" when it would not. */
 void rt_vw_incomplete_text(const struct rt_vw_trace *t, int ri, char *out, size_t n);
 void rt_vw_inconclusive_text(const struct rt_vw_trace *t, char *out, size_t n);
+/* The ranks whose Python ran without the PyTorch probe, in words ("ranks
+ * 0-1 ran Python without the ranktrace probe (why): ..."); false, out "",
+ * when there are none (run's warning, the inconclusive reason). */
+bool rt_vw_probe_missing_text(const struct rt_vw_trace *t, char *out, size_t n);
 
 /* How rank r ended, in one short phrase every output uses ("exit 0",
  * "signal 9 in ncclAllReduce", "died in ncclAllReduce", "returned", ...). */

@@ -87,6 +87,9 @@ struct rt_vw_cursor *rt_vw_cursor_mem(const struct rt_vw_event *ev, size_t n, ui
 /* Facts from a rank directory's metadata env block. */
 struct rt_vw_rank_meta {
 	int rank, local_rank, world_size, pid;
+	int attempt;         /* the launcher's restart count (0: the first, or not recorded) */
+	int python_probe;    /* enum rt_probe_state: the PyTorch probe in this rank's Python */
+	char python_probe_detail[128]; /* why it is off, failed or missing */
 	char hostname[64];
 	char nccl_host[64];  /* NCCL's host identity (NCCL_HOSTID or the hostname) */
 	char rank_source[32];

@@ -217,6 +217,10 @@ static bool parse_env(const char *s, size_t len, bool in_env, struct rt_vw_rank_
 		if (!strcmp(key, "rank")) m->rank = atoi(val);
 		else if (!strcmp(key, "local_rank")) m->local_rank = atoi(val);
 		else if (!strcmp(key, "world_size")) m->world_size = atoi(val);
+		else if (!strcmp(key, "attempt")) m->attempt = atoi(val);
+		else if (!strcmp(key, "python_probe")) m->python_probe = atoi(val);
+		else if (!strcmp(key, "python_probe_detail"))
+			snprintf(m->python_probe_detail, sizeof(m->python_probe_detail), "%s", val);
 		else if (!strcmp(key, "pid")) m->pid = atoi(val);
 		else if (!strcmp(key, "ranktrace_schema")) m->schema = atoi(val);
 		else if (!strcmp(key, "hostname")) snprintf(m->hostname, sizeof(m->hostname), "%s", val);

@@ -386,6 +386,27 @@ static void say_missing(struct rt_vw_sb *b, const struct rt_vw_trace *t)
 			t->nmissing > 1 ? "s" : "", list, t->nmissing > 1 ? "them" : "it", t->world_size);
 }
 
+bool rt_vw_probe_missing_text(const struct rt_vw_trace *t, char *out, size_t n)
+{
+	struct rt_vw_sb b = rt_vw_sb_init(out, n);
+	const struct rt_vw_fval *why = NULL;
+	int v[256], k = 0;
+	char list[160];
+
+	for (int i = 0; i < t->nfindings && k < 256; i++)
+		if (t->findings[i].kind == RT_FK_PROBE_MISSING) {
+			v[k++] = t->findings[i].rank;
+			why = why ? why : rt_vw_fv(&t->findings[i], RT_FV_probe);
+		}
+	if (!k)
+		return false;
+	rt_int_ranges(v, k, list, sizeof(list));
+	rt_vw_sb_printf(&b, "rank%s %s ran Python without the ranktrace probe (%s): no evidence "
+			"of FSDP root forwards or unwrapped calls", k > 1 ? "s" : "", list,
+			why ? why->v.s : "it did not load");
+	return true;
+}
+
 void rt_vw_inconclusive_text(const struct rt_vw_trace *t, char *out, size_t n)
 {
 	struct rt_vw_sb b = rt_vw_sb_init(out, n);
@@ -394,6 +415,8 @@ void rt_vw_inconclusive_text(const struct rt_vw_trace *t, char *out, size_t n)
 		say_missing(&b, t);
 	} else if (t->why == RT_W_RANK) {
 		rt_vw_incomplete_text(t, t->why_rank, out, n);
+	} else if (t->why == RT_W_PROBE) {
+		rt_vw_probe_missing_text(t, out, n);
 	} else if (t->why == RT_W_INTERRUPTED) {
 		for (int i = 0; i < t->nfindings; i++)
 			if (t->findings[i].kind == RT_FK_INTERRUPTED) {

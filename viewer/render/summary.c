@@ -73,6 +73,9 @@ static void print_rank(FILE *f, const struct rt_vw_rank *r, const char *discard_
 								 : discard_why);
 	if (r->damaged[0])
 		fprintf(f, "\n    damaged: %s", rt_vw_esc(r->damaged));
+	if (r->meta.python_probe == RT_PROBE_FAILED || r->meta.python_probe == RT_PROBE_MISSING)
+		fprintf(f, "\n    Python ran without the ranktrace probe: %s",
+			rt_vw_esc(r->meta.python_probe_detail));
 	fprintf(f, "\n");
 }
 
