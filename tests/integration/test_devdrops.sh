@@ -58,4 +58,53 @@ check "... and the program kept its error 200 times" grep -q '200 kept their err
 job capture events capture
 check "events: a collective captured into a CUDA graph is said ($why, seq $seqs), the one beside it completed ($done)" \
   bash -c "[ '$why' = '$R_CAPTURE:1' ] && [ '$seqs' = '2-2' ] && [ $done -eq 1 ]"
+
+# Drops in the reader (issue 28 item 2, the viewer's side): 20,000
+# AllReduces in flight on 4 ranks, rank 1 never calls the last. Past 4,096
+# in flight the records are dropped: before, the hang was "AllReduce #4097
+# (or #4258, #4115) was enqueued by ranks 0,1,2,3 and never completed on
+# any device" and nothing named rank 1. Now no finding rests on a collective
+# whose records were dropped: the hang is #20000, rank 1 never enqueued it;
+# view and --json show the drops.
+# until verdict --stall 2s says hung (60 s at most)
+wait_hung() { local i
+  for i in $(seq 60); do
+    [ "$(timeout -k 2 30 "$RT" verdict "$1" --stall 2s 2> /dev/null)" = hung ] && return 0
+    sleep 1
+  done
+  return 1
+}
+# seqs FILE: the collective numbers (#N) the findings' words name, but the
+# "last collective it enqueued" of a rank that never enqueued the subject
+seqs() { sed -E 's/last collective it enqueued: #[0-9]+//g' "$1" | grep -oE '#[0-9]+' | sort -u | tr '\n' ' '; }
+for src in events plugin; do
+  d=skiplast-$src
+  SIMGPU_TIMEOUT=300 RANKTRACE_DEVICE_SOURCE=$src LD_LIBRARY_PATH="$SIM${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+    setsid timeout -k 5 300 "$RT" run -o "$T/$d" -- "$B/bin/rt-launch" -n 4 "$B/bin/cuda_state" skiplast 20000 1 \
+    > "$T/$d.log" 2>&1 &
+  JOBS+=("$!"); pid=$!
+  check "$src: 20,000 in flight, rank 1 skipping the last: the live job is hung" wait_hung "$T/$d"
+  timeout -k 2 60 "$RT" verdict "$T/$d" --stall 2s > /dev/null 2> "$T/$d.live"
+  stop "$pid"
+  timeout -k 2 60 "$RT" verdict "$T/$d" --stall 2s > /dev/null 2> "$T/$d.pm"
+  timeout -k 2 60 "$RT" view "$T/$d" --stall 2s > "$T/$d.view" 2>&1
+  timeout -k 2 60 "$RT" view "$T/$d" --stall 2s --json > "$T/$d.json" 2> /dev/null
+  for w in live pm; do
+    check "$src ($w): the hang is AllReduce #20000, which rank 1 never enqueued ($(grep -m1 'hung' "$T/$d.$w" | cut -c1-400))" \
+      grep -qE "AllReduce #20000 \(comm [0-9a-f]+, 4 B\) was enqueued by ranks 0,2,3 and never completed on any device.*; rank 1 never enqueued #20000" "$T/$d.$w"
+    check "$src ($w): no finding names a collective other than #20000 ($(seqs "$T/$d.$w"))" \
+      bash -c "[ '$(seqs "$T/$d.$w")' = '#20000 ' ]"
+  done
+  check "$src: view shows each rank's drops" grep -qE "^    dropped [0-9]+ device records \((queue|pool)-full [0-9]+\), seqs 4097-(19999|20000)" "$T/$d.view"
+  check "$src: --json: drops on every rank, by reason, with their seqs; the hang finding about #20000, naming rank 1" \
+    python3 -c "
+import json, sys
+d = json.load(open(sys.argv[1]))
+rs = d['device']['ranks']
+assert len(rs) == 4 and all(r['dropped'] > 15000 and r['dropped_first_seq'] == 4097 and r['drops'][0]['reason'] in ('queue-full', 'pool-full') for r in rs), rs
+hang = [f for f in d['findings'] if f['id'] == 'hang']
+assert hang and hang[0]['seq'] == 20000 and 'rank 1 never enqueued #20000' in hang[0]['text'], hang
+assert all(f['seq'] in (None, 20000) for f in d['findings']), d['findings']
+" "$T/$d.json"
+done
 finish

@@ -96,11 +96,44 @@ device_hang() { local d=$SRC-dev
     grep -qE "hung when the job was interrupted: ${re#hung: }" "$T/$d.pm" || head -1 "$T/$d.pm"
 }
 
+# 4. the watchdog's ending on a device that never started the collective
+# (issue 28 item 8): rank 3's device held 30 s before its 4th collective, a
+# 3 s watchdog; the ending names rank 3's device (it said only "enqueued and
+# never completed on any device" before)
+watchdog_device() { local d=$SRC-wddev rc
+  FSDP_MINI_NCCL_TIMEOUT_S=3 sim run4 "$d" "$RT" run -o "$T/$d" --inject '@collective:devdelay=30s:rank=3:when=4' --; rc=$?
+  timeout -k 2 30 "$RT" verdict "$T/$d" > "$T/$d.v" 2> "$T/$d.verr"
+  # the launcher's status is the first rank's end: a watchdog's SIGABRT, or
+  # (under load) a rank that failed on the aborted peer first: no ending of
+  # the watchdog's to name then
+  if [ $rc -ne 134 ]; then echo "# $SRC: watchdog_device: the job ended with $rc, not by the watchdog: not judged"; return; fi
+  check "$SRC: watchdog, rank 3's device held: the ending names the device that never started it ($(grep -m1 'NCCL watchdog' "$T/$d.verr"))" \
+    grep -qE "ranks? [0-3](,[0-3])* (was|were) ended by the NCCL watchdog \(SIGABRT\) on [A-Za-z]+ #[0-9]+ \(comm [0-9a-f]+, [0-9]+ [KMG]?i?B\), enqueued and never completed on any device; it started on the devices of ranks 0,1,2, never on rank 3's" "$T/$d.verr" || head -3 "$T/$d.verr"
+}
+
 for SRC in plugin events; do
   export RANKTRACE_DEVICE_SOURCE=$SRC
   SRCNAME=$([ $SRC = plugin ] && echo nccl-profiler-plugin || echo cuda-events)
   host_hang
   watchdog
   device_hang
+  watchdog_device
 done
+
+# 5. no device records (RANKTRACE_DEVICE_SOURCE=off): a live hang names the
+# rank the host trace shows never called the collective (it said "no call
+# returned on any live rank for N s" before)
+export RANKTRACE_DEVICE_SOURCE=off
+d=off-host
+FSDP_MINI_NCCL_TIMEOUT_S=600 start "$d" 'cudaMalloc:hang:rank=2:when=10'
+check "off: host hang: the live job is hung" wait_hung "$T/$d"
+re="hung: AllGather #([0-9]+) \(comm [0-9a-f]+, [0-9]+ [KMG]?i?B\) was called by ranks 0,1,3, not by every rank of its communicator \(no device record shows it\); rank 2 never called #[0-9]+: its host thread has been inside cudaMalloc for [0-9]+ s \(last collective it called: #[0-9]+\)"
+for i in $(seq 20); do
+  timeout -k 2 30 "$RT" verdict "$T/$d" --stall 2s > "$T/$d.v" 2> "$T/$d.verr"
+  grep -qE "$re" "$T/$d.verr" && break
+  sleep 1
+done
+check "off: verdict --stall names rank 2, which never called #N, and where it is ($(grep -m1 'hung:' "$T/$d.verr"))" \
+  grep -qE "$re" "$T/$d.verr"
+stop "$LAST"
 finish

@@ -118,7 +118,7 @@ Test(findings, a_rank_finding_is_its_subject_and_the_sentence_is_made_at_the_edg
 	cr_expect_eq(f->ranks[0], 1);
 	cr_assert(rt_vw_fv(f, RT_FV_status));
 	cr_expect_eq(rt_vw_fv(f, RT_FV_status)->v.i, 3);
-	rt_vw_finding_body(g.t, f, text, sizeof(text));
+	rt_vw_finding_body(g.t, f, text, sizeof(text), false);
 	cr_expect_str_eq(text, " exited with status 3");
 	rt_vw_finding_text(g.t, f, text, sizeof(text));
 	cr_expect_str_eq(text, "rank 1 exited with status 3");
@@ -168,6 +168,38 @@ Test(findings, the_same_words_about_several_ranks_are_one_group)
 	free(d);
 }
 
+/* Words agree with the ranks they are said of: "ranks 0-2 were killed",
+ * "ranks 0-3 are alive" (were "ranks 0-2 was killed", "ranks 0-3 is
+ * alive"); one rank's words as before. */
+Test(findings, the_words_agree_with_several_ranks)
+{
+	struct rt_vw_diag *d;
+	int n;
+
+	rig_init(&g, 8, 0, "/nonexistent/findings");
+	for (int r = 0; r < 3; r++)
+		finding(r, RT_FK_KILLED, RT_FV_signo, 9);
+	for (int r = 3; r < 7; r++) {
+		struct rt_vw_finding *f = rt_vw_finding_add(g.t, RT_FK_RANK_STALLED, r);
+
+		cr_assert(f);
+		rt_vw_fv_real(f, RT_FV_idle_s, 30);
+		rt_vw_fv_flag(f, RT_FV_stopped, true);
+	}
+	finding(7, RT_FK_NO_END, RT_FV_last_event_s, 0);
+	n = diagnose(&d, -1);
+	cr_assert_geq(n, 3);
+	for (int k = 0; k < n; k++)
+		if (!strncmp(d[k].text, "ranks 0-2", 9))
+			cr_expect_str_eq(d[k].text, "ranks 0-2 were killed by signal 9");
+		else if (!strncmp(d[k].text, "ranks 3-6", 9))
+			cr_expect_str_eq(d[k].text, "ranks 3-6 are alive, no call returned for 30 s "
+				       "(their processes are stopped: SIGSTOP, Ctrl-Z or a debugger)");
+		else
+			cr_expect(strstr(d[k].text, "rank 7 has no recorded end"), "%s", d[k].text);
+	free(d);
+}
+
 /* A finding that names a rank other than its own in its words (not a
  * subject): the same sentence about ranks 2 and 3 is said once, as it is;
  * the rank in the words is not taken for theirs ("ranks 2-3 trace damaged"
@@ -208,6 +240,11 @@ Test(findings, every_kind_has_its_words)
 
 			if (!strncmp(p, "{rank}", 6) || !strncmp(p, "{ranks}", 7))
 				continue;
+			if (*p == '{' && (len == 2 || len == 3) &&
+			    (!strncmp(name, "is}", 3) || !strncmp(name, "was}", 4) ||
+			     !strncmp(name, "has}", 4) || !strncmp(name, "its}", 4) ||
+			     !strncmp(name, "it}", 3) || !strncmp(name, "es}", 3)))
+				continue; /* words that agree with {rank} */
 			cr_expect_geq(rt_fvalue_parse(name, len), 0, "%s: %.*s is no value of findings.def",
 				      rt_findings[k].id, (int)len, name);
 		}

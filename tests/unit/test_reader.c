@@ -92,6 +92,15 @@ Test(reader, decodes_events_and_marks_a_call_that_never_returned)
 	unlink(path);
 }
 
+/* Field fid of event id set to v in the fields f (little-endian, its width). */
+static void set_field(uint8_t *f, unsigned id, unsigned fid, uint64_t v)
+{
+	for (int k = 0; k < rt_events[id].nfields; k++)
+		if (rt_events[id].fields[k].fid == fid)
+			for (size_t b = 0; b < rt_kind_size(rt_events[id].fields[k].kind); b++)
+				f[rt_events[id].fields[k].offset + b] = (uint8_t)(v >> (8 * b));
+}
+
 /* Only a call is written pending (the wrapper, before the real call): a
  * tracer record (rt_dev_coll...) whose duration reads "pending" is damage,
  * not a call the rank died in ("ranks 0-3 died inside rt_dev_coll" beside
@@ -107,6 +116,8 @@ Test(reader, a_tracer_record_is_never_a_pending_call)
 
 	close(fd);
 	memset(buf, 0, PKT);
+	set_field(f, RT_ID_rt_dev_coll, RT_FN_dev_phase, RT_DEV_STARTED);
+	set_field(f, RT_ID_rt_dev_coll, RT_FN_source, RT_DEV_SRC_PLUGIN);
 	off += put_event(buf + off, RT_ID_rt_dev_coll, 1000100, RT_DUR_PENDING, 0, 0, f);
 	h.content_bytes = off;
 	rt_fmt_packet_put(buf, &h);
@@ -322,7 +333,8 @@ Test(reader, a_missing_or_unopenable_file_of_a_stream_is_damage)
 	cr_assert_not_null(mkdtemp(dir));
 	for (int i = 0; i < 3; i++) {
 		make_stream(buf);
-		rt_fmt_packet_set_times(buf, 1000000 + 10000000ull * (uint64_t)i, 1000000);
+		rt_fmt_packet_set_times(buf, 1000000 + 10000000ull * (uint64_t)i,
+					1000000 + 10000000ull * (uint64_t)i);
 		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
 		write_file(path, buf, PKT);
 	}

@@ -23,6 +23,11 @@
  *                (its drops are said in the trace).
  *   group [N]    one group of N collectives (default 300): more than a
  *                source ties to their calls or keeps.
+ *   skiplast [N [R]] on a communicator of WORLD_SIZE ranks (rt-launch), N
+ *                AllReduces (default 20000) in flight on a stream held busy,
+ *                rank R (default 1) never calls the last: the others then
+ *                wait in cudaStreamSynchronize, rank R idles (a hang whose
+ *                cause only the host trace shows past the dropped records).
  * Any unexpected failure: a message, exit 1. */
 #include <cuda_runtime_api.h>
 #include <nccl.h>
@@ -33,6 +38,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "wl_boot.h"
 
 static ncclComm_t comm;
 static float *buf;
@@ -218,6 +225,30 @@ static void group(int n)
 	printf("group: %d collectives in one group\n", n);
 }
 
+static void skiplast(int n, int skipper)
+{
+	int rank = wl_env_int("RANK", 0), world = wl_env_int("WORLD_SIZE", 1);
+	ncclUniqueId id;
+	cudaStream_t s;
+
+	CHECK(cudaSetDevice(wl_env_int("LOCAL_RANK", 0)) == cudaSuccess);
+	CHECK(cudaMalloc((void **)&buf, 64 * sizeof(float)) == cudaSuccess);
+	if (rank == 0)
+		CHECK(ncclGetUniqueId(&id) == ncclSuccess);
+	CHECK(wl_share_ids(&id, 1, rank, world, "cuda_state") == 0);
+	CHECK(ncclCommInitRank(&comm, world, id, rank) == ncclSuccess);
+	CHECK(cudaStreamCreate(&s) == cudaSuccess);
+	CHECK(cudaLaunchHostFunc(s, hold, NULL) == cudaSuccess);
+	for (int i = 0; i < n - (rank == skipper); i++)
+		CHECK(ncclAllReduce(buf, buf, 1, ncclFloat32, ncclSum, comm, s) == ncclSuccess);
+	printf("skiplast: rank %d called %d collectives\n", rank, n - (rank == skipper));
+	release();
+	if (rank == skipper)
+		for (;;)
+			pause(); /* idle, as a rank waiting for what never comes */
+	CHECK(cudaStreamSynchronize(s) == cudaSuccess);
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "";
@@ -235,8 +266,10 @@ int main(int argc, char **argv)
 		inflight(argc > 2 ? atoi(argv[2]) : 6000);
 	else if (!strcmp(mode, "group"))
 		group(argc > 2 ? atoi(argv[2]) : 300);
+	else if (!strcmp(mode, "skiplast"))
+		skiplast(argc > 2 ? atoi(argv[2]) : 20000, argc > 3 ? atoi(argv[3]) : 1);
 	else {
-		fprintf(stderr, "usage: cuda_state pending [N] | device | capture | sync | inflight [N] | group [N]\n");
+		fprintf(stderr, "usage: cuda_state pending [N] | device | capture | sync | inflight [N] | group [N] | skiplast [N [R]]\n");
 		return 2;
 	}
 	ncclCommDestroy(comm);

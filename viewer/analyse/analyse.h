@@ -44,6 +44,16 @@ struct rt_vw_devcoll;
 const struct rt_vw_devcoll *rt_vw_dev_stuck(const struct rt_vw_trace *t);
 void rt_vw_dev_hang_evidence(const struct rt_vw_trace *t, const struct rt_vw_devcoll *c,
 			     struct rt_vw_finding *f);
+/* Without a device record that shows it (none, or dropped): the earliest
+ * collective some rank called and another rank of its communicator never
+ * did, by the host trace, or NULL; its evidence into f (host_only): who
+ * called it, who never did and where that rank is. */
+const struct rt_vw_devcoll *rt_vw_host_stuck(const struct rt_vw_trace *t);
+void rt_vw_host_hang_evidence(const struct rt_vw_trace *t, const struct rt_vw_devcoll *c,
+			      struct rt_vw_finding *f);
+/* The device records the tracer dropped (all ranks) as f's value dropped,
+ * when there were any: the sentence says no finding rests on them. */
+void rt_vw_dev_dropped_value(const struct rt_vw_trace *t, struct rt_vw_finding *f);
 
 /* Ranks that ended, with evidence: not running, readable. */
 #define RT_VW_FOR_ENDED(t, i, r)                                                        \

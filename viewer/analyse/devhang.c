@@ -59,8 +59,29 @@ static bool has_device_records(const struct rt_vw_trace *t)
 	return false;
 }
 
+/* Did every rank of c's communicator enqueue c? */
+static bool all_enqueued(const struct rt_vw_trace *t, const struct rt_vw_devcoll *c)
+{
+	for (int k = 0; k < t->nranks; k++)
+		if (t->ranks[k].readable && in_comm(&t->ranks[k], c->comm_id) &&
+		    rt_vw_entered_seq(&t->ranks[k], c->comm_id) < c->seq)
+			return false;
+	return true;
+}
+
+/* Is it known that c never completed? Not when a rank's device record of
+ * it was dropped and every rank enqueued it: then only the lost record
+ * could tell (a rank that never enqueued it is the host trace's proof). */
+static bool known_stuck(const struct rt_vw_trace *t, const struct rt_vw_devcoll *c)
+{
+	if (completed(t, c))
+		return false;
+	return !rt_vw_dev_dropped(t, c->comm_id, c->seq) || !all_enqueued(t, c);
+}
+
 /* The subject: the earliest collective (lowest seq, then earliest enqueue)
- * some rank enqueued and no device completed. */
+ * some rank enqueued and no device completed, as far as the records that
+ * were kept show. */
 static const struct rt_vw_devcoll *subject(const struct rt_vw_trace *t)
 {
 	const struct rt_vw_devcoll *best = NULL;
@@ -73,7 +94,7 @@ static const struct rt_vw_devcoll *subject(const struct rt_vw_trace *t)
 
 			if (!c->enq_ts || rt_vw_dev_done(d, c) || (best && c->seq > best->seq))
 				continue;
-			if ((!best || c->seq < best->seq || c->enq_ts < best->enq_ts) && !completed(t, c))
+			if ((!best || c->seq < best->seq || c->enq_ts < best->enq_ts) && known_stuck(t, c))
 				best = c;
 		}
 	}
@@ -83,6 +104,25 @@ static const struct rt_vw_devcoll *subject(const struct rt_vw_trace *t)
 const struct rt_vw_devcoll *rt_vw_dev_stuck(const struct rt_vw_trace *t)
 {
 	return has_device_records(t) ? subject(t) : NULL;
+}
+
+const struct rt_vw_devcoll *rt_vw_host_stuck(const struct rt_vw_trace *t)
+{
+	const struct rt_vw_devcoll *best = NULL;
+
+	for (int i = 0; i < t->nranks; i++) {
+		const struct rt_vw_devlog *d = t->ranks[i].dev;
+
+		for (uint32_t j = 0; t->ranks[i].readable && d && j < d->n; j++) {
+			const struct rt_vw_devcoll *c = &d->v[j];
+
+			if (!c->enq_ts || (best && c->seq >= best->seq))
+				continue;
+			if (!all_enqueued(t, c))
+				best = c;
+		}
+	}
+	return best;
 }
 
 /* Killed by SIGABRT after its call enqueued c had returned: a watchdog's
@@ -142,25 +182,57 @@ static bool start_unknown(const struct rt_vw_trace *t, const struct rt_vw_devcol
 	return true;
 }
 
+/* Whose device started c, whose did not, whose record of it was dropped
+ * (of the ranks that enqueued it; also those, when enq). */
+static void started_evidence(const struct rt_vw_trace *t, const struct rt_vw_devcoll *c,
+			     struct rt_vw_finding *f, bool enq)
+{
+	for (int i = 0; i < t->nranks; i++) {
+		const struct rt_vw_rank *r = &t->ranks[i];
+		const struct rt_vw_devcoll *o = rt_vw_dev_find(r->dev, c->comm_id, c->seq);
+
+		if (!r->readable || !enqueued(r, o, c))
+			continue;
+		if (enq)
+			rt_vw_finding_ev(f, r->meta.rank, RT_EV_ENQUEUED);
+		rt_vw_finding_ev(f, r->meta.rank, o && o->dropped ? RT_EV_DROPPED :
+					    o && o->start_ts ? RT_EV_STARTED : RT_EV_NOT_STARTED);
+	}
+}
+
+void rt_vw_dev_dropped_value(const struct rt_vw_trace *t, struct rt_vw_finding *f)
+{
+	uint64_t n = rt_vw_dev_drops(t);
+
+	if (n)
+		rt_vw_fv_int(f, RT_FV_dropped, (int64_t)n);
+}
+
 void rt_vw_dev_hang_evidence(const struct rt_vw_trace *t, const struct rt_vw_devcoll *c,
 			     struct rt_vw_finding *f)
 {
 	int before;
 
 	about(f, c);
-	for (int i = 0; i < t->nranks; i++) { /* who enqueued it, whose device started it */
-		const struct rt_vw_rank *r = &t->ranks[i];
-		const struct rt_vw_devcoll *o = rt_vw_dev_find(r->dev, c->comm_id, c->seq);
-
-		if (!r->readable || !enqueued(r, o, c))
-			continue;
-		rt_vw_finding_ev(f, r->meta.rank, RT_EV_ENQUEUED);
-		rt_vw_finding_ev(f, r->meta.rank, o && o->start_ts ? RT_EV_STARTED : RT_EV_NOT_STARTED);
-	}
+	started_evidence(t, c, f, true);
 	before = f ? f->nev : 0;
 	never_enqueued(t, c, f);
 	if (f && f->nev == before && start_unknown(t, c))
 		rt_vw_fv_flag(f, RT_FV_start_unknown, true);
+}
+
+void rt_vw_host_hang_evidence(const struct rt_vw_trace *t, const struct rt_vw_devcoll *c,
+			      struct rt_vw_finding *f)
+{
+	about(f, c);
+	rt_vw_fv_flag(f, RT_FV_host_only, true);
+	for (int i = 0; i < t->nranks; i++) {
+		const struct rt_vw_devcoll *o = rt_vw_dev_find(t->ranks[i].dev, c->comm_id, c->seq);
+
+		if (t->ranks[i].readable && o && o->enq_ts)
+			rt_vw_finding_ev(f, t->ranks[i].meta.rank, RT_EV_ENQUEUED);
+	}
+	never_enqueued(t, c, f);
 }
 
 /* The NCCL watchdog's ending (PyTorch's: SIGABRT after its timeout while a
@@ -197,5 +269,7 @@ void rt_vw_dev_watchdog(struct rt_vw_trace *t)
 			rt_vw_finding_ev(f, r->meta.rank, RT_EV_ABORTED);
 		}
 	}
+	started_evidence(t, c, f, false);
 	never_enqueued(t, c, f);
+	rt_vw_dev_dropped_value(t, f);
 }

@@ -15,7 +15,7 @@
 
 const char *const rt_vw_ev_role_names[RT_EV_COUNT] = {
 	"stopped", "waits", "never_entered", "enqueued", "aborted", "started", "not_started",
-	"never_enqueued",
+	"never_enqueued", "dropped",
 };
 
 struct rt_vw_finding *rt_vw_finding_add(struct rt_vw_trace *t, enum rt_finding_kind kind, int rank)

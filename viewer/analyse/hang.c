@@ -117,9 +117,12 @@ static void laggards(struct rt_vw_trace *t, struct rt_vw_finding *f)
 	const struct rt_vw_devcoll *c;
 
 	stopped_ranks(t, f);
+	rt_vw_dev_dropped_value(t, f);
 	if (!w) {
 		if ((c = rt_vw_dev_stuck(t)) != NULL)
 			rt_vw_dev_hang_evidence(t, c, f);
+		else if ((c = rt_vw_host_stuck(t)) != NULL)
+			rt_vw_host_hang_evidence(t, c, f);
 		return;
 	}
 	if (f) {

@@ -160,18 +160,68 @@ static void on_dev_coll(struct rt_vw_devlog *d, const struct rt_vw_event *e)
 		c->done_ts = e->ts;
 }
 
+/* A device record the tracer could not keep: counted, and its collective
+ * (when the drop names one) marked as not known on this device. */
+static void on_dev_drop(struct rt_vw_devlog *d, const struct rt_vw_event *e)
+{
+	uint64_t comm = (uint64_t)rt_vw_fld(e, RT_FN_comm_id);
+	uint32_t seq = (uint32_t)rt_vw_fld(e, RT_FN_seq);
+	unsigned why = (unsigned)rt_vw_fld(e, RT_FN_drop_reason);
+	struct rt_vw_devcoll *c;
+
+	if (why == RT_DROP_NONE || why >= RT_DROP_COUNT_)
+		why = RT_DROP_NO_EVENTS; /* dropped all the same; the reader says a bad reason */
+	d->ndrops++;
+	d->drop_by[why]++;
+	if (!comm || !seq)
+		return;
+	d->drop_lo = !d->drop_lo || seq < d->drop_lo ? seq : d->drop_lo;
+	d->drop_hi = seq > d->drop_hi ? seq : d->drop_hi;
+	c = entry(d, comm, seq);
+	if (c)
+		c->dropped = (uint8_t)why;
+}
+
+bool rt_vw_dev_dropped(const struct rt_vw_trace *t, uint64_t comm, uint32_t seq)
+{
+	for (int i = 0; i < t->nranks; i++) {
+		const struct rt_vw_devlog *d = t->ranks[i].dev;
+		const struct rt_vw_devcoll *c;
+
+		if (!t->ranks[i].readable || !d || !d->ndrops)
+			continue;
+		c = rt_vw_dev_find(d, comm, seq);
+		if (c && c->dropped)
+			return true;
+	}
+	return false;
+}
+
+uint64_t rt_vw_dev_drops(const struct rt_vw_trace *t)
+{
+	uint64_t n = 0;
+
+	for (int i = 0; i < t->nranks; i++)
+		if (t->ranks[i].readable && t->ranks[i].dev)
+			n += t->ranks[i].dev->ndrops;
+	return n;
+}
+
 bool rt_vw_dev_event(struct rt_vw_rank *r, const struct rt_vw_event *e)
 {
 	struct rt_vw_devlog *d;
 	uint64_t comm;
 
-	if (e->id == RT_ID_rt_dev_coll || e->id == RT_ID_rt_dev_source) {
+	if (e->id == RT_ID_rt_dev_coll || e->id == RT_ID_rt_dev_source ||
+	    e->id == RT_ID_rt_dev_drop) {
 		d = log_of(r);
 		if (!d)
 			return true;
 		d->records = true; /* from now on every collective is kept */
 		if (e->id == RT_ID_rt_dev_coll)
 			on_dev_coll(d, e);
+		else if (e->id == RT_ID_rt_dev_drop)
+			on_dev_drop(d, e);
 		else if (!d->source_seen) {
 			d->source_seen = true;
 			d->source = (uint8_t)rt_vw_fld(e, RT_FN_source);
@@ -202,7 +252,8 @@ bool rt_vw_dev_event(struct rt_vw_rank *r, const struct rt_vw_event *e)
 bool rt_vw_dev_any(const struct rt_vw_trace *t)
 {
 	for (int i = 0; i < t->nranks; i++)
-		if (t->ranks[i].dev && (t->ranks[i].dev->started || t->ranks[i].dev->source_seen))
+		if (t->ranks[i].dev && (t->ranks[i].dev->started || t->ranks[i].dev->source_seen ||
+					t->ranks[i].dev->ndrops))
 			return true;
 	return false;
 }

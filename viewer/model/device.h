@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "model.h"
+#include "schema.h"
 
 /* One collective of one rank: times on the rank's clock, 0 when not seen. */
 struct rt_vw_devcoll {
@@ -18,6 +19,7 @@ struct rt_vw_devcoll {
 	uint8_t kind; /* enum rt_coll_kind */
 	uint64_t bytes; /* the call's count x its datatype's size */
 	uint64_t enq_ts, start_ts, done_ts;
+	uint8_t dropped; /* enum rt_drop_reason: its device record was not kept (0: kept) */
 };
 
 /* Enqueues a rank keeps before its first device record (device.c). */
@@ -33,6 +35,10 @@ struct rt_vw_devlog {
 	bool source_seen;
 	bool records;            /* a device record (rt_dev_coll or rt_dev_source) seen */
 	uint64_t dropped;        /* enqueues dropped before the first device record */
+	/* device records the tracer could not keep (rt_dev_drop): how many,
+	 * by reason (enum rt_drop_reason), the lowest and highest seq said */
+	uint64_t ndrops, drop_by[RT_DROP_COUNT_];
+	uint32_t drop_lo, drop_hi;
 	/* the communicators this rank aborted (ncclCommAbort entered at ts):
 	 * a completion after it is the abort's (the stream moved on), not the
 	 * collective's (CUDA events cannot tell them apart) */
@@ -46,6 +52,12 @@ bool rt_vw_dev_event(struct rt_vw_rank *r, const struct rt_vw_event *e);
 void rt_vw_dev_free(struct rt_vw_rank *r);
 /* The record of (comm, seq) in d, or NULL. */
 const struct rt_vw_devcoll *rt_vw_dev_find(const struct rt_vw_devlog *d, uint64_t comm, uint32_t seq);
+/* Was (comm, seq)'s device record dropped on some readable rank? Its start
+ * and completion on the device are then not known: no finding rests on
+ * them. */
+bool rt_vw_dev_dropped(const struct rt_vw_trace *t, uint64_t comm, uint32_t seq);
+/* Device records dropped across t's readable ranks (0: none). */
+uint64_t rt_vw_dev_drops(const struct rt_vw_trace *t);
 /* Did c complete on d's device? Not when its communicator was aborted on
  * this rank before the completion was seen. */
 bool rt_vw_dev_done(const struct rt_vw_devlog *d, const struct rt_vw_devcoll *c);

@@ -56,13 +56,13 @@ struct rt_vw_fval {
 /* What one rank shows in a finding about several (its role, RT_EV_*: a
  * hang's waiting ranks and the rank that never entered; the ranks that
  * enqueued a collective no device completed, that started it, that never
- * enqueued it), and where it was then: its state (enum rt_vw_state), the
+ * enqueued it, whose device record of it was dropped), and where it was then: its state (enum rt_vw_state), the
  * call it is inside (call.id RT_ID_COUNT: none) and for how long or how
  * long it has been idle (secs), its signal, the last sequence number it
  * entered on the collective's communicator. */
 enum rt_vw_ev_role { RT_EV_STOPPED, RT_EV_WAITS, RT_EV_NEVER_ENTERED, RT_EV_ENQUEUED,
 		     RT_EV_ABORTED, RT_EV_STARTED, RT_EV_NOT_STARTED, RT_EV_NEVER_ENQUEUED,
-		     RT_EV_COUNT };
+		     RT_EV_DROPPED, RT_EV_COUNT };
 extern const char *const rt_vw_ev_role_names[RT_EV_COUNT];
 struct rt_vw_evidence {
 	int rank;

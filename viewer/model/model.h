@@ -363,8 +363,10 @@ struct rt_vw_comm {
 void rt_vw_finding_text(const struct rt_vw_trace *t, const struct rt_vw_finding *f, char *out,
 			size_t n);
 bool rt_vw_finding_subject(const struct rt_vw_finding *f);
+/* several: the body said of several ranks alike ("ranks 0-3 are alive",
+ * "were killed"), its verbs agreeing with them. */
 void rt_vw_finding_body(const struct rt_vw_trace *t, const struct rt_vw_finding *f, char *out,
-			size_t n);
+			size_t n, bool several);
 /* The laggard analysis of a hang as view --json's "laggard" says it (the
  * hang finding's sentence after "hung: "), or "" when there is none. */
 void rt_vw_laggard_text(const struct rt_vw_trace *t, char *out, size_t n);

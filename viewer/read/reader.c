@@ -171,6 +171,16 @@ static int load_packet(struct rt_vw_cursor *c)
 			 (unsigned long long)content, c->size - c->pkt);
 		return rt_vw_cursor_fail(c, c->pkt, what);
 	}
+	/* a used packet's end time: no clock reads 2^62 ns (146 years) or more
+	 * (2^64-1 read as a packet open for ever). Begin and end are not
+	 * compared: retimed traces keep their order (damage corpus 2). */
+	if (h.ts_begin != RT_TS_UNUSED && h.ts_end >= RT_TS_UNUSED) {
+		char what[160];
+
+		snprintf(what, sizeof(what), "impossible packet end time %llu ns (a time no clock "
+			 "reaches): corrupted", (unsigned long long)h.ts_end);
+		return rt_vw_cursor_fail(c, c->pkt, what);
+	}
 	c->psize = (size_t)psize;
 	c->content = (size_t)content;
 	c->off = RT_PACKET_HEADER_BYTES;
@@ -286,6 +296,8 @@ static int next_record(struct rt_vw_cursor *c, struct rt_vw_event *e)
 	e->pid = c->pid;
 	e->tid = c->tid;
 	if (c->whole && rt_vw_chain_check(c, e, c->pkt + c->off) != 0)
+		return -1;
+	if (rt_vw_dev_check(c, e, c->pkt + c->off) != 0)
 		return -1;
 	c->off += hdr + RT_COMMON_BYTES + rt_events[e->id].size;
 	return 1;

@@ -59,5 +59,9 @@ bool rt_vw_chain_next_file(struct rt_vw_cursor *c);
  * (a file begins with rt_stream_file, whose counts add up). 0, or -1 (c
  * failed, naming the file and offset). */
 int rt_vw_chain_check(struct rt_vw_cursor *c, const struct rt_vw_event *e, size_t at);
+/* devcheck.c: e, when a device record, holds what a tracer writes (its
+ * phase, source, drop reason in range). 0, or -1 (c failed, naming the
+ * file and offset). */
+int rt_vw_dev_check(struct rt_vw_cursor *c, const struct rt_vw_event *e, size_t at);
 
 #endif

@@ -26,7 +26,7 @@ static void say(const struct rt_vw_trace *t, const struct rt_vw_finding *f, stru
 	s->subject = rt_vw_finding_subject(f);
 	if (s->subject)
 		rt_vw_finding_body(t, f, s->body,
-				   sizeof(s->body) - (size_t)snprintf(NULL, 0, "rank %d", f->rank));
+				   sizeof(s->body) - (size_t)snprintf(NULL, 0, "rank %d", f->rank), false);
 	else
 		rt_vw_finding_text(t, f, s->body, sizeof(s->body));
 }
@@ -50,7 +50,7 @@ static int cmp_int(const void *a, const void *b)
 static void group_text(const struct rt_vw_trace *t, struct rt_vw_diag *g, const struct said *s)
 {
 	const struct rt_vw_finding *f = &t->findings[g->first];
-	char list[160];
+	char list[160], body[RT_VW_FINDING_TEXT];
 
 	if (g->nranks < 2 || !s->subject) {
 		rt_vw_finding_text(t, f, g->text, sizeof(g->text) < RT_VW_FINDING_TEXT ?
@@ -59,7 +59,8 @@ static void group_text(const struct rt_vw_trace *t, struct rt_vw_diag *g, const 
 	}
 	qsort(g->ranks, (size_t)g->nranks, sizeof(int), cmp_int);
 	rt_int_ranges(g->ranks, g->nranks, list, sizeof(list));
-	snprintf(g->text, sizeof(g->text), "ranks %s%s", list, s->body);
+	rt_vw_finding_body(t, f, body, sizeof(body) - strlen(list) - 6, true);
+	snprintf(g->text, sizeof(g->text), "ranks %s%s", list, body);
 }
 
 int rt_vw_diagnose(const struct rt_vw_trace *t, int only_rank, bool all, struct rt_vw_diag **out,

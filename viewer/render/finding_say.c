@@ -198,18 +198,57 @@ static void say_host(struct rt_vw_sb *b, const struct rt_vw_evidence *e)
 	}
 }
 
-/* "; rank 2 never enqueued #4: ... (last collective it enqueued: #3)" */
+/* "; rank 2 never enqueued #4: ... (last collective it enqueued: #3)"
+ * ("called" when the host trace is the finding's only evidence) */
 static void say_never_enqueued(struct rt_vw_sb *b, const struct rt_vw_finding *f)
 {
+	const char *did = rt_vw_fv(f, RT_FV_host_only) ? "called" : "enqueued";
+
 	for (int i = 0; i < f->nev; i++) {
 		const struct rt_vw_evidence *e = &f->ev[i];
 
 		if (e->role != RT_EV_NEVER_ENQUEUED)
 			continue;
-		rt_vw_sb_printf(b, "; rank %d never enqueued #%u: ", e->rank, f->coll.seq);
+		rt_vw_sb_printf(b, "; rank %d never %s #%u: ", e->rank, did, f->coll.seq);
 		say_host(b, e);
-		rt_vw_sb_printf(b, " (last collective it enqueued: #%u)", e->last_seq);
+		rt_vw_sb_printf(b, " (last collective it %s: #%u)", did, e->last_seq);
 	}
+}
+
+/* "; it started on the devices of ranks 0,1,2, never on rank 3's" (the
+ * devices that never started it: the ones the others wait for) */
+static void say_started(struct rt_vw_sb *b, const struct rt_vw_finding *f)
+{
+	char on[200], off[200];
+	int non = ev_list(on, sizeof(on), f, RT_EV_STARTED);
+	int noff = ev_list(off, sizeof(off), f, RT_EV_NOT_STARTED);
+
+	if (non && noff)
+		rt_vw_sb_printf(b, "; it started on the device%s of rank%s %s, never on rank%s %s'%s",
+				non > 1 ? "s" : "", non > 1 ? "s" : "", on, noff > 1 ? "s" : "", off,
+				noff > 1 ? "" : "s");
+}
+
+/* "; its device records on ranks 0,2,3 were dropped (start not known)" */
+static void say_dropped(struct rt_vw_sb *b, const struct rt_vw_finding *f)
+{
+	char dr[200];
+	int n = ev_list(dr, sizeof(dr), f, RT_EV_DROPPED);
+
+	if (n)
+		rt_vw_sb_printf(b, "; its device record%s on rank%s %s %s dropped (start not known)",
+				n > 1 ? "s" : "", n > 1 ? "s" : "", dr, n > 1 ? "were" : "was");
+}
+
+/* "; 47712 device records dropped in all, none taken as evidence" (the
+ * findings that read device records: none rests on a dropped collective) */
+static void say_dropped_all(struct rt_vw_sb *b, const struct rt_vw_finding *f)
+{
+	const struct rt_vw_fval *all = rt_vw_fv(f, RT_FV_dropped);
+
+	if (all)
+		rt_vw_sb_printf(b, "; %" PRId64 " device record%s dropped in all, none taken as "
+				"evidence (view lists them)", all->v.i, all->v.i == 1 ? "" : "s");
 }
 
 /* A hang on device truth: the collective no device completed, who
@@ -217,18 +256,20 @@ static void say_never_enqueued(struct rt_vw_sb *b, const struct rt_vw_finding *f
  * enqueued it. */
 static void say_device_hang(struct rt_vw_sb *b, const struct rt_vw_finding *f)
 {
-	char enq[200], on[200], off[200];
+	char enq[200];
 	int n = ev_list(enq, sizeof(enq), f, RT_EV_ENQUEUED);
-	int non = ev_list(on, sizeof(on), f, RT_EV_STARTED);
-	int noff = ev_list(off, sizeof(off), f, RT_EV_NOT_STARTED);
 
 	say_devcoll(b, &f->coll);
+	if (rt_vw_fv(f, RT_FV_host_only)) {
+		rt_vw_sb_printf(b, " was called by rank%s %s, not by every rank of its communicator "
+				"(no device record shows it)", n > 1 ? "s" : "", enq);
+		say_never_enqueued(b, f);
+		return;
+	}
 	rt_vw_sb_printf(b, " was enqueued by rank%s %s and never completed on any device",
 			n > 1 ? "s" : "", enq);
-	if (non && noff)
-		rt_vw_sb_printf(b, "; it started on the device%s of rank%s %s, never on rank%s %s'%s",
-				non > 1 ? "s" : "", non > 1 ? "s" : "", on, noff > 1 ? "s" : "", off,
-				noff > 1 ? "" : "s");
+	say_started(b, f);
+	say_dropped(b, f);
 	say_never_enqueued(b, f);
 	if (rt_vw_fv(f, RT_FV_start_unknown))
 		rt_vw_sb_printf(b, "; which device never started it is not known (the CUDA-event "
@@ -311,6 +352,7 @@ static void say_hang(struct rt_vw_sb *b, const struct rt_vw_finding *f)
 		rt_vw_sb_printf(b, "hung%s: no call returned on any %srank for %.0f s",
 				interrupted ? " when the job was interrupted" : "",
 				interrupted ? "" : "live ", stall ? stall->v.d : 0);
+	say_dropped_all(b, f);
 }
 
 static void say_watchdog(struct rt_vw_sb *b, const struct rt_vw_finding *f)
@@ -323,7 +365,10 @@ static void say_watchdog(struct rt_vw_sb *b, const struct rt_vw_finding *f)
 			ab, n > 1 ? "were" : "was");
 	say_devcoll(&tb, &f->coll);
 	rt_vw_sb_printf(&tb, ", enqueued and never completed on any device");
+	say_started(&tb, f);
+	say_dropped(&tb, f);
 	say_never_enqueued(&tb, f);
+	say_dropped_all(&tb, f);
 	rt_vw_sb_printf(b, "%s", text);
 }
 

@@ -8,7 +8,9 @@
  * A template's tokens: {rank} the rank it is about ("rank 3": a subject,
  * the diagnosis says "ranks 0-3" for several), {ranks} the ranks it names
  * ("0,1,3"), {NAME} value NAME as its type prints, {s:NAME} "s" unless
- * NAME is 1, [NAME:...] the inside only when the finding carries NAME.
+ * NAME is 1, [NAME:...] the inside only when the finding carries NAME,
+ * {is} {was} {has} {its} {it} {es}: words that agree with the subject (one rank,
+ * or several alike in the diagnosis: "ranks 0-2 were killed").
  * Writes at most n - 1 bytes and a NUL (a sentence longer is cut, as
  * snprintf cuts); allocates nothing; thread-safe. */
 #include <inttypes.h>
@@ -119,21 +121,43 @@ static int token_value(const char *p, const char **end, bool *plural)
 	return rt_fvalue_parse(p, (unsigned long)(close - p));
 }
 
-/* The template from p to stop (or its end) into b. */
+/* A word of a subject's sentence ({is}, {was}, {has}, {its}, {it}, {es}),
+ * agreeing with one rank or several; its length in *len, or NULL. */
+static const char *verb(const char *p, bool several, size_t *len)
+{
+	static const char *const words[][3] = { { "{is}", "is", "are" },   { "{was}", "was", "were" },
+						{ "{has}", "has", "have" }, { "{its}", "its", "their" },
+						{ "{it}", "it", "they" },   { "{es}", "", "es" } };
+
+	for (size_t k = 0; k < sizeof(words) / sizeof(words[0]); k++) {
+		*len = strlen(words[k][0]);
+		if (!strncmp(p, words[k][0], *len))
+			return words[k][several ? 2 : 1];
+	}
+	return NULL;
+}
+
+/* The template from p to stop (or its end) into b; several: the subject
+ * is several ranks (verb tokens agree). */
 static void say_template(struct rt_vw_sb *b, const struct rt_vw_finding *f, const char *p,
-			 const char *stop)
+			 const char *stop, bool several)
 {
 	while (*p && p != stop && !b->full) {
 		const char *end, *colon, *close;
 		const struct rt_vw_fval *v;
+		const char *word;
 		bool plural;
+		size_t wlen;
 		int name;
 
 		if (*p == '[' && (colon = strchr(p, ':')) && (close = strchr(p, ']'))) {
 			name = rt_fvalue_parse(p + 1, (unsigned long)(colon - p - 1));
 			if (name >= 0 && rt_vw_fv(f, (enum rt_fvalue)name))
-				say_template(b, f, colon + 1, close);
+				say_template(b, f, colon + 1, close, several);
 			p = close + 1;
+		} else if (*p == '{' && (word = verb(p, several, &wlen)) != NULL) {
+			rt_vw_sb_printf(b, "%s", word);
+			p += wlen;
 		} else if (!strncmp(p, "{rank}", 6)) {
 			rt_vw_sb_printf(b, "rank %d", f->rank);
 			p += 6;
@@ -169,7 +193,7 @@ bool rt_vw_finding_subject(const struct rt_vw_finding *f)
 }
 
 void rt_vw_finding_body(const struct rt_vw_trace *t, const struct rt_vw_finding *f, char *out,
-			size_t n)
+			size_t n, bool several)
 {
 	struct rt_vw_sb b = rt_vw_sb_init(out, n);
 	const char *tpl = rt_findings[f->kind].text;
@@ -177,7 +201,8 @@ void rt_vw_finding_body(const struct rt_vw_trace *t, const struct rt_vw_finding 
 	if (!tpl)
 		rt_vw_say_kind(&b, t, f);
 	else
-		say_template(&b, f, rt_vw_finding_subject(f) ? tpl + 6 : tpl, NULL);
+		say_template(&b, f, rt_vw_finding_subject(f) ? tpl + 6 : tpl, NULL,
+			     several && rt_vw_finding_subject(f));
 }
 
 void rt_vw_finding_text(const struct rt_vw_trace *t, const struct rt_vw_finding *f, char *out,
@@ -187,5 +212,5 @@ void rt_vw_finding_text(const struct rt_vw_trace *t, const struct rt_vw_finding 
 
 	if (k < 0 || (size_t)k >= n)
 		return;
-	rt_vw_finding_body(t, f, out + k, n - (size_t)k);
+	rt_vw_finding_body(t, f, out + k, n - (size_t)k, false);
 }

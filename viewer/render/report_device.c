@@ -95,6 +95,27 @@ static const char *source_name(unsigned s)
 										       : "none";
 }
 
+/* The records the tracer dropped: "<br><span class="dropped">15904 dropped
+ * (queue-full 15904), seqs 4097-20000: not known</span>" */
+static void drops(FILE *f, const struct rt_vw_devlog *d)
+{
+	const char *sep = "";
+
+	if (!d->ndrops)
+		return;
+	fprintf(f, "<br><span class=\"dropped\">%llu dropped (", (unsigned long long)d->ndrops);
+	for (unsigned k = 0; k < RT_DROP_COUNT_; k++) {
+		if (!d->drop_by[k])
+			continue;
+		fprintf(f, "%s%s %llu", sep, rt_drop_word(k), (unsigned long long)d->drop_by[k]);
+		sep = ", ";
+	}
+	fprintf(f, ")");
+	if (d->drop_hi)
+		fprintf(f, ", seqs %u-%u", d->drop_lo, d->drop_hi);
+	fprintf(f, ": their device times are not known</span>");
+}
+
 /* A row per rank with device records: counts, and the two bars. */
 static void ranks(FILE *f, const struct rt_vw_trace *t, const struct rt_vw_straggle *s)
 {
@@ -112,10 +133,12 @@ static void ranks(FILE *f, const struct rt_vw_trace *t, const struct rt_vw_strag
 
 		if (!d)
 			continue;
-		fprintf(f, "<tr%s data-rank=\"%d\"><td>%d</td><td>%llu / %llu / %llu</td><td>%s</td><td>",
+		fprintf(f, "<tr%s data-rank=\"%d\"><td>%d</td><td>%llu / %llu / %llu",
 			hot ? " class=\"straggler\"" : "", t->ranks[i].meta.rank, t->ranks[i].meta.rank,
 			(unsigned long long)d->enqueued, (unsigned long long)d->started,
-			(unsigned long long)d->completed, source_name(d->source));
+			(unsigned long long)d->completed);
+		drops(f, d);
+		fprintf(f, "</td><td>%s</td><td>", source_name(d->source));
 		if (in) {
 			bar(f, "share", share, share, hot);
 			fprintf(f, "%.0f %% (%llu of %llu)</td><td>", 100.0 * fin(share),

@@ -16,6 +16,51 @@ static const char *source_name(unsigned s)
 											: "none";
 }
 
+/* "  rank 1 dropped 15904 device records (queue-full 15904), seqs
+ * 4097-20000: their collectives' device times are not known" */
+static void drops_text(FILE *f, const struct rt_vw_devlog *d)
+{
+	const char *sep = "";
+
+	if (!d->ndrops)
+		return;
+	fprintf(f, "    dropped %llu device record%s (", (unsigned long long)d->ndrops,
+		d->ndrops == 1 ? "" : "s");
+	for (unsigned k = 0; k < RT_DROP_COUNT_; k++) {
+		if (!d->drop_by[k])
+			continue;
+		fprintf(f, "%s%s %llu", sep, rt_drop_word(k), (unsigned long long)d->drop_by[k]);
+		sep = ", ";
+	}
+	if (d->drop_hi)
+		fprintf(f, "), seqs %u-%u", d->drop_lo, d->drop_hi);
+	else
+		fprintf(f, ")");
+	fprintf(f, ": their collectives' device times are not known\n");
+}
+
+static void drops_json(struct rt_json *w, const struct rt_vw_devlog *d)
+{
+	rt_json_uint(w, RT_JK(dropped), d->ndrops);
+	if (d->drop_hi) {
+		rt_json_uint(w, RT_JK(dropped_first_seq), d->drop_lo);
+		rt_json_uint(w, RT_JK(dropped_last_seq), d->drop_hi);
+	} else {
+		rt_json_null(w, RT_JK(dropped_first_seq));
+		rt_json_null(w, RT_JK(dropped_last_seq));
+	}
+	rt_json_arr(w, RT_JK(drops));
+	for (unsigned k = 0; k < RT_DROP_COUNT_; k++) {
+		if (!d->drop_by[k])
+			continue;
+		rt_json_obj(w, NULL);
+		rt_json_str(w, RT_JK(reason), rt_drop_word(k));
+		rt_json_uint(w, RT_JK(count), d->drop_by[k]);
+		rt_json_end(w);
+	}
+	rt_json_end(w);
+}
+
 void rt_vw_device_text(FILE *f, const struct rt_vw_trace *t, int only_rank)
 {
 	const struct rt_vw_straggle *s = t->straggle;
@@ -36,6 +81,7 @@ void rt_vw_device_text(FILE *f, const struct rt_vw_trace *t, int only_rank)
 			          (unsigned long long)s->r[i].last, (unsigned long long)s->colls,
 			          s->r[i].late_ns / 1e6);
 		fprintf(f, "\n");
+		drops_text(f, d);
 	}
 	if (s && s->colls)
 		fprintf(f, "  stragglers: %s (the others waited %.2f ms per collective on average)\n",
@@ -90,6 +136,7 @@ void rt_vw_device_json(struct rt_json *w, const struct rt_vw_trace *t)
 		rt_json_uint(w, RT_JK(started), d->started);
 		rt_json_uint(w, RT_JK(completed), d->completed);
 		rt_json_uint(w, RT_JK(unmatched), d->unbound);
+		drops_json(w, d);
 		rt_json_end(w);
 	}
 	rt_json_end(w);
