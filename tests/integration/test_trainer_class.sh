@@ -8,8 +8,9 @@
 #     DDP job, 4.52.4): healthy, exit 0, and run's stderr, view and view
 #     --json say the rule never fired (this real DDP run is also the healthy
 #     DDP run the unprepared-model signature must not fire on)
-#   - the never-prepared model (--inject skip-prepare-model on 4.52.4, DDP):
-#     every rank trains its own copy and exits 0; unprepared-model, exit 1
+#   - the never-prepared model (--inject skip-prepare-model on 4.52.4 with
+#     DDP and FSDP v1, on 5.25.0 with FSDP2): every rank trains its own copy
+#     and exits 0; unprepared-model, exit 1
 #   - 4.53.0 in an HPO-style loop that catches each failed trial and exits 0:
 #     skipped-fsdp-root, exit 1, the exception's text in view
 #   - TRL's SFTTrainer (0.19.0): 4.52.4 healthy, 4.53.0 skipped-fsdp-root
@@ -48,9 +49,10 @@ judged() {
   [ "$(cat "$T/$1.verdict")-$vrc" = "$want" ] ||
     { echo "# $1: verdict $(cat "$T/$1.verdict"), exit $vrc; want $want"; cat "$T/$1.why"; false; }
 }
-# prepared NAME KIND: both ranks said accelerate prepared KIND
+# prepared NAME KIND: both ranks said accelerate prepared KIND (FSDP v1's
+# Trainer prepares twice)
 prepared() {
-  [ "$(grep -cE "^hf_trainer: rank [01] prepared $2" "$T/$1.err")" -eq 2 ] ||
+  [ "$(grep -E "^hf_trainer: rank [01] prepared $2" "$T/$1.err" | sort -u | wc -l)" -eq 2 ] ||
     { echo "# $1:"; grep '^hf_trainer' "$T/$1.err"; grep -m3 Error "$T/$1.err"; false; }
 }
 # finding NAME KIND: view --json holds a finding of KIND naming both ranks
@@ -90,10 +92,18 @@ check "--inject skip-prepare-model: view --json's unprepared-model names both ra
 check "--inject skip-prepare-model: view says each rank trained its own copy" \
   grep -q "ranks 0,1 each trained their own copy of the model: at least [0-9]* optimizer steps" "$T/unprepared.view"
 
+# the same with FSDP asked for: FSDP v1 (4.52.4) and 5.25.0's default FSDP2
+for c in "unprep-fsdp1 4.52.4 1" "unprep-fsdp2 5.25.0 0"; do
+  read -r name v fv <<< "$c"
+  cell "$name" "$v" skip-prepare-model --fsdp-version "$fv" --expect none
+  check "$v FSDP --inject skip-prepare-model: trains unprepared (exit $rc), verdict unprepared-model, exit 1" \
+    eval '[ $rc -eq 0 ] && prepared "$name" "nothing \(LlamaForCausalLM as given\)" && judged "$name" unprepared-model'
+done
+
 # 4.53.0 in a loop that catches the exception
 cell hpo 4.53.0 - --trials 2
 check "4.53.0 HPO loop: both trials failed on both ranks and the loop went on (exit $rc)" \
-  [ $rc -eq 0 ] && [ "$(grep -cE '^hf_trainer: rank [01] trial [01] failed: ' "$T/hpo.err")" -eq 4 ]
+  eval '[ $rc -eq 0 ] && [ "$(grep -cE "^hf_trainer: rank [01] trial [01] failed: " "$T/hpo.err")" -eq 4 ]'
 check "4.53.0 HPO loop: verdict skipped-fsdp-root, exit 1" judged hpo skipped-fsdp-root
 msg=$(grep -m1 -oE 'trial 0 failed: [A-Za-z]+: .{1,40}' "$T/hpo.err" | sed 's/^trial 0 failed: //')
 check "4.53.0 HPO loop: view shows the exception the program caught ($msg)" \
@@ -110,7 +120,8 @@ assert f and 'no rank crashed' in f[0]['text'], d['findings']" "$T/hpo.json"
 cell sft-good 4.52.4 - --sft
 check "SFTTrainer 4.52.4: trains (exit $rc), verdict healthy" judged sft-good healthy
 cell sft-bad 4.53.0 - --sft
-check "SFTTrainer 4.53.0: fails (exit $rc), verdict skipped-fsdp-root" [ $rc -ne 0 ] && judged sft-bad skipped-fsdp-root
+check "SFTTrainer 4.53.0: fails (exit $rc), verdict skipped-fsdp-root" \
+  eval '[ $rc -ne 0 ] && judged sft-bad skipped-fsdp-root'
 check "SFTTrainer 4.53.0: the unwrapped call from TRL's or transformers' trainer" \
   grep -qE "called LlamaForCausalLM from (trl|transformers)/" "$T/sft-bad.view"
 
@@ -120,10 +131,10 @@ check "5.25.0 default: accelerate prepared fully_shard (FSDP2)" prepared v5-good
 check "5.25.0 default FSDP2: trains (exit $rc), verdict healthy" judged v5-good healthy
 cell v5-inj 5.25.0 skip-fsdp-root --fsdp-version 0
 check "5.25.0 FSDP2 --inject skip-fsdp-root: fails (exit $rc), verdict skipped-fsdp-root, exit 1" \
-  [ $rc -ne 0 ] && judged v5-inj skipped-fsdp-root
+  eval '[ $rc -ne 0 ] && judged v5-inj skipped-fsdp-root'
 check "5.25.0 FSDP2 --inject skip-fsdp-root: the rule fired (no never-fired word)" \
   eval '! grep -q "never fired" "$T/v5-inj.err" "$T/v5-inj.view"'
 
-echo "--- verdicts ($((SECONDS - T0)) s, 7 runs of 2 ranks) ---"
+echo "--- verdicts ($((SECONDS - T0)) s, 9 runs of 2 ranks) ---"
 cat "$TABLE"
 finish
