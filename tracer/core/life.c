@@ -62,19 +62,27 @@ static void flush_at_end(bool from_signal)
 void rt_tr_record_exit(int status)
 {
 	void (*drain)(void) = __atomic_load_n(&end_drain, __ATOMIC_ACQUIRE);
+	/* exit() from a signal handler that interrupted this thread while its
+	 * stream switched packets or files (holding its next file, BUSY):
+	 * recording now would wait on itself for ever. The end goes unrecorded
+	 * on this thread; a hang is worse. */
+	bool record = !(rt_tr_depth == 1 && rt_tr_stream_switching(rt_tr_stream_tls));
 
 	if (rt_tr_off || __atomic_exchange_n(&exit_recorded, 1, __ATOMIC_RELAXED))
 		return;
+	if (record)
+		flush_at_end(false);
 	/* only a process that has a trace records how it ended */
-	flush_at_end(false);
-	if (rt_tr_process_traced()) {
+	if (!rt_tr_process_traced())
+		return;
+	if (record) {
 		if (drain)
 			drain();
 		record_at_end(false);
 		rt_tr_ev_rt_exit(status);
 		rt_tr_stream_note_stop(rt_tr_stream_tls);
-		rt_tr_prep_at_exit();
 	}
+	rt_tr_prep_at_exit();
 }
 
 /* ---- fatal signals: record, then the default action as before ---- */

@@ -22,6 +22,9 @@
 
 struct rt_tr_stream;
 void rt_tr_stream_next(struct rt_tr_stream *s, uint64_t now, unsigned need);
+/* Is s's thread inside rt_tr_stream_next (its stream between packets or
+ * files)? For a signal handler on that thread: nothing may be recorded. */
+bool rt_tr_stream_switching(const struct rt_tr_stream *s);
 
 /* A thread's stream as the hot path sees it: where the next record goes.
  * The store's own state follows it (store_int.h: struct rt_tr_wstream). */

@@ -47,6 +47,7 @@ struct rt_tr_wstream {
 	bool orphan;                   /* its thread ended while the helper worked for it */
 	pid_t tid;
 	bool scratch;
+	volatile bool switching; /* stream_next at work (a handler on this thread sees it) */
 	uint8_t buf[RT_PACKET_HEADER_BYTES + 2 * RT_EVENT_MAX_BYTES];
 };
 
