@@ -4,14 +4,14 @@
  * Asynchronous, as a GPU is. Every stream (each device's legacy default
  * stream and the created ones) is a FIFO of work items; each device has one
  * worker thread, started on its first item, that runs the head item of each
- * of the device's streams whose dependencies are met, round robin, until it
- * says SIMGPU_DONE. Steps never block (simgpu.h), so streams of one device
+ * of the device's sq_streams whose dependencies are met, round robin, until it
+ * says SIMGPU_DONE. Steps never block (simgpu.h), so sq_streams of one device
  * progress concurrently, as on a GPU, and a collective waiting for its peers
  * holds up only its own stream.
  *
  * Ordering: an item runs after the item before it on its stream; an item on
  * the legacy stream also after everything enqueued before it on the device's
- * blocking streams (created without cudaStreamNonBlocking), and an item on a
+ * blocking sq_streams (created without cudaStreamNonBlocking), and an item on a
  * blocking stream after everything enqueued before it on the legacy stream
  * (CUDA's legacy default stream semantics); cudaStreamWaitEvent adds the
  * event's last record. Each item has a mark (queue.h) that the worker sets
@@ -39,9 +39,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "queue.h"
+#include "queue_int.h"
 
-#define MAX_DEV 64
 #define INLINE_DEPS 4
 
 /* An item waits for every mark in deps: the legacy stream's item for each
@@ -55,11 +54,11 @@ struct item {
 	struct item *next;
 };
 
-static pthread_mutex_t qlock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t qcv = PTHREAD_COND_INITIALIZER;
-static struct sim_stream legacy[MAX_DEV];
-static struct sim_stream *streams; /* created streams, all devices */
-static bool worker_started[MAX_DEV];
+pthread_mutex_t sq_lock = PTHREAD_MUTEX_INITIALIZER;
+pthread_cond_t sq_cv = PTHREAD_COND_INITIALIZER;
+struct sim_stream sq_legacy[SQ_MAX_DEV];
+struct sim_stream *sq_streams; /* created sq_streams, all devices */
+static bool worker_started[SQ_MAX_DEV];
 static pthread_once_t mode_once = PTHREAD_ONCE_INIT;
 static bool async_mode = true;
 static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
@@ -94,14 +93,14 @@ uint64_t sq_now_ns(void)
  * itself cannot be used across fork). */
 static void after_fork_child(void)
 {
-	pthread_mutex_init(&qlock, NULL);
-	pthread_cond_init(&qcv, NULL);
+	pthread_mutex_init(&sq_lock, NULL);
+	pthread_cond_init(&sq_cv, NULL);
 	memset(worker_started, 0, sizeof(worker_started));
-	for (int d = 0; d < MAX_DEV; d++) {
-		legacy[d].head = legacy[d].tail = NULL;
-		legacy[d].last = NULL;
+	for (int d = 0; d < SQ_MAX_DEV; d++) {
+		sq_legacy[d].head = sq_legacy[d].tail = NULL;
+		sq_legacy[d].last = NULL;
 	}
-	for (struct sim_stream *s = streams; s; s = s->next) {
+	for (struct sim_stream *s = sq_streams; s; s = s->next) {
 		s->head = s->tail = NULL;
 		s->last = NULL;
 	}
@@ -112,54 +111,13 @@ static void install_atfork(void)
 	pthread_atfork(NULL, NULL, after_fork_child);
 }
 
-/* ---- marks (under qlock) ---- */
-
-static struct mark *mark_get(struct mark *m)
-{
-	if (m)
-		m->refs++;
-	return m;
-}
-
-static void mark_put_locked(struct mark *m)
-{
-	if (m && --m->refs == 0)
-		free(m);
-}
-
-void sq_mark_put(struct mark *m)
-{
-	pthread_mutex_lock(&qlock);
-	mark_put_locked(m);
-	pthread_mutex_unlock(&qlock);
-}
-
-bool sq_mark_done(struct mark *m)
-{
-	bool d;
-
-	pthread_mutex_lock(&qlock);
-	d = !m || m->done;
-	pthread_mutex_unlock(&qlock);
-	return d;
-}
-
-void sq_wait(struct mark *m)
-{
-	pthread_mutex_lock(&qlock);
-	while (m && !m->done)
-		pthread_cond_wait(&qcv, &qlock);
-	mark_put_locked(m);
-	pthread_mutex_unlock(&qlock);
-}
-
 struct mark *sq_stream_last(struct sim_stream *st)
 {
 	struct mark *m;
 
-	pthread_mutex_lock(&qlock);
-	m = st->last && !st->last->done ? mark_get(st->last) : NULL;
-	pthread_mutex_unlock(&qlock);
+	pthread_mutex_lock(&sq_lock);
+	m = st->last && !st->last->done ? sq_mark_get(st->last) : NULL;
+	pthread_mutex_unlock(&sq_lock);
 	return m;
 }
 
@@ -167,68 +125,68 @@ struct mark *sq_event_last(struct sim_event *e)
 {
 	struct mark *m;
 
-	pthread_mutex_lock(&qlock);
-	m = mark_get(e->mark);
-	pthread_mutex_unlock(&qlock);
+	pthread_mutex_lock(&sq_lock);
+	m = sq_mark_get(e->mark);
+	pthread_mutex_unlock(&sq_lock);
 	return m;
 }
 
 /* The event now stands for m (the caller's reference moves to the event). */
 void sq_event_set(struct sim_event *e, struct mark *m)
 {
-	pthread_mutex_lock(&qlock);
-	mark_put_locked(e->mark);
+	pthread_mutex_lock(&sq_lock);
+	sq_mark_put_locked(e->mark);
 	e->mark = m;
-	pthread_mutex_unlock(&qlock);
+	pthread_mutex_unlock(&sq_lock);
 }
 
-/* ---- streams ---- */
+/* ---- sq_streams ---- */
 
 static int current_dev(void)
 {
 	int d = simgpu_current_device();
 
-	return d >= 0 && d < MAX_DEV ? d : 0;
+	return d >= 0 && d < SQ_MAX_DEV ? d : 0;
 }
 
 static struct sim_stream *legacy_of(int d)
 {
-	pthread_mutex_lock(&qlock);
-	legacy[d].magic = STREAM_MAGIC;
-	legacy[d].device = d;
-	legacy[d].legacy = true;
-	pthread_mutex_unlock(&qlock);
-	return &legacy[d];
+	pthread_mutex_lock(&sq_lock);
+	sq_legacy[d].magic = STREAM_MAGIC;
+	sq_legacy[d].device = d;
+	sq_legacy[d].legacy = true;
+	pthread_mutex_unlock(&sq_lock);
+	return &sq_legacy[d];
 }
 
 /* A device's legacy stream by a handle that names it whatever the current
  * device (NCCL's NULL stream is its communicator's device's). */
 __attribute__((visibility("default"))) void *simgpu_legacy_stream(int device)
 {
-	return device >= 0 && device < MAX_DEV ? legacy_of(device) : NULL;
+	return device >= 0 && device < SQ_MAX_DEV ? legacy_of(device) : NULL;
 }
 
 struct sim_stream *sq_stream(cudaStream_t s)
 {
 	struct sim_stream *found = NULL;
 
-	if ((void *)s >= (void *)legacy && (void *)s < (void *)(legacy + MAX_DEV))
+	if ((void *)s >= (void *)sq_legacy && (void *)s < (void *)(sq_legacy + SQ_MAX_DEV))
 		return (struct sim_stream *)s; /* simgpu_legacy_stream's */
 	if (s == NULL || s == cudaStreamLegacy || s == cudaStreamPerThread) {
 		int d = current_dev();
 
-		pthread_mutex_lock(&qlock);
-		legacy[d].magic = STREAM_MAGIC;
-		legacy[d].device = d;
-		legacy[d].legacy = true;
-		pthread_mutex_unlock(&qlock);
-		return &legacy[d];
+		pthread_mutex_lock(&sq_lock);
+		sq_legacy[d].magic = STREAM_MAGIC;
+		sq_legacy[d].device = d;
+		sq_legacy[d].legacy = true;
+		pthread_mutex_unlock(&sq_lock);
+		return &sq_legacy[d];
 	}
-	pthread_mutex_lock(&qlock);
-	for (struct sim_stream *p = streams; p; p = p->next)
+	pthread_mutex_lock(&sq_lock);
+	for (struct sim_stream *p = sq_streams; p; p = p->next)
 		if ((void *)p == (void *)s && !p->dead)
 			found = p;
-	pthread_mutex_unlock(&qlock);
+	pthread_mutex_unlock(&sq_lock);
 	return found;
 }
 
@@ -242,22 +200,22 @@ struct sim_stream *sq_stream_create(int device, unsigned flags, int priority)
 	s->device = device;
 	s->flags = flags;
 	s->priority = priority;
-	pthread_mutex_lock(&qlock);
-	s->next = streams;
-	streams = s;
-	pthread_mutex_unlock(&qlock);
+	pthread_mutex_lock(&sq_lock);
+	s->next = sq_streams;
+	sq_streams = s;
+	pthread_mutex_unlock(&sq_lock);
 	return s;
 }
 
 static void unlink_stream_locked(struct sim_stream *s)
 {
-	for (struct sim_stream **link = &streams; *link; link = &(*link)->next) {
+	for (struct sim_stream **link = &sq_streams; *link; link = &(*link)->next) {
 		if (*link == s) {
 			*link = s->next;
 			break;
 		}
 	}
-	mark_put_locked(s->last);
+	sq_mark_put_locked(s->last);
 	s->magic = 0;
 	free(s);
 }
@@ -268,8 +226,8 @@ bool sq_stream_destroy(cudaStream_t h)
 {
 	struct sim_stream *s = NULL;
 
-	pthread_mutex_lock(&qlock);
-	for (struct sim_stream *p = streams; p; p = p->next)
+	pthread_mutex_lock(&sq_lock);
+	for (struct sim_stream *p = sq_streams; p; p = p->next)
 		if ((void *)p == (void *)h && !p->dead)
 			s = p;
 	if (s) {
@@ -277,7 +235,7 @@ bool sq_stream_destroy(cudaStream_t h)
 		if (!s->head)
 			unlink_stream_locked(s);
 	}
-	pthread_mutex_unlock(&qlock);
+	pthread_mutex_unlock(&sq_lock);
 	return s != NULL;
 }
 
@@ -286,7 +244,7 @@ bool sq_stream_destroy(cudaStream_t h)
 static bool deps_met(struct item *it)
 {
 	while (it->ndeps > 0 && it->deps[it->ndeps - 1]->done)
-		mark_put_locked(it->deps[--it->ndeps]);
+		sq_mark_put_locked(it->deps[--it->ndeps]);
 	return it->ndeps == 0;
 }
 
@@ -300,36 +258,36 @@ static void complete_head(struct sim_stream *st)
 		st->tail = NULL;
 	it->mark->done = true;
 	it->mark->t_ns = sq_now_ns();
-	mark_put_locked(it->mark);
+	sq_mark_put_locked(it->mark);
 	if (it->deps != it->inline_deps)
 		free(it->deps);
 	free(it);
-	pthread_cond_broadcast(&qcv);
+	pthread_cond_broadcast(&sq_cv);
 }
 
-/* One pass over the device's streams. Returns whether anything progressed;
+/* One pass over the device's sq_streams. Returns whether anything progressed;
  * *pending: some stream still has work; *wake and *seen: a futex to sleep on. */
 static bool worker_pass(int d, bool *pending, _Atomic uint32_t **wake, uint32_t *seen)
 {
 	bool progress = false;
-	struct sim_stream *st = &legacy[d], *next;
+	struct sim_stream *st = &sq_legacy[d], *next;
 
 	*pending = false;
 	for (; st; st = next) {
 		struct item *it = st->head;
 
-		next = st == &legacy[d] ? streams : st->next;
+		next = st == &sq_legacy[d] ? sq_streams : st->next;
 		if (st->device != d || !it)
 			continue;
 		*pending = true;
 		if (!deps_met(it))
 			continue;
-		pthread_mutex_unlock(&qlock);
+		pthread_mutex_unlock(&sq_lock);
 		int r = it->w->step(it->w);
 		if (r == SIMGPU_DONE)
 			it->w->release(it->w);
-		pthread_mutex_lock(&qlock);
-		next = st == &legacy[d] ? streams : st->next;
+		pthread_mutex_lock(&sq_lock);
+		next = st == &sq_legacy[d] ? sq_streams : st->next;
 		if (r == SIMGPU_WAIT) {
 			if (it->w->wake && !*wake) {
 				*wake = it->w->wake;
@@ -352,7 +310,7 @@ static void *worker(void *arg)
 	int d = (int)(intptr_t)arg;
 
 	simgpu_set_current_device(d);
-	pthread_mutex_lock(&qlock);
+	pthread_mutex_lock(&sq_lock);
 	for (;;) {
 		_Atomic uint32_t *wake = NULL;
 		uint32_t seen = 0;
@@ -361,13 +319,13 @@ static void *worker(void *arg)
 		if (worker_pass(d, &pending, &wake, &seen))
 			continue;
 		if (!pending) {
-			pthread_cond_wait(&qcv, &qlock);
+			pthread_cond_wait(&sq_cv, &sq_lock);
 		} else if (wake) {
 			struct timespec ts = { 0, 2 * 1000 * 1000 };
 
-			pthread_mutex_unlock(&qlock);
+			pthread_mutex_unlock(&sq_lock);
 			syscall(SYS_futex, wake, FUTEX_WAIT, seen, &ts, NULL, 0);
-			pthread_mutex_lock(&qlock);
+			pthread_mutex_lock(&sq_lock);
 		} else {
 			struct timespec ts;
 
@@ -377,7 +335,7 @@ static void *worker(void *arg)
 				ts.tv_sec++;
 				ts.tv_nsec -= 1000000000;
 			}
-			pthread_cond_timedwait(&qcv, &qlock, &ts);
+			pthread_cond_timedwait(&sq_cv, &sq_lock, &ts);
 		}
 	}
 	return NULL;
@@ -425,7 +383,7 @@ static void run_inline(struct simgpu_work *w)
 	w->release(w);
 }
 
-/* it waits for m too (under qlock); false when out of memory. */
+/* it waits for m too (under sq_lock); false when out of memory. */
 static bool add_dep(struct item *it, struct mark *m)
 {
 	if (!m || m->done)
@@ -442,11 +400,11 @@ static bool add_dep(struct item *it, struct mark *m)
 		it->deps = d;
 		it->cap = cap;
 	}
-	it->deps[it->ndeps++] = mark_get(m);
+	it->deps[it->ndeps++] = sq_mark_get(m);
 	return true;
 }
 
-/* The legacy ordering of an item on st (under qlock): on the legacy stream,
+/* The legacy ordering of an item on st (under sq_lock): on the legacy stream,
  * after every blocking stream of the device; on a blocking stream, after
  * the legacy stream. */
 static bool legacy_deps(struct item *it, struct sim_stream *st)
@@ -454,8 +412,8 @@ static bool legacy_deps(struct item *it, struct sim_stream *st)
 	if (st->flags & cudaStreamNonBlocking)
 		return true;
 	if (!st->legacy)
-		return add_dep(it, legacy[st->device].last);
-	for (struct sim_stream *s = streams; s; s = s->next)
+		return add_dep(it, sq_legacy[st->device].last);
+	for (struct sim_stream *s = sq_streams; s; s = s->next)
 		if (s->device == st->device && !(s->flags & cudaStreamNonBlocking) &&
 		    !add_dep(it, s->last))
 			return false;
@@ -465,7 +423,7 @@ static bool legacy_deps(struct item *it, struct sim_stream *st)
 static void item_free_locked(struct item *it)
 {
 	while (it->ndeps > 0)
-		mark_put_locked(it->deps[--it->ndeps]);
+		sq_mark_put_locked(it->deps[--it->ndeps]);
 	if (it->deps != it->inline_deps)
 		free(it->deps);
 	free(it);
@@ -513,12 +471,12 @@ cudaError_t sq_enqueue(struct sim_stream *st, struct simgpu_work *w, struct mark
 	it->deps = it->inline_deps;
 	it->cap = INLINE_DEPS;
 	m->refs = out ? 3 : 2; /* the item, the stream's last, the caller */
-	pthread_mutex_lock(&qlock);
+	pthread_mutex_lock(&sq_lock);
 	if (!start_worker_locked(st->device) || !legacy_deps(it, st) || !add_dep(it, wait_on)) {
 		bool started = worker_started[st->device];
 
 		item_free_locked(it);
-		pthread_mutex_unlock(&qlock);
+		pthread_mutex_unlock(&sq_lock);
 		free(m);
 		return started ? cudaErrorMemoryAllocation : cudaErrorLaunchFailure;
 	}
@@ -528,7 +486,7 @@ cudaError_t sq_enqueue(struct sim_stream *st, struct simgpu_work *w, struct mark
 	else
 		st->head = it;
 	st->tail = it;
-	mark_put_locked(st->last);
+	sq_mark_put_locked(st->last);
 	st->last = m;
 	if (out)
 		*out = m;
@@ -536,8 +494,8 @@ cudaError_t sq_enqueue(struct sim_stream *st, struct simgpu_work *w, struct mark
 	 * it completes, and the worker makes another pass after every
 	 * completion. Enqueueing completes nothing a host waiter waits for. */
 	if (!busy)
-		pthread_cond_broadcast(&qcv);
-	pthread_mutex_unlock(&qlock);
+		pthread_cond_broadcast(&sq_cv);
+	pthread_mutex_unlock(&sq_lock);
 	return cudaSuccess;
 }
 
@@ -548,71 +506,4 @@ __attribute__((visibility("default"))) int simgpu_enqueue(void *stream, struct s
 	if (!st)
 		return cudaErrorInvalidResourceHandle;
 	return sq_enqueue(st, w, NULL, NULL);
-}
-
-/* References to the last marks st's synchronisation waits for: st's own, and
- * for the legacy stream the device's blocking streams' too (or every stream
- * of the device when all). */
-static int collect_locked(struct sim_stream *st, int d, bool all, struct mark **out, int cap)
-{
-	int n = 0;
-	struct sim_stream *leg = &legacy[d];
-
-	if ((all || st == leg) && leg->last && !leg->last->done && n < cap)
-		out[n++] = mark_get(leg->last);
-	if (st && st != leg && st->last && !st->last->done && n < cap)
-		out[n++] = mark_get(st->last);
-	if (!all && st != leg)
-		return n;
-	for (struct sim_stream *s = streams; s && n < cap; s = s->next)
-		if (s->device == d && s->last && !s->last->done &&
-		    (all || !(s->flags & cudaStreamNonBlocking)))
-			out[n++] = mark_get(s->last);
-	return n;
-}
-
-static void wait_marks(struct sim_stream *st, int d, bool all)
-{
-	struct mark *ms[256];
-	int n;
-
-	do { /* more than 256 busy streams: wait again for the rest */
-		pthread_mutex_lock(&qlock);
-		n = collect_locked(st, d, all, ms, 256);
-		pthread_mutex_unlock(&qlock);
-		for (int i = 0; i < n; i++)
-			sq_wait(ms[i]);
-	} while (n == 256);
-}
-
-void sq_stream_sync(struct sim_stream *st)
-{
-	if (sq_async())
-		wait_marks(st, st->device, false);
-}
-
-void sq_device_sync(int device)
-{
-	if (sq_async() && device >= 0 && device < MAX_DEV)
-		wait_marks(NULL, device, true);
-}
-
-__attribute__((visibility("default"))) void simgpu_device_sync(int device)
-{
-	sq_device_sync(device);
-}
-
-bool sq_stream_idle(struct sim_stream *st)
-{
-	struct mark *ms[256];
-	bool idle;
-	int n;
-
-	pthread_mutex_lock(&qlock);
-	n = collect_locked(st, st->device, false, ms, 256);
-	idle = n == 0;
-	for (int i = 0; i < n; i++)
-		mark_put_locked(ms[i]);
-	pthread_mutex_unlock(&qlock);
-	return idle;
 }

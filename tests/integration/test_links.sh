@@ -33,4 +33,10 @@ fi
 S=$(cd "$(dirname "$0")/../.." && pwd)
 lines=$(cat "$S"/cli/*.c "$S"/cli/*.h | wc -l)
 check "cli/ is a thin layer: $lines lines, at most 2,500" [ "$lines" -le 2500 ]
+# every source file at most 600 lines (STYLE.md): a longer one is split by concept
+long=$(cd "$S" && git ls-files '*.c' '*.h' '*.py' '*.sh' 2> /dev/null | while read -r f; do
+  n=$(wc -l < "$f"); [ "$n" -le 600 ] || echo "$f:$n"; done | tr '\n' ' ')
+nfiles=$(cd "$S" && git ls-files '*.c' '*.h' '*.py' '*.sh' 2> /dev/null | wc -l)
+check "every source file at most 600 lines (of $nfiles; over: ${long:-none})" \
+  bash -c "[ $nfiles -gt 100 ] && [ -z '$long' ]"
 finish
