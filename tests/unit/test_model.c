@@ -407,6 +407,19 @@ RIG_CASE(model, healthy, s_healthy, RT_V_HEALTHY, NULL, NULL)
 RIG_CASE(model, root_forward_nccl, s_root_nccl, RT_V_SKIPPED_FSDP_ROOT, "no all-gather followed", "(probe)")
 RIG_CASE(model, root_forward_probe, s_root_probe, RT_V_SKIPPED_FSDP_ROOT, "never ran (probe)", "no all-gather")
 RIG_CASE(model, injected_faults, s_faults, RT_V_HEALTHY, "1 injected fault fired (first: cudaMalloc:error=cudaErrorMemoryAllocation at call 3)", NULL)
+/* rank 1 failed, then the launcher SIGTERMed rank 0 (torchrun's stop of the
+ * survivors): a consequence, said as one, not a crash of rank 0's own */
+static void s_survivor_terminated(void)
+{
+	init_all();
+	OK(1, rt_exit, 1, RT_FN_status, U(1));
+	for (int i = 2; i < t->nranks; i++)
+		OK(i, rt_exit, i, RT_FN_status, U(0));
+	OK(0, rt_signal, 0, RT_FN_signo, U(15));
+}
+
+RIG_CASE(model, a_launchers_sigterm_after_a_failure_is_its_consequence, s_survivor_terminated,
+	 RT_V_CRASHED, "rank 0 was stopped by SIGTERM after rank 1 failed", "killed by signal 15")
 RIG_CASE(model, params_other_device, s_params_other_device, RT_V_DEVICE_MISPLACEMENT,
 	 "point into memory of another device", NULL)
 RIG_CASE(model, params_meta_later, s_params_meta_later, RT_V_HEALTHY, "materialised later", "still on meta")

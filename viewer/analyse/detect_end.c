@@ -9,20 +9,93 @@
  * pass in the table's order (detectors.c). A finding that rests on the
  * absence of events ("died inside", "no recorded end") is made only from a
  * rank whose whole run the trace holds (rt_vw_evidence_complete). */
+#include <signal.h>
 #include <stdio.h>
 
 #include "analyse.h"
 
+static bool died_inside(const struct rt_vw_trace *t, int i);
+
+/* Did rank index i fail on its own: a non-zero exit, a signal other than
+ * SIGTERM, death inside a call? */
+static bool failed_itself(const struct rt_vw_trace *t, int i)
+{
+	const struct rt_vw_rank *r = &t->ranks[i];
+
+	if (r->signo)
+		return r->signo != SIGTERM && !r->interrupted;
+	return died_inside(t, i) || (r->exit_seen && r->exit_status > 0);
+}
+
+/* The rank index whose own failure ended first (its last event), or -1. */
+int rt_vw_first_failure(const struct rt_vw_trace *t)
+{
+	int first = -1;
+
+	RT_VW_FOR_ENDED_TRAINING(t, i, r)
+		if (failed_itself(t, i) && (first < 0 || r->last_ts < t->ranks[first].last_ts))
+			first = i;
+	return first;
+}
+
+/* SIGTERM to a rank after another rank failed on its own: the launcher
+ * (torchrun, elastic, rt-launch) stopping the survivors. */
+static bool stopped_after(const struct rt_vw_trace *t, int i, int first)
+{
+	const struct rt_vw_rank *r = &t->ranks[i];
+
+	return first >= 0 && first != i && r->signo == SIGTERM && !r->interrupted &&
+	       t->ranks[first].last_ts <= r->last_ts;
+}
+
 void rt_vw_detect_KILLED(struct rt_vw_trace *t, enum rt_finding_kind k)
 {
+	int first = rt_vw_first_failure(t);
+
 	RT_VW_FOR_ENDED_TRAINING(t, i, r)
-		if (r->signo && !r->interrupted) {
+		if (r->signo && !r->interrupted && !stopped_after(t, i, first)) {
 			struct rt_vw_finding *f = rt_vw_finding_add(t, k, r->meta.rank);
 
 			rt_vw_fv_int(f, RT_FV_signo, r->signo);
 			if (r->died)
 				rt_vw_fv_call(f, RT_FV_died_in, (struct rt_vw_callref){ .id = r->died_id });
 		}
+}
+
+/* The survivors the launcher stopped after the first failure: said, and
+ * no failure of their own (the first failure decides the verdict). */
+void rt_vw_detect_STOPPED_AFTER_FAILURE(struct rt_vw_trace *t, enum rt_finding_kind k)
+{
+	int first = rt_vw_first_failure(t);
+
+	RT_VW_FOR_ENDED_TRAINING(t, i, r)
+		if (stopped_after(t, i, first)) {
+			struct rt_vw_finding *f = rt_vw_finding_add(t, k, r->meta.rank);
+
+			rt_vw_fv_int(f, RT_FV_signal, r->signo);
+			rt_vw_fv_int(f, RT_FV_first_failed, t->ranks[first].meta.rank);
+		}
+}
+
+/* How each earlier attempt of an elastic job ended (load.c read them):
+ * the verdict is this attempt's, the earlier ones are said. */
+void rt_vw_detect_EARLIER_ATTEMPT(struct rt_vw_trace *t, enum rt_finding_kind k)
+{
+	for (int a = 0; a < t->nearlier; a++) {
+		const struct rt_vw_attempt_end *e = &t->earlier[a];
+		struct rt_vw_finding *f = rt_vw_finding_add(t, k, e->rank);
+
+		rt_vw_fv_int(f, RT_FV_attempt, e->attempt);
+		rt_vw_fv_int(f, RT_FV_next_attempt, e->attempt + 1);
+		if (e->rank >= 0 && e->signo)
+			rt_vw_fv_int(f, RT_FV_signal, e->signo);
+		else if (e->rank >= 0 && e->died)
+			rt_vw_fv_call(f, RT_FV_died_in, (struct rt_vw_callref){ .id = e->died_id });
+		else if (e->rank >= 0 && e->status)
+			rt_vw_fv_int(f, RT_FV_status, e->status);
+		else
+			rt_vw_fv_text(f, RT_FV_ended, e->why);
+	}
 }
 
 /* The whole job stopped from outside (hang.c): no failure of its own, and

@@ -17,6 +17,7 @@
 #include "model.h"
 #include "model_int.h"
 #include "read_bt2.h"
+#include "reader.h"
 
 /* The ranks of an LTTng trace, as read_bt2.c grouped its processes. */
 static int lttng_ranks(struct rt_vw_trace *t, char *err, size_t errlen)
@@ -73,7 +74,13 @@ void rt_vw_model_finish(struct rt_vw_matcher *m)
 
 struct rt_vw_trace *rt_vw_load(const char *dir, unsigned flags, char *err, size_t errlen)
 {
-	return rt_vw_load_stall(dir, flags, 0, err, errlen);
+	return rt_vw_load_attempt(dir, flags, 0, RT_VW_LAST_ATTEMPT, err, errlen);
+}
+
+struct rt_vw_trace *rt_vw_load_stall(const char *dir, unsigned flags, uint64_t stall_ns, char *err,
+				     size_t errlen)
+{
+	return rt_vw_load_attempt(dir, flags, stall_ns, RT_VW_LAST_ATTEMPT, err, errlen);
 }
 
 /* The ranks of a native trace: its rank-* directories and their metadata;
@@ -123,8 +130,11 @@ static int native_ranks(struct rt_vw_trace *t, const char *dir, char *err, size_
 	return 0;
 }
 
-struct rt_vw_trace *rt_vw_load_stall(const char *dir, unsigned flags, uint64_t stall_ns, char *err,
-				     size_t errlen)
+/* One attempt's directory read and analysed, its earlier attempts' endings
+ * (nearlier of them, owned from here on) there for the detectors. */
+static struct rt_vw_trace *load_one(const char *dir, unsigned flags, uint64_t stall_ns,
+				    struct rt_vw_attempt_end *earlier, int nearlier, char *err,
+				    size_t errlen)
 {
 	struct rt_vw_trace *t = calloc(1, sizeof(*t));
 	struct rt_vw_matcher *m = calloc(1, sizeof(*m));
@@ -134,6 +144,9 @@ struct rt_vw_trace *rt_vw_load_stall(const char *dir, unsigned flags, uint64_t s
 	if (!t || !m)
 		goto out_oom;
 	snprintf(t->dir, sizeof(t->dir), "%s", dir);
+	t->earlier = earlier;
+	t->nearlier = nearlier;
+	earlier = NULL;
 	t->flags = flags;
 	m->t = t;
 	if ((rt_vw_is_lttng(dir) ? lttng_ranks(t, err, errlen) : native_ranks(t, dir, err, errlen)) != 0)
@@ -150,6 +163,7 @@ struct rt_vw_trace *rt_vw_load_stall(const char *dir, unsigned flags, uint64_t s
 
 out_oom:
 	snprintf(err, errlen, "%s: out of memory", dir);
+	free(earlier);
 out_fail:
 	rt_vw_close_sources(srcs, nsrc);
 	free(m);
@@ -178,5 +192,78 @@ void rt_vw_free(struct rt_vw_trace *t)
 	free(t->missing);
 	free(t->comms);
 	rt_vw_bt2_free(t->lttng);
+	free(t->earlier);
 	free(t);
+}
+
+/* Attempt a of DIR: DIR itself for attempt 0, else DIR/attempt-a. */
+static void attempt_dir(const char *dir, int a, char *out, size_t n)
+{
+	if (a)
+		snprintf(out, n, "%s/attempt-%d", dir, a);
+	else
+		snprintf(out, n, "%s", dir);
+}
+
+/* How attempt a of DIR ended: the rank whose own failure came first, else
+ * its verdict in words (or why it could not be read). */
+static void attempt_end(const char *dir, int a, struct rt_vw_attempt_end *e)
+{
+	char sub[4200], err[512] = "";
+	struct rt_vw_trace *t;
+	int first;
+
+	attempt_dir(dir, a, sub, sizeof(sub));
+	t = load_one(sub, 0, 0, NULL, 0, err, sizeof(err));
+	*e = (struct rt_vw_attempt_end){ .attempt = a, .rank = -1 };
+	if (!t) {
+		snprintf(e->why, sizeof(e->why), "its trace could not be read (%s)", err);
+		return;
+	}
+	first = rt_vw_first_failure(t);
+	if (first >= 0 && (t->verdict == RT_V_CRASHED || t->verdict == RT_V_INCONCLUSIVE)) {
+		const struct rt_vw_rank *r = &t->ranks[first];
+
+		e->rank = r->meta.rank;
+		e->signo = r->signo;
+		e->died = !r->signo && r->died;
+		e->died_id = r->died_id;
+		e->status = r->exit_status;
+	} else {
+		snprintf(e->why, sizeof(e->why), "its verdict %s", rt_verdicts[t->verdict].word);
+	}
+	rt_vw_free(t);
+}
+
+struct rt_vw_trace *rt_vw_load_attempt(const char *dir, unsigned flags, uint64_t stall_ns,
+				       int attempt, char *err, size_t errlen)
+{
+	int last = rt_vw_is_lttng(dir) ? 0 : rt_vw_last_attempt(dir);
+	struct rt_vw_attempt_end *earlier = NULL;
+	struct rt_vw_trace *t;
+	char sub[4200];
+
+	if (attempt == RT_VW_LAST_ATTEMPT)
+		attempt = last;
+	if (attempt < 0 || attempt > last) {
+		if (last)
+			snprintf(err, errlen, "%s: no attempt %d: it holds attempts 0-%d", dir, attempt, last);
+		else
+			snprintf(err, errlen, "%s: no attempt %d: it holds one attempt, 0 (no "
+				 "attempt-N/ directories: the job never restarted)", dir, attempt);
+		return NULL;
+	}
+	if (attempt && !(earlier = calloc((size_t)attempt, sizeof(*earlier)))) {
+		snprintf(err, errlen, "%s: out of memory", dir);
+		return NULL;
+	}
+	for (int a = 0; a < attempt; a++)
+		attempt_end(dir, a, &earlier[a]);
+	attempt_dir(dir, attempt, sub, sizeof(sub));
+	t = load_one(sub, flags, stall_ns, earlier, attempt, err, errlen);
+	if (t) {
+		t->attempt = attempt;
+		t->nattempts = last + 1;
+	}
+	return t;
 }

@@ -329,6 +329,10 @@ int rt_vw_diagnose(const struct rt_vw_trace *t, int only_rank, bool all, struct 
 /* completeness.c: did rank r's Python run without the PyTorch probe (its
  * import failed, or it never loaded; not RANKTRACE_PROBE=0)? */
 bool rt_vw_probe_missing(const struct rt_vw_rank *r);
+/* detect_end.c: the rank index whose own failure (a non-zero exit, a
+ * signal other than a launcher's SIGTERM, death inside a call) ended
+ * first, or -1. */
+int rt_vw_first_failure(const struct rt_vw_trace *t);
 /* What to do next: the advice of the most important group that has one, or NULL. */
 const char *rt_vw_diag_advice(const struct rt_vw_trace *t, const struct rt_vw_diag *g, int n);
 
@@ -371,8 +375,24 @@ void rt_vw_finding_body(const struct rt_vw_trace *t, const struct rt_vw_finding 
  * hang finding's sentence after "hung: "), or "" when there is none. */
 void rt_vw_laggard_text(const struct rt_vw_trace *t, char *out, size_t n);
 
+/* How an earlier attempt of an elastic job ended (load.c): the rank whose
+ * own failure came first (-1: none) and how (signal, death inside a call,
+ * exit status), else in words (why: "its verdict hung", "no readable
+ * trace: ..."). */
+struct rt_vw_attempt_end {
+	int attempt, rank, status, signo;
+	bool died;
+	uint16_t died_id;
+	char why[300];
+};
+
 struct rt_vw_trace {
-	char dir[4096];
+	char dir[4096];              /* the directory read: DIR, or DIR/attempt-N */
+	/* elastic attempts (load.c): the attempt read (0 without attempts), how
+	 * many DIR holds (1 without attempts), and how the earlier ones ended */
+	int attempt, nattempts;
+	struct rt_vw_attempt_end *earlier;
+	int nearlier;
 	int nranks;
 	struct rt_vw_rank *ranks;
 	struct rt_vw_finding *findings;
@@ -417,6 +437,13 @@ struct rt_vw_trace {
 /* RT_VW_KEEP_MEMORY keeps each rank's device memory over time (exports). */
 #define RT_VW_KEEP_MEMORY 4u
 struct rt_vw_trace *rt_vw_load(const char *dir, unsigned flags, char *err, size_t errlen);
+/* Elastic jobs (torchrun --max-restarts): attempt N > 0 of DIR is
+ * DIR/attempt-N, attempt 0 DIR itself. rt_vw_load and rt_vw_load_stall read
+ * the last attempt; this one attempt (RT_VW_LAST_ATTEMPT: the last), each
+ * earlier attempt's ending kept in t->earlier. */
+#define RT_VW_LAST_ATTEMPT (-1)
+struct rt_vw_trace *rt_vw_load_attempt(const char *dir, unsigned flags, uint64_t stall_ns,
+				       int attempt, char *err, size_t errlen);
 /* The same with --stall: a live job none of whose calls returned for
  * stall_ns is hung (0: RT_VW_STALL_DEFAULT_NS). */
 struct rt_vw_trace *rt_vw_load_stall(const char *dir, unsigned flags, uint64_t stall_ns, char *err,

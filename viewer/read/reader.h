@@ -138,5 +138,9 @@ int rt_vw_list_streams(const char *rank_dir, char ***names);
 /* Rank directories (rank-*) of a trace directory, sorted. */
 int rt_vw_list_ranks(const char *dir, char ***names);
 void rt_vw_free_names(char **names, int n);
+/* The last attempt of an elastic job DIR holds (its DIR/attempt-N/
+ * directories, as the tracer writes attempt N > 0 of TORCHELASTIC_RESTART_COUNT),
+ * 0 when it holds none. */
+int rt_vw_last_attempt(const char *dir);
 
 #endif

@@ -340,6 +340,25 @@ int rt_vw_list_ranks(const char *dir, char ***names)
 	return list(dir, "rank-", true, names);
 }
 
+int rt_vw_last_attempt(const char *dir)
+{
+	char **names;
+	int n = list(dir, "attempt-", true, &names), last = 0;
+
+	for (int i = 0; i < n; i++) {
+		const char *num = names[i] + 8;
+		char *end;
+		long a = strtol(num, &end, 10);
+
+		/* attempt-N exactly, as the tracer names it: digits, no sign,
+		 * no leading zero, N >= 1 */
+		if (isdigit((unsigned char)*num) && *num != '0' && !*end && a <= 1000000 && a > last)
+			last = (int)a;
+	}
+	rt_vw_free_names(names, n > 0 ? n : 0);
+	return last;
+}
+
 void rt_vw_free_names(char **names, int n)
 {
 	for (int i = 0; i < n; i++)
