@@ -65,6 +65,9 @@ timeout -k 2 30 "$RT" verdict "$T/hang" --stall 2s > "$T/hang.v" 2> "$T/hang.err
 check "hung, then interrupted: with --stall 2s, hung (exit 1, $(cat "$T/hang.v") $rc)" bash -c "[ $rc -eq 1 ] && [ \"\$(cat '$T/hang.v')\" = hung ]"
 check "...when the job was interrupted, every rank inside the same AllGather" \
   grep -qE 'hung when the job was interrupted: ranks 0,1,2,3 wait in ncclAllGather #[0-9]+ \([0-9]+ s\)$' "$T/hang.err"
+timeout -k 2 30 "$RT" view --json --stall 2s "$T/hang" > "$T/hang.json" 2> /dev/null
+check "...and view --json carries the hang's values as data (interrupted, stall_s 2, the call)" \
+  js "$T/hang.json" "[(f['values'].get('interrupted'), f['values'].get('stall_s'), f['values'].get('call', '').split(' #')[0]) for f in d['findings'] if f['id'] == 'hang'] == [(True, 2.0, 'ncclAllGather')]"
 timeout -k 2 30 "$RT" verdict "$T/hang" > "$T/hang.v2" 2> "$T/hang.err2"; rc=$?
 check "...with the default --stall (30 s, more than it hung): inconclusive, interrupted ($rc)" \
   bash -c "[ $rc -eq 125 ] && grep -q 'job interrupted' '$T/hang.err2'"

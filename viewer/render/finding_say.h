@@ -26,6 +26,8 @@ void rt_vw_say_call(struct rt_vw_sb *b, struct rt_vw_callref c);
 /* "0,1,3": the first n of v (at most RT_VW_FINDING_RANKS), while the list
  * is shorter than cap - 12 bytes. */
 void rt_vw_say_ranks(struct rt_vw_sb *b, const int *v, int n, size_t cap);
+/* Value v as its type prints ("ncclAllGather #5", "SIGTERM", "8"). */
+void rt_vw_say_value(struct rt_vw_sb *b, const struct rt_vw_fval *v);
 /* "SIGTERM", or NULL for a signal without a name here. */
 const char *rt_vw_signal_name(int signo);
 /* The sentence of a kind without a template (finding_say.c). */

@@ -72,8 +72,7 @@ void rt_vw_say_call(struct rt_vw_sb *b, struct rt_vw_callref c)
 		rt_vw_sb_printf(b, "%s", rt_events[c.id].name);
 }
 
-/* Value v as its type prints. */
-static void say_value(struct rt_vw_sb *b, const struct rt_vw_fval *v)
+void rt_vw_say_value(struct rt_vw_sb *b, const struct rt_vw_fval *v)
 {
 	char end[160];
 
@@ -170,7 +169,7 @@ static void say_template(struct rt_vw_sb *b, const struct rt_vw_finding *f, cons
 			if (v && plural)
 				rt_vw_sb_printf(b, "%s", v->v.i == 1 ? "" : "s");
 			else if (v)
-				say_value(b, v);
+				rt_vw_say_value(b, v);
 			p = end;
 		} else {
 			const char *q = p + strcspn(p, "{[");

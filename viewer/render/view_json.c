@@ -7,6 +7,7 @@
 #include <stdio.h>
 
 #include "export.h"
+#include "finding_say.h"
 #include "json.h"
 #include "json_keys.h"
 #include "view.h"
@@ -160,6 +161,35 @@ static void rank_json(struct rt_json *w, const struct rt_vw_report_rank *row)
 	rt_json_end(w);
 }
 
+/* "values": a finding's named values (format/findings.def's RT_FVALUE
+ * rows), numbers as numbers, flags as true, calls, signal-less texts and
+ * endings as they read in its sentence. */
+static void values_json(struct rt_json *w, const struct rt_vw_finding *f)
+{
+	rt_json_obj(w, RT_JK(values));
+	for (int j = 0; j < f->nvals; j++) {
+		const struct rt_vw_fval *v = &f->vals[j];
+		const char *name = rt_fvalues[v->name].name;
+		char s[200];
+		struct rt_vw_sb b;
+
+		switch (rt_fvalues[v->name].type) {
+		case RT_FT_INT:
+		case RT_FT_SIGNAL: rt_json_int(w, name, v->v.i); break;
+		case RT_FT_REAL0:
+		case RT_FT_REAL1:
+		case RT_FT_REAL3: rt_json_fixed(w, name, v->v.d, 3); break;
+		case RT_FT_FLAG: rt_json_bool(w, name, v->v.i != 0); break;
+		case RT_FT_TRACE: break;
+		default:
+			b = rt_vw_sb_init(s, sizeof(s));
+			rt_vw_say_value(&b, v);
+			rt_json_str(w, name, s);
+		}
+	}
+	rt_json_end(w);
+}
+
 /* "findings": every finding about the ranks shown, with its level,
  * detector, advice, ranks and collective. */
 static void findings_json(struct rt_json *w, const struct rt_vw_report *rp)
@@ -194,6 +224,7 @@ static void findings_json(struct rt_json *w, const struct rt_vw_report *rp)
 			rt_json_null(w, RT_JK(comm));
 			rt_json_null(w, RT_JK(seq));
 		}
+		values_json(w, f);
 		rt_json_end(w);
 	}
 	rt_json_end(w);
