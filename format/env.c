@@ -8,6 +8,7 @@
  * callers say what a bad value does (refused, or a warning and the
  * fallback), with the message made here. */
 #include <errno.h>
+#include <math.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -100,6 +101,59 @@ static bool parse_num(const char *s, int64_t *v)
 	return true;
 }
 
+/* A rank list (0,2-3) up to '=': does it hold rank? -1 when malformed. */
+static int in_ranks(const char *s, const char *end, int rank)
+{
+	int in = 0;
+
+	while (s < end) {
+		char *e;
+		long a = strtol(s, &e, 10), b = a;
+
+		if (e == s || *s < '0' || *s > '9' || a < 0)
+			return -1;
+		if (*e == '-') {
+			s = e + 1;
+			b = strtol(s, &e, 10);
+			if (e == s || *s < '0' || *s > '9' || b < a)
+				return -1;
+		}
+		in |= rank >= a && rank <= b;
+		if (e == end)
+			return in;
+		if (*e != ',')
+			return -1;
+		s = e + 1;
+	}
+	return -1;
+}
+
+int rt_env_host_at(const char *s, int rank, char *host, size_t n, int64_t *shift_ns)
+{
+	const char *eq = s ? strchr(s, '=') : NULL, *colon = eq ? strchr(eq, ':') : NULL;
+	size_t hl = colon ? (size_t)(colon - eq - 1) : 0;
+	double d, unit = 0;
+	char *end;
+	int in;
+
+	if (!colon || hl == 0 || hl >= 64 || strspn(eq + 1, "abcdefghijklmnopqrstuvwxyz"
+			"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") != hl)
+		return -EINVAL;
+	in = in_ranks(s, eq, rank < 0 ? 0 : rank);
+	d = strtod(colon + 1, &end);
+	if (end == colon + 1 || !isfinite(d))
+		return -EINVAL;
+	unit = !strcmp(end, "s") ? 1e9 : !strcmp(end, "ms") ? 1e6 : !strcmp(end, "us") ? 1e3
+	       : !strcmp(end, "ns") ? 1 : 0;
+	if (in < 0 || unit == 0 || fabs(d * unit) > 3600e9) /* an hour is plenty */
+		return -EINVAL;
+	if (rank < 0 || !in)
+		return 0;
+	snprintf(host, n, "%.*s", (int)hl, eq + 1);
+	*shift_ns = (int64_t)(d * unit);
+	return 1;
+}
+
 /* Is s fine for kind k of a row whose valid column is valid? Fills *v. */
 static bool check_value(enum rt_env_kind k, const char *valid, const char *s,
 			struct rt_env_val *v)
@@ -132,6 +186,8 @@ static bool check_value(enum rt_env_kind k, const char *valid, const char *s,
 			return false;
 		snprintf(n1, sizeof(n1), "%.*s", (int)(colon - s), s);
 		return parse_num(n1, &v->n) && parse_num(colon + 1, &v->n2) && v->n2 > 0 && v->n2 < 4096;
+	case RT_ENV_HOSTAT:
+		return rt_env_host_at(s, -1, NULL, 0, NULL) == 0;
 	default: /* PATH, PLAN: checked where used; OUT: not ours to read */
 		return true;
 	}
@@ -159,6 +215,9 @@ static void expected(enum rt_env_kind k, const char *valid, char *why, size_t n)
 		break;
 	case RT_ENV_FAILAT:
 		snprintf(why, n, "expected N:ERRNO (two numbers, ERRNO from 1 to 4095)");
+		break;
+	case RT_ENV_HOSTAT:
+		snprintf(why, n, "expected RANKS=HOST:SHIFT such as 2-3=b:+50ms (a shift of at most an hour)");
 		break;
 	default:
 		snprintf(why, n, "not understood");

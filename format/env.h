@@ -24,7 +24,7 @@ enum rt_env {
 /* what a value must be (env.def's kinds) */
 enum rt_env_kind {
 	RT_ENV_WORD, RT_ENV_INT, RT_ENV_SIZE, RT_ENV_ABSPATH, RT_ENV_PATH, RT_ENV_ID, RT_ENV_PLAN,
-	RT_ENV_FAILAT, RT_ENV_OUT
+	RT_ENV_FAILAT, RT_ENV_OUT, RT_ENV_HOSTAT
 };
 
 /* "RANKTRACE_DIR"..., who reads it ("run", "tracer", ...), its meaning */
@@ -45,6 +45,13 @@ struct rt_env_val {
 	int word;
 	int64_t n, n2;
 };
+
+/* RANKTRACE_TEST_HOST's RANKS=HOST:SHIFT (a rank list such as 2-3 or
+ * 0,2; a host name of letters, digits, '.', '_', '-'; a signed duration
+ * such as +50ms, -2.5us, 1s). 1 when rank is in RANKS (host and *shift_ns
+ * filled), 0 when not (or rank < 0: the syntax alone), -EINVAL when s is
+ * not that. */
+int rt_env_host_at(const char *s, int rank, char *host, size_t n, int64_t *shift_ns);
 
 /* Check s (NULL or "": unset) against variable id's row. 0: valid, *v its
  * value; 1: unset, *v the fallback; -EINVAL: bad, *v the fallback and why

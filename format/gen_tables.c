@@ -31,6 +31,7 @@ static const char *const kind_names[] = {
 	[RT_ENV_WORD] = "WORD", [RT_ENV_INT] = "INT", [RT_ENV_SIZE] = "SIZE",
 	[RT_ENV_ABSPATH] = "ABSPATH", [RT_ENV_PATH] = "PATH", [RT_ENV_ID] = "ID",
 	[RT_ENV_PLAN] = "PLAN", [RT_ENV_FAILAT] = "FAILAT", [RT_ENV_OUT] = "OUT",
+	[RT_ENV_HOSTAT] = "HOSTAT",
 };
 
 static void probe(void)
@@ -83,6 +84,7 @@ static void values_doc(unsigned i, char *out, size_t n)
 	case RT_ENV_PLAN: snprintf(out, n, "a fault plan"); break;
 	case RT_ENV_FAILAT: snprintf(out, n, "`N:ERRNO`"); break;
 	case RT_ENV_OUT: snprintf(out, n, "(set by ranktrace)"); break;
+	case RT_ENV_HOSTAT: snprintf(out, n, "`RANKS=HOST:SHIFT`"); break;
 	}
 }
 
@@ -92,7 +94,7 @@ static const char *bad_value(unsigned i)
 	static const char *const bad[] = {
 		[RT_ENV_WORD] = "bogus", [RT_ENV_INT] = "0x10", [RT_ENV_SIZE] = "12Q",
 		[RT_ENV_ABSPATH] = "relative/dir", [RT_ENV_ID] = "run id!", [RT_ENV_PLAN] = "cudaMallc:skip",
-		[RT_ENV_FAILAT] = "3",
+		[RT_ENV_FAILAT] = "3", [RT_ENV_HOSTAT] = "2-3=b",
 	};
 	struct rt_env_val v;
 	enum rt_env_kind k = rt_env_kinds[i];

@@ -18,6 +18,12 @@ const char *const rt_role_names[RT_R_COUNT] = {
 #undef RT_ROLE_NAME
 };
 
+const char *const rt_comm_how_calls[RT_COMM_HOW_COUNT] = {
+#define RT_COMM_HOW_CALL(n, call) call,
+	RT_COMM_HOWS(RT_COMM_HOW_CALL)
+#undef RT_COMM_HOW_CALL
+};
+
 const char *const rt_coll_colours[RT_CK_COUNT] = {
 #define RT_API(...)
 #define RT_COLL_KIND(k, label, p2p, root, op, view, colour) colour,
@@ -247,7 +253,7 @@ const struct rt_event_desc rt_events[RT_ID_COUNT] = {
 			   RT_R_NONE, RT_A_NONE, NULL },
 #include "driver_api.def"
 #undef RT_DRV
-#include "events.def"
+#include "events.def" /* its RT_API rows name their library */
 };
 #undef RT_API
 #undef RT_EVENT

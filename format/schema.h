@@ -15,6 +15,7 @@
 #ifndef RT_SCHEMA_H
 #define RT_SCHEMA_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -141,7 +142,10 @@ enum rt_fname {
 	X(VMM_RELEASE, "driver: physical memory released")                                \
 	X(VMM_MAP, "driver: a handle mapped into a reserved range")                       \
 	X(VMM_UNMAP, "driver: a range unmapped")                                          \
-	X(CTX, "driver: a context made current (field device)")
+	X(CTX, "driver: a context made current (field device)")                           \
+	X(COMM_SHRINK, "fields parent_id, nexcluded, comm_id: the parent's other ranks")  \
+	X(COMM_REVOKE, "a communicator's operations end, no new one (it is destroyed later)") \
+	X(COMM_FINALIZE, "a communicator's operations complete (destroy follows)")
 enum rt_role {
 #define RT_ROLE_ENUM(n, doc) RT_R_##n,
 	RT_ROLES(RT_ROLE_ENUM)
@@ -149,6 +153,24 @@ enum rt_role {
 	RT_R_COUNT
 };
 extern const char *const rt_role_names[RT_R_COUNT]; /* "ALLOC", "COMM_INIT"... */
+
+/* How a communicator was made (rt_comm's field how): recorded in traces, so
+ * rows are only appended. X(name, the call that makes it so). */
+#define RT_COMM_HOWS(X)                                                                  \
+	X(UNKNOWN, "?")                                                                   \
+	X(INIT, "ncclCommInitRank")                                                       \
+	X(INIT_CONFIG, "ncclCommInitRankConfig")                                          \
+	X(INIT_SCALABLE, "ncclCommInitRankScalable")                                      \
+	X(INIT_ALL, "ncclCommInitAll")                                                    \
+	X(SPLIT, "ncclCommSplit")                                                         \
+	X(SHRINK, "ncclCommShrink")
+enum rt_comm_how {
+#define RT_COMM_HOW_ENUM(n, call) RT_COMM_##n,
+	RT_COMM_HOWS(RT_COMM_HOW_ENUM)
+#undef RT_COMM_HOW_ENUM
+	RT_COMM_HOW_COUNT
+};
+extern const char *const rt_comm_how_calls[RT_COMM_HOW_COUNT]; /* "ncclCommSplit"... */
 
 /* Collective kinds (RT_COLL_KIND in nccl_api.def), in output order. */
 enum rt_coll_kind {
@@ -215,7 +237,7 @@ enum rt_event_id {
 #include "driver_api.def"
 	RT_ID_FIRST_TRACER,
 	RT_ID_TRACER_BASE = RT_ID_FIRST_TRACER - 1,
-#include "events.def"
+#include "events.def" /* then every row added since, functions too */
 #undef RT_API
 #undef RT_EVENT
 #undef RT_DRV
@@ -263,8 +285,30 @@ struct rt_event_desc {
 };
 
 /* Indexed by enum rt_event_id (dense: CUDA ids, then NCCL from
- * RT_ID_FIRST_NCCL, then the tracer's own from RT_ID_FIRST_TRACER). */
+ * RT_ID_FIRST_NCCL, the driver's, the tracer's own from RT_ID_FIRST_TRACER,
+ * with every row added since among them, functions too: events.def). */
 extern const struct rt_event_desc rt_events[RT_ID_COUNT];
+
+/* An NCCL call on a communicator handle (the fault plan's comm=): an
+ * operation, a query or an end of one, the parent of a split or shrink. Not
+ * inits (their handle is an out-argument) nor groups. The tracer's wrappers
+ * pick the argument by the same roles (tracer/interpose/wrappers.c). */
+static inline bool rt_id_on_comm(unsigned id)
+{
+	unsigned role = rt_events[id].role;
+
+	return rt_events[id].lib == RT_LIB_NCCL &&
+	       (role == RT_R_COLL || role == RT_R_P2P || role == RT_R_COMM_SPLIT ||
+		role == RT_R_COMM_SHRINK || role == RT_R_COMM_END || role == RT_R_COMM_REVOKE ||
+		role == RT_R_COMM_FINALIZE || role == RT_R_QUERY);
+}
+
+/* An interposed function, not one of the tracer's own events (whose ids
+ * are not one range: functions added later follow the events). */
+static inline bool rt_id_is_api(unsigned id)
+{
+	return id < RT_ID_COUNT && rt_events[id].lib != RT_LIB_TRACER;
+}
 
 size_t rt_kind_size(enum rt_kind k);
 

@@ -119,14 +119,21 @@ typedef struct {
 	ncclResult_t (*finalize)(void *context);
 } rt_nccl_profiler_v4_t;
 
-/* The hooks libranktrace.so exports for its plugin (tracer/device/device.c); the
- * plugin finds them with dlsym and refuses to load without them. */
-/* The collective of kind func ("AllReduce"...) most recently enqueued on
- * this thread and not bound yet: its comm_id and seq (0, 0: none). */
-typedef void (*rt_dev_bind_fn)(const char *func, uint64_t *comm_id, uint32_t *seq);
+/* The hooks libranktrace.so exports for its plugin (tracer/device/device.c);
+ * the plugin finds them with dlsym and refuses to load without them. */
+/* The call of kind func ("AllReduce", "Send"...) this thread enqueued and
+ * not bound yet, with these buffers and count (a Send's or Recv's: its
+ * buffer as send or recv, and its peer; -1 for a collective), else the
+ * oldest of that kind: its comm_id and seq (0, 0: none). _v2: with the
+ * call's buffers and peer (rt_dev_bind had only the kind). */
+typedef void (*rt_dev_bind_fn)(const char *func, const void *send, const void *recv,
+			       uint64_t count, int peer, uint64_t *comm_id, uint32_t *seq);
 /* Record rt_dev_coll (phase 1 started, 2 completed) from the plugin. */
 typedef void (*rt_dev_event_fn)(int phase, uint64_t comm_id, uint32_t seq, uint64_t nccl_comm,
 				uint64_t nccl_seq, uint64_t gpu_ns);
+/* Record rt_dev_p2p for a Send (send 1) or Recv of peer. */
+typedef void (*rt_dev_p2p_event_fn)(int phase, uint64_t comm_id, int peer, uint32_t seq, int send,
+				    uint64_t nccl_comm, uint64_t gpu_ns);
 /* The plugin was taken by NCCL with this API version. */
 typedef void (*rt_dev_loaded_fn)(int version);
 /* The plugin could not keep a collective's record (reason: enum

@@ -27,8 +27,8 @@
 #define RT_EXPORT __attribute__((visibility("default")))
 
 int rt_inj_active;
-uint8_t rt_inj_api[RT_ID_FIRST_TRACER];     /* number of rules for the function */
-static uint8_t api_rules[RT_ID_FIRST_TRACER][RULES_PER_API];
+uint8_t rt_inj_api[RT_ID_COUNT];     /* number of rules for the function */
+static uint8_t api_rules[RT_ID_COUNT][RULES_PER_API];
 static struct rt_inj_plan plan;
 static uint64_t counters[RT_INJ_MAX_RULES]; /* calls seen per rule (atomic) */
 static uint64_t fired[RT_INJ_MAX_RULES];    /* faults it made (atomic) */
@@ -52,20 +52,32 @@ void rt_inj_init(void)
 		return;
 	}
 	for (int i = 0; i < plan.nrules; i++)
-		for (unsigned id = 0; id < RT_ID_FIRST_TRACER; id++)
+		for (unsigned id = 0; id < RT_ID_COUNT; id++)
 			if (rt_inj_rule_matches(&plan.rules[i], id) && rt_inj_api[id] < RULES_PER_API)
 				api_rules[id][rt_inj_api[id]++] = (uint8_t)i;
 	rt_inj_active = 1;
 }
 
 /* The first rule of function id that fires on this call, if any. Every
- * matching rule counts the call. */
-void rt_inj_check(unsigned id, struct rt_inj_hit *hit)
+ * matching rule counts the call; a rule with comm= only the calls on such a
+ * communicator (asked of the host once per call). */
+void rt_inj_check(unsigned id, const void *comm, struct rt_inj_hit *hit)
 {
+	struct rt_inj_comm info;
+	int known = -1; /* not asked yet */
+
 	for (int k = 0; k < rt_inj_api[id]; k++) {
 		int i = api_rules[id][k];
 		const struct rt_inj_rule *r = &plan.rules[i];
-		uint64_t n = __atomic_add_fetch(&counters[i], 1, __ATOMIC_RELAXED);
+		uint64_t n;
+
+		if (r->comm_sel != RT_INJ_COMM_ANY) {
+			if (known < 0)
+				known = comm && rt_inj_host_comm(comm, &info);
+			if (!rt_inj_comm_matches(r, known ? &info : NULL))
+				continue;
+		}
+		n = __atomic_add_fetch(&counters[i], 1, __ATOMIC_RELAXED);
 
 		if (hit->action || !rt_inj_when(r, n) || !rt_inj_applies(r, current_rank(), n, i))
 			continue;

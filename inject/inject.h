@@ -25,12 +25,13 @@ struct rt_inj_hit {
 };
 
 extern int rt_inj_active;                    /* a plan is loaded */
-extern uint8_t rt_inj_api[RT_ID_FIRST_TRACER]; /* rules per interposed function */
+extern uint8_t rt_inj_api[RT_ID_COUNT];      /* rules per interposed function */
 
 /* Parse RANKTRACE_INJECT once; a bad plan warns once and injects nothing. */
 void rt_inj_init(void);
-/* The first rule of function id that fires on this call, into *hit. */
-void rt_inj_check(unsigned id, struct rt_inj_hit *hit);
+/* The first rule of function id that fires on this call, on communicator
+ * comm (NULL: the call has none), into *hit. */
+void rt_inj_check(unsigned id, const void *comm, struct rt_inj_hit *hit);
 /* Before the real call: act; *replaced when the call must not happen, with
  * the value to return. fields: the call's recorded fields, or NULL when it
  * is not recorded (devdelay reads the stream there). */
@@ -46,10 +47,14 @@ void rt_inj_after(const struct rt_inj_hit *hit, unsigned id, const uint8_t *fiel
 void rt_inj_at_end(bool from_signal);
 
 /* ---- provided by the host: libranktrace.so's base/base.c (resolve, warn),
- * identity/rank.c (rank) and device/device.c (stream delay) ---- */
+ * identity/rank.c (rank), identity/comms.c (communicator) and
+ * device/device.c (stream delay) ---- */
 /* This process's rank: from NCCL once known, else from the launcher's
  * environment; -1 when unknown. */
 int rt_inj_host_rank(void);
+/* How communicator comm was made (comm=), into *c; false when it is not
+ * known. */
+bool rt_inj_host_comm(const void *comm, struct rt_inj_comm *c);
 /* The real function `name` of library lib (enum rt_lib), or NULL. */
 void *rt_inj_host_resolve(const char *name, int lib);
 /* One warning on stderr, once per flag. */

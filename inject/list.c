@@ -62,7 +62,7 @@ static void print_errors(FILE *f)
 		fprintf(f, "\n");
 	}
 	fprintf(f, "and, per function:\n");
-	for (unsigned id = 0; id < RT_ID_FIRST_TRACER; id++) {
+	for (unsigned id = 0; id < RT_ID_COUNT; id++) {
 		if (!rt_events[id].errors || !rt_events[id].errors[0])
 			continue;
 		fprintf(f, "  %-33s", rt_events[id].name);
@@ -77,12 +77,13 @@ void rt_inj_print_list(void *file)
 	FILE *f = file;
 
 	fprintf(f, "Fault plans: --inject 'SPEC[;SPEC...]' or --inject-file PLAN (one SPEC per line)\n\n"
-		   "SPEC := PRESET | TARGET:ACTION[:when=EXPR][:rank=LIST][:prob=P][:seed=S]\n\n"
+		   "SPEC := PRESET | TARGET:ACTION[:when=EXPR][:rank=LIST][:prob=P][:seed=S][:comm=SEL]\n\n"
 		   "targets (interposed functions; globs such as 'nccl*' and 'cudaMalloc*' work too):\n");
-	for (unsigned id = 0; id < RT_ID_FIRST_TRACER; id++)
-		fprintf(f, "%s%s", id % 4 ? ", " : "\n  ", rt_events[id].name);
+	for (unsigned id = 0, n = 0; id < RT_ID_COUNT; id++)
+		if (rt_id_is_api(id))
+			fprintf(f, "%s%s", n++ % 4 ? ", " : "\n  ", rt_events[id].name);
 	fprintf(f, "\n  @collective (");
-	for (unsigned id = 0, n = 0; id < RT_ID_FIRST_TRACER; id++)
+	for (unsigned id = 0, n = 0; id < RT_ID_COUNT; id++)
 		if (rt_events[id].role == RT_R_COLL)
 			fprintf(f, "%s%s", n++ ? ", " : "", rt_events[id].name + 4 /* "nccl" */);
 	fprintf(f, ")\n"
@@ -96,7 +97,11 @@ void rt_inj_print_list(void *file)
 	print_errors(f);
 	fprintf(f, "\nwhen=N | N+ | N..M | N+STEP   which calls, counted per rule and rank, from 1\n"
 		   "rank=0,2-3                    which ranks (default: all)\n"
-		   "prob=P:seed=S                 fire with probability P, the same calls for the same seed\n\n"
+		   "prob=P:seed=S                 fire with probability P, the same calls for the same seed\n"
+		   "comm=SEL                      only calls on a communicator made so (when= counts them alone):\n"
+		   "                              init, initN (the rank's N-th init call), split, splitN\n"
+		   "                              (its N-th ncclCommSplit), colorC (a split's color C),\n"
+		   "                              shrink, or 0xID (the comm_id `ranktrace view` prints)\n\n"
 		   "presets:\n");
 	for (size_t i = 0; i < rt_inj_npresets; i++)
 		print_preset(f, i);
@@ -104,5 +109,7 @@ void rt_inj_print_list(void *file)
 		   "  ranktrace run --inject skip-fsdp-root -- torchrun --nproc-per-node 8 train.py\n"
 		   "  ranktrace run --inject 'ncclAllReduce:error=ncclSystemError:when=5:rank=2' -- ...\n"
 		   "  ranktrace run --inject 'cudaMalloc:error=cudaErrorMemoryAllocation:when=3' -- ...\n"
-		   "  ranktrace run --inject 'ncclAllGather:delay=50ms:when=2+:prob=0.1:seed=7' -- ...\n");
+		   "  ranktrace run --inject 'ncclAllGather:delay=50ms:when=2+:prob=0.1:seed=7' -- ...\n"
+		   "  ranktrace run --inject 'ncclAllReduce:skip:rank=1:when=2:comm=split2' -- ...\n"
+		   "      (HSDP: rank 1 skips its 2nd all-reduce on the group of its 2nd split)\n");
 }

@@ -239,7 +239,7 @@ static int parse_target(struct ctx *c, const char *t, struct rt_inj_rule *r)
 		return fail(c, 0, "a target is a function name, a glob, @collective or a failure point");
 	snprintf(r->target, sizeof(r->target), "%s", t);
 	if (!strcmp(t, "@collective")) {
-		for (unsigned id = 0; id < RT_ID_FIRST_TRACER; id++)
+		for (unsigned id = 0; id < RT_ID_COUNT; id++)
 			if (rt_events[id].role == RT_R_COLL)
 				r->apis[id / 8] |= (uint8_t)(1u << (id % 8));
 		return 0;
@@ -251,8 +251,8 @@ static int parse_target(struct ctx *c, const char *t, struct rt_inj_rule *r)
 		r->point = true;
 		return 0;
 	}
-	for (unsigned id = 0; id < RT_ID_FIRST_TRACER; id++)
-		if (fnmatch(t, rt_events[id].name, 0) == 0) {
+	for (unsigned id = 0; id < RT_ID_COUNT; id++)
+		if (rt_id_is_api(id) && fnmatch(t, rt_events[id].name, 0) == 0) {
 			r->apis[id / 8] |= (uint8_t)(1u << (id % 8));
 			n++;
 		}
@@ -276,7 +276,7 @@ static int parse_error_arg(struct ctx *c, size_t col, const char *v, struct rt_i
 				    "number from 2 to %d (0 is pass, 1 is bypass)", INT_MAX);
 		return 0;
 	}
-	for (unsigned id = 0; id < RT_ID_FIRST_TRACER; id++) {
+	for (unsigned id = 0; id < RT_ID_COUNT; id++) {
 		if (!rt_inj_rule_matches(r, id))
 			continue;
 		if (code_value(id, v) < 0 || !valid_code_for(id, v)) {
@@ -325,7 +325,7 @@ static int parse_action(struct ctx *c, size_t col, const char *a, struct rt_inj_
 	case RT_INJ_DELAY:
 		return parse_duration(c, col + klen + 1, v, &r->arg, "delay");
 	case RT_INJ_DEVDELAY:
-		for (unsigned id = 0; id < RT_ID_FIRST_TRACER; id++)
+		for (unsigned id = 0; id < RT_ID_COUNT; id++)
 			if (rt_inj_rule_matches(r, id) && rt_events[id].role != RT_R_COLL &&
 			    rt_events[id].role != RT_R_P2P)
 				return fail(c, col, "devdelay= delays collectives on their stream, not %s",
@@ -337,7 +337,7 @@ static int parse_action(struct ctx *c, size_t col, const char *a, struct rt_inj_
 		r->arg = strtol(v, &end, 10);
 		if (*end || r->arg < 0 || r->arg > 1023)
 			return fail(c, col + klen + 1, "device= is a device number");
-		for (unsigned id = 0; id < RT_ID_FIRST_TRACER; id++)
+		for (unsigned id = 0; id < RT_ID_COUNT; id++)
 			if (rt_inj_rule_matches(r, id) && rt_events[id].role != RT_R_SET_DEVICE)
 				return fail(c, col, "device= only redirects cudaSetDevice, not %s",
 					    rt_events[id].name);
@@ -352,7 +352,7 @@ static int parse_action(struct ctx *c, size_t col, const char *a, struct rt_inj_
 		return 0;
 	}
 	case RT_INJ_CORRUPT:
-		for (unsigned id = 0; id < RT_ID_FIRST_TRACER; id++)
+		for (unsigned id = 0; id < RT_ID_COUNT; id++)
 			if (rt_inj_rule_matches(r, id) && (rt_events[id].role != RT_R_COLL ||
 			    (rt_field_at[id][RT_FN_recvbuff] < 0 && rt_field_at[id][RT_FN_buff] < 0)))
 				return fail(c, col, "corrupt flips bits in a collective's output: %s has none",
@@ -361,6 +361,20 @@ static int parse_action(struct ctx *c, size_t col, const char *a, struct rt_inj_
 	default:
 		return 0;
 	}
+}
+
+/* comm= narrows calls on a communicator: every function the rule matches
+ * must take one (a collective, a point-to-point call, a communicator's
+ * query or end), and a failure point has none. */
+static int check_comm_target(struct ctx *c, size_t col, const struct rt_inj_rule *r)
+{
+	if (r->point)
+		return fail(c, col, "comm= is for calls on a communicator, not failure points");
+	for (unsigned id = 0; id < RT_ID_COUNT; id++)
+		if (rt_inj_rule_matches(r, id) && !rt_id_on_comm(id))
+			return fail(c, col, "comm= is for calls on a communicator; %s has none",
+				    rt_events[id].name);
+	return 0;
 }
 
 static int parse_spec(struct ctx *c, char *spec, struct rt_inj_plan *plan)
@@ -398,13 +412,13 @@ static int parse_spec(struct ctx *c, char *spec, struct rt_inj_plan *plan)
 	unsigned seen = 0;
 
 	for (int i = 2; i < n; i++) {
-		static const char *const keys[] = { "when", "rank", "prob", "seed" };
+		static const char *const keys[] = { "when", "rank", "prob", "seed", "comm" };
 		char *k = fields[i], *v = strchr(k, '=');
 
 		if (!v || v == k)
-			return fail(c, cols[i], "expected KEY=VALUE (when=, rank=, prob=, seed=)");
+			return fail(c, cols[i], "expected KEY=VALUE (when=, rank=, prob=, seed=, comm=)");
 		*v++ = '\0';
-		for (unsigned q = 0; q < 4; q++)
+		for (unsigned q = 0; q < 5; q++)
 			if (!strcmp(k, keys[q])) {
 				if (seen & (1u << q))
 					return fail(c, cols[i], "%s= given twice", k);
@@ -427,8 +441,16 @@ static int parse_spec(struct ctx *c, char *spec, struct rt_inj_plan *plan)
 
 			if (!parse_u64(v, &e, &r->seed) || *e)
 				return fail(c, cols[i] + 5, "seed= is a non-negative integer");
+		} else if (!strcmp(k, "comm")) {
+			char msg[160];
+			size_t at = 0;
+
+			if (rt_inj_parse_comm(v, r, &at, msg, sizeof(msg)) != 0)
+				return fail(c, cols[i] + 5 + at, "%s", msg);
+			if (check_comm_target(c, cols[i], r))
+				return -1;
 		} else {
-			return fail(c, cols[i], "unknown key '%s' (when, rank, prob, seed)", k);
+			return fail(c, cols[i], "unknown key '%s' (when, rank, prob, seed, comm)", k);
 		}
 	}
 	plan->nrules++;

@@ -23,6 +23,10 @@ struct rt_inj_preset {
 extern const struct rt_inj_preset rt_inj_presets[];
 extern const size_t rt_inj_npresets;
 
+/* plan_comm.c: comm=VALUE into r: 0, or -1 with the message, and where in
+ * VALUE the mistake is (*at). */
+int rt_inj_parse_comm(const char *v, struct rt_inj_rule *r, size_t *at, char *msg, size_t n);
+
 /* plan_file.c: how long a named pipe waits for its writer (tests shorten it) */
 extern int rt_inj_plan_pipe_wait_ms;
 

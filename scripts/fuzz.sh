@@ -52,11 +52,20 @@ mkdir -p "$corpus/plans"
 i=0
 for p in 'skip-fsdp-root' 'ncclAllReduce:error=ncclSystemError:when=5:rank=2' \
          'cudaMalloc:error=cudaErrorMemoryAllocation:when=3+2' 'nccl*:delay=5ms:prob=0.5:seed=3' \
-         'rank-dies=1@4;oom-at=2' 'my.point:error=7:when=2..9:rank=0,2-3'; do
+         'rank-dies=1@4;oom-at=2' 'my.point:error=7:when=2..9:rank=0,2-3' \
+         'ncclAllReduce:skip:rank=1:when=2:comm=split2;ncclSend:delay=1ms:comm=0x1f'; do
   printf '%s' "$p" > "$corpus/plans/p$((i++))"
 done
 echo "fuzz_plan: ${SECONDS_EACH}s"
 "$FB/bin/fuzz_plan" -max_total_time="$SECONDS_EACH" -max_len=512 -print_final_stats=1 "$corpus/plans" 2>&1 | tail -4
+# the RANKTRACE_* values: seeded with good and bad values of each kind
+mkdir -p "$corpus/env"
+i=0
+for v in 2-3=b:+50ms 0,2-3=host.x:-2.5us 4G auto 3:28 /abs/path 'ncclSend:skip:comm=split2'; do
+  printf '%s' "$v" > "$corpus/env/v$((i++))"
+done
+echo "fuzz_env: ${SECONDS_EACH}s"
+"$FB/bin/fuzz_env" -max_total_time="$SECONDS_EACH" -max_len=256 -print_final_stats=1 "$corpus/env" 2>&1 | tail -4
 # escaping: seeded with the hostile names of test_hostile.sh's kind (ESC, OSC,
 # C1 CSI, bidi override, invalid and cut UTF-8, HTML's characters)
 mkdir -p "$corpus/esc"

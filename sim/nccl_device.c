@@ -152,9 +152,9 @@ static int streams_of(const struct op *ops, size_t n, void **st)
 static void dev_queue_prof(struct op *ops, size_t n)
 {
 	for (size_t i = 0; i < n; i++) /* a profiler plugin's collective event, on this thread */
-		sim_prof_launch(&ops[i].comm->prof, &ops[i].prof, ops[i].type != OP_SEND &&
-				ops[i].type != OP_RECV, op_names[ops[i].type], ops[i].send,
-				ops[i].recv, ops[i].count);
+		sim_prof_launch(&ops[i].comm->prof, &ops[i].prof, is_collective(ops[i].type),
+				op_names[ops[i].type], ops[i].send, ops[i].recv, ops[i].count,
+				ops[i].root);
 }
 
 /* Run ops: enqueued on the first op's stream (a group's ops all run there;

@@ -8,8 +8,9 @@
  * simulator knows (v5 as NCCL 2.28, else v4; SIMGPU_PROFILER_VERSION=4
  * loads as NCCL 2.26 would) is taken. Per communicator,
  * init (a failure disables the plugin for it, as NCCL does) and finalize.
- * Per collective: the collective event starts and stops where NCCL launches
- * it (the plugin learns it was enqueued), then one kernel channel starts
+ * Per collective (or Send/Recv: a P2P event, with its peer): the task's event
+ * starts and stops where NCCL launches it (the plugin learns it was
+ * enqueued), then one kernel channel starts
  * when the device starts the collective and stops (KernelChStop, then
  * stopEvent) when it completes; pTimer is the device clock (here
  * CLOCK_MONOTONIC, in ns). Events the plugin did not activate are not sent.
@@ -107,38 +108,64 @@ void sim_prof_fini(struct sim_prof_comm *p)
 	p->on = false;
 }
 
-static void *start(struct sim_prof_comm *p, uint64_t type, void *parent, uint64_t seq,
-		   const char *func, const void *send, void *recv, size_t count, uint64_t ptimer)
+/* What an event says of its operation (a collective's, or a P2P's). */
+struct prof_call {
+	uint64_t seq;
+	const char *func;
+	const void *send;
+	void *recv;
+	size_t count;
+	int peer;
+};
+
+/* A descriptor of either version (their members are named alike). */
+#define FILL(d, type, k, ptimer)                                                       \
+	do {                                                                           \
+		if ((type) == RT_NCCL_PROFILE_COLL) {                                  \
+			(d).coll.seqNumber = (k)->seq;                                 \
+			(d).coll.func = (k)->func;                                     \
+			(d).coll.sendBuff = (k)->send;                                 \
+			(d).coll.recvBuff = (k)->recv;                                 \
+			(d).coll.count = (k)->count;                                   \
+			(d).coll.nChannels = 1;                                        \
+		} else if ((type) == RT_NCCL_PROFILE_P2P) {                            \
+			(d).p2p.func = (k)->func;                                      \
+			(d).p2p.buff = (k)->recv ? (k)->recv : (void *)(k)->send;      \
+			(d).p2p.count = (k)->count;                                    \
+			(d).p2p.peer = (k)->peer;                                      \
+			(d).p2p.nChannels = 1;                                         \
+		} else {                                                               \
+			(d).kernelCh.pTimer = (ptimer);                                \
+		}                                                                      \
+	} while (0)
+
+static void *start_v5(struct sim_prof_comm *p, uint64_t type, void *parent,
+		      const struct prof_call *k, uint64_t ptimer)
 {
+	struct rt_nccl_descr_v5 d = { .type = type, .parentObj = parent, .rank = p->rank };
 	void *h = NULL;
 
-	if (version == 5) {
-		struct rt_nccl_descr_v5 d = { .type = type, .parentObj = parent, .rank = p->rank };
-
-		if (type == RT_NCCL_PROFILE_COLL)
-			d.coll = (struct rt_nccl_coll_v5){ .seqNumber = seq, .func = func,
-							   .sendBuff = send, .recvBuff = recv,
-							   .count = count, .nChannels = 1 };
-		else
-			d.kernelCh.pTimer = ptimer;
-		v5->startEvent(p->ctx, &h, &d);
-	} else {
-		struct rt_nccl_descr_v4 d = { .type = (uint8_t)type, .parentObj = parent,
-					      .rank = p->rank };
-
-		if (type == RT_NCCL_PROFILE_COLL) {
-			d.coll.seqNumber = seq;
-			d.coll.func = func;
-			d.coll.sendBuff = send;
-			d.coll.recvBuff = recv;
-			d.coll.count = count;
-			d.coll.nChannels = 1;
-		} else {
-			d.kernelCh.pTimer = ptimer;
-		}
-		v4->startEvent(p->ctx, &h, &d);
-	}
+	FILL(d, type, k, ptimer);
+	v5->startEvent(p->ctx, &h, &d);
 	return h;
+}
+
+static void *start_v4(struct sim_prof_comm *p, uint64_t type, void *parent,
+		      const struct prof_call *k, uint64_t ptimer)
+{
+	struct rt_nccl_descr_v4 d = { .type = (uint8_t)type, .parentObj = parent, .rank = p->rank };
+	void *h = NULL;
+
+	FILL(d, type, k, ptimer);
+	v4->startEvent(p->ctx, &h, &d);
+	return h;
+}
+
+static void *start(struct sim_prof_comm *p, uint64_t type, void *parent,
+		   const struct prof_call *k, uint64_t ptimer)
+{
+	return version == 5 ? start_v5(p, type, parent, k, ptimer)
+			    : start_v4(p, type, parent, k, ptimer);
 }
 
 static void stop(void *h)
@@ -148,21 +175,25 @@ static void stop(void *h)
 }
 
 void sim_prof_launch(struct sim_prof_comm *p, struct sim_prof_op *o, bool coll,
-		     const char *func, const void *send, void *recv, size_t count)
+		     const char *func, const void *send, void *recv, size_t count, int peer)
 {
+	uint64_t type = coll ? RT_NCCL_PROFILE_COLL : RT_NCCL_PROFILE_P2P;
+	struct prof_call k = { coll ? p->seq : 0, func, send, recv, count, peer };
+
 	memset(o, 0, sizeof(*o));
-	if (!coll || !p->on || !(p->mask & RT_NCCL_PROFILE_COLL))
+	if (!p->on || !(p->mask & type))
 		return;
-	o->coll = start(p, RT_NCCL_PROFILE_COLL, NULL, p->seq++, func, send, recv, count, 0);
+	p->seq += coll;
+	o->coll = start(p, type, NULL, &k, 0);
 	o->comm = p;
-	stop(o->coll); /* enqueued: NCCL stops the collective event at launch */
+	stop(o->coll); /* enqueued: NCCL stops the task's event at launch */
 }
 
 void sim_prof_device_start(struct sim_prof_op *o)
 {
 	if (!o->coll || o->chan || !(o->comm->mask & RT_NCCL_PROFILE_KERNEL_CH))
 		return;
-	o->chan = start(o->comm, RT_NCCL_PROFILE_KERNEL_CH, o->coll, 0, NULL, NULL, NULL, 0,
+	o->chan = start(o->comm, RT_NCCL_PROFILE_KERNEL_CH, o->coll, &(struct prof_call){ 0 },
 			now_ns());
 }
 

@@ -26,9 +26,9 @@ struct sim_prof_op {
 /* A communicator joined (loads the plugin at the first), or ends. */
 void sim_prof_init(struct sim_prof_comm *p, const char *name, int nranks, int rank);
 void sim_prof_fini(struct sim_prof_comm *p);
-/* An op is launched (coll: a collective; others get no event). */
+/* An op is launched (coll: a collective, else a Send or Recv with peer). */
 void sim_prof_launch(struct sim_prof_comm *p, struct sim_prof_op *o, bool coll,
-		     const char *func, const void *send, void *recv, size_t count);
+		     const char *func, const void *send, void *recv, size_t count, int peer);
 /* The device starts it; the device completed it. */
 void sim_prof_device_start(struct sim_prof_op *o);
 void sim_prof_device_done(struct sim_prof_op *o);

@@ -55,9 +55,9 @@ read_variant() { local d=$1 rc
   return 0
 }
 # file_records DIR: the rt_stream_file records of a native trace, or of one
-# rank's directory (each used stream file begins with one: the store's
-# bookkeeping, which babeltrace2 counts as an event and ranktrace's readers
-# do not deliver)
+# rank's directory (each used stream file, stream-* or a forked child's
+# fork-*, begins with one: the store's bookkeeping, which babeltrace2 counts
+# as an event and ranktrace's readers do not deliver)
 file_records() {
   python3 - "$1" <<'PY'
 import glob, os, re, struct, sys
@@ -65,7 +65,9 @@ n = 0
 for meta in glob.glob(os.path.join(sys.argv[1], "rank-*", "metadata")) + \
         glob.glob(os.path.join(sys.argv[1], "metadata")):
     m = re.search(r'name = "rt_stream_file";\n\tid = (\d+);', open(meta, errors="replace").read())
-    for f in glob.glob(os.path.join(os.path.dirname(meta), "stream-*")) if m else []:
+    files = [f for p in ("stream-*", "fork-*")
+             for f in glob.glob(os.path.join(os.path.dirname(meta), p))]
+    for f in files if m else []:
         h = open(f, "rb").read(80 + 6)
         n += len(h) == 86 and h[80:86] == struct.pack("<HI", 0xFFFF, int(m.group(1)))
 print(n)

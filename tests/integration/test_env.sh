@@ -68,7 +68,7 @@ while read -r name who kind value; do
     cli:CACHE_DIR)        refused "$name" "$value" bisect -o "$T/never" --versions 1,2 -- true ;;
     cli:*|viewer:*)       refused "$name" "$value" view "$T/t"
                           refused "$name" "$value" verdict "$T/t" ;;
-    tracer:*|probe:*|test:TEST_ALLOC_FAIL)
+    tracer:*|probe:*|test:TEST_ALLOC_FAIL|test:TEST_HOST)
                           refused "$name" "$value" run -o "$T/never" -- true
                           refused "$name" "$value" bisect -o "$T/never" --versions 1,2 -- true
                           [ "$who" = probe ] && probe_warns "$name" "$value"

@@ -51,11 +51,12 @@ check "--mesh pp: activations and gradients by Send/Recv (4 stages x 4 microbatc
   bash -c "[ $(calls pp ncclSend) -eq 96 ] && [ $(calls pp ncclRecv) -eq 96 ] && [ $(calls pp ncclAllGather) -eq 0 ]"
 check "--nonblocking-init: ncclCommInitRankConfig, polled" \
   bash -c "[ $(calls tp_2_--nonblocking-init ncclCommInitRankConfig) -eq 4 ] && [ $(calls tp_2_--nonblocking-init ncclCommGetAsyncError) -ge 4 ]"
-# stage 2 never sends its 3rd microbatch: stage 3 waits in ncclRecv for it
+# stage 2 stalls before its 3rd microbatch: stage 3 waits in ncclRecv for it
 SIMGPU_TIMEOUT=3 sim timeout -k 5 60 "$B/bin/rt-launch" -n 4 "$B/bin/fsdp_mini" --mesh pp \
-  --skip-send 2:3 --steps 2 > "$T/pp_skip" 2>&1
-check "--skip-send 2:3: the job fails (after SIMGPU_TIMEOUT), no step completes" \
-  bash -c "[ $? -ne 0 ] && ! grep -q 'step 1 loss' '$T/pp_skip'"
+  --stall-send 2:3 --steps 2 > "$T/pp_skip" 2>&1
+check "--stall-send 2:3: the job fails (after SIMGPU_TIMEOUT), no step completes, rank 2 says why" \
+  bash -c "[ $? -ne 0 ] && ! grep -q 'step 1 loss' '$T/pp_skip' &&
+           grep -q 'rank 2: stalls before sending microbatch 3' '$T/pp_skip'"
 sim "$B/bin/fsdp_mini" --mesh tp:3 > "$T/tp3" 2>&1
 check "--mesh tp:3 with --hidden 16: refused, says why" bash -c "[ $? -eq 2 ] && grep -q 'divisible by 3' '$T/tp3'"
 sim "$B/bin/fsdp_mini" --mesh xp > "$T/xp" 2>&1

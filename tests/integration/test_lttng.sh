@@ -157,7 +157,7 @@ import json, sys; r = json.load(open(sys.argv[1]))["ranks"][1]
 assert r["end"] == "died in ncclBroadcast" and r["open_calls"][0]["call"] == "ncclBroadcast", r' "$T/kl.json"
 check "killed rank: view --json equal for both backends" diff <(norm_view "$T/kn.json") <(norm_view "$T/kl.json")
 
-# ---- fork() without exec: the child is traced (LTTng's fork helper) and is its parent's rank ----
+# ---- fork() without exec: the child is traced (LTTng's fork helper), apart from its parent's rank ----
 sim rt run -o "$T/fn" -- "$B/bin/callstorm" --calls 1000 --fork > /dev/null 2>&1
 sim rt run --backend lttng -o "$T/fl" -- "$B/bin/callstorm" --calls 1000 --fork > /dev/null 2>&1
 # (the session also records other runs' processes of this user: count this run's)

@@ -79,7 +79,7 @@ struct rig_case {
 };
 
 /* Case c built, modelled and judged. */
-static void rig_judge(const struct rig_case *c)
+__attribute__((unused)) static void rig_judge(const struct rig_case *c)
 {
 	const char *name = c->name;
 	bool found, absent = true;

@@ -122,20 +122,40 @@ void rt_tr_ev_rt_inj_rule(int rule, const char *spec, uint64_t seen, uint64_t fi
 
 /* ---- helpers ---- */
 
+/* Two communicators the host knows: the 1st init's and the 2nd split's
+ * (color 1); any other handle is unknown. */
+static const char comm_init[1] = { 0 }, comm_split2[1] = { 0 }, comm_unknown[1] = { 0 };
+
+bool rt_inj_host_comm(const void *comm, struct rt_inj_comm *c)
+{
+	if (comm == comm_init)
+		*c = (struct rt_inj_comm){ 0x11, RT_INJ_MADE_INIT, 1, -1 };
+	else if (comm == comm_split2)
+		*c = (struct rt_inj_comm){ 0x22, RT_INJ_MADE_SPLIT, 2, 1 };
+	else
+		return false;
+	return true;
+}
+
 static void load(const char *plan)
 {
 	cr_assert_eq(setenv("RANKTRACE_INJECT", plan, 1), 0);
 	rt_inj_init();
 }
 
-/* The wrapper's question for one call of function id. */
-static struct rt_inj_hit ask(unsigned id)
+/* The wrapper's question for one call of function id, on communicator comm. */
+static struct rt_inj_hit ask_on(unsigned id, const void *comm)
 {
 	struct rt_inj_hit h = { 0 };
 
 	if (rt_inj_active && rt_inj_api[id])
-		rt_inj_check(id, &h);
+		rt_inj_check(id, comm, &h);
 	return h;
+}
+
+static struct rt_inj_hit ask(unsigned id)
+{
+	return ask_on(id, NULL);
 }
 
 /* The call numbers (1..n) of function id at which something fires, as a
@@ -273,6 +293,30 @@ Test(engine, a_group_counts_its_calls_together)
 }
 
 /* ---- which rank ---- */
+
+/* comm=: only the calls on such a communicator count (when=2 is the 2nd
+ * all-reduce on the split, whatever the calls on other communicators). */
+Test(engine, comm_counts_the_calls_on_its_communicator_only)
+{
+	const void *calls[] = { comm_init, comm_split2, comm_unknown, comm_init, NULL, comm_split2,
+				comm_split2 };
+	int fired_at = 0, n = 0;
+
+	load("ncclAllReduce:skip:when=2:comm=split2;ncclAllReduce:delay=1ns:comm=init");
+	for (int k = 0; k < 7; k++) {
+		struct rt_inj_hit h = ask_on(RT_ID_ncclAllReduce, calls[k]);
+
+		if (h.action == RT_INJ_SKIP) {
+			fired_at = k + 1;
+			n++;
+			cr_assert_eq(h.call, 2, "counted as the %llu-th", (unsigned long long)h.call);
+		} else {
+			cr_assert_eq(h.action, calls[k] == comm_init ? RT_INJ_DELAY : 0, "call %d", k + 1);
+		}
+	}
+	cr_assert_eq(n, 1);
+	cr_assert_eq(fired_at, 6, "fired at the 2nd call on the split: overall call 6, not %d", fired_at);
+}
 
 Test(engine, the_rank_filter_fires_on_listed_ranks_only)
 {

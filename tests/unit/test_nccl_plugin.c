@@ -8,11 +8,13 @@
  * stops without a start, init from several threads, a fork after init.
  *
  * This program stands in for libranktrace.so: it exports the hooks the
- * plugin looks up (rt_dev_bind, rt_dev_event, rt_dev_loaded, rt_dev_dropped)
- * and records what the plugin reports. */
+ * plugin looks up (rt_dev_bind_v2, rt_dev_event, rt_dev_p2p_event,
+ * rt_dev_loaded, rt_dev_dropped) and records what the plugin reports. */
 #include <criterion/criterion.h>
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdio.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -25,20 +27,40 @@ struct dev_ev {
 	int phase;
 	uint64_t comm_id, nccl_seq, gpu_ns;
 	uint32_t seq;
+	int peer, send; /* a P2P's; peer -1 for a collective */
 };
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static struct dev_ev evs[MAXEV];
 static int nev, loaded, binds, dropped, drop_reason;
 static uint64_t drop_nccl_seq;
+/* what the last bind asked */
+static struct { const void *send, *recv; uint64_t count; int peer; char func[16]; } asked;
 
-__attribute__((visibility("default"))) void rt_dev_bind(const char *func, uint64_t *comm_id,
-							  uint32_t *seq)
+__attribute__((visibility("default"))) void rt_dev_bind_v2(const char *func, const void *send,
+							     const void *recv, uint64_t count, int peer,
+							     uint64_t *comm_id, uint32_t *seq)
 {
 	pthread_mutex_lock(&mu);
 	binds++;
+	asked.send = send;
+	asked.recv = recv;
+	asked.count = count;
+	asked.peer = peer;
+	snprintf(asked.func, sizeof(asked.func), "%s", func ? func : "");
 	*comm_id = func ? 0xc0 : 0;
 	*seq = (uint32_t)binds;
+	pthread_mutex_unlock(&mu);
+}
+
+__attribute__((visibility("default"))) void rt_dev_p2p_event(int phase, uint64_t comm_id, int peer,
+							       uint32_t seq, int send,
+							       uint64_t nccl_comm, uint64_t gpu_ns)
+{
+	(void)nccl_comm;
+	pthread_mutex_lock(&mu);
+	if (nev < MAXEV)
+		evs[nev++] = (struct dev_ev){ phase, comm_id, 0, gpu_ns, seq, peer, send };
 	pthread_mutex_unlock(&mu);
 }
 
@@ -49,7 +71,7 @@ __attribute__((visibility("default"))) void rt_dev_event(int phase, uint64_t com
 	(void)nccl_comm;
 	pthread_mutex_lock(&mu);
 	if (nev < MAXEV)
-		evs[nev++] = (struct dev_ev){ phase, comm_id, nccl_seq, gpu_ns, seq };
+		evs[nev++] = (struct dev_ev){ phase, comm_id, nccl_seq, gpu_ns, seq, -1, 0 };
 	pthread_mutex_unlock(&mu);
 }
 
@@ -221,6 +243,47 @@ Test(nccl_plugin, reports_after_completion_change_nothing)
 	if (h)
 		chan_stop(h, 400);
 	cr_expect_eq(count(2), 1);
+	v5->finalize(ctx);
+}
+
+/* A collective event's bind asks with its buffers and count (the tracer
+ * ties it to the call with those, whatever order NCCL launched a group in);
+ * a P2P event is asked for with its buffer and peer, and reported as
+ * rt_dev_p2p (a Send's peer, send 1). */
+Test(nccl_plugin, binds_by_buffers_and_reports_point_to_point)
+{
+	struct rt_nccl_descr_v5 d = { .type = RT_NCCL_PROFILE_P2P };
+	char sendbuf[8], recvbuf[8];
+	void *ctx, *c, *h = NULL;
+	int mask = 0;
+
+	load();
+	cr_assert_eq(v5->init(&ctx, 0x1234, &mask, "", 1, 2, 0, NULL), ncclSuccess);
+	cr_assert(mask & RT_NCCL_PROFILE_P2P, "P2P events asked for (mask %#x)", mask);
+	d.coll = (struct rt_nccl_coll_v5){ .func = "AllReduce", .sendBuff = sendbuf,
+					   .recvBuff = recvbuf, .count = 5, .nChannels = 1 };
+	d.type = RT_NCCL_PROFILE_COLL;
+	cr_assert_eq(v5->startEvent(ctx, &c, &d), ncclSuccess);
+	cr_expect(asked.send == sendbuf && asked.recv == recvbuf && asked.count == 5 &&
+		  asked.peer == -1, "a collective's bind asks with its buffers");
+	v5->stopEvent(c);
+	memset(&d, 0, sizeof(d));
+	d.type = RT_NCCL_PROFILE_P2P;
+	d.p2p.func = "Send";
+	d.p2p.buff = sendbuf;
+	d.p2p.count = 3;
+	d.p2p.peer = 1;
+	d.p2p.nChannels = 1;
+	cr_assert_eq(v5->startEvent(ctx, &h, &d), ncclSuccess);
+	cr_assert(h);
+	cr_expect(!strcmp(asked.func, "Send") && asked.send == sendbuf && !asked.recv &&
+		  asked.count == 3 && asked.peer == 1, "a Send's bind: its buffer and peer");
+	v5->stopEvent(h);
+	chan_stop(chan(ctx, h, 0, 10), 20);
+	cr_assert_eq(count(2), 1);
+	cr_expect_eq(evs[nev - 1].peer, 1);
+	cr_expect_eq(evs[nev - 1].send, 1);
+	cr_expect_eq(evs[nev - 1].seq, (uint32_t)binds, "the P2P's own sequence, as bound");
 	v5->finalize(ctx);
 }
 

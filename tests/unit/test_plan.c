@@ -66,7 +66,7 @@ ParameterizedTest(struct good *g, plan, good_plans_expand_as_written)
 
 struct bad {
 	char plan[96];
-	char message[80];
+	char message[96];
 	int caret; /* column of the caret in the quoted plan */
 };
 
@@ -121,6 +121,17 @@ ParameterizedTestParameters(plan, bad_plans_point_at_the_mistake)
 		{ "fsdp.root_forward:error=1", "(0 is pass, 1 is bypass)", 24 },
 		{ "my.point:error=-3", "a failure point's error= is a program error number", 15 },
 		{ "cudaMalloc:skip:when=99999999999999999999", "when= needs a call number", 21 },
+		/* comm= (issue 27) */
+		{ "ncclAllReduce:skip:comm=world", "comm= is how the communicator was made", 24 },
+		{ "ncclAllReduce:skip:comm=split0", "comm=splitN counts the rank's split calls from 1", 29 },
+		{ "ncclAllReduce:skip:comm=init-1", "comm=initN counts the rank's init calls from 1", 28 },
+		{ "ncclAllReduce:skip:comm=color", "comm=colorC needs a split's color", 29 },
+		{ "ncclAllReduce:skip:comm=shrink2", "comm=shrink takes no number", 30 },
+		{ "ncclAllReduce:skip:comm=0x", "comm= is how the communicator was made", 24 },
+		{ "ncclAllReduce:skip:comm=0xzz", "comm= is how the communicator was made", 24 },
+		{ "cudaMalloc:skip:comm=split", "comm= is for calls on a communicator; cudaMalloc has none", 16 },
+		{ "@collective:skip:comm=split:comm=init", "comm= given twice", 28 },
+		{ "fsdp.root_forward:bypass:comm=split", "comm= is for calls on a communicator, not failure points", 25 },
 	};
 	return cr_make_param_array(struct bad, cases, sizeof(cases) / sizeof(cases[0]));
 }
@@ -162,6 +173,41 @@ Test(plan, when_rank_and_probability_decide_as_documented)
 	cr_assert(fired > 850 && fired < 1150, "fired %d of 4000 at p=0.25", fired);
 	cr_assert_eq(again, 4000, "same seed, same answer");
 	rt_inj_plan_free(&p);
+}
+
+/* comm= picks calls by how their communicator was made; a call with none,
+ * or on one the tracer does not know, never passes it. */
+Test(plan, comm_selects_communicators_by_how_they_were_made)
+{
+	static const struct { const char *sel; bool on[6]; } cases[] = {
+		/* init #1, init #2, split #1 color 0, split #2 color 1, shrink, none */
+		{ "", { 1, 1, 1, 1, 1, 1 } },
+		{ ":comm=init", { 1, 1, 0, 0, 0, 0 } },
+		{ ":comm=init2", { 0, 1, 0, 0, 0, 0 } },
+		{ ":comm=split", { 0, 0, 1, 1, 0, 0 } },
+		{ ":comm=split2", { 0, 0, 0, 1, 0, 0 } },
+		{ ":comm=color0", { 0, 0, 1, 0, 0, 0 } },
+		{ ":comm=color1", { 0, 0, 0, 1, 0, 0 } },
+		{ ":comm=shrink", { 0, 0, 0, 0, 1, 0 } },
+		{ ":comm=0xAB12", { 0, 0, 0, 1, 0, 0 } },
+	};
+	const struct rt_inj_comm comms[5] = {
+		{ 0x11, RT_INJ_MADE_INIT, 1, 0 }, { 0x22, RT_INJ_MADE_INIT, 2, 0 },
+		{ 0x33, RT_INJ_MADE_SPLIT, 1, 0 }, { 0xab12, RT_INJ_MADE_SPLIT, 2, 1 },
+		{ 0x55, RT_INJ_MADE_SHRINK, 1, 0 },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct rt_inj_plan p;
+		char plan[96], err[512];
+
+		snprintf(plan, sizeof(plan), "ncclAllReduce:skip%s", cases[i].sel);
+		cr_assert_eq(rt_inj_parse(plan, &p, err, sizeof(err)), 0, "%s: %s", plan, err);
+		for (int k = 0; k < 6; k++)
+			cr_assert_eq(rt_inj_comm_matches(&p.rules[0], k < 5 ? &comms[k] : NULL),
+				     cases[i].on[k], "%s on communicator %d", plan, k);
+		rt_inj_plan_free(&p);
+	}
 }
 
 /* A refused error code's hint names only codes that function can return: each

@@ -221,8 +221,9 @@ Test(inject_list, names_every_target_action_and_error)
 {
 	char *text = list_text();
 
-	for (unsigned id = 0; id < RT_ID_FIRST_TRACER; id++)
-		cr_assert(strstr(text, rt_events[id].name), "target %s not listed", rt_events[id].name);
+	for (unsigned id = 0; id < RT_ID_COUNT; id++)
+		cr_assert(!rt_id_is_api(id) || strstr(text, rt_events[id].name), "target %s not listed",
+			  rt_events[id].name);
 	for (int a = 1; a < RT_INJ_NACTIONS; a++)
 		cr_assert(strstr(text, rt_inj_actions[a].usage), "action %s not listed", rt_inj_action_names[a]);
 	cr_assert(strstr(text, "@collective (AllGather, ReduceScatter, AllReduce"), "the group, its members");

@@ -98,9 +98,10 @@ static void usage(FILE *f)
 		"                               first and the last stage\n"
 		"                       every mode prints the same losses\n"
 		"  --microbatches M     pipeline microbatches per step (pp; default 4)\n"
-		"  --skip-send R:N      stage R never sends its N-th microbatch's activations\n"
-		"                       forward (pp; counted over the run): the next stage\n"
-		"                       waits in ncclRecv\n"
+		"  --stall-send R:N     stage R stops before it sends its N-th microbatch\n"
+		"                       forward (pp; counted over the run), as a stage stuck\n"
+		"                       elsewhere would: the next stage waits in ncclRecv for it\n"
+		"                       (stage R waits 10 minutes, then exits 1)\n"
 		"  --nonblocking-init   non-blocking communicators (ncclCommInitRankConfig\n"
 		"                       blocking=0, splits too), polled with\n"
 		"                       ncclCommGetAsyncError until made, as PyTorch's\n"
@@ -108,6 +109,8 @@ static void usage(FILE *f)
 		"\n"
 		"Rank 0 prints \"step <n> loss <value>\" per step.\n");
 }
+
+static bool config_ok(const struct config *c);
 
 bool parse_args(int argc, char **argv, struct config *c)
 {
@@ -126,7 +129,7 @@ bool parse_args(int argc, char **argv, struct config *c)
 		{ "skip-collective", required_argument, NULL, 'S' },
 		{ "mesh", required_argument, NULL, 'm' },
 		{ "microbatches", required_argument, NULL, 'M' },
-		{ "skip-send", required_argument, NULL, 'P' },
+		{ "stall-send", required_argument, NULL, 'P' },
 		{ "nonblocking-init", no_argument, NULL, 'N' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -134,7 +137,7 @@ bool parse_args(int argc, char **argv, struct config *c)
 	int o;
 
 	*c = (struct config){ "4.52.4", 3, 2, 16, 32, 8, 24, 0.5, NULL, false, -1, -1, 0,
-			      .microbatches = 4, .skip_send_rank = -1 };
+			      .microbatches = 4, .stall_send_rank = -1 };
 	while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (o) {
 		case 'v': c->version = optarg; break;
@@ -160,9 +163,9 @@ bool parse_args(int argc, char **argv, struct config *c)
 			break;
 		case 'M': c->microbatches = atoi(optarg); break;
 		case 'P':
-			if (sscanf(optarg, "%d:%d", &c->skip_send_rank, &c->skip_send_nth) != 2 ||
-			    c->skip_send_nth < 1) {
-				fprintf(stderr, "fsdp_mini: --skip-send expects RANK:N (N >= 1)\n");
+			if (sscanf(optarg, "%d:%d", &c->stall_send_rank, &c->stall_send_nth) != 2 ||
+			    c->stall_send_nth < 1) {
+				fprintf(stderr, "fsdp_mini: --stall-send expects RANK:N (N >= 1)\n");
 				return false;
 			}
 			break;
@@ -171,6 +174,12 @@ bool parse_args(int argc, char **argv, struct config *c)
 		default: usage(stderr); return false;
 		}
 	}
+	return config_ok(c);
+}
+
+/* The options together: false after saying what does not fit. */
+static bool config_ok(const struct config *c)
+{
 	if (release_index(c->version) < 0) {
 		fprintf(stderr, "fsdp_mini: unknown --trainer-version %s (known:", c->version);
 		for (size_t i = 0; i < NRELEASES; i++)

@@ -432,12 +432,11 @@ static void prepare(struct model *m, struct batch *b)
 	from_pretrained(m);
 	rt_marker_if_traced("rt.params", 1); /* report point: handed to FSDP */
 	report_params(m, -1);
-	if (m->cfg.mesh == MESH_TP || m->cfg.mesh == MESH_PP) {
-		replicate_wrap(m);
-	} else {
-		fsdp_wrap(m);
-		report_params(m, RT_DEV_CUDA); /* sharded: storage freed */
-	}
+	if (m->cfg.mesh == MESH_TP || m->cfg.mesh == MESH_PP)
+		replicate_wrap(m); /* every rank holds the whole model on its device */
+	else
+		fsdp_wrap(m); /* sharded: the full storage freed */
+	report_params(m, RT_DEV_CUDA);
 	b->n = m->cfg.batch / m->dp_size;
 	b->T = m->cfg.seq;
 	b->tok = calloc((size_t)b->n * m->cfg.seq, sizeof(int));

@@ -32,7 +32,7 @@ struct config {
 	enum mesh_kind mesh;     /* --mesh */
 	int mesh_size;           /* hsdp:S, tp:T */
 	int microbatches;        /* --microbatches (pp) */
-	int skip_send_rank, skip_send_nth; /* --skip-send R:N (pp) */
+	int stall_send_rank, stall_send_nth; /* --stall-send R:N (pp) */
 	bool nonblocking;        /* --nonblocking-init */
 };
 

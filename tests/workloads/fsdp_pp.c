@@ -10,12 +10,15 @@
  * gradients are all-reduced between them (embed_comm), as Megatron does.
  * Same model, data and SGD as FSDP: the same losses.
  *
- * --skip-send R:N: stage R never sends its N-th microbatch forward (counted
- * over the run), as a stage whose code took another branch: the next stage
- * waits in ncclRecv for it. */
+ * --stall-send R:N: stage R stops before it sends its N-th microbatch forward
+ * (counted over the run), as a stage stuck elsewhere would: the next stage
+ * waits in ncclRecv for it (NCCL matches a pair's Sends and Recvs in order:
+ * a stage that skipped one and went on would feed the next its later
+ * microbatches instead). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "fsdp_mini.h"
 #include "ranktrace.h" /* weak: no-ops without libranktrace.so */
@@ -51,6 +54,19 @@ static void recv_host(struct model *m, double *v, size_t n, int peer)
 
 	NCCL(m->comm, ncclRecv, d, n, ncclFloat64, peer, m->comm, NULL);
 	CUDA(cudaMemcpy, v, d, n * sizeof(double), cudaMemcpyDeviceToHost);
+}
+
+/* --stall-send: this stage stops here (10 minutes, then gives up). */
+static void stall(void)
+{
+	struct timespec ten_min = { 600, 0 };
+
+	fprintf(stderr, "fsdp_mini: rank %d: stalls before sending microbatch %d (--stall-send)\n",
+		rank, sends_forward);
+	fflush(stderr);
+	while (nanosleep(&ten_min, &ten_min) != 0)
+		;
+	die(1);
 }
 
 struct stage {
@@ -92,8 +108,9 @@ static void forward(struct model *m, struct batch *b, const struct stage *st, in
 	if (rank < world - 1) {
 		int out = st->last < st->first ? st->first - 1 : st->last; /* none: passed on */
 
-		if (rank != m->cfg.skip_send_rank || ++sends_forward != m->cfg.skip_send_nth)
-			send_host(m, b->h + ((size_t)out * N + r0) * D, (size_t)st->nmb * D, rank + 1);
+		if (rank == m->cfg.stall_send_rank && ++sends_forward == m->cfg.stall_send_nth)
+			stall();
+		send_host(m, b->h + ((size_t)out * N + r0) * D, (size_t)st->nmb * D, rank + 1);
 	} else {
 		head_loss_rows(m, b, dh, mb * st->spm, (mb + 1) * st->spm);
 	}

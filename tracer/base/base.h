@@ -94,6 +94,13 @@ void *rt_tr_resolve(const char *name, enum rt_lib lib);
  * constant and non-stop), calibrated once per process at its first event */
 uint64_t rt_tr_clock_slow(void);
 void rt_tr_calibrate_clock(void);
+/* RANKTRACE_TEST_HOST (format/env.def, tests only): when it names this
+ * rank, the host the trace says it ran on and the shift of its trace clock
+ * (ns, in every timestamp); "" and 0 otherwise. Set once, at process set-up
+ * (core/life.c), before the clock is calibrated. */
+extern char rt_tr_test_host[64];
+extern int64_t rt_tr_clock_shift;
+void rt_tr_test_host_init(int rank);
 
 static inline uint64_t rt_tr_now(void)
 {

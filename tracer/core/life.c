@@ -148,8 +148,10 @@ static int process_setup(void)
 
 	if (rt_tr_process_traced())
 		return 0;
-	if (!rt_tr_rank.dir[0]) /* a forked child keeps its parent's identity */
+	if (!rt_tr_rank.dir[0]) { /* a forked child keeps its parent's identity */
 		rt_tr_rank_init();
+		rt_tr_test_host_init(rt_tr_rank.rank); /* before the clock is calibrated */
+	}
 	/* All processes of one rank share its trace, so the uuid is derived from
 	 * the run and the rank, not drawn at random. */
 	if (rt_tr_lttng_wanted) { /* identity as an event, no files (store/lttng_sink.c) */

@@ -9,13 +9,15 @@
  * before the collective), else CUDA events; events: CUDA events only (the
  * plugin's reports are dropped); plugin: never CUDA events; off: neither.
  *
- * Per collective, two events of ours on its stream (hooks in
- * format/nccl_api.def): a start event recorded before the collective is
+ * Per collective or point-to-point call, two events of ours on its stream
+ * (hooks in format/nccl_api.def): a start event recorded before the call is
  * enqueued (its stream field, taken before the call), a completion event
- * after the call returned success. Inside ncclGroupStart/End, NCCL launches
- * the collectives at the outermost ncclGroupEnd: their start events are
- * recorded just before the real ncclGroupEnd, their completion events once it
- * returned success (dropped when it failed). The devdelay fault's stream
+ * after the call returned success; rt_dev_coll for a collective, rt_dev_p2p
+ * for a Send or Recv. Inside ncclGroupStart/End, NCCL launches the calls at
+ * the outermost ncclGroupEnd: their start events are recorded just before
+ * the real ncclGroupEnd, their completion events once it returned success
+ * (dropped when it failed), however many the group holds (its list grows,
+ * cold, doubling). The devdelay fault's stream
  * sleep, enqueued after the stream field was taken, re-records the start
  * event behind it (rt_tr_devev_delayed).
  *
@@ -48,7 +50,8 @@
 #include "devqueue.h"
 #include "env.h"
 
-#define GROUP_MAX 256 /* collectives of one group that get events */
+#define GROUP_FIRST 64       /* a group's entries, then doubled (cold) */
+#define GROUP_MAX (1u << 20) /* ... up to: beyond, said as dropped (group-cut) */
 
 /* What this thread's hooks carry from one to the next (cold-allocated). */
 struct grouped {
@@ -66,13 +69,13 @@ struct tls {
 	const void *cur_stream;
 	int depth;  /* ncclGroupStart depth */
 	int ending; /* the outermost ncclGroupEnd runs: its starts are recorded */
-	unsigned n; /* grouped collectives */
-	/* the running collective's record not kept: why, and which; said by
-	 * its after-hook (a record cannot start inside another's fields) */
+	unsigned n, cap; /* grouped calls, room for them */
+	/* the running call's record not kept: why, and which; said by its
+	 * after-hook (a record cannot start inside another's fields) */
 	uint8_t drop;
 	uint64_t drop_comm;
 	uint32_t drop_seq;
-	struct grouped g[GROUP_MAX];
+	struct grouped *g;
 };
 
 static RT_TLS struct tls *me;
@@ -148,18 +151,23 @@ static inline bool active(void)
 	return chosen() && !__atomic_load_n(&rt_dq_disabled, __ATOMIC_RELAXED);
 }
 
-/* A collective's record not kept, said (rt_dev_drop): from an after-hook. */
-static void say_drop(int reason, uint64_t comm_id, uint32_t seq)
+/* A collective's record not kept, said (rt_dev_drop): from an after-hook.
+ * A point-to-point call's is not: rt_dev_drop names a collective (comm_id,
+ * seq), and a P2P's seq counts another thing (its peer's calls). */
+static void say_drop(int reason, const struct rt_dq_entry *e)
 {
-	rt_tr_ev_rt_dev_drop(RT_DEV_SRC_EVENT, reason, comm_id, seq, 0, 0);
+	if (!e->p2p)
+		rt_tr_ev_rt_dev_drop(RT_DEV_SRC_EVENT, reason, e->comm_id, e->seq, 0, 0);
 }
 
-/* The running collective's record is not kept: said by its after-hook. */
-static void drop_later(struct tls *t, int reason, uint64_t comm_id, uint32_t seq)
+/* The running call's record is not kept: said by its after-hook. */
+static void drop_later(struct tls *t, int reason, const struct rt_dq_entry *what)
 {
+	if (what->p2p)
+		return;
 	t->drop = (uint8_t)reason;
-	t->drop_comm = comm_id;
-	t->drop_seq = seq;
+	t->drop_comm = what->comm_id;
+	t->drop_seq = what->seq;
 }
 
 /* Why no record can be had now: the program's pending error, or else. */
@@ -173,7 +181,12 @@ static void settle(struct tls *t);
 /* The thread exits (devqueue.c's key destructor; q is the first member). */
 static void settle_at_exit(void *mine)
 {
-	settle((struct tls *)mine);
+	struct tls *t = mine;
+
+	settle(t);
+	free(t->g);
+	t->g = NULL;
+	t->cap = 0;
 }
 
 __attribute__((cold, noinline)) static struct tls *make_tls(void)
@@ -241,18 +254,43 @@ static inline struct rt_dq *queue_of(struct tls *t, int dev)
 	return t->q[dev] = rt_dq_claim(dev);
 }
 
-/* Inside a group: remember the collective; its events come at group end. */
-static void stash(struct tls *t, struct rt_dq *q, uint64_t comm_id, uint32_t seq,
+/* Room for one more grouped call (cold: a group bigger than any before). */
+__attribute__((cold, noinline)) static bool group_grow(struct tls *t)
+{
+	unsigned cap = t->cap ? t->cap * 2 : GROUP_FIRST;
+	struct grouped *g;
+
+	if (cap > GROUP_MAX || !(g = realloc(t->g, (size_t)cap * sizeof(*g))))
+		return false;
+	t->g = g;
+	t->cap = cap;
+	return true;
+}
+
+/* What the call being recorded took (device.c), into e. */
+static void fill(struct rt_dq_entry *e, uint64_t comm_id, uint32_t seq, int peer, int p2p)
+{
+	e->comm_id = comm_id;
+	e->seq = seq;
+	e->peer = peer;
+	e->p2p = (uint8_t)p2p;
+}
+
+/* Inside a group: remember the call; its events come at group end. */
+static void stash(struct tls *t, struct rt_dq *q, const struct rt_dq_entry *what,
 		  const void *stream)
 {
 	struct rt_dq_entry *e;
 
-	if (t->n == GROUP_MAX || !(e = rt_dq_reserve(q))) {
-		drop_later(t, t->n == GROUP_MAX ? RT_DROP_GROUP : why_not(RT_DROP_QUEUE), comm_id, seq);
+	if (t->n == t->cap && !group_grow(t)) {
+		drop_later(t, RT_DROP_GROUP, what);
 		return;
 	}
-	e->comm_id = comm_id;
-	e->seq = seq;
+	if (!(e = rt_dq_reserve(q))) {
+		drop_later(t, why_not(RT_DROP_QUEUE), what);
+		return;
+	}
+	fill(e, what->comm_id, what->seq, what->peer, what->p2p);
 	t->g[t->n++] = (struct grouped){ e, q, stream, 0, 0 };
 	t->cur = e;
 }
@@ -262,38 +300,38 @@ static void stash(struct tls *t, struct rt_dq *q, uint64_t comm_id, uint32_t seq
 const void *rt_tr_devev_before(const void *stream)
 {
 	struct tls *t = me;
-	struct rt_dq_entry *e;
+	struct rt_dq_entry *e, what;
 	struct rt_dq *q;
-	uint64_t comm_id;
-	uint32_t seq;
+	int peer, p2p;
 
 	if (!chosen() || (!t && !(t = make_tls())))
 		return stream;
 	if (rt_unlikely(t->cur || t->ending || t->drop))
 		settle(t);
-	q = queue_of(t, rt_tr_dev_last(&comm_id, &seq));
+	q = queue_of(t, rt_tr_dev_last(&what.comm_id, &what.seq, &peer, &p2p));
+	what.peer = peer;
+	what.p2p = (uint8_t)p2p;
 	if (rt_unlikely(!q || !active())) { /* no events to be had: said */
-		drop_later(t, why_not(RT_DROP_NO_EVENTS), comm_id, seq);
+		drop_later(t, why_not(RT_DROP_NO_EVENTS), &what);
 		return stream;
 	}
 	if (t->depth > 0) {
-		stash(t, q, comm_id, seq, stream);
+		stash(t, q, &what, stream);
 		return stream;
 	}
 	if (!may_record(stream)) { /* an error of the program's pending, or captured */
-		drop_later(t, why_not(RT_DROP_CAPTURE), comm_id, seq);
+		drop_later(t, why_not(RT_DROP_CAPTURE), &what);
 		return stream;
 	}
 	if (rt_unlikely(!(e = rt_dq_reserve(q)))) {
-		drop_later(t, why_not(RT_DROP_QUEUE), comm_id, seq);
+		drop_later(t, why_not(RT_DROP_QUEUE), &what);
 		return stream;
 	}
-	e->comm_id = comm_id;
-	e->seq = seq;
+	fill(e, what.comm_id, what.seq, peer, p2p);
 	if (!record(e->start, stream)) {
 		e->dead = 1;
 		rt_dq_publish(q);
-		drop_later(t, RT_DROP_NO_EVENTS, comm_id, seq);
+		drop_later(t, RT_DROP_NO_EVENTS, &what);
 		return stream;
 	}
 	t->cur = e;
@@ -313,7 +351,7 @@ void rt_tr_devev_after(const void *comm, const void *stream)
 	if (!t)
 		return;
 	if (rt_unlikely(t->drop)) { /* the before-hook's */
-		say_drop(t->drop, t->drop_comm, t->drop_seq);
+		rt_tr_ev_rt_dev_drop(RT_DEV_SRC_EVENT, t->drop, t->drop_comm, t->drop_seq, 0, 0);
 		t->drop = 0;
 	}
 	if (!(e = t->cur))
@@ -329,7 +367,7 @@ void rt_tr_devev_after(const void *comm, const void *stream)
 		e->armed = 1;
 	} else {
 		e->dead = 1;
-		say_drop(why_not(RT_DROP_NO_EVENTS), e->comm_id, e->seq);
+		say_drop(why_not(RT_DROP_NO_EVENTS), e);
 	}
 	rt_dq_publish(t->cur_q);
 }
@@ -408,7 +446,6 @@ int rt_tr_devev_group(int step)
 void rt_tr_devev_group_done(void)
 {
 	struct tls *t = me;
-
 	bool ok;
 
 	if (!t || !t->ending || t->depth)
@@ -422,8 +459,7 @@ void rt_tr_devev_group_done(void)
 			continue;
 		}
 		if (g->ok)
-			say_drop(g->drop ? g->drop : why_not(RT_DROP_NO_EVENTS), g->e->comm_id,
-				 g->e->seq);
+			say_drop(g->drop ? g->drop : why_not(RT_DROP_NO_EVENTS), g->e);
 		rt_dq_set(&g->e->dead);
 	}
 	t->n = 0;

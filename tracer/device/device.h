@@ -11,12 +11,18 @@
 #ifndef RT_TR_DEVICE_H
 #define RT_TR_DEVICE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 /* device.c: a collective took its number (comm_id, seq) on this thread, on
  * its communicator's device dev: for the plugin to tie NCCL's event to it,
  * and for the CUDA-event source's start event */
-void rt_tr_dev_enqueued(uint64_t comm_id, uint32_t seq, int dev);
+void rt_tr_dev_enqueued(uint64_t comm_id, uint32_t seq, int dev, const void *send,
+			const void *recv, uint64_t count, bool in_group);
+/* device.c: the same for a point-to-point call (its number for peer, send:
+ * 1 a Send, 0 a Recv; its buffer) */
+void rt_tr_dev_p2p_enqueued(uint64_t comm_id, int peer, uint32_t seq, int send, int dev,
+			    const void *buff, uint64_t count, bool in_group);
 
 /* devevents.c: the hooks of format/nccl_api.def. A collective's stream field
  * (before the call; returns the stream), its after-hook; the group calls'

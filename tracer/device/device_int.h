@@ -6,11 +6,12 @@
 #include "core.h"
 #include "device.h"
 
-/* device.c: the (comm_id, seq) the collective being recorded took, and its
- * communicator's device (devevents.c: no second lookup of the communicator) */
-int rt_tr_dev_last(uint64_t *comm_id, uint32_t *seq);
-/* device.c, from each collective's after-hook: a plugin record the bind
- * ring lost before it was tied to its call, said (rt_dev_drop unbound). */
+/* device.c: the (comm_id, seq) the collective or point-to-point call being
+ * recorded took (a P2P's peer; p2p 1 a Send, 2 a Recv, 0 a collective), and
+ * its communicator's device (devevents.c: no second lookup of it) */
+int rt_tr_dev_last(uint64_t *comm_id, uint32_t *seq, int *peer, int *p2p);
+/* device.c, from each call's after-hook: a plugin record the list could
+ * not keep before it was tied to its call, said (rt_dev_drop unbound). */
 void rt_tr_dev_unbound_said(void);
 
 /* devevents.c: may the plugin's reports be recorded (not when CUDA events

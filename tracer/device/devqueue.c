@@ -206,6 +206,16 @@ __attribute__((cold, noinline)) struct rt_dq_entry *rt_dq_reserve_slow(struct rt
 	return rt_dq_reserve(q);
 }
 
+/* A collective's device record, or a point-to-point call's. */
+static void report(const struct rt_dq_entry *e, int phase)
+{
+	if (e->p2p)
+		rt_tr_ev_rt_dev_p2p(phase, e->comm_id, e->peer, e->seq, e->p2p == 1, 0,
+				    RT_DEV_SRC_EVENT, 0);
+	else
+		rt_tr_ev_rt_dev_coll(phase, e->comm_id, e->seq, 0, 0, RT_DEV_SRC_EVENT, 0);
+}
+
 /* The poller: one entry, in stream order (start before completion).
  * Returns whether it is fully reported. */
 static bool visit(struct rt_dq_entry *e)
@@ -221,7 +231,7 @@ static bool visit(struct rt_dq_entry *e)
 		e->seen |= 1;
 		if (r != cudaSuccess) /* a device error: neither is known */
 			return true;
-		rt_tr_ev_rt_dev_coll(RT_DEV_STARTED, e->comm_id, e->seq, 0, 0, RT_DEV_SRC_EVENT, 0);
+		report(e, RT_DEV_STARTED);
 	}
 	if (!__atomic_load_n(&e->armed, __ATOMIC_ACQUIRE)) /* its group's end runs */
 		return __atomic_load_n(&e->dead, __ATOMIC_ACQUIRE);
@@ -229,7 +239,7 @@ static bool visit(struct rt_dq_entry *e)
 	if (r == cudaErrorNotReady)
 		return false;
 	if (r == cudaSuccess)
-		rt_tr_ev_rt_dev_coll(RT_DEV_COMPLETED, e->comm_id, e->seq, 0, 0, RT_DEV_SRC_EVENT, 0);
+		report(e, RT_DEV_COMPLETED);
 	return true;
 }
 

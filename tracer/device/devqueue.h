@@ -21,6 +21,8 @@ struct rt_dq_entry {
 	cudaEvent_t start, end;
 	uint64_t comm_id;
 	uint32_t seq;
+	int32_t peer;  /* a point-to-point call's */
+	uint8_t p2p;   /* 0 a collective, 1 a Send, 2 a Recv: rt_dev_p2p */
 	uint8_t dead;  /* producer: nothing more to report (its call or group failed) */
 	uint8_t armed; /* producer: the completion event is recorded */
 	uint8_t seen;  /* poller: 1 started reported, 2 completed or given up */

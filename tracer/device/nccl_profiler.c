@@ -5,9 +5,10 @@
  *
  * NCCL (or the simulated NCCL) dlopens it through NCCL_PROFILER_PLUGIN, which
  * `ranktrace run` sets, and takes the newest API it knows: ncclProfiler_v5
- * (NCCL 2.28), else ncclProfiler_v4 (2.26, 2.27). It asks for collective and
- * kernel-channel events only. A collective event starts on the enqueuing
- * thread (the plugin asks the tracer which of its collectives it is); its
+ * (NCCL 2.28), else ncclProfiler_v4 (2.26, 2.27). It asks for collective,
+ * point-to-point and kernel-channel events only. A collective (or P2P) event
+ * starts on the enqueuing thread (the plugin asks the tracer which of its
+ * calls it is, by kind, buffers, count and peer); its
  * kernel channels start and stop as the device runs it: the first channel
  * to start is the collective's start on the device; it completed once NCCL
  * stopped the collective event itself and every channel that started has
@@ -18,8 +19,9 @@
  * latest channel stop. Reports on a completed record change nothing.
  *
  * The plugin records nothing itself: it calls libranktrace.so's hooks
- * (rt_dev_bind, rt_dev_event, rt_dev_loaded), found with dlsym. Without
- * them (no tracer in the process) init fails and NCCL runs without it.
+ * (rt_dev_bind_v2, rt_dev_event, rt_dev_p2p_event, rt_dev_loaded), found
+ * with dlsym. Without them (no tracer in the process, or one older than
+ * this plugin) init fails and NCCL runs without it.
  * Thread-safe and lock-free: collective records come from a fixed pool,
  * claimed and released with atomics; an exhausted pool drops the event, and
  * the tracer records the drop (rt_dev_dropped). */
@@ -53,6 +55,8 @@ struct coll {
 	_Atomic uint64_t gpu_stop; /* the latest channel stop */
 	uint64_t comm_id, nccl_comm, nccl_seq;
 	uint32_t seq;
+	int peer;            /* a P2P event's */
+	uint8_t p2p;         /* 0 a collective, 1 a Send, 2 a Recv */
 	struct chan ch; /* every channel's handle: NCCL only hands it back */
 };
 
@@ -68,6 +72,7 @@ static _Atomic unsigned pool_next;
  * event before any init (or with no tracer) is dropped. */
 static rt_dev_bind_fn _Atomic bind_hook;
 static rt_dev_event_fn _Atomic event_hook;
+static rt_dev_p2p_event_fn _Atomic p2p_hook;
 static rt_dev_loaded_fn _Atomic loaded_hook;
 static rt_dev_dropped_fn _Atomic dropped_hook; /* optional: an older tracer has none */
 
@@ -75,17 +80,20 @@ static bool hooks(void)
 {
 	rt_dev_bind_fn b;
 	rt_dev_event_fn e;
+	rt_dev_p2p_event_fn p;
 	rt_dev_loaded_fn l;
 
 	if (atomic_load(&event_hook))
 		return true;
-	b = (rt_dev_bind_fn)dlsym(RTLD_DEFAULT, "rt_dev_bind");
+	b = (rt_dev_bind_fn)dlsym(RTLD_DEFAULT, "rt_dev_bind_v2");
 	l = (rt_dev_loaded_fn)dlsym(RTLD_DEFAULT, "rt_dev_loaded");
 	e = (rt_dev_event_fn)dlsym(RTLD_DEFAULT, "rt_dev_event");
-	if (!b || !l || !e)
+	p = (rt_dev_p2p_event_fn)dlsym(RTLD_DEFAULT, "rt_dev_p2p_event");
+	if (!b || !l || !e || !p)
 		return false;
 	atomic_store(&dropped_hook, (rt_dev_dropped_fn)dlsym(RTLD_DEFAULT, "rt_dev_dropped"));
 	atomic_store(&bind_hook, b);
+	atomic_store(&p2p_hook, p);
 	atomic_store(&loaded_hook, l);
 	atomic_store(&event_hook, e); /* last: the others are set when it is */
 	return true;
@@ -103,7 +111,7 @@ static ncclResult_t init_common(void **context, int *mask, uint64_t comm, int ra
 		return ncclSystemError;
 	c->nccl_comm = comm;
 	c->rank = rank;
-	*mask = RT_NCCL_PROFILE_COLL | RT_NCCL_PROFILE_KERNEL_CH;
+	*mask = RT_NCCL_PROFILE_COLL | RT_NCCL_PROFILE_P2P | RT_NCCL_PROFILE_KERNEL_CH;
 	*context = c;
 	atomic_load(&loaded_hook)(version);
 	return ncclSuccess;
@@ -119,6 +127,16 @@ static struct coll *claim(void)
 			return o;
 	}
 	return NULL;
+}
+
+/* The record's phase (1 started, 2 completed) to the tracer. */
+static void report(const struct coll *o, int phase, uint64_t gpu_ns)
+{
+	if (o->p2p)
+		atomic_load(&p2p_hook)(phase, o->comm_id, o->peer, o->seq, o->p2p == 1, o->nccl_comm,
+				       gpu_ns);
+	else
+		atomic_load(&event_hook)(phase, o->comm_id, o->seq, o->nccl_comm, o->nccl_seq, gpu_ns);
 }
 
 /* A reference gone. The last one (nothing running) completes the record
@@ -137,12 +155,21 @@ static void put(struct coll *o)
 	    (o->nchan && atomic_load(&o->stopped) < o->nchan) ||
 	    !atomic_compare_exchange_strong(&o->done, &no, 1))
 		return;
-	atomic_load(&event_hook)(2, o->comm_id, o->seq, o->nccl_comm, o->nccl_seq,
-				 atomic_load(&o->gpu_stop));
+	report(o, 2, atomic_load(&o->gpu_stop));
 	atomic_store(&o->busy, 0);
 }
 
-static void *coll_start(struct ctx *c, uint64_t nccl_seq, const char *func, uint8_t nchan)
+/* What NCCL said of a collective (p2p 0) or point-to-point (1 Send, 2 Recv)
+ * event. */
+struct call {
+	const char *func;
+	const void *send, *recv;
+	uint64_t count, nccl_seq;
+	int peer;
+	uint8_t nchan, p2p;
+};
+
+static void *coll_start(struct ctx *c, const struct call *k)
 {
 	rt_dev_bind_fn bind = atomic_load(&bind_hook);
 	rt_dev_dropped_fn dropped;
@@ -150,21 +177,34 @@ static void *coll_start(struct ctx *c, uint64_t nccl_seq, const char *func, uint
 
 	if (!o) { /* the pool is full: the record is lost, the tracer says so */
 		if (bind && (dropped = atomic_load(&dropped_hook)) != NULL)
-			dropped(RT_DROP_POOL, func, c ? c->nccl_comm : 0, nccl_seq);
+			dropped(RT_DROP_POOL, k->func, c ? c->nccl_comm : 0, k->nccl_seq);
 		return NULL;
 	}
 	o->type = T_COLL;
 	o->nccl_comm = c ? c->nccl_comm : 0;
-	o->nccl_seq = nccl_seq;
-	o->nchan = nchan;
+	o->nccl_seq = k->nccl_seq;
+	o->nchan = k->nchan;
+	o->peer = k->peer;
+	o->p2p = k->p2p;
 	o->ch = (struct chan){ T_CHAN, o };
 	atomic_store(&o->refs, 1);
 	atomic_store(&o->started, 0);
 	atomic_store(&o->stopped, 0);
 	atomic_store(&o->done, 0);
 	atomic_store(&o->gpu_stop, 0);
-	bind(func, &o->comm_id, &o->seq);
+	bind(k->func, k->send, k->recv, k->count, k->peer, &o->comm_id, &o->seq);
 	return o;
+}
+
+/* A P2P event: its buffer is the Send's or the Recv's. */
+static void *p2p_start(struct ctx *c, const char *func, void *buff, size_t count, int peer,
+		       uint8_t nchan)
+{
+	bool send = func && !strcmp(func, "Send");
+	struct call k = { func, send ? buff : NULL, send ? NULL : buff, count, 0, peer, nchan,
+			  (uint8_t)(send ? 1 : 2) };
+
+	return coll_start(c, &k);
 }
 
 static void *chan_start(void *parent, uint64_t gpu_ns)
@@ -176,7 +216,7 @@ static void *chan_start(void *parent, uint64_t gpu_ns)
 		return NULL;
 	atomic_fetch_add(&o->refs, 1); /* before started: put() must not see started alone */
 	if (atomic_compare_exchange_strong(&o->started, &no, 1))
-		atomic_load(&event_hook)(1, o->comm_id, o->seq, o->nccl_comm, o->nccl_seq, gpu_ns);
+		report(o, 1, gpu_ns);
 	return &o->ch;
 }
 
@@ -225,15 +265,28 @@ static ncclResult_t init_v5(void **context, uint64_t comm_id, int *mask, const c
 	return init_common(context, mask, comm_id, rank, 5);
 }
 
+/* An event of either version (their descriptors name the members alike). */
+#define START_EVENT(context, handle, d)                                                \
+	do {                                                                           \
+		if (!(handle) || !(d))                                                 \
+			break;                                                         \
+		*(handle) = NULL;                                                      \
+		if ((d)->type == RT_NCCL_PROFILE_COLL)                                 \
+			*(handle) = coll_start(context, &(struct call){                \
+				(d)->coll.func, (d)->coll.sendBuff, (d)->coll.recvBuff, \
+				(d)->coll.count, (d)->coll.seqNumber, -1,              \
+				(d)->coll.nChannels, 0 });                            \
+		else if ((d)->type == RT_NCCL_PROFILE_P2P)                             \
+			*(handle) = p2p_start(context, (d)->p2p.func, (d)->p2p.buff,   \
+					      (d)->p2p.count, (d)->p2p.peer,           \
+					      (d)->p2p.nChannels);                     \
+		else if ((d)->type == RT_NCCL_PROFILE_KERNEL_CH)                       \
+			*(handle) = chan_start((d)->parentObj, (d)->kernelCh.pTimer);  \
+	} while (0)
+
 static ncclResult_t start_v5(void *context, void **handle, struct rt_nccl_descr_v5 *d)
 {
-	if (!handle || !d)
-		return ncclSuccess;
-	*handle = NULL;
-	if (d->type == RT_NCCL_PROFILE_COLL)
-		*handle = coll_start(context, d->coll.seqNumber, d->coll.func, d->coll.nChannels);
-	else if (d->type == RT_NCCL_PROFILE_KERNEL_CH)
-		*handle = chan_start(d->parentObj, d->kernelCh.pTimer);
+	START_EVENT(context, handle, d);
 	return ncclSuccess;
 }
 
@@ -252,13 +305,7 @@ static ncclResult_t init_v4(void **context, int *mask, const char *name, uint64_
 
 static ncclResult_t start_v4(void *context, void **handle, struct rt_nccl_descr_v4 *d)
 {
-	if (!handle || !d)
-		return ncclSuccess;
-	*handle = NULL;
-	if (d->type == RT_NCCL_PROFILE_COLL)
-		*handle = coll_start(context, d->coll.seqNumber, d->coll.func, d->coll.nChannels);
-	else if (d->type == RT_NCCL_PROFILE_KERNEL_CH)
-		*handle = chan_start(d->parentObj, d->kernelCh.pTimer);
+	START_EVENT(context, handle, d);
 	return ncclSuccess;
 }
 

@@ -12,6 +12,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "schema.h"
+
 struct rt_tr_rank_info {
 	int rank, local_rank, world_size; /* -1 when unknown */
 	const char *source;               /* "env:RANK", "env:SLURM_PROCID", ..., "nccl", "pid" */
@@ -70,19 +72,52 @@ bool rt_tr_rank_learn(int rank, int nranks);
 
 /* ---- comms.c: communicator identities, per-communicator sequence numbers ---- */
 
+/* What this process knows of a communicator (format/events.def's rt_comm). */
+enum { RT_TR_COMM_BEING_MADE, RT_TR_COMM_MADE, RT_TR_COMM_FAILED };
+struct rt_tr_comm_info {
+	const void *comm;     /* the ncclComm_t */
+	uint64_t id, parent;  /* comm_id, parent's (split, shrink) */
+	int nranks, rank;     /* -1 when not known */
+	int device, how;      /* enum rt_comm_how */
+	int ordinal;          /* the process's N-th call of its kind */
+	int color, key;       /* split */
+	int state;            /* RT_TR_COMM_* */
+	char excluded[64];    /* shrink: "1,3" */
+};
+
 uint64_t rt_tr_id_hash(const void *unique_id);
-/* comm (on device dev) is communicator id, rank `rank` of nranks */
-void rt_tr_comm_add(const void *comm, uint64_t id, int dev, int nranks, int rank);
-void rt_tr_comm_init_all(const void *comms, int ndev, const int *devlist);
-void rt_tr_comm_split(const void *parent, int color, const void *newcomm);
+/* Track a communicator (info->comm), its sequence numbers from 0. */
+bool rt_tr_comm_register(const struct rt_tr_comm_info *info);
+/* The process's next ordinal of a way of making communicators (how). */
+int rt_tr_comm_ordinal(int how);
+/* The identity of ncclCommInitAll's communicators of its ordinal-th call. */
+uint64_t rt_tr_comm_init_all_id(int ordinal);
+/* The identity of the next split (how RT_COMM_SPLIT, color) or shrink
+ * (RT_COMM_SHRINK, the sorted excluded ranks) of parent, counting it on
+ * the parent; *parent_id its identity. 0: the parent is not tracked. */
+uint64_t rt_tr_comm_child_id(const void *parent, int how, int color, const int *excl, int nexcl,
+			     uint64_t *parent_id);
+/* A communicator being made is made (or failed): true, with its info, the
+ * first time; false when it was not being made or is not tracked. */
+bool rt_tr_comm_set_state(const void *comm, int state, struct rt_tr_comm_info *out);
+bool rt_tr_comm_info(const void *comm, struct rt_tr_comm_info *out);
 void rt_tr_comm_forget(const void *comm);
 uint64_t rt_tr_comm_id(const void *comm);
+/* NCCL's ncclCommCount (0 when it cannot say) and ncclCommUserRank (-1). */
 int rt_tr_comm_count(const void *comm);
+int rt_tr_comm_user_rank(const void *comm);
 /* The next collective sequence number of comm, with the communicator's id
  * and device; false (seq 0) when comm is untracked. */
 bool rt_tr_comm_next_coll(const void *comm, uint64_t *id, uint32_t *seq, int *dev);
-uint32_t rt_tr_p2p_seq(const void *comm);
+/* The next Send (send) or Recv sequence number of comm with peer; seq 0
+ * for a peer outside it; false when comm is untracked. */
+bool rt_tr_comm_next_p2p(const void *comm, int peer, bool send, uint64_t *id, uint32_t *seq,
+			 int *dev);
 int rt_tr_comm_device(const void *comm);
+/* A split or shrink whose handle NCCL writes at *where later: kept until
+ * rt_tr_comm_pending_ready finds it written (then with its handle). */
+bool rt_tr_comm_pend(const void *const *where, const struct rt_tr_comm_info *info);
+bool rt_tr_comm_pending_ready(struct rt_tr_comm_info *out);
 
 /* ---- devmap.c: the device of a driver context or pool (driver_api.def) ---- */
 

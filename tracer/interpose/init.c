@@ -23,7 +23,7 @@
 #include "inject.h"
 #include "interpose.h"
 
-uint8_t rt_tr_route[RT_ID_FIRST_TRACER];
+uint8_t rt_tr_route[RT_ID_COUNT];
 
 /* ---- process end ---- */
 
@@ -138,6 +138,7 @@ __attribute__((constructor)) static void rt_tr_init(void)
 	rt_tr_pyboot_init(); /* the probe, for the trace and for the plan's failure points */
 	configure_trace(getenv(RT_ENV_NAME(DIR)));
 	/* the fast path is for calls without fault rules into the native store */
-	for (unsigned id = 0; id < RT_ID_FIRST_TRACER; id++)
-		rt_tr_route[id] = (rt_inj_active && rt_inj_api[id]) || rt_tr_lttng_wanted;
+	for (unsigned id = 0; id < RT_ID_COUNT; id++)
+		rt_tr_route[id] = rt_id_is_api(id) &&
+				  ((rt_inj_active && rt_inj_api[id]) || rt_tr_lttng_wanted);
 }

@@ -18,13 +18,25 @@
 /* init.c: per interposed function, 1 when its calls take the wrappers'
  * general path: a fault plan has rules for it, or the sink is not the
  * native store (LTTng). Set once at start-up, read by every call. */
-extern uint8_t rt_tr_route[RT_ID_FIRST_TRACER];
+extern uint8_t rt_tr_route[RT_ID_COUNT];
 
-/* hooks.c: the collective's sequence number on comm (0: untracked), also
- * handed to the device side */
-uint32_t rt_tr_coll_seq(const void *comm);
-/* hooks.c: a communicator made with its rank (ncclCommInitRank...) */
-void rt_tr_comm_new(const void *comm, uint64_t id, int nranks, int rank);
+/* hooks.c: the collective's sequence number on comm (0: untracked), a
+ * Send's (send 1) or Recv's on comm for peer; also handed to the device side */
+uint32_t rt_tr_coll_seq(const void *comm, const void *send, const void *recv, uint64_t count);
+uint32_t rt_tr_p2p_seq(const void *comm, int peer, int send, const void *buff, uint64_t count);
+/* hooks.c: communicators made (rt_comm): by an init call with its rank (how:
+ * enum rt_comm_how; ret 0, or ncclInProgress: being made), by
+ * ncclCommInitAll, ncclCommSplit, ncclCommShrink (the new handle at *where,
+ * NULL until NCCL wrote it); a poll of ncclCommGetAsyncError (state) */
+void rt_tr_comm_made(const void *comm, uint64_t id, int nranks, int rank, int how, long ret);
+void rt_tr_comm_init_all(const void *comms, int ndev, const int *devlist);
+void rt_tr_comm_split_made(const void *parent, int color, int key, const void *where, long ret);
+void rt_tr_comm_shrunk(const void *parent, const int *excl, int nexcl, const void *where, long ret);
+void rt_tr_comm_polled(const void *comm, int state);
+/* hooks.c: ncclGroupStart (+1) / ncclGroupEnd (-1) before the call (returns
+ * the device column), ncclGroupEnd's after-hook */
+int rt_tr_group_step(int step);
+void rt_tr_group_done(long ret);
 
 /* driver.c: the driver entry points cuGetProcAddress hands out, from the
  * table wrappers.c generates from format/driver_api.def */

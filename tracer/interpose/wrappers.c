@@ -31,6 +31,39 @@
 #define RT_INJ_DEV(d) (hit.action == RT_INJ_DEVICE ? (int)hit.arg : (d))
 
 #define RT_LIB_OF(name) rt_events[RT_ID_##name].lib
+/* The call's result, for the after column (an NCCL call in progress). */
+#define RT_RET ((long)r)
+/* Succeeded, or, an NCCL call on a non-blocking communicator, goes on in
+ * the background (ncclInProgress): its after column and out-fields count. */
+#define RT_OK(name, r) ((r) == 0 || (RT_LIB_OF(name) == RT_LIB_NCCL && (long)(r) == ncclInProgress))
+
+/* The communicator an NCCL call is on, for the fault plan's comm= (inject/):
+ * by the row's role, the ncclComm_t argument of an operation, a query, an
+ * end, or the parent of a split or shrink; none for inits and groups (and
+ * for every CUDA call). inject/plan.c accepts comm= on the same roles
+ * (rt_id_on_comm, format/schema.h). */
+#define RT_COMM_ARG_UNIQUE_ID NULL
+#define RT_COMM_ARG_COMM_INIT NULL
+#define RT_COMM_ARG_COMM_INIT_ALL NULL
+#define RT_COMM_ARG_GROUP NULL
+#define RT_COMM_ARG_COMM_SPLIT comm
+#define RT_COMM_ARG_COMM_SHRINK comm
+#define RT_COMM_ARG_COMM_END comm
+#define RT_COMM_ARG_COMM_REVOKE comm
+#define RT_COMM_ARG_COMM_FINALIZE comm
+#define RT_COMM_ARG_COLL comm
+#define RT_COMM_ARG_P2P comm
+#define RT_COMM_ARG_QUERY comm
+#define ROLE(what, arg) RT_COMM_ARG_##what
+#define RT_API(name, ret, params, args, fail, dev, after, field_list, role, errors)    \
+	static inline const void *rt_comm_arg_##name params                          \
+	{                                                                              \
+		return (const void *)(role);                                           \
+	}
+#include "nccl_api.def"
+#include "events.def" /* NCCL functions interposed later */
+#undef RT_API
+#undef ROLE
 
 /* The wrapper, in two parts. The exported function is the common case:
  * the real function known, the call routed to the fast path (no fault rule
@@ -63,7 +96,7 @@
 		rt_tr_call_real_native(&c);                                            \
 		r = real args;                                                         \
 		rt_tr_returned(&c);                                                    \
-		c.ok = r == 0;                                                         \
+		c.ok = RT_OK(name, r);                                                 \
 		if (c.ok)                                                              \
 			(void)(after);                                                 \
 		c.p = c.common + RT_COMMON_BYTES; /* c.fields: kept in no register */  \
@@ -88,7 +121,7 @@
 		}                                                                      \
 		hit.action = 0;                                                        \
 		if (rt_unlikely(rt_inj_active) && rt_inj_api[RT_ID_##name] && !rt_tr_depth) \
-			rt_inj_check(RT_ID_##name, &hit);                              \
+			rt_inj_check(RT_ID_##name, RT_COMM_OF(name, args), &hit);      \
 		traced = rt_tr_begin(&c, RT_ID_##name, RT_SIZE_##name, dev);           \
 		if (!traced && !hit.action)                                            \
 			return real args;                                              \
@@ -104,7 +137,7 @@
 		if (!traced)                                                           \
 			return r;                                                      \
 		rt_tr_returned(&c);                                                    \
-		c.ok = r == 0;                                                         \
+		c.ok = RT_OK(name, r);                                                 \
 		if (c.ok)                                                              \
 			(void)(after);                                                 \
 		c.p = c.fields;                                                        \
@@ -120,9 +153,14 @@
 #define RT_DRV(name, gpa, since, ptsz, role, ret, params, args, fail, dev, after, field_list) \
 	RT_WRAPPER(name, name, ret, params, args, fail, dev, after, field_list)        \
 	RT_PTSZ_##ptsz(name, ret, params, args, fail, dev, after, field_list)
+#define RT_COMM_OF(name, args) NULL
 #include "cuda_api.def"
-#include "nccl_api.def"
 #include "driver_api.def"
+#undef RT_COMM_OF
+#define RT_COMM_OF(name, args) rt_comm_arg_##name args
+#include "nccl_api.def"
+#include "events.def" /* NCCL functions interposed later */
+#undef RT_COMM_OF
 #undef RT_EVENT
 #undef RT_API
 #undef RT_DRV

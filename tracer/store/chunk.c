@@ -234,8 +234,9 @@ static int space_for(int fd, uint64_t size, bool first)
 static void chunk_path(const struct rt_tr_wstream *s, uint32_t seq, bool hidden, char *out,
 		       size_t n)
 {
-	snprintf(out, n, seq ? "%s/%sstream-%d-%d.%u" : "%s/%sstream-%d-%d", rt_tr_rank.dir,
-		 hidden ? "." : "", (int)s->h.pid, (int)s->tid, seq);
+	snprintf(out, n, seq ? "%s/%s%s-%d-%d.%u" : "%s/%s%s-%d-%d", rt_tr_rank.dir,
+		 hidden ? "." : "", rt_tr_fork_child ? "fork" : "stream", (int)s->h.pid,
+		 (int)s->tid, seq);
 }
 
 /* Every packet of ch: a valid, empty, unused packet of this stream. */

@@ -58,8 +58,8 @@ void rt_tr_lttng_configure(void)
 	rt_tr_env(RT_ENV_LTTNG_ENTRY, &entry);
 	all = rt_env_is(&entry, "all");
 	none = rt_env_is(&entry, "none");
-	for (unsigned id = 0; id < RT_ID_FIRST_TRACER && !none; id++)
-		rt_tr_lttng_entry[id] = all || rt_events[id].lib == RT_LIB_NCCL;
+	for (unsigned id = 0; id < RT_ID_COUNT && !none; id++)
+		rt_tr_lttng_entry[id] = rt_id_is_api(id) && (all || rt_events[id].lib == RT_LIB_NCCL);
 }
 
 static void *open_provider(char *why, size_t n)
@@ -122,6 +122,8 @@ int rt_tr_lttng_setup(void)
 	if (err)
 		return err;
 	gethostname(host, sizeof(host) - 1);
+	if (rt_tr_test_host[0]) /* RANKTRACE_TEST_HOST (its clock: LTTng's, not shifted) */
+		snprintf(host, sizeof(host), "%s", rt_tr_test_host);
 	if (!rank_pid)
 		rank_pid = (int)getpid();
 	identity_fn(rt_tr_rank.rank, rt_tr_rank.local_rank, rt_tr_rank.world_size, (int)getpid(),

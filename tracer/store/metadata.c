@@ -87,6 +87,19 @@ static int probe_state(const char **detail)
 	return RT_PROBE_MISSING;
 }
 
+/* A clock uuid of its own for a test host (RANKTRACE_TEST_HOST): a UUID
+ * (CTF readers insist) made from the host's name, the same on its ranks. */
+static void host_uuid(const char *host, char *out, size_t n)
+{
+	uint64_t a = 0xcbf29ce484222325ull, b;
+
+	for (const char *c = host; *c; c++)
+		a = (a ^ (unsigned char)*c) * 0x100000001b3ull;
+	b = a * 0x9E3779B97F4A7C15ull;
+	snprintf(out, n, "%08x-%04x-4%03x-8%03x-%012llx", (unsigned)(a >> 32), (unsigned)(a >> 16) & 0xffff,
+		 (unsigned)a & 0xfff, (unsigned)(b >> 52), (unsigned long long)(b & 0xffffffffffffull));
+}
+
 /* Write DIR/metadata for the current rank identity. replace: atomically
  * replace an existing one (rank learned later, the probe settled). */
 int rt_tr_write_metadata(const char *dir, bool replace)
@@ -100,6 +113,10 @@ int rt_tr_write_metadata(const char *dir, bool replace)
 	gethostname(env.hostname, sizeof(env.hostname) - 1);
 	if (getenv("NCCL_HOSTID")) /* NCCL keys "one rank per GPU" on this, not the hostname */
 		snprintf(env.nccl_host, sizeof(env.nccl_host), "%s", getenv("NCCL_HOSTID"));
+	if (rt_tr_test_host[0]) { /* RANKTRACE_TEST_HOST: another host, for tests */
+		snprintf(env.hostname, sizeof(env.hostname), "%s", rt_tr_test_host);
+		snprintf(env.nccl_host, sizeof(env.nccl_host), "%s", rt_tr_test_host);
+	}
 	env.pid = (int)getpid();
 	env.rank = rt_tr_rank.rank;
 	env.local_rank = rt_tr_rank.local_rank;
@@ -118,6 +135,10 @@ int rt_tr_write_metadata(const char *dir, bool replace)
 	}
 	memcpy(env.uuid, rt_tr_trace_uuid, 16);
 	read_boot_id(env.clock_uuid, sizeof(env.clock_uuid));
+	/* RANKTRACE_TEST_HOST: another host's clock, not this boot's; its shift
+	 * is in the real time the offset gives too, as an NTP error would be */
+	if (rt_tr_test_host[0])
+		host_uuid(rt_tr_test_host, env.clock_uuid, sizeof(env.clock_uuid));
 	env.packet_bytes = 256 << 10;
 	env.ring_bytes = rt_tr_config.ring_bytes;
 	env.max_bytes = rt_tr_config.max_bytes;

@@ -87,7 +87,10 @@ struct rt_tr_stream *rt_tr_stream_for_signal(void);
 /* At exit or thread end: a stream that has not said why tracing stopped
  * says it now. */
 void rt_tr_stream_note_stop(struct rt_tr_stream *s);
-/* Fork child: the parent's streams are forgotten (files untouched). */
+/* Fork child: the parent's streams are forgotten (files untouched); its
+ * own are fork-PID-TID files in the rank directory, never stream-PID-TID:
+ * a forked child is not its parent's rank (a viewer reads a rank's
+ * stream-* files; babeltrace2 reads them all). */
 void rt_tr_stream_forget_inherited(void);
 /* This process has its rank directory and metadata (set by core/life.c). */
 bool rt_tr_process_traced(void);

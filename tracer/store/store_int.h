@@ -69,6 +69,7 @@ static inline void rt_tr_put_ts_pair(uint8_t *pkt, uint64_t begin, uint64_t end)
 }
 
 /* writer.c */
+extern bool rt_tr_fork_child; /* a forked child: its files are fork-PID-TID */
 void rt_tr_stream_release(struct rt_tr_wstream *s);
 void rt_tr_lttng_stream_init(struct rt_tr_wstream *s);
 

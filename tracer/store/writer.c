@@ -95,9 +95,14 @@ static void make_key(void)
 	pthread_key_create(&stream_key, stream_gone);
 }
 
+bool rt_tr_fork_child;
+
 /* Forget (in a forked child) the streams inherited from the parent. */
 void rt_tr_stream_forget_inherited(void)
 {
+	/* a child of a traced process is not that rank: its files apart (a
+	 * child of an untraced one becomes whatever rank it finds it is) */
+	rt_tr_fork_child = rt_tr_fork_child || __atomic_load_n(&ready_pid, __ATOMIC_ACQUIRE) != 0;
 	if (rt_tr_stream_tls)
 		pthread_setspecific(stream_key, NULL);
 	rt_tr_stream_tls = NULL;

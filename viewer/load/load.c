@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "comms.h"
 #include "device.h"
 #include "model.h"
 #include "model_int.h"
@@ -185,6 +186,7 @@ void rt_vw_free(struct rt_vw_trace *t)
 		free(t->ranks[i].mem);
 		free(t->ranks[i].changes);
 		rt_vw_dev_free(&t->ranks[i]);
+		rt_vw_comms_free(&t->ranks[i]);
 	}
 	rt_vw_straggle_free(t);
 	free(t->ranks);

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "comms.h"
 #include "device.h"
 #include "model.h"
 #include "model_int.h"
@@ -150,7 +151,7 @@ int rt_vw_fault_spec(const struct rt_vw_event *e, char *out, size_t n)
 
 	rt_field_text(e->id, e->fields, RT_FN_target, target);
 	if (a == ACT_ERROR && !strchr(target, '.')) /* a function: NVIDIA's name */
-		for (unsigned id = 0; id < RT_ID_FIRST_TRACER && !code; id++)
+		for (unsigned id = 0; id < RT_ID_COUNT && !code; id++)
 			if (!strcmp(rt_events[id].name, target))
 				code = rt_result_name(rt_events[id].lib, arg);
 	if (a <= 0 || a >= (int)(sizeof(acts) / sizeof(acts[0])))
@@ -168,7 +169,7 @@ int rt_vw_fault_spec(const struct rt_vw_event *e, char *out, size_t n)
 static void on_any(struct rt_vw_rank *r, const struct rt_vw_event *e)
 {
 	r->events++;
-	r->api_events += e->id < RT_ID_FIRST_TRACER;
+	r->api_events += rt_id_is_api(e->id);
 	r->cur_ts = e->ts;
 	rt_vw_track_calls(r, e);
 	if (!r->first_ts || e->ts < r->first_ts)
@@ -180,7 +181,7 @@ static void on_any(struct rt_vw_rank *r, const struct rt_vw_event *e)
 		r->died = true;
 		r->died_id = (uint16_t)e->id;
 	}
-	if (!e->pending && e->ret != 0 && e->id < RT_ID_FIRST_TRACER) {
+	if (!e->pending && e->ret != 0 && rt_id_is_api(e->id)) {
 		const char *code = rt_result_name(rt_events[e->id].lib, e->ret);
 		char num[16];
 
@@ -364,6 +365,8 @@ void rt_vw_on_event(struct rt_vw_trace *t, const struct rt_vw_sink *to, int ri,
 	r->keep_mem = (t->flags & RT_VW_KEEP_MEMORY) != 0;
 	on_any(r, e);
 	if (rt_vw_dev_event(r, e)) /* device.c: device-side records end here */
+		return;
+	if (rt_vw_comms_event(r, e)) /* comms.c: communicators, Send/Recv on the device */
 		return;
 	rt_vw_teardown_activity(r, e);
 	if (!on_role(to, r, e) && !on_tracer_event(r, e))

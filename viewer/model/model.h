@@ -34,6 +34,7 @@ struct rt_vw_call_sig {
 
 struct rt_vw_bt2;       /* read_bt2.h */
 struct rt_vw_devlog;    /* device.h */
+struct rt_vw_rank_comms; /* comms.h */
 struct rt_vw_straggle;  /* device.h */
 struct rt_vw_alloc_map; /* alloc_map.c */
 struct rt_vw_vmm;       /* memory.c */
@@ -228,6 +229,7 @@ struct rt_vw_rank {
 	struct rt_vw_param_change *changes; /* placement changes in time order (params.c) */
 	uint32_t nchanges, changes_cap;
 	struct rt_vw_devlog *dev;    /* collectives on the device (device.c), or NULL */
+	struct rt_vw_rank_comms *rcomms; /* communicators, Send/Recv, groups (comms.c), or NULL */
 	/* what the system said of its processes after the pass (read/live.c,
 	 * asked by load/load.c): the analyses' LIVE input, never asked by them */
 	struct rt_vw_live sys;

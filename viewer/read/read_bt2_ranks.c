@@ -3,9 +3,11 @@
  * into ranks, the way a native trace has one directory per rank.
  *
  * A process is identified by ranktrace:rt_identity (launcher environment) or,
- * when that gave no rank, by the rank NCCL gave it later (rt_rank); processes
- * of one rank (forked children) are one rank, a process with no rank is its
- * own (rank-pPID). A rank's events are put in begin order, the order of the
+ * when that gave no rank, by the rank NCCL gave it later (rt_rank); a
+ * process with no rank is its own (rank-pPID). A forked child of a rank's
+ * process (its identity names its parent's pid as the rank's) is not that
+ * rank: its events are left out, as the native trace keeps them in fork-*
+ * files apart from the rank's streams. A rank's events are put in begin order, the order of the
  * native merge.
  *
  * A call emitted when it started (dur_ns pending: NCCL's, see
@@ -145,6 +147,8 @@ static int build_rank(struct reader *r, int a, int b, struct rt_vw_bt2_rank *out
 	for (int i = a; i < b; i++) {
 		const struct proc *p = &r->procs[i];
 
+		if (p->rank_pid && p->vpid != p->rank_pid) /* a forked child: not the rank */
+			continue;
 		for (size_t j = 0; j < p->n; j++) {
 			const struct rec *rc = &p->recs[j];
 

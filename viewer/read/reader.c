@@ -289,7 +289,7 @@ static int next_record(struct rt_vw_cursor *c, struct rt_vw_event *e)
 					 "zeros or other bytes its writer never wrote (records lost)");
 	rt_fmt_event_common_get(p + c->off + hdr, &e->dur, &r, &dev);
 	/* only a call is written pending; a tracer record reading so is damage */
-	e->pending = e->dur == RT_DUR_PENDING && e->id < RT_ID_FIRST_TRACER;
+	e->pending = e->dur == RT_DUR_PENDING && rt_id_is_api(e->id);
 	e->ret = r;
 	e->dev = dev;
 	e->fields = p + c->off + hdr + RT_COMMON_BYTES;

@@ -46,7 +46,7 @@ static bool drawn(const struct rt_vw_event *e)
 {
 	if (e->id == RT_ID_rt_rank || e->id == RT_ID_rt_cupti_state || e->id == RT_ID_rt_drv_entry)
 		return false;
-	return rt_vw_is_coll(e->id) || e->id >= RT_ID_FIRST_TRACER || e->ret != 0 || e->pending;
+	return rt_vw_is_coll(e->id) || !rt_id_is_api(e->id) || e->ret != 0 || e->pending;
 }
 
 static void rp_event(void *arg, int ri, const struct rt_vw_event *e)
@@ -63,7 +63,7 @@ static void rp_event(void *arg, int ri, const struct rt_vw_event *e)
 	if (p->nspans[ri] < MAX_SPANS)
 		p->spans[ri][p->nspans[ri]++] = (struct span){
 			e->ts, e->pending ? 0 : e->dur, (uint16_t)e->id, e->pending,
-			!e->pending && e->ret != 0 && e->id < RT_ID_FIRST_TRACER };
+			!e->pending && e->ret != 0 && rt_id_is_api(e->id) };
 }
 
 #define END_COLOUR "#e15759"    /* exit, signal, a call that never returned */

@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: MIT */
+/* comms.h - what a rank's trace says of its communicators and point-to-point
+ * calls (comms.c): the model's record of rt_comm, ncclSend/ncclRecv with
+ * their device times (rt_dev_p2p), and the groups launched (rt_group), for
+ * the analyses per communicator. Decoding only: nothing here judges. */
+#ifndef RT_VW_COMMS_H
+#define RT_VW_COMMS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "model.h"
+
+/* A communicator this rank holds, as its last rt_comm record says. */
+struct rt_vw_rank_comm {
+	uint64_t id, parent;     /* comm_id; a split's or shrink's parent (0: none) */
+	int nranks, rank;        /* its size, this rank's place in it (-1: not known) */
+	int global_rank;         /* the rank in the job, as the record says */
+	int how;                 /* enum rt_comm_how (format/schema.h) */
+	int color, key, ordinal; /* a split's color and key; the rank's N-th call of that kind */
+	int device, state;       /* state: 0 being made, 1 made, 2 failed */
+	char excluded[64];       /* a shrink's excluded parent ranks ("1,3") */
+	uint64_t made_ts;        /* the first record's time */
+	uint64_t end_ts;         /* destroyed, aborted or revoked at (0: not) */
+	int end_role;            /* RT_R_COMM_END or RT_R_COMM_REVOKE */
+};
+
+/* One ncclSend (send) or ncclRecv of this rank: seq is its number on its
+ * communicator for that peer and direction; device times from rt_dev_p2p
+ * (0: not seen). */
+struct rt_vw_p2p {
+	uint64_t comm_id, ts, dur, dev_start, dev_done;
+	uint32_t seq;
+	int peer, ret;
+	bool send, pending;
+};
+
+struct rt_vw_rank_comms {
+	struct rt_vw_rank_comm *v;
+	int n, cap;
+	struct rt_vw_p2p *p;
+	uint32_t np, pcap;
+	uint32_t groups;         /* rt_group records: groups launched */
+	uint64_t group_calls;    /* the calls they held */
+	uint64_t unbound_p2p;    /* rt_dev_p2p of no call of this rank */
+};
+
+/* The model's pass: true when e was one of this file's records (consumed);
+ * ncclSend/ncclRecv and a communicator's end are noted and false returned. */
+bool rt_vw_comms_event(struct rt_vw_rank *r, const struct rt_vw_event *e);
+void rt_vw_comms_free(struct rt_vw_rank *r);
+/* Communicator id as rank r holds it, or NULL. */
+const struct rt_vw_rank_comm *rt_vw_rank_comm_of(const struct rt_vw_rank *r, uint64_t id);
+
+#endif
