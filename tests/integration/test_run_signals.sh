@@ -10,7 +10,17 @@
 source "$(dirname "$0")/lib.sh"
 RT="$B/bin/ranktrace"
 JOBS=()
-trap 'for p in "${JOBS[@]}"; do kill -KILL -- -"$p" 2>/dev/null; done; rm -rf "$T"' EXIT
+# at exit: every job's group, then any process still tracing into $T (ranks
+# in groups of their own whose keeper a watchdog killed: found by their
+# RANKTRACE_DIR, which only this test's jobs have)
+trap 'for p in "${JOBS[@]}"; do kill -KILL -- -"$p" 2>/dev/null; done
+  for p in $(traced_into "$T/"); do kill -KILL "$p" 2>/dev/null; done; rm -rf "$T"' EXIT
+# traced_into PREFIX: the pids whose RANKTRACE_DIR starts with PREFIX
+traced_into() { local p
+  for p in /proc/[0-9]*; do
+    { tr "\\0" "\\n" < "$p/environ" | grep -q "^RANKTRACE_DIR=$1"; } 2> /dev/null && echo "${p#/proc/}"
+  done
+}
 # counts the signals it gets until 1 s after the first; writes the count
 cat > "$T/count.py" <<'PY'
 import os, signal, sys, time
@@ -115,8 +125,8 @@ job_left() { local p n=0
 killed_run() { local name=$1; shift
   start "$name" env LD_LIBRARY_PATH="$SIM${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$RT" run -o "$T/$name" \
     --inject nccl-hang=5 -- "$@"
-  local i
-  for i in $(seq 200); do
+  local until=$((SECONDS + 30)) # the watchdog ends the job at 60 s
+  while [ $SECONDS -lt $until ]; do
     [ "$(ls -d "$T/$name"/rank-* 2> /dev/null | wc -l)" -ge 4 ] && [ "$(job_left "$T/$name")" -ge 4 ] && break
     sleep 0.1
   done
