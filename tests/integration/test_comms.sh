@@ -72,4 +72,27 @@ check "fork: verdict healthy (every parent called every collective)" \
 sim timeout -k 5 120 "$RT" run -o "$T/skip" --inject 'ncclAllReduce:skip:rank=1:when=2:comm=split2' -- \
   "$B/bin/rt-launch" -n 4 "$B/bin/fsdp_mini" --mesh hsdp:2 --steps 2 > "$T/skip.log" 2>&1
 check "comm=split2: fired on rank 1's 2nd all-reduce of that group alone" comms comm_skip "$T/skip" 1 2 2
+# view --json: a finding's communicator comes with its members, the global
+# ranks whose rt_comm records name it (babeltrace2's text, independently)
+"$RT" view --json "$T/skip" > "$T/skip.json" 2> /dev/null
+members_ok() { python3 - "$T/skip.json" "$T/skip" <<'PY'
+import json, re, subprocess, sys, glob
+d = json.load(open(sys.argv[1]))
+fs = [f for f in d["findings"] if f["comm"]]
+if not fs:
+    sys.exit("no finding on a communicator")
+for f in fs:
+    cid, want = int(f["comm"], 16), {}
+    for rd in sorted(glob.glob(sys.argv[2] + "/rank-*")):
+        out = subprocess.run(["babeltrace2", rd], capture_output=True, text=True).stdout
+        for m in re.finditer(r"rt_comm: .*comm_id = (\d+), nranks = \d+, rank = (\d+), global_rank = (\d+)", out):
+            if int(m.group(1)) == cid:
+                want[int(m.group(2))] = int(m.group(3))
+    got = f["members"]
+    if got != [want[k] for k in sorted(want)] or not got:
+        sys.exit("%s on %s: members %s, the records say %s" % (f["id"], f["comm"], got, want))
+print(len(fs))
+PY
+}
+check "view --json: each finding's communicator with its members, as the rt_comm records say ($(members_ok 2>&1 | tail -1))" members_ok
 finish

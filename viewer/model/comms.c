@@ -34,6 +34,30 @@ const struct rt_vw_rank_comm *rt_vw_rank_comm_of(const struct rt_vw_rank *r, uin
 	return r->rcomms ? find(r->rcomms, id) : NULL;
 }
 
+int rt_vw_comm_members(const struct rt_vw_trace *t, uint64_t id, int *out, int cap)
+{
+	int n = 0, place[RT_VW_FINDING_RANKS];
+
+	for (int i = 0; i < t->nranks && n < cap && n < RT_VW_FINDING_RANKS; i++) {
+		const struct rt_vw_rank *r = &t->ranks[i];
+		const struct rt_vw_rank_comm *k = rt_vw_rank_comm_of(r, id);
+		int j = n++;
+
+		if (!k) {
+			n--;
+			continue;
+		}
+		/* in the order of their places in it (insertion: few members) */
+		for (; j > 0 && place[j - 1] > k->rank; j--) {
+			place[j] = place[j - 1];
+			out[j] = out[j - 1];
+		}
+		place[j] = k->rank;
+		out[j] = k->global_rank >= 0 ? k->global_rank : r->meta.rank;
+	}
+	return n;
+}
+
 static void on_comm(struct rt_vw_rank_comms *c, const struct rt_vw_event *e)
 {
 	uint64_t id = (uint64_t)rt_vw_fld(e, RT_FN_comm_id);

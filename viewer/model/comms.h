@@ -49,6 +49,10 @@ struct rt_vw_rank_comms {
  * ncclSend/ncclRecv and a communicator's end are noted and false returned. */
 bool rt_vw_comms_event(struct rt_vw_rank *r, const struct rt_vw_event *e);
 void rt_vw_comms_free(struct rt_vw_rank *r);
+/* The members of communicator id as the ranks' rt_comm records say: their
+ * global ranks in the order of their places in it, at most cap (and 64);
+ * the count, 0 when no rank recorded it (a trace without such records). */
+int rt_vw_comm_members(const struct rt_vw_trace *t, uint64_t id, int *out, int cap);
 /* Communicator id as rank r holds it, or NULL. */
 const struct rt_vw_rank_comm *rt_vw_rank_comm_of(const struct rt_vw_rank *r, uint64_t id);
 

@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdio.h>
 
+#include "comms.h"
 #include "export.h"
 #include "finding_say.h"
 #include "json.h"
@@ -190,6 +191,22 @@ static void values_json(struct rt_json *w, const struct rt_vw_finding *f)
 	rt_json_end(w);
 }
 
+/* "members": the global ranks of a finding's communicator, or null where
+ * the trace does not say them (no rt_comm records). */
+static void members_json(struct rt_json *w, const struct rt_vw_trace *t, uint64_t comm)
+{
+	int m[RT_VW_FINDING_RANKS], n = rt_vw_comm_members(t, comm, m, RT_VW_FINDING_RANKS);
+
+	if (!n) {
+		rt_json_null(w, RT_JK(members));
+		return;
+	}
+	rt_json_arr(w, RT_JK(members));
+	for (int i = 0; i < n; i++)
+		rt_json_int(w, NULL, m[i]);
+	rt_json_end(w);
+}
+
 /* "findings": every finding about the ranks shown, with its level,
  * detector, advice, ranks and collective. */
 static void findings_json(struct rt_json *w, const struct rt_vw_report *rp)
@@ -220,9 +237,11 @@ static void findings_json(struct rt_json *w, const struct rt_vw_report *rp)
 		if (f->coll.comm) {
 			rt_json_strf(w, RT_JK(comm), "%016llx", (unsigned long long)f->coll.comm);
 			rt_json_uint(w, RT_JK(seq), f->coll.seq);
+			members_json(w, t, f->coll.comm);
 		} else {
 			rt_json_null(w, RT_JK(comm));
 			rt_json_null(w, RT_JK(seq));
+			rt_json_null(w, RT_JK(members));
 		}
 		values_json(w, f);
 		rt_json_end(w);
