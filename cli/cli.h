@@ -68,6 +68,11 @@ int rt_cli_printed(const char *cmd, int rc);
  * after the usage message. */
 #define RT_CLI_MAX_RANK 99999
 int rt_cli_parse_rank(const char *cmd, const char *s);
+/* --attempt N: the attempt of an elastic job (torchrun --max-restarts) the
+ * trace is read at (rt_cli_load*), RT_VW_LAST_ATTEMPT unless given. 0, or
+ * -1 after the message. */
+extern int rt_cli_attempt;
+int rt_cli_parse_attempt(const char *cmd, const char *s);
 /* 0 when dir is a directory; else prints "no such directory" (or why) and
  * returns EXIT_USAGE: a wrong path is a usage error, not a damaged trace. */
 int rt_cli_check_dir(const char *cmd, const char *dir);

@@ -12,7 +12,7 @@
 #include "cli.h"
 #include "diff.h"
 
-static const char *const usage = "usage: ranktrace diff A B [--json]\n";
+static const char *const usage = "usage: ranktrace diff A B [--json] [--attempt N]\n";
 
 static void help(void)
 {
@@ -21,7 +21,9 @@ static void help(void)
 	       "each parameter lives and its shape (latest report); then rank by rank where the\n"
 	       "sequence of collectives first diverges, allocation counts and how each rank\n"
 	       "ended; then both verdicts and whether B shows A's failure signature.\n\n"
-	       "  --json   schema ranktrace.diff/1 (docs/json.md)\n\n"
+	       "  --json   schema ranktrace.diff/1 (docs/json.md)\n"
+	       "  --attempt N  the attempt of both (elastic jobs, torchrun --max-restarts:\n"
+	       "           DIR/attempt-N/; 0 the first); default: each one's last\n\n"
 	       "Exit status: 0 same verdict, 1 different verdicts, 2 a usage error, 3\n"
 	       "unreadable input.\n", usage);
 }
@@ -30,6 +32,7 @@ int rt_cli_cmd_diff(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "json", no_argument, NULL, 'j' },
+		{ "attempt", required_argument, NULL, 'A' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -41,6 +44,10 @@ int rt_cli_cmd_diff(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "jh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'j': json = true; break;
+		case 'A':
+			if (rt_cli_parse_attempt("diff", optarg) != 0)
+				return EXIT_USAGE;
+			break;
 		case 'h': help(); return 0;
 		default: fputs(usage, stderr); return EXIT_USAGE;
 		}

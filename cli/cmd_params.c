@@ -17,7 +17,7 @@
 
 static const char *const usage =
 	"usage: ranktrace params DIR [--rank N] [--param GLOB] [--at wrap|first-forward|last]\n"
-	"                        [--json]\n";
+	"                        [--json] [--attempt N]\n";
 
 static int parse_at(const char *s)
 {
@@ -44,7 +44,9 @@ static void help(void)
 	       "                  (the first forward of the top-level module) or last (the\n"
 	       "                  latest report; default)\n"
 	       "  --json          schema ranktrace.params/1 (docs/json.md): every rank, every\n"
-	       "                  report point\n\n"
+	       "                  report point\n"
+	       "  --attempt N     the attempt of an elastic job (torchrun --max-restarts:\n"
+	       "                  DIR/attempt-N/; 0 the first); default: the last\n\n"
 	       "Exit status: 0; 3 when a rank's files are damaged (the others are shown);\n"
 	       "2 for a usage error.\n", usage);
 }
@@ -56,6 +58,7 @@ int rt_cli_cmd_params(int argc, char **argv)
 		{ "param", required_argument, NULL, 'p' },
 		{ "at", required_argument, NULL, 'a' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "attempt", required_argument, NULL, 'A' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -82,6 +85,10 @@ int rt_cli_cmd_params(int argc, char **argv)
 			}
 			break;
 		case 'j': json = true; break;
+		case 'A':
+			if (rt_cli_parse_attempt("params", optarg) != 0)
+				return EXIT_USAGE;
+			break;
 		case 'h': help(); return 0;
 		default: fputs(usage, stderr); return EXIT_USAGE;
 		}

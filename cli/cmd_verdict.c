@@ -18,7 +18,7 @@
 
 static void usage_verdict(FILE *f)
 {
-	fprintf(f, "usage: ranktrace verdict DIR [--bad SIGNATURE] [--stall DURATION]\n\n"
+	fprintf(f, "usage: ranktrace verdict DIR [--bad SIGNATURE] [--stall DURATION] [--attempt N]\n\n"
 		   "Prints one word (why goes to stderr):\n");
 	for (int v = 0; v < RT_V_COUNT; v++) /* format/findings.def */
 		fprintf(f, "  %-20s %d  %s\n", rt_verdicts[v].word, rt_verdicts[v].exit,
@@ -40,7 +40,9 @@ static void usage_verdict(FILE *f)
 		   "An interrupted job (every rank stopped by SIGINT, SIGTERM or SIGHUP, as a\n"
 		   "launcher does when run gets Ctrl-C or a scheduler's stop) is inconclusive:\n"
 		   "its ranks stopped a collective apart, which is no mismatch and no crash;\n"
-		   "it is hung if, when it was stopped, no call had returned for --stall.\n");
+		   "it is hung if, when it was stopped, no call had returned for --stall.\n"
+		   "An elastic job (torchrun --max-restarts) is judged by its last attempt\n"
+		   "(DIR/attempt-N/), the earlier ones' endings said; --attempt N judges that one.\n");
 }
 
 int rt_cli_cmd_verdict(int argc, char **argv)
@@ -48,6 +50,7 @@ int rt_cli_cmd_verdict(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "bad", required_argument, NULL, 'b' },
 		{ "stall", required_argument, NULL, 's' },
+		{ "attempt", required_argument, NULL, 'A' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -71,6 +74,10 @@ int rt_cli_cmd_verdict(int argc, char **argv)
 			break;
 		case 's':
 			if (rt_cli_parse_duration("verdict", "stall", optarg, &stall_ns) != 0)
+				return EXIT_VERDICT_USAGE;
+			break;
+		case 'A':
+			if (rt_cli_parse_attempt("verdict", optarg) != 0)
 				return EXIT_VERDICT_USAGE;
 			break;
 		case 'h': usage_verdict(stdout); return 0;

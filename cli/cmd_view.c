@@ -64,7 +64,7 @@ static void sleep_ns(uint64_t ns)
 static void usage_view(FILE *f)
 {
 	fprintf(f, "usage: ranktrace view DIR [--rank N] [--all] [--json] [--stall DURATION]\n"
-		   "                      [--watch [--interval SECONDS]] [--jobs N]\n\n"
+		   "                      [--watch [--interval SECONDS]] [--jobs N] [--attempt N]\n\n"
 		   "One screen per trace: a row per rank (host, devices used, expected device\n"
 		   "(LOCAL_RANK), peak device memory, allocations, collectives, FSDP root\n"
 		   "forwards, how complete its trace is, how it ended or what it is doing) and\n"
@@ -81,7 +81,10 @@ static void usage_view(FILE *f)
 		   "                    rank has ended: a job's `top` (started before the job,\n"
 		   "                    it waits for the first rank directory)\n"
 		   "  --jobs N          read ranks on N threads (default: one per core, or\n"
-		   "                    RANKTRACE_JOBS); the output does not depend on N\n\n"
+		   "                    RANKTRACE_JOBS); the output does not depend on N\n"
+		   "  --attempt N       the attempt of an elastic job to read (torchrun --max-restarts:\n"
+		   "                    DIR/attempt-N/; 0 is the first); default: the last, the\n"
+		   "                    earlier ones' endings said among the findings\n\n"
 		   "A rank's trace is complete, capped (tracing stopped early: size cap, disk\n"
 		   "full), damaged, missing (the world size says it exists) or live (its process\n"
 		   "still runs: it holds a lock on its stream files).\n"
@@ -140,6 +143,7 @@ int rt_cli_cmd_view(int argc, char **argv)
 		{ "watch", no_argument, NULL, 'w' },
 		{ "interval", required_argument, NULL, 'i' },
 		{ "jobs", required_argument, NULL, 'J' },
+		{ "attempt", required_argument, NULL, 'A' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -161,6 +165,10 @@ int rt_cli_cmd_view(int argc, char **argv)
 		case 'i':
 			if (rt_cli_parse_duration("view", c == 's' ? "stall" : "interval", optarg,
 						  c == 's' ? &stall_ns : &interval_ns) != 0)
+				return EXIT_USAGE;
+			break;
+		case 'A':
+			if (rt_cli_parse_attempt("view", optarg) != 0)
 				return EXIT_USAGE;
 			break;
 		case 'J':

@@ -34,6 +34,28 @@ int rt_cli_printed(const char *cmd, int rc)
 	return 0;
 }
 
+int rt_cli_attempt = RT_VW_LAST_ATTEMPT;
+
+int rt_cli_parse_attempt(const char *cmd, const char *s)
+{
+	char *end;
+	long v = -1;
+
+	if (isdigit((unsigned char)*s)) {
+		errno = 0;
+		v = strtol(s, &end, 10);
+		if (*end || errno || v > 1000000)
+			v = -1;
+	}
+	if (v < 0) {
+		fprintf(stderr, "ranktrace %s: --attempt %s: expected an attempt number (0: the "
+			"first; the default is the last)\n", cmd, s);
+		return -1;
+	}
+	rt_cli_attempt = (int)v;
+	return 0;
+}
+
 int rt_cli_parse_rank(const char *cmd, const char *s)
 {
 	char *end;
@@ -143,7 +165,8 @@ struct rt_vw_trace *rt_cli_load_stall(const char *cmd, const char *dir, uint64_t
 	char err[1024];
 	unsigned flags = !strcmp(cmd, "diff") ? RT_VW_KEEP_CALLS
 			 : !strcmp(cmd, "export") || !strcmp(cmd, "report") ? RT_VW_KEEP_MEMORY : 0;
-	struct rt_vw_trace *t = rt_vw_load_stall(dir, flags, stall_ns, err, sizeof(err));
+	struct rt_vw_trace *t = rt_vw_load_attempt(dir, flags, stall_ns, rt_cli_attempt, err,
+						   sizeof(err));
 
 	if (!t)
 		fprintf(stderr, "ranktrace %s: %s\n", cmd, rt_vw_esc(err));

@@ -12,9 +12,17 @@
 #include "export.h"
 #include "view.h"
 
-/* "next: ..." with this trace's directory in place of DIR. */
-static void print_advice(FILE *f, const char *advice, const char *dir)
+/* "next: ..." with this trace's directory in place of DIR: the job's, not
+ * the attempt's (DIR/attempt-N is read as DIR --attempt N). */
+static void print_advice(FILE *f, const char *advice, const struct rt_vw_trace *t)
 {
+	char dir[sizeof(t->dir)], tail[32];
+	size_t n = strlen(t->dir), k;
+
+	snprintf(dir, sizeof(dir), "%s", t->dir);
+	k = (size_t)snprintf(tail, sizeof(tail), "/attempt-%d", t->attempt);
+	if (t->attempt > 0 && n > k && !strcmp(dir + n - k, tail))
+		dir[n - k] = '\0';
 	fprintf(f, "     next: ");
 	for (const char *p = advice; *p; p++) {
 		if (!strncmp(p, "DIR", 3) && (p == advice || p[-1] == ' ')) {
@@ -41,7 +49,7 @@ static void print_findings(FILE *f, const struct rt_vw_report *rp, bool all)
 			continue;
 		fprintf(f, "  %d. %s: %s\n", ++shown, rt_level_names[g->level], rt_vw_esc(g->text));
 		if (k == next)
-			print_advice(f, rt_findings[rp->t->findings[g->first].kind].advice, rp->t->dir);
+			print_advice(f, rt_findings[rp->t->findings[g->first].kind].advice, rp->t);
 	}
 	if (!shown)
 		fprintf(f, "  none%s\n", rp->t->verdict == RT_V_HEALTHY ? ": every rank ended cleanly, "
