@@ -172,16 +172,8 @@ struct sim_stream *sq_stream(cudaStream_t s)
 
 	if ((void *)s >= (void *)sq_legacy && (void *)s < (void *)(sq_legacy + SQ_MAX_DEV))
 		return (struct sim_stream *)s; /* simgpu_legacy_stream's */
-	if (s == NULL || s == cudaStreamLegacy || s == cudaStreamPerThread) {
-		int d = current_dev();
-
-		pthread_mutex_lock(&sq_lock);
-		sq_legacy[d].magic = STREAM_MAGIC;
-		sq_legacy[d].device = d;
-		sq_legacy[d].legacy = true;
-		pthread_mutex_unlock(&sq_lock);
-		return &sq_legacy[d];
-	}
+	if (s == NULL || s == cudaStreamLegacy || s == cudaStreamPerThread)
+		return legacy_of(current_dev());
 	pthread_mutex_lock(&sq_lock);
 	for (struct sim_stream *p = sq_streams; p; p = p->next)
 		if ((void *)p == (void *)s && !p->dead)
