@@ -29,23 +29,44 @@ static bool enqueued(const struct rt_vw_rank *r, const struct rt_vw_devcoll *o, 
 	       (!o && r->dev && r->dev->dropped && rt_vw_entered_seq(r, c->comm_id) >= c->seq);
 }
 
+/* The first ncclCommAbort of comm entered on any rank (UINT64_MAX: none). */
+static uint64_t first_abort(const struct rt_vw_trace *t, uint64_t comm)
+{
+	uint64_t ts = UINT64_MAX;
+
+	for (int k = 0; k < t->nranks; k++) {
+		const struct rt_vw_devlog *d = t->ranks[k].dev;
+
+		for (int j = 0; t->ranks[k].readable && d && j < d->naborted; j++)
+			if (d->aborted[j].comm_id == comm && d->aborted[j].ts < ts)
+				ts = d->aborted[j].ts;
+	}
+	return ts;
+}
+
 /* Did c complete on some device? A completion counts only on a rank that
- * had not aborted the communicator before (devevents: a CUDA event after a
- * failed or aborted collective completes too), and only when every rank of
- * the communicator enqueued it: without one of them no collective can
- * complete, so that completion was a failure's. */
+ * had not aborted the communicator before, and only before any rank of it
+ * aborted it (devevents: a CUDA event after a failed or aborted collective
+ * completes too, and a peer's abort fails the others' collectives: the
+ * watchdog that fired on rank 2 completes #4's events on ranks 0,1 whose
+ * device never saw rank 3's), and only when every rank of the communicator
+ * enqueued it: without one of them no collective can complete, so that
+ * completion was a failure's. */
 static bool completed(const struct rt_vw_trace *t, const struct rt_vw_devcoll *c)
 {
+	uint64_t abort_ts = first_abort(t, c->comm_id);
 	bool done = false;
 
 	for (int k = 0; k < t->nranks; k++) {
 		const struct rt_vw_rank *r = &t->ranks[k];
+		const struct rt_vw_devcoll *o;
 
 		if (!r->readable)
 			continue;
 		if (in_comm(r, c->comm_id) && rt_vw_entered_seq(r, c->comm_id) < c->seq)
 			return false;
-		done = done || rt_vw_dev_done(r->dev, rt_vw_dev_find(r->dev, c->comm_id, c->seq));
+		o = rt_vw_dev_find(r->dev, c->comm_id, c->seq);
+		done = done || (rt_vw_dev_done(r->dev, o) && o->done_ts < abort_ts);
 	}
 	return done;
 }
