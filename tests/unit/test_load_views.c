@@ -75,6 +75,32 @@ Test(load_views, a_rank_whose_parameters_are_wrong_is_summed_up_as_wrong)
 	rt_vw_free(t);
 }
 
+/* FSDP v1 with use_orig_params=false between steps: most parameters are
+ * views of freed storage (resharded), a few left unsharded on the device,
+ * and the root forward ran: FSDP's normal state, not a wrong rank (it read
+ * "2 of 3 parameters point at freed storage" before). */
+Test(load_views, resharded_parameters_between_steps_are_fsdps_normal_state)
+{
+	struct rt_vw_trace *t;
+	char line[300];
+
+	tw_init(1);
+	OK(0, rt_fsdp_forward, -1, RT_FN_phase, U(0));
+	OK(0, rt_param, -1, RT_FN_name, "a.weight", RT_FN_devtype, U(0), RT_FN_device, U(0),
+	   RT_FN_numel, U(16), RT_FN_bytes, U(0));
+	OK(0, rt_param, -1, RT_FN_name, "b.weight", RT_FN_devtype, U(0), RT_FN_device, U(0),
+	   RT_FN_numel, U(16), RT_FN_bytes, U(0));
+	OK(0, rt_param, -1, RT_FN_name, "c.bias", RT_FN_devtype, U(1), RT_FN_device, U(-1),
+	   RT_FN_numel, U(16), RT_FN_bytes, U(64), RT_FN_ptr, U(0x5000));
+	OK(0, rt_exit, -1, RT_FN_status, U(0));
+	tw_write();
+	t = load(0);
+	cr_expect_not(rt_vw_placement_summary(&t->ranks[0], line, sizeof(line)), "%s", line);
+	cr_expect(strstr(line, "2 of 3 parameters sharded by FSDP") && strstr(line, "normal state") &&
+		  strstr(line, "1 on cpu") && !strstr(line, "e.g."), "%s", line);
+	rt_vw_free(t);
+}
+
 /* Two threads of a rank (two stream files), the second cut short: the
  * first one's events are all there, the damage is noted on the rank. */
 Test(load_views, a_ranks_threads_are_merged_and_a_cut_one_is_damage)

@@ -180,11 +180,21 @@ bool rt_vw_placement_summary(const struct rt_vw_rank *r, char *out, size_t n)
 				 count[RT_P_CUDA], count[RT_P_CPU]);
 		return false;
 	}
-	if (worst == RT_P_FREED && count[RT_P_FREED] == r->nparams && r->fsdp_root_forwards) {
+	if (worst == RT_P_FREED && r->fsdp_root_forwards && !count[RT_P_WRONG_DEVICE] &&
+	    !count[RT_P_META]) {
 		/* FSDP v1 reshards after each forward: the original parameters are
-		 * views of freed storage between forwards, and the root forward ran */
-		snprintf(out, n, "all %u parameters sharded by FSDP (storage freed between its "
-			 "%llu root forwards)", r->nparams, (unsigned long long)r->fsdp_root_forwards);
+		 * views of freed storage between forwards, and the root forward ran
+		 * (use_orig_params=false leaves some unsharded: on cuda or cpu) */
+		int k = count[RT_P_FREED] == r->nparams ?
+			snprintf(out, n, "all %u parameters", r->nparams) :
+			snprintf(out, n, "%u of %u parameters", count[RT_P_FREED], r->nparams);
+		k = k < 0 || (size_t)k >= n ? (int)n : k;
+		k += snprintf(out + k, n - (size_t)k, " sharded by FSDP (storage freed between its "
+			      "%llu root forwards: FSDP's normal state between steps)",
+			      (unsigned long long)r->fsdp_root_forwards);
+		if ((count[RT_P_CUDA] || count[RT_P_CPU]) && k > 0 && (size_t)k < n)
+			snprintf(out + k, n - (size_t)k, "; %u on cuda, %u on cpu", count[RT_P_CUDA],
+				 count[RT_P_CPU]);
 		return false;
 	}
 	for (uint32_t i = 0; i < r->nparams && !example; i++)
