@@ -32,7 +32,7 @@ struct dev_ev {
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static struct dev_ev evs[MAXEV];
-static int nev, loaded, binds, dropped, drop_reason;
+static int nev, loaded, binds, dropped, drop_reason, completions;
 static uint64_t drop_nccl_seq;
 /* what the last bind asked */
 static struct { const void *send, *recv; uint64_t count; int peer; char func[16]; } asked;
@@ -70,6 +70,7 @@ __attribute__((visibility("default"))) void rt_dev_event(int phase, uint64_t com
 {
 	(void)nccl_comm;
 	pthread_mutex_lock(&mu);
+	completions += phase == 2;
 	if (nev < MAXEV)
 		evs[nev++] = (struct dev_ev){ phase, comm_id, nccl_seq, gpu_ns, seq, -1, 0 };
 	pthread_mutex_unlock(&mu);
@@ -104,7 +105,7 @@ static void load(void)
 	v5 = dlsym(lib, "ncclProfiler_v5");
 	v4 = dlsym(lib, "ncclProfiler_v4");
 	cr_assert(v5 && v4);
-	nev = loaded = binds = dropped = drop_reason = 0;
+	nev = loaded = binds = dropped = drop_reason = completions = 0;
 }
 
 static int count(int phase)
@@ -347,24 +348,107 @@ Test(nccl_plugin, init_from_many_threads_and_after_fork)
 	cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 }
 
-/* More collectives in flight than the pool holds (4096): the one past it
- * gets no handle, and the tracer is told (rt_dev_dropped, pool full) with
- * NCCL's sequence number, instead of losing it silently. */
-Test(nccl_plugin, a_full_pool_says_the_dropped_record)
+/* The pool holds 65,536 collectives in flight (issue 30; 4,096 before):
+ * the one past it gets no handle, and the tracer is told (rt_dev_dropped,
+ * pool full) with NCCL's sequence number, instead of losing it silently. */
+#define POOL_MAX 65536
+
+static void drop_past_the_pool(void *ctx, uint64_t nseq)
 {
 	struct rt_nccl_descr_v5 d = { .type = RT_NCCL_PROFILE_COLL };
-	void *ctx, *h = NULL;
+	void *h = NULL;
+	int before = dropped;
+
+	d.coll = (struct rt_nccl_coll_v5){ .seqNumber = nseq, .func = "AllReduce", .count = 8 };
+	cr_assert_eq(v5->startEvent(ctx, &h, &d), ncclSuccess);
+	cr_expect_null(h, "no record left for it");
+	cr_expect_eq(dropped, before + 1);
+	cr_expect_eq(drop_reason, RT_DROP_POOL);
+	cr_expect_eq(drop_nccl_seq, nseq);
+}
+
+Test(nccl_plugin, a_full_pool_says_the_dropped_record)
+{
+	void *ctx;
 
 	load();
 	ctx = init5();
-	for (uint64_t i = 0; i < 4096; i++)
+	for (uint64_t i = 0; i < POOL_MAX; i++)
 		coll(ctx, i, 1);
 	cr_expect_eq(dropped, 0);
-	d.coll = (struct rt_nccl_coll_v5){ .seqNumber = 4096, .func = "AllReduce", .count = 8 };
-	cr_assert_eq(v5->startEvent(ctx, &h, &d), ncclSuccess);
-	cr_expect_null(h, "no record left for it");
-	cr_expect_eq(dropped, 1);
-	cr_expect_eq(drop_reason, RT_DROP_POOL);
-	cr_expect_eq(drop_nccl_seq, 4096);
+	drop_past_the_pool(ctx, POOL_MAX);
+	v5->finalize(ctx);
+}
+
+/* A completed collective's record serves the next: a full pool takes one
+ * more once one of its collectives completed, and only one. */
+Test(nccl_plugin, a_completed_record_is_reused)
+{
+	void *ctx, *first;
+
+	load();
+	ctx = init5();
+	first = coll(ctx, 0, 1);
+	for (uint64_t i = 1; i < POOL_MAX; i++)
+		coll(ctx, i, 1);
+	chan_stop(chan(ctx, first, 0, 10), 20);
+	v5->stopEvent(first);
+	cr_expect_eq(completions, 1);
+	cr_expect_eq(coll(ctx, POOL_MAX, 1), first, "the completed record, given back");
+	drop_past_the_pool(ctx, POOL_MAX + 1);
+	v5->finalize(ctx);
+}
+
+/* Threads start and complete collectives at once, in bursts of 1,000 in
+ * flight each: every one gets a record and completes once (no record handed
+ * to two collectives, none lost: the pool still holds 65,536 after). */
+static void *burst_thread(void *ctx)
+{
+	struct rt_nccl_descr_v5 d = { .type = RT_NCCL_PROFILE_COLL };
+	struct rt_nccl_descr_v5 c = { .type = RT_NCCL_PROFILE_KERNEL_CH };
+	union rt_nccl_state_args stop = { .kernelCh = { 2 } };
+	void *h[1000], *ch;
+	uintptr_t lost = 0; /* no cr_assert off the test's thread */
+
+	d.coll = (struct rt_nccl_coll_v5){ .func = "AllReduce", .count = 8, .nChannels = 1 };
+	for (int round = 0; round < 20; round++) {
+		for (int i = 0; i < 1000; i++) {
+			h[i] = NULL;
+			v5->startEvent(ctx, &h[i], &d);
+			lost += !h[i];
+		}
+		for (int i = 0; i < 1000; i++) {
+			if (!h[i])
+				continue;
+			c.parentObj = h[i];
+			ch = NULL;
+			v5->startEvent(ctx, &ch, &c);
+			v5->recordEventState(ch, RT_NCCL_KERNEL_CH_STOP, &stop);
+			v5->stopEvent(ch);
+			v5->stopEvent(h[i]);
+		}
+	}
+	return (void *)lost;
+}
+
+Test(nccl_plugin, threads_claim_and_give_back_records_at_once)
+{
+	pthread_t th[4];
+	void *ctx, *lost;
+
+	load();
+	ctx = init5();
+	for (int i = 0; i < 4; i++)
+		cr_assert_eq(pthread_create(&th[i], NULL, burst_thread, ctx), 0);
+	for (int i = 0; i < 4; i++) {
+		pthread_join(th[i], &lost);
+		cr_expect_null(lost, "every start had a record");
+	}
+	cr_expect_eq(completions, 4 * 20 * 1000);
+	cr_expect_eq(dropped, 0);
+	for (uint64_t i = 0; i < POOL_MAX; i++)
+		coll(ctx, i, 1);
+	cr_expect_eq(dropped, 0);
+	drop_past_the_pool(ctx, POOL_MAX);
 	v5->finalize(ctx);
 }

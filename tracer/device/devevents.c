@@ -24,7 +24,8 @@
  * Where: a queue per (thread, device) (devqueue.c): entries in record order,
  * one producer (the thread), one consumer (our poller thread); the poller
  * only looks at entries not yet completed, and a queue grows by chunks of
- * events (cold, capped) instead of dropping; nothing waits. No atomic
+ * events (cold, up to 65,536 collectives in flight) instead of dropping;
+ * nothing waits. No atomic
  * read-modify-write and no communicator lookup on the hot path (the device
  * comes with the sequence number, device.c).
  *
@@ -268,8 +269,10 @@ __attribute__((cold, noinline)) static bool group_grow(struct tls *t)
 }
 
 /* What the call being recorded took (device.c), into e. */
-static void fill(struct rt_dq_entry *e, uint64_t comm_id, uint32_t seq, int peer, int p2p)
+static void fill(struct rt_dq_entry *e, uint64_t comm_id, uint32_t seq, int peer, int p2p,
+		 const void *stream)
 {
+	e->stream = stream;
 	e->comm_id = comm_id;
 	e->seq = seq;
 	e->peer = peer;
@@ -290,7 +293,7 @@ static void stash(struct tls *t, struct rt_dq *q, const struct rt_dq_entry *what
 		drop_later(t, why_not(RT_DROP_QUEUE), what);
 		return;
 	}
-	fill(e, what->comm_id, what->seq, what->peer, what->p2p);
+	fill(e, what->comm_id, what->seq, what->peer, what->p2p, stream);
 	t->g[t->n++] = (struct grouped){ e, q, stream, 0, 0 };
 	t->cur = e;
 }
@@ -327,7 +330,7 @@ const void *rt_tr_devev_before(const void *stream)
 		drop_later(t, why_not(RT_DROP_QUEUE), &what);
 		return stream;
 	}
-	fill(e, what.comm_id, what.seq, peer, p2p);
+	fill(e, what.comm_id, what.seq, peer, p2p, stream);
 	if (!record(e->start, stream)) {
 		e->dead = 1;
 		rt_dq_publish(q);

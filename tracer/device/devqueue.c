@@ -5,11 +5,13 @@
  * Cold paths only, apart from the poller's pass: a queue is made when a
  * thread first records on a device (or taken over from a thread that
  * exited), a chunk of events when a queue's chunks are all in use (at most
- * MAX_CHUNKS per queue: then a record is dropped, never waited for, and
- * said in the trace: rt_dev_drop, devevents.c). The poller walks each queue from its oldest unreported entry to the
- * newest published one: completed work is reported once and the chunks
- * behind it go back to their producer; a queue with nothing pending costs
- * two loads. */
+ * MAX_CHUNKS per queue, 65,536 collectives in flight: then a record is
+ * dropped, never waited for, and said in the trace: rt_dev_drop,
+ * devevents.c). The poller walks each queue from its oldest unreported
+ * entry to the newest published one, querying a stream's events only up to
+ * its first pending start (stream order: what follows it is pending too):
+ * completed work is reported once and the chunks behind it go back to
+ * their producer; a queue with nothing pending costs two loads. */
 #include <linux/futex.h>
 #include <pthread.h>
 #include <signal.h>
@@ -20,10 +22,13 @@
 
 #include "devqueue.h"
 
-#define MAX_CHUNKS 64  /* per queue: 4096 collectives in flight */
+/* per queue: 65,536 collectives in flight, and the two chunks the poller
+ * may still hold (partly consumed, not yet given back) */
+#define MAX_CHUNKS (65536 / RT_DQ_CHUNK + 2)
 #define MAX_QUEUES 256 /* threads x devices, reused as threads exit */
 #define POLL_NS RT_DEV_EVENT_POLL_NS /* while anything is pending, and 1 s after */
 #define IDLE_NS 10000000
+#define BLOCKED 16 /* streams a pass remembers as pending (poll_queue) */
 
 static struct rt_dq *queues; /* every queue (atomic push) */
 static int nqueues;
@@ -31,6 +36,7 @@ static pid_t poller_pid;
 static int in_pass; /* the poller is in a pass (drain waits for its end) */
 static int poller_up;      /* the poller thread runs its loop */
 static unsigned passes;    /* the poller's passes so far */
+static uint64_t reported;  /* device records the poller wrote so far */
 static uint32_t wake;      /* set by the drain: the poller's naps end */
 static pthread_key_t exit_key;
 static void (*settle_hook)(void *); /* devevents.c: what the thread left */
@@ -209,6 +215,7 @@ __attribute__((cold, noinline)) struct rt_dq_entry *rt_dq_reserve_slow(struct rt
 /* A collective's device record, or a point-to-point call's. */
 static void report(const struct rt_dq_entry *e, int phase)
 {
+	__atomic_store_n(&reported, reported + 1, __ATOMIC_RELAXED); /* one consumer at a time */
 	if (e->p2p)
 		rt_tr_ev_rt_dev_p2p(phase, e->comm_id, e->peer, e->seq, e->p2p == 1, 0,
 				    RT_DEV_SRC_EVENT, 0);
@@ -216,31 +223,35 @@ static void report(const struct rt_dq_entry *e, int phase)
 		rt_tr_ev_rt_dev_coll(phase, e->comm_id, e->seq, 0, 0, RT_DEV_SRC_EVENT, 0);
 }
 
-/* The poller: one entry, in stream order (start before completion).
- * Returns whether it is fully reported. */
-static bool visit(struct rt_dq_entry *e)
+/* Where an entry stands after the poller's look (visit). */
+enum { AT_START, AT_END, DONE };
+
+/* The poller: one entry, in stream order (start before completion):
+ * AT_START while its start event is pending, AT_END while its completion
+ * is, DONE once fully reported. */
+static int visit(struct rt_dq_entry *e)
 {
 	cudaError_t r;
 
 	if (__atomic_load_n(&e->dead, __ATOMIC_ACQUIRE))
-		return true;
+		return DONE;
 	if (!(e->seen & 1)) {
 		r = rt_dq_cu.query(e->start);
 		if (r == cudaErrorNotReady)
-			return false;
+			return AT_START;
 		e->seen |= 1;
 		if (r != cudaSuccess) /* a device error: neither is known */
-			return true;
+			return DONE;
 		report(e, RT_DEV_STARTED);
 	}
 	if (!__atomic_load_n(&e->armed, __ATOMIC_ACQUIRE)) /* its group's end runs */
-		return __atomic_load_n(&e->dead, __ATOMIC_ACQUIRE);
+		return __atomic_load_n(&e->dead, __ATOMIC_ACQUIRE) ? DONE : AT_END;
 	r = rt_dq_cu.query(e->end);
 	if (r == cudaErrorNotReady)
-		return false;
+		return AT_END;
 	if (r == cudaSuccess)
 		report(e, RT_DEV_COMPLETED);
-	return true;
+	return DONE;
 }
 
 /* The chunk behind the poller goes back to the producer. */
@@ -252,13 +263,29 @@ static void give_back(struct rt_dq *q, struct rt_dq_chunk *c)
 		;
 }
 
+/* Is stream among the n streams whose start events were found pending? */
+static bool behind(const void *const *blocked, unsigned n, const void *stream)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (blocked[i] == stream)
+			return true;
+	return false;
+}
+
 /* One pass over a queue's published entries not yet reported; returns how
- * many stay pending. Only the oldest unreported entries move the tail. */
+ * many stay pending. Only the oldest unreported entries move the tail.
+ * Entries are in the order their start events were recorded, each start
+ * before its own completion: once an entry's start is pending on a stream,
+ * every later entry's events on that stream are too (stream order), and
+ * are not queried: a pass costs a query or two per stream, not one per
+ * collective in flight (20,000 held behind a busy stream: 20,000 queries
+ * every pass before). Streams past BLOCKED are queried entry by entry. */
 static unsigned poll_queue(struct rt_dq *q)
 {
 	uint64_t head = __atomic_load_n(&q->head, __ATOMIC_ACQUIRE), t = q->tail;
 	struct rt_dq_chunk *c = q->rc;
-	unsigned i = q->ri, left = 0;
+	unsigned i = q->ri, left = 0, nb = 0;
+	const void *blocked[BLOCKED];
 	bool front = true;
 
 	for (; t < head; t++, i++) {
@@ -274,8 +301,11 @@ static unsigned poll_queue(struct rt_dq *q)
 			i = 0;
 		}
 		struct rt_dq_entry *e = &c->e[i];
+		int at = e->seen == 2 ? DONE : behind(blocked, nb, e->stream) ? AT_START : visit(e);
 
-		if (e->seen != 2 && !visit(e)) {
+		if (at != DONE) {
+			if (at == AT_START && nb < BLOCKED && !behind(blocked, nb, e->stream))
+				blocked[nb++] = e->stream;
 			front = false;
 			left++;
 			continue;
@@ -329,12 +359,16 @@ static void *poller(void *arg)
 }
 
 /* The poller's last pass, asked at exit: one that began after now (the
- * exiting thread makes no CUDA call of its own). True once done, within
- * 100 ms. */
+ * exiting thread makes no CUDA call of its own). True once done; false
+ * when the poller wrote nothing for 100 ms (or 30 s went by): a pass that
+ * reports every collective of a long queue completed since its last look
+ * (65,536 released at once before the exit) takes longer than 100 ms, and
+ * is waited for while it makes progress. */
 static bool poller_last_pass(void)
 {
 	struct timespec nap = { 0, 100000 };
 	unsigned target;
+	uint64_t seen = 0;
 
 	if (!__atomic_load_n(&poller_up, __ATOMIC_SEQ_CST) ||
 	    __atomic_load_n(&poller_pid, __ATOMIC_SEQ_CST) != rt_tr_pid)
@@ -342,9 +376,14 @@ static bool poller_last_pass(void)
 	target = __atomic_load_n(&passes, __ATOMIC_SEQ_CST) + 2; /* the running one began before */
 	__atomic_store_n(&wake, 1, __ATOMIC_SEQ_CST);
 	syscall(SYS_futex, &wake, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
-	for (int n = 0; n < 1000 && __atomic_load_n(&poller_up, __ATOMIC_SEQ_CST); n++) {
+	for (int n = 0, still = 0; n < 300000 && still < 1000 &&
+				   __atomic_load_n(&poller_up, __ATOMIC_SEQ_CST); n++) {
+		uint64_t now = __atomic_load_n(&reported, __ATOMIC_RELAXED);
+
 		if (__atomic_load_n(&passes, __ATOMIC_SEQ_CST) >= target)
 			return true;
+		still = now == seen ? still + 1 : 0;
+		seen = now;
 		nanosleep(&nap, NULL);
 	}
 	return false;

@@ -19,6 +19,7 @@
 
 struct rt_dq_entry {
 	cudaEvent_t start, end;
+	const void *stream; /* both recorded on it (the poller: stream order) */
 	uint64_t comm_id;
 	uint32_t seq;
 	int32_t peer;  /* a point-to-point call's */

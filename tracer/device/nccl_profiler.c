@@ -22,9 +22,13 @@
  * (rt_dev_bind_v2, rt_dev_event, rt_dev_p2p_event, rt_dev_loaded), found
  * with dlsym. Without them (no tracer in the process, or one older than
  * this plugin) init fails and NCCL runs without it.
- * Thread-safe and lock-free: collective records come from a fixed pool,
- * claimed and released with atomics; an exhausted pool drops the event, and
- * the tracer records the drop (rt_dev_dropped). */
+ * Thread-safe and lock-free: collective records come from a pool of up to
+ * POOL_MAX (65,536 collectives in flight at once), made in chunks of
+ * POOL_CHUNK as more are in flight than ever before (cold: one calloc per
+ * chunk, never freed), given back to a queue where they rest before reuse,
+ * each taken and given back with one compare-and-swap; beyond POOL_MAX a
+ * record is dropped, never waited for, and the tracer records the drop
+ * (rt_dev_dropped). */
 #include <dlfcn.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -34,7 +38,10 @@
 #include "schema.h" /* enum rt_drop_reason: values only */
 
 #define EXPORT __attribute__((visibility("default")))
-#define POOL 4096
+#define POOL_CHUNK 1024              /* records made at once */
+#define POOL_MAX (64 * POOL_CHUNK)   /* 65,536 collectives in flight */
+#define POOL_NONE UINT32_MAX         /* no record */
+#define REST 4096                    /* records given back, resting before reuse */
 
 enum { T_COLL = 1, T_CHAN = 2 };
 
@@ -46,7 +53,7 @@ struct chan {
 
 struct coll {
 	uint8_t type; /* T_COLL */
-	_Atomic int busy;
+	uint32_t idx; /* its place in the pool */
 	_Atomic int refs;    /* the collective event itself + running channels */
 	_Atomic int started; /* phase 1 recorded */
 	_Atomic int stopped; /* channels stopped */
@@ -65,8 +72,22 @@ struct ctx {
 	int rank;
 };
 
-static struct coll pool[POOL];
-static _Atomic unsigned pool_next;
+/* The pool: chunks of records, made in order as more are in flight than
+ * ever before; records given back rest in a queue (bounded, lock-free, one
+ * place per record: a place's turn says whose it is, giver or taker, and
+ * for which lap) and are taken oldest first, and only once REST others
+ * rest behind them: NCCL may still report on a completed collective's
+ * handle (a channel that starts late), which must find it completed, not
+ * another collective's, as with the round-robin pool of 4,096 before. */
+struct rested {
+	_Atomic uint32_t turn; /* minus the place's index: zeroed is its first lap */
+	uint32_t idx;
+};
+static struct coll *_Atomic chunks[POOL_MAX / POOL_CHUNK];
+static _Atomic uint32_t made; /* records handed out of the chunks so far */
+static struct rested rested[POOL_MAX];
+static _Atomic uint32_t rest_head, rest_tail;
+
 /* Set once, by the first init that finds all three (several threads may
  * init communicators at once); read by every event. NULL until then: an
  * event before any init (or with no tracer) is dropped. */
@@ -117,16 +138,88 @@ static ncclResult_t init_common(void **context, int *mask, uint64_t comm, int ra
 	return ncclSuccess;
 }
 
+static struct coll *at(uint32_t i)
+{
+	return &atomic_load_explicit(&chunks[i / POOL_CHUNK], memory_order_acquire)[i % POOL_CHUNK];
+}
+
+/* Cold: record i, whose chunk is not made yet: made by whoever asks first
+ * (several threads may: one calloc wins, the others are freed). */
+__attribute__((cold, noinline)) static struct coll *fresh(uint32_t i)
+{
+	struct coll *_Atomic *slot = &chunks[i / POOL_CHUNK];
+	struct coll *c = atomic_load(slot), *none = NULL;
+
+	if (!c && (c = calloc(POOL_CHUNK, sizeof(*c))) != NULL &&
+	    !atomic_compare_exchange_strong(slot, &none, c)) {
+		free(c);
+		c = none;
+	}
+	return c ? &c[i % POOL_CHUNK] : NULL;
+}
+
+/* The rested record, oldest given back first, when more than rest others
+ * rest behind it; POOL_NONE else. */
+static uint32_t take_rested(uint32_t rest)
+{
+	uint32_t pos = atomic_load(&rest_head), i, v;
+	struct rested *c;
+
+	for (;;) {
+		if (atomic_load(&rest_tail) - pos <= rest)
+			return POOL_NONE;
+		c = &rested[pos % POOL_MAX];
+		v = atomic_load(&c->turn) + pos % POOL_MAX; /* zeroed: turn i for place i */
+		if ((int32_t)(v - (pos + 1)) < 0)
+			return POOL_NONE; /* its giver has not written it yet */
+		if (v == pos + 1 && atomic_compare_exchange_weak(&rest_head, &pos, pos + 1))
+			break;
+		if (v != pos + 1)
+			pos = atomic_load(&rest_head);
+	}
+	i = c->idx;
+	atomic_store(&c->turn, pos + POOL_MAX - pos % POOL_MAX); /* the giver's next lap */
+	return i;
+}
+
+/* A record back, behind the others resting (the queue has a place for
+ * every record: never full). */
+static void give_back(struct coll *o)
+{
+	uint32_t pos = atomic_load(&rest_tail), v;
+	struct rested *c;
+
+	for (;;) {
+		c = &rested[pos % POOL_MAX];
+		v = atomic_load(&c->turn) + pos % POOL_MAX;
+		if (v == pos && atomic_compare_exchange_weak(&rest_tail, &pos, pos + 1))
+			break;
+		if (v != pos)
+			pos = atomic_load(&rest_tail);
+	}
+	c->idx = o->idx;
+	atomic_store(&c->turn, pos + 1 - pos % POOL_MAX); /* the taker's turn */
+}
+
+/* A free record: the oldest given back while REST others rest behind it
+ * (or any, once POOL_MAX are made), else one never used (in a chunk made on
+ * first need); NULL with POOL_MAX in flight. */
 static struct coll *claim(void)
 {
-	for (unsigned n = 0; n < POOL; n++) {
-		struct coll *o = &pool[atomic_fetch_add(&pool_next, 1) % POOL];
-		int free_ = 0;
+	uint32_t i = take_rested(atomic_load(&made) < POOL_MAX ? REST : 0);
+	struct coll *o;
 
-		if (atomic_compare_exchange_strong(&o->busy, &free_, 1))
-			return o;
-	}
-	return NULL;
+	if (i != POOL_NONE)
+		return at(i);
+	i = atomic_load(&made);
+	do { /* never past POOL_MAX, even with many threads at the end */
+		if (i >= POOL_MAX)
+			return (i = take_rested(0)) != POOL_NONE ? at(i) : NULL;
+	} while (!atomic_compare_exchange_weak(&made, &i, i + 1));
+	o = atomic_load(&chunks[i / POOL_CHUNK]) ? at(i) : fresh(i);
+	if (o) /* else no memory: record i is never used, this one dropped */
+		o->idx = i;
+	return o;
 }
 
 /* The record's phase (1 started, 2 completed) to the tracer. */
@@ -156,7 +249,7 @@ static void put(struct coll *o)
 	    !atomic_compare_exchange_strong(&o->done, &no, 1))
 		return;
 	report(o, 2, atomic_load(&o->gpu_stop));
-	atomic_store(&o->busy, 0);
+	give_back(o);
 }
 
 /* What NCCL said of a collective (p2p 0) or point-to-point (1 Send, 2 Recv)
