@@ -29,8 +29,8 @@ fsdp good
 fsdp bad --trainer-version 4.53.0
 run skip --inject 'ncclAllGather:skip:rank=1:when=4' -- "$B/bin/rt-launch" -n 2 "$B/bin/fsdp_mini" --steps 2
 run capped --max-size 64K -- "$B/bin/callstorm" --calls 30000
-# more collectives in flight than the device source keeps: drops
-run drops -- "$B/bin/cuda_state" inflight 6000
+# more collectives in flight than the device source keeps (65,536): drops
+run drops -- "$B/bin/cuda_state" inflight 70000
 # the probe's calls as the PyTorch probe makes them (ctypes), without PyTorch:
 # an unwrapped module's call site, teardown, a parameter of shape DIMS
 probe() { local name=$1 dims=$2
