@@ -4,7 +4,9 @@
  * the latest rt_comm of a communicator wins (a non-blocking one is made on
  * its second), its end (destroy, abort, revoke), ncclSend/ncclRecv with
  * their peer and per-peer number, rt_dev_p2p tied to the call it is (not to
- * the same number of another peer or direction), groups. */
+ * the same number of another peer or direction), groups; and the blame the
+ * analyses put on a communicator's members only, in global ranks, with the
+ * communicator said (issue 27). */
 #include "model_rig.h"
 #include "comms.h"
 
@@ -103,6 +105,139 @@ Test(model_comms, groups_are_counted_with_what_they_held)
 	OK(3, rt_group, 3, RT_FN_group, 2ull, RT_FN_colls, 2ull, RT_FN_p2ps, 4ull);
 	cr_expect_eq(t->ranks[3].rcomms->groups, 2);
 	cr_expect_eq(t->ranks[3].rcomms->group_calls, 26);
+	rt_vw_free(t);
+	free(m);
+}
+
+/* ---- blame on a communicator's members only ---- */
+
+/* The world of 4 and, where split, its halves {0,2},{1,3} (color rank % 2)
+ * as the ranks' calls and rt_comm records say; else (subsets) two
+ * communicators of 2 made by ncclCommInitRank, the same halves. */
+static void halves(bool split)
+{
+	for (int i = 0; i < 4; i++) {
+		uint64_t half = SPLIT + (uint64_t)(i % 2);
+
+		OK(i, cudaSetDevice, i, RT_FN_device, (uint64_t)i);
+		OK(i, ncclCommInitRank, i, RT_FN_comm_id, COMM, RT_FN_nranks, 4ull, RT_FN_rank, (uint64_t)i);
+		comm(i, COMM, 4, i, RT_COMM_INIT, 0, -1, 1, "");
+		if (split)
+			OK(i, ncclCommSplit, i, RT_FN_parent_id, COMM, RT_FN_color, (uint64_t)(i % 2),
+			   RT_FN_key, (uint64_t)i, RT_FN_comm_id, half, RT_FN_nranks, 2ull);
+		else
+			OK(i, ncclCommInitRank, i, RT_FN_comm_id, half, RT_FN_nranks, 2ull, RT_FN_rank,
+			   (uint64_t)(i / 2));
+		comm(i, half, 2, i / 2, split ? RT_COMM_SPLIT : RT_COMM_INIT, split ? COMM : 0,
+		     split ? i % 2 : -1, 1, "");
+	}
+}
+
+/* n all-reduces on each rank's half; rank skip leaves out its skip_nth */
+static void halves_allreduce(int n, int skip, int skip_nth)
+{
+	for (int i = 0; i < 4; i++)
+		for (int k = 1, seq = 1; k <= n; k++) {
+			if (i == skip && k == skip_nth)
+				continue;
+			ev(i, RT_ID_ncclAllReduce, i, 0, false, RT_FN_comm_id, SPLIT + (uint64_t)(i % 2),
+			   RT_FN_seq, (uint64_t)seq++, RT_FN_count, 1024ull, -1);
+		}
+	for (int i = 0; i < 4; i++)
+		OK(i, rt_exit, i, RT_FN_status, 0ull);
+}
+
+/* The one finding of kind k (asserted), its sentence in text. */
+static const struct rt_vw_finding *only(enum rt_finding_kind k, char *text, size_t n)
+{
+	const struct rt_vw_finding *f = NULL;
+	int count = 0;
+
+	for (int i = 0; i < t->nfindings; i++)
+		if (t->findings[i].kind == k) {
+			f = &t->findings[i];
+			count++;
+		}
+	cr_assert_eq(count, 1, "one %s finding (%d)", rt_findings[k].id, count);
+	rt_vw_finding_text(t, f, text, n);
+	return f;
+}
+
+Test(blame, a_rank_skipping_on_a_split_is_the_only_one_blamed)
+{
+	char text[RT_VW_FINDING_TEXT];
+	const struct rt_vw_finding *f;
+
+	rig(4);
+	halves(true);
+	halves_allreduce(5, 1, 3);
+	rt_vw_model_finish(m);
+	f = only(RT_FK_NEVER_CALLED, text, sizeof(text));
+	cr_expect(f->nranks == 1 && f->ranks[0] == 1, "rank 1 alone (%d ranks: %s)", f->nranks, text);
+	cr_expect_eq(f->coll.comm, SPLIT + 1, "on the split {1,3}");
+	cr_expect(strstr(text, "{1,3}, split from the world with color 1 was never called by rank 1"),
+		  "%s", text);
+	cr_expect_eq(t->verdict, RT_V_COLLECTIVE_MISMATCH);
+	rt_vw_free(t);
+	free(m);
+}
+
+Test(blame, comm_ranks_are_not_read_as_global_ranks)
+{
+	char text[RT_VW_FINDING_TEXT];
+	const struct rt_vw_finding *f;
+
+	rig(4);
+	halves(false);
+	halves_allreduce(5, 2, 4);
+	rt_vw_model_finish(m);
+	f = only(RT_FK_NEVER_CALLED, text, sizeof(text));
+	cr_expect(f->nranks == 1 && f->ranks[0] == 2, "rank 2 alone (%d ranks: %s)", f->nranks, text);
+	cr_expect(strstr(text, "{0,2}, made by ncclCommInitRank was never called by rank 2"), "%s", text);
+	rt_vw_free(t);
+	free(m);
+}
+
+Test(blame, a_mismatch_on_a_split_says_the_split)
+{
+	char text[RT_VW_FINDING_TEXT];
+	const struct rt_vw_finding *f;
+
+	rig(4);
+	halves(true);
+	for (int i = 0; i < 4; i++)
+		ev(i, RT_ID_ncclAllReduce, i, 0, false, RT_FN_comm_id, SPLIT + (uint64_t)(i % 2),
+		   RT_FN_seq, 1ull, RT_FN_count, i == 3 ? 512ull : 1024ull, -1);
+	for (int i = 0; i < 4; i++)
+		OK(i, rt_exit, i, RT_FN_status, 0ull);
+	rt_vw_model_finish(m);
+	f = only(RT_FK_COLLECTIVE_MISMATCH, text, sizeof(text));
+	cr_expect(f->nranks == 1 && f->ranks[0] == 3, "%s", text);
+	cr_expect(strstr(text, " {1,3}, split from the world with color 1: rank 3 called "), "%s", text);
+	rt_vw_free(t);
+	free(m);
+}
+
+Test(blame, without_communicator_records_every_rank_may_be_a_member)
+{
+	char text[RT_VW_FINDING_TEXT];
+	const struct rt_vw_finding *f;
+
+	/* a trace before rt_comm records: the world's collective never called
+	 * by rank 1 names rank 1, and the sentence says no members */
+	rig(4);
+	for (int i = 0; i < 4; i++)
+		OK(i, ncclCommInitRank, i, RT_FN_comm_id, COMM, RT_FN_nranks, 4ull, RT_FN_rank, (uint64_t)i);
+	for (int i = 0; i < 4; i++)
+		for (uint64_t seq = 1; seq <= (i == 1 ? 1u : 2u); seq++)
+			ev(i, RT_ID_ncclAllReduce, i, 0, false, RT_FN_comm_id, COMM, RT_FN_seq, seq,
+			   RT_FN_count, 64ull, -1);
+	for (int i = 0; i < 4; i++)
+		OK(i, rt_exit, i, RT_FN_status, 0ull);
+	rt_vw_model_finish(m);
+	f = only(RT_FK_NEVER_CALLED, text, sizeof(text));
+	cr_expect(f->nranks == 1 && f->ranks[0] == 1, "%s", text);
+	cr_expect(!strchr(text, '{'), "%s", text);
 	rt_vw_free(t);
 	free(m);
 }

@@ -13,10 +13,15 @@
 #include <signal.h>
 
 #include "analyse.h"
+#include "comms.h"
 #include "device.h"
 
+/* Is r of comm? Its rt_comm records say so; a trace without them: it
+ * entered a collective on comm. */
 static bool in_comm(const struct rt_vw_rank *r, uint64_t comm)
 {
+	if (r->rcomms && r->rcomms->n > 0)
+		return !rt_vw_comm_outside(r, comm);
 	return rt_vw_entered_seq(r, comm) > 0;
 }
 
@@ -100,6 +105,28 @@ static bool known_stuck(const struct rt_vw_trace *t, const struct rt_vw_devcoll 
 	return !rt_vw_dev_dropped(t, c->comm_id, c->seq) || !all_enqueued(t, c);
 }
 
+/* Is c the hang's subject rather than best (NULL: none yet)? On one
+ * communicator the lower sequence, then the earlier enqueue (strict: never
+ * the same sequence). Across communicators, whose sequences count apart
+ * (HSDP's shard and replicate groups), the one every member enqueued: its
+ * members' hosts went on, their devices held it (the cause); the other's
+ * missing members wait behind it on their devices (the consequence: rank 2
+ * and 3 inside a copy while the world's all-reduce waits for them). Else
+ * the earlier enqueue. */
+static bool earlier(const struct rt_vw_trace *t, const struct rt_vw_devcoll *c,
+		    const struct rt_vw_devcoll *best, bool strict)
+{
+	bool all_c, all_best;
+
+	if (!best)
+		return true;
+	if (c->comm_id == best->comm_id)
+		return c->seq < best->seq || (!strict && c->seq == best->seq && c->enq_ts < best->enq_ts);
+	all_c = all_enqueued(t, c);
+	all_best = all_enqueued(t, best);
+	return all_c != all_best ? all_c : c->enq_ts < best->enq_ts;
+}
+
 /* The subject: the earliest collective (lowest seq, then earliest enqueue)
  * some rank enqueued and no device completed, as far as the records that
  * were kept show. */
@@ -113,9 +140,9 @@ static const struct rt_vw_devcoll *subject(const struct rt_vw_trace *t)
 		for (uint32_t j = 0; t->ranks[i].readable && d && j < d->n; j++) {
 			const struct rt_vw_devcoll *c = &d->v[j];
 
-			if (!c->enq_ts || rt_vw_dev_done(d, c) || (best && c->seq > best->seq))
+			if (!c->enq_ts || rt_vw_dev_done(d, c) || !earlier(t, c, best, false))
 				continue;
-			if ((!best || c->seq < best->seq || c->enq_ts < best->enq_ts) && known_stuck(t, c))
+			if (known_stuck(t, c))
 				best = c;
 		}
 	}
@@ -137,7 +164,7 @@ const struct rt_vw_devcoll *rt_vw_host_stuck(const struct rt_vw_trace *t)
 		for (uint32_t j = 0; t->ranks[i].readable && d && j < d->n; j++) {
 			const struct rt_vw_devcoll *c = &d->v[j];
 
-			if (!c->enq_ts || (best && c->seq >= best->seq))
+			if (!c->enq_ts || !earlier(t, c, best, true))
 				continue;
 			if (!all_enqueued(t, c))
 				best = c;

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "analyse.h"
+#include "comms.h"
 #include "device.h"
 
 void rt_vw_interruption(struct rt_vw_trace *t)
@@ -144,7 +145,8 @@ static void laggards(struct rt_vw_trace *t, struct rt_vw_finding *f)
 		const struct rt_vw_rank *r = &t->ranks[i];
 		struct rt_vw_evidence *e;
 
-		if (!r->readable || rt_vw_entered_seq(r, w->comm_id) >= w->seq)
+		if (!r->readable || rt_vw_entered_seq(r, w->comm_id) >= w->seq ||
+		    rt_vw_comm_outside(r, w->comm_id))
 			continue;
 		e = rt_vw_finding_ev(f, r->meta.rank, RT_EV_NEVER_ENTERED);
 		rt_vw_ev_where(e, r);

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "comms.h"
 #include "model.h"
 #include "model_int.h"
 #include "rt_util.h"
@@ -262,8 +263,27 @@ struct rt_vw_sink rt_vw_matcher_sink(struct rt_vw_matcher *m)
 	return (struct rt_vw_sink){ sink_learn, sink_join, sink_match, m };
 }
 
+/* Did trace rank r lack entry e though a member of its communicator? Only
+ * members are blamed: a rank whose records show it outside the
+ * communicator never had the collective to call (issue 27). */
+static bool lacks(const struct rt_vw_trace *t, const struct rt_vw_centry *e, int r)
+{
+	return !e->by_rank[r].seen && !rt_vw_comm_outside(&t->ranks[r], e->comm_id);
+}
+
+/* Does a member of e's communicator lack it? An entry stays open whose
+ * communicator's size the matcher never learnt (a non-blocking split is
+ * made after its call returns), with every member in it. */
+static bool lacking(const struct rt_vw_trace *t, const struct rt_vw_centry *e)
+{
+	for (int r = 0; r < t->nranks; r++)
+		if (lacks(t, e, r))
+			return true;
+	return false;
+}
+
 /* The earliest collective still open at the end, when no mismatch was
- * reported: "never called by" the ranks that lack it. */
+ * reported: "never called by" the members of its communicator that lack it. */
 static void never_called(struct rt_vw_trace *t, const struct rt_vw_centry *first)
 {
 	int any = -1, lack = 0;
@@ -273,7 +293,7 @@ static void never_called(struct rt_vw_trace *t, const struct rt_vw_centry *first
 		if (first->by_rank[r].seen)
 			any = r;
 		else
-			lack++;
+			lack += lacks(t, first, r);
 	}
 	/* "never called" rests on the absence of events: only from ranks
 	 * whose whole run is in the trace and that were not stopped from
@@ -283,7 +303,7 @@ static void never_called(struct rt_vw_trace *t, const struct rt_vw_centry *first
 	 * enqueued, so the others are a collective further on when it dies
 	 * (its death is the failure, the missing collective its consequence) */
 	for (int r = 0; r < t->nranks && lack; r++)
-		if (!first->by_rank[r].seen &&
+		if (lacks(t, first, r) &&
 		    (!rt_vw_evidence_complete(t, r) || t->ranks[r].interrupted ||
 		     (t->ranks[r].signo && !t->ranks[r].interrupted) ||
 		     t->ranks[r].died))
@@ -292,7 +312,7 @@ static void never_called(struct rt_vw_trace *t, const struct rt_vw_centry *first
 		return;
 	f = rt_vw_finding_add(t, RT_FK_NEVER_CALLED, -1);
 	for (int r = 0; f && r < t->nranks; r++)
-		if (!first->by_rank[r].seen)
+		if (lacks(t, first, r))
 			rt_vw_finding_rank(f, t->ranks[r].meta.rank);
 	if (f) {
 		f->coll = (struct rt_vw_fcall){ .comm = first->comm_id, .seq = first->seq };
@@ -314,7 +334,7 @@ void rt_vw_matcher_finish(struct rt_vw_matcher *m)
 	for (int b = 0; b < RT_VW_CBUCKETS; b++)
 		for (struct rt_vw_centry *e = m->buckets[b]; e; e = e->next) {
 			check_entry(m, e);
-			if (!first || e->seq < first->seq)
+			if ((!first || e->seq < first->seq) && lacking(m->t, e))
 				first = e;
 		}
 	if (first && !m->mismatch_reported)

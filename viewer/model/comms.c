@@ -34,6 +34,22 @@ const struct rt_vw_rank_comm *rt_vw_rank_comm_of(const struct rt_vw_rank *r, uin
 	return r->rcomms ? find(r->rcomms, id) : NULL;
 }
 
+bool rt_vw_comm_outside(const struct rt_vw_rank *r, uint64_t id)
+{
+	return id && r->rcomms && r->rcomms->n > 0 && !find(r->rcomms, id);
+}
+
+const struct rt_vw_rank_comm *rt_vw_comm_any(const struct rt_vw_trace *t, uint64_t id)
+{
+	for (int i = 0; i < t->nranks; i++) {
+		const struct rt_vw_rank_comm *k = rt_vw_rank_comm_of(&t->ranks[i], id);
+
+		if (k)
+			return k;
+	}
+	return NULL;
+}
+
 int rt_vw_comm_members(const struct rt_vw_trace *t, uint64_t id, int *out, int cap)
 {
 	int n = 0, place[RT_VW_FINDING_RANKS];

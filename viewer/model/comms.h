@@ -55,5 +55,16 @@ void rt_vw_comms_free(struct rt_vw_rank *r);
 int rt_vw_comm_members(const struct rt_vw_trace *t, uint64_t id, int *out, int cap);
 /* Communicator id as rank r holds it, or NULL. */
 const struct rt_vw_rank_comm *rt_vw_rank_comm_of(const struct rt_vw_rank *r, uint64_t id);
+/* Is rank r known to be outside communicator id? Its trace records its
+ * communicators (rt_comm) and none of them is id. NCCL makes a communicator
+ * only with all its members (init and split are collective: no member's
+ * collective on it can run before every member made it, and a non-blocking
+ * one is recorded while being made), so its members' records are there
+ * whenever a collective on it is. A trace without rt_comm records (before
+ * 91ea30f) tells nothing: false. The analyses blame only members. */
+bool rt_vw_comm_outside(const struct rt_vw_rank *r, uint64_t id);
+/* Communicator id as any rank holds it (the first), or NULL: how it was
+ * made, its size, its parent. */
+const struct rt_vw_rank_comm *rt_vw_comm_any(const struct rt_vw_trace *t, uint64_t id);
 
 #endif

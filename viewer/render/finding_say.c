@@ -65,7 +65,7 @@ static void say_sig(char *out, size_t n, const struct rt_vw_fcall *s, const stru
 	rt_vw_sb_printf(&b, ")");
 }
 
-static void say_mismatch(struct rt_vw_sb *b, const struct rt_vw_finding *f)
+static void say_mismatch(struct rt_vw_sb *b, const struct rt_vw_trace *t, const struct rt_vw_finding *f)
 {
 	const struct rt_vw_fval *same = rt_vw_fv(f, RT_FV_ranks_same);
 	int64_t n = same ? same->v.i : 0;
@@ -75,9 +75,11 @@ static void say_mismatch(struct rt_vw_sb *b, const struct rt_vw_finding *f)
 	rt_vw_say_ranks(&ob, f->ranks, f->nranks, sizeof(odd) - 4);
 	say_sig(a, sizeof(a), &f->coll, &f->other);
 	say_sig(c, sizeof(c), &f->other, &f->coll);
-	rt_vw_sb_printf(b, "collective mismatch at sequence %u of communicator %016" PRIx64 ": rank%s %s "
-			"called %s where %" PRId64 " rank%s called %s (a rank skipped or added a "
-			"collective)", f->coll.seq, f->coll.comm, f->nranks > 1 ? "s" : "", odd, c, n,
+	rt_vw_sb_printf(b, "collective mismatch at sequence %u of communicator %016" PRIx64,
+			f->coll.seq, f->coll.comm);
+	rt_vw_say_comm(b, t, f->coll.comm, " ");
+	rt_vw_sb_printf(b, ": rank%s %s called %s where %" PRId64 " rank%s called %s (a rank "
+			"skipped or added a collective)", f->nranks > 1 ? "s" : "", odd, c, n,
 			n == 1 ? "" : "s", a);
 }
 
@@ -93,7 +95,8 @@ static void say_devices_mismatch(struct rt_vw_sb *b, const struct rt_vw_finding 
 			a, c);
 }
 
-static void say_never_called(struct rt_vw_sb *b, const struct rt_vw_finding *f)
+static void say_never_called(struct rt_vw_sb *b, const struct rt_vw_trace *t,
+			     const struct rt_vw_finding *f)
 {
 	char a[96] = "?", lacking[256];
 	struct rt_vw_sb lb = rt_vw_sb_init(lacking, sizeof(lacking));
@@ -101,9 +104,10 @@ static void say_never_called(struct rt_vw_sb *b, const struct rt_vw_finding *f)
 	if (f->coll.sig)
 		say_sig(a, sizeof(a), &f->coll, NULL);
 	rt_vw_say_ranks(&lb, f->ranks, f->nranks, sizeof(lacking) - 4);
-	rt_vw_sb_printf(b, "collective %s at sequence %u of communicator %016" PRIx64
-			" was never called by rank%s %s", a, f->coll.seq, f->coll.comm,
-			f->nranks > 1 ? "s" : "", lacking);
+	rt_vw_sb_printf(b, "collective %s at sequence %u of communicator %016" PRIx64, a,
+			f->coll.seq, f->coll.comm);
+	rt_vw_say_comm(b, t, f->coll.comm, " ");
+	rt_vw_sb_printf(b, " was never called by rank%s %s", f->nranks > 1 ? "s" : "", lacking);
 }
 
 /* "ranks 0,1 called M from C while no FSDP root forward ran (...)": the
@@ -254,12 +258,14 @@ static void say_dropped_all(struct rt_vw_sb *b, const struct rt_vw_finding *f)
 /* A hang on device truth: the collective no device completed, who
  * enqueued it, whose device started it and whose did not, who never
  * enqueued it. */
-static void say_device_hang(struct rt_vw_sb *b, const struct rt_vw_finding *f)
+static void say_device_hang(struct rt_vw_sb *b, const struct rt_vw_trace *t,
+			    const struct rt_vw_finding *f)
 {
 	char enq[200];
 	int n = ev_list(enq, sizeof(enq), f, RT_EV_ENQUEUED);
 
 	say_devcoll(b, &f->coll);
+	rt_vw_say_comm(b, t, f->coll.comm, " on ");
 	if (rt_vw_fv(f, RT_FV_host_only)) {
 		rt_vw_sb_printf(b, " was called by rank%s %s, not by every rank of its communicator "
 				"(no device record shows it)", n > 1 ? "s" : "", enq);
@@ -300,10 +306,10 @@ static void say_never_entered(struct rt_vw_sb *b, const struct rt_vw_finding *f)
 
 /* The laggard analysis: stopped ranks, then who waits in which collective
  * and who never entered it, or the device records' collective. */
-static void say_laggards(struct rt_vw_sb *b, const struct rt_vw_finding *f)
+static void say_laggards(struct rt_vw_sb *b, const struct rt_vw_trace *t, const struct rt_vw_finding *f)
 {
 	const struct rt_vw_fval *call = rt_vw_fv(f, RT_FV_call);
-	char stopped[200], waiting[200];
+	char stopped[200], waiting[200], on[40];
 	int ns = ev_list(stopped, sizeof(stopped), f, RT_EV_STOPPED), nw;
 	double age = 0;
 
@@ -314,7 +320,7 @@ static void say_laggards(struct rt_vw_sb *b, const struct rt_vw_finding *f)
 				call || f->coll.comm ? "; " : "");
 	if (!call) {
 		if (f->coll.comm)
-			say_device_hang(b, f);
+			say_device_hang(b, t, f);
 		return;
 	}
 	nw = ev_list(waiting, sizeof(waiting), f, RT_EV_WAITS);
@@ -323,6 +329,8 @@ static void say_laggards(struct rt_vw_sb *b, const struct rt_vw_finding *f)
 			age = f->ev[i].secs;
 	rt_vw_sb_printf(b, "rank%s %s wait%s in ", nw > 1 ? "s" : "", waiting, nw > 1 ? "" : "s");
 	rt_vw_say_call(b, call->v.call);
+	snprintf(on, sizeof(on), " on communicator %04" PRIx64 " ", f->coll.comm & 0xffff);
+	rt_vw_say_comm(b, t, f->coll.comm, on);
 	rt_vw_sb_printf(b, " (%.0f s)", age);
 	say_never_entered(b, f);
 }
@@ -333,19 +341,19 @@ void rt_vw_laggard_text(const struct rt_vw_trace *t, char *out, size_t n)
 
 	for (int i = 0; i < t->nfindings; i++)
 		if (t->findings[i].kind == RT_FK_HUNG) {
-			say_laggards(&b, &t->findings[i]);
+			say_laggards(&b, t, &t->findings[i]);
 			return;
 		}
 }
 
-static void say_hang(struct rt_vw_sb *b, const struct rt_vw_finding *f)
+static void say_hang(struct rt_vw_sb *b, const struct rt_vw_trace *t, const struct rt_vw_finding *f)
 {
 	const struct rt_vw_fval *stall = rt_vw_fv(f, RT_FV_stall_s);
 	bool interrupted = rt_vw_fv(f, RT_FV_interrupted) != NULL;
 	char lag[600];
 	struct rt_vw_sb lb = rt_vw_sb_init(lag, sizeof(lag));
 
-	say_laggards(&lb, f);
+	say_laggards(&lb, t, f);
 	if (lag[0])
 		rt_vw_sb_printf(b, "hung%s: %s", interrupted ? " when the job was interrupted" : "", lag);
 	else
@@ -355,7 +363,7 @@ static void say_hang(struct rt_vw_sb *b, const struct rt_vw_finding *f)
 	say_dropped_all(b, f);
 }
 
-static void say_watchdog(struct rt_vw_sb *b, const struct rt_vw_finding *f)
+static void say_watchdog(struct rt_vw_sb *b, const struct rt_vw_trace *t, const struct rt_vw_finding *f)
 {
 	char ab[200], text[600];
 	struct rt_vw_sb tb = rt_vw_sb_init(text, sizeof(text));
@@ -364,6 +372,7 @@ static void say_watchdog(struct rt_vw_sb *b, const struct rt_vw_finding *f)
 	rt_vw_sb_printf(&tb, "rank%s %s %s ended by the NCCL watchdog (SIGABRT) on ", n > 1 ? "s" : "",
 			ab, n > 1 ? "were" : "was");
 	say_devcoll(&tb, &f->coll);
+	rt_vw_say_comm(&tb, t, f->coll.comm, " on ");
 	rt_vw_sb_printf(&tb, ", enqueued and never completed on any device");
 	say_started(&tb, f);
 	say_dropped(&tb, f);
@@ -486,11 +495,11 @@ static void say_incomplete(struct rt_vw_sb *b, const struct rt_vw_trace *t,
 void rt_vw_say_kind(struct rt_vw_sb *b, const struct rt_vw_trace *t, const struct rt_vw_finding *f)
 {
 	switch (f->kind) {
-	case RT_FK_HUNG: say_hang(b, f); break;
-	case RT_FK_NCCL_WATCHDOG: say_watchdog(b, f); break;
-	case RT_FK_COLLECTIVE_MISMATCH: say_mismatch(b, f); break;
+	case RT_FK_HUNG: say_hang(b, t, f); break;
+	case RT_FK_NCCL_WATCHDOG: say_watchdog(b, t, f); break;
+	case RT_FK_COLLECTIVE_MISMATCH: say_mismatch(b, t, f); break;
 	case RT_FK_DEVICES_MISMATCH: say_devices_mismatch(b, f); break;
-	case RT_FK_NEVER_CALLED: say_never_called(b, f); break;
+	case RT_FK_NEVER_CALLED: say_never_called(b, t, f); break;
 	case RT_FK_ROOT_FORWARD_UNWRAPPED:
 	case RT_FK_UNWRAPPED_CALL: say_unwrapped(b, f); break;
 	case RT_FK_INCOMPLETE: say_incomplete(b, t, f); break;

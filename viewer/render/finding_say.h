@@ -26,6 +26,11 @@ void rt_vw_say_call(struct rt_vw_sb *b, struct rt_vw_callref c);
 /* "0,1,3": the first n of v (at most RT_VW_FINDING_RANKS), while the list
  * is shorter than cap - 12 bytes. */
 void rt_vw_say_ranks(struct rt_vw_sb *b, const int *v, int n, size_t cap);
+/* lead, then "{1,3}, split from the world with color 1": communicator id's
+ * members (global ranks) and how it was made, from its rt_comm records;
+ * nothing at all for one that holds every rank and was made by an init
+ * (the world), or where no record names it (traces before 91ea30f). */
+void rt_vw_say_comm(struct rt_vw_sb *b, const struct rt_vw_trace *t, uint64_t id, const char *lead);
 /* Value v as its type prints ("ncclAllGather #5", "SIGTERM", "8"). */
 void rt_vw_say_value(struct rt_vw_sb *b, const struct rt_vw_fval *v);
 /* "SIGTERM", or NULL for a signal without a name here. */

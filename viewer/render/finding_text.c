@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "comms.h"
 #include "finding_say.h"
 
 void rt_vw_sb_printf(struct rt_vw_sb *b, const char *fmt, ...)
@@ -105,6 +106,43 @@ void rt_vw_say_ranks(struct rt_vw_sb *b, const int *v, int n, size_t cap)
 
 	for (int i = 0; i < n && i < RT_VW_FINDING_RANKS && b->len - start < cap - 12; i++)
 		rt_vw_sb_printf(b, "%s%d", i ? "," : "", v[i]);
+}
+
+/* "the world", or "communicator 5caf" (a split of a split). */
+static void say_parent(struct rt_vw_sb *b, const struct rt_vw_trace *t, uint64_t id)
+{
+	const struct rt_vw_rank_comm *p = rt_vw_comm_any(t, id);
+
+	if (p && p->how != RT_COMM_SPLIT && p->how != RT_COMM_SHRINK && p->nranks >= t->world_size)
+		rt_vw_sb_printf(b, "the world");
+	else
+		rt_vw_sb_printf(b, "communicator %04" PRIx64, id & 0xffff);
+}
+
+void rt_vw_say_comm(struct rt_vw_sb *b, const struct rt_vw_trace *t, uint64_t id, const char *lead)
+{
+	const struct rt_vw_rank_comm *k = rt_vw_comm_any(t, id);
+	int m[RT_VW_FINDING_RANKS], n;
+
+	if (!k || (k->how != RT_COMM_SPLIT && k->how != RT_COMM_SHRINK && k->nranks >= t->world_size))
+		return;
+	n = rt_vw_comm_members(t, id, m, RT_VW_FINDING_RANKS);
+	rt_vw_sb_printf(b, "%s{", lead);
+	rt_vw_say_ranks(b, m, n, 200);
+	if (n < k->nranks)
+		rt_vw_sb_printf(b, "%s%d of %d recorded", n ? "; " : "", n, k->nranks);
+	rt_vw_sb_printf(b, "}, ");
+	if (k->how == RT_COMM_SPLIT) {
+		rt_vw_sb_printf(b, "split from ");
+		say_parent(b, t, k->parent);
+		rt_vw_sb_printf(b, " with color %d", k->color);
+	} else if (k->how == RT_COMM_SHRINK) {
+		rt_vw_sb_printf(b, "shrunk from ");
+		say_parent(b, t, k->parent);
+		rt_vw_sb_printf(b, " without its ranks %s", k->excluded);
+	} else {
+		rt_vw_sb_printf(b, "made by %s", k->how < RT_COMM_HOW_COUNT ? rt_comm_how_calls[k->how] : "?");
+	}
 }
 
 /* The token at p ({...}), its end in *end; the value it names, or -1. */
