@@ -129,20 +129,26 @@ int rt_cli_parse_duration(const char *cmd, const char *opt, const char *s, uint6
 	return -1;
 }
 
+/* An elastic job's summary is its last attempt's (DIR/attempt-N, what
+ * rt_vw_load reads), the earlier attempts said by their endings. */
 int rt_cli_print_summary(const char *dir, const char *inject)
 {
-	char **names, err[1024] = "";
-	int n = -1, bad; /* -1: an LTTng trace, its ranks counted by the model */
+	char **names, err[1024] = "", adir[PATH_MAX];
+	int n = -1, bad, last = 0; /* -1: an LTTng trace, its ranks counted by the model */
 	struct rt_vw_trace *t = NULL;
 
 	if (!rt_vw_is_lttng(dir)) {
-		n = rt_vw_list_ranks(dir, &names);
+		last = rt_vw_last_attempt(dir);
+		if (last > 0 && snprintf(adir, sizeof(adir), "%s/attempt-%d", dir, last) >=
+					(int)sizeof(adir))
+			last = 0;
+		n = rt_vw_list_ranks(last > 0 ? adir : dir, &names);
 		rt_vw_free_names(names, n > 0 ? n : 0);
 		n = n > 0 ? n : 0;
 	}
 	if (n)
 		t = rt_vw_load(dir, 0, err, sizeof(err));
-	bad = rt_vw_summary(stdout, dir, n, t, err);
+	bad = rt_vw_summary(stdout, last > 0 ? adir : dir, n, t, err);
 	fflush(stdout);
 	if (!n && inject && *inject) /* nothing traced: no rule could fire or say so */
 		fprintf(stderr, "ranktrace run: warning: the fault plan never fired (%s): no process "

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* summary.c - the lines `ranktrace run` prints when the command is done:
  * per rank its events, devices used, how it ended, allocations and peak
- * device memory.
+ * device memory; for an elastic job its last attempt's ranks, each earlier
+ * attempt's ending before them.
  *
  * A view of the model (the CLI loads it), as `view` is: the same devices,
  * peaks, allocation counts and endings (rt_vw_rank_end), never counted twice
@@ -97,6 +98,23 @@ int rt_vw_summary_ranks(FILE *f, const struct rt_vw_trace *t)
 	return bad;
 }
 
+/* Each finding of kind k in t, one line each after prefix; their count. */
+static int print_kind(FILE *f, const struct rt_vw_trace *t, enum rt_finding_kind k,
+		      const char *prefix)
+{
+	int n = 0;
+
+	for (int i = 0; t && i < t->nfindings; i++)
+		if (t->findings[i].kind == k) {
+			char text[RT_VW_FINDING_TEXT];
+
+			rt_vw_finding_text(t, &t->findings[i], text, sizeof(text));
+			fprintf(f, "%s%s\n", prefix, rt_vw_esc(text));
+			n++;
+		}
+	return n;
+}
+
 int rt_vw_summary(FILE *f, const char *dir, int listed, const struct rt_vw_trace *t, const char *err)
 {
 	if (!listed) {
@@ -105,8 +123,15 @@ int rt_vw_summary(FILE *f, const char *dir, int listed, const struct rt_vw_trace
 		return 0;
 	}
 	if (listed > 0)
-		fprintf(f, "ranktrace: %d rank trace%s in %s/\n", listed, listed == 1 ? "" : "s",
+		fprintf(f, "ranktrace: %d rank trace%s in %s/", listed, listed == 1 ? "" : "s",
 			rt_vw_esc(dir));
+	if (listed > 0 && t && t->nattempts > 1)
+		fprintf(f, " (attempt %d, the last of %d: the launcher restarted the job)", t->attempt,
+			t->nattempts);
+	if (listed > 0)
+		fprintf(f, "\n");
+	/* an elastic job's earlier attempts: "attempt 0: rank 1 exited 1; restarted (attempt 1)" */
+	print_kind(f, t, RT_FK_EARLIER_ATTEMPT, "  ");
 	if (!t) {
 		fprintf(f, "  unreadable: %s\n", rt_vw_esc(err));
 		return listed > 0 ? listed : 1;
@@ -119,15 +144,5 @@ int rt_vw_summary(FILE *f, const char *dir, int listed, const struct rt_vw_trace
 
 int rt_vw_summary_never_fired(FILE *f, const struct rt_vw_trace *t)
 {
-	int n = 0;
-
-	for (int i = 0; t && i < t->nfindings; i++)
-		if (t->findings[i].kind == RT_FK_INJECTION_NEVER_FIRED) {
-			char text[RT_VW_FINDING_TEXT];
-
-			rt_vw_finding_text(t, &t->findings[i], text, sizeof(text));
-			fprintf(f, "ranktrace run: warning: %s\n", rt_vw_esc(text));
-			n++;
-		}
-	return n;
+	return print_kind(f, t, RT_FK_INJECTION_NEVER_FIRED, "ranktrace run: warning: ");
 }
