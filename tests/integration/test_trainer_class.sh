@@ -12,7 +12,9 @@
 #     DDP and FSDP v1, on 5.25.0 with FSDP2): every rank trains its own copy
 #     and exits 0; unprepared-model, exit 1
 #   - 4.53.0 in an HPO-style loop that catches each failed trial and exits 0:
-#     skipped-fsdp-root, exit 1, the exception's text in view
+#     skipped-fsdp-root, exit 1, the exception's text in view; `bisect
+#     --versions 4.52.4,4.53.0` over that script (the overlays, 2 runs) names
+#     4.53.0
 #   - TRL's SFTTrainer (0.19.0): 4.52.4 healthy, 4.53.0 skipped-fsdp-root
 #   - transformers 5.25.0 with its default FSDP2 (fully_shard, accelerate
 #     1.16): healthy; --inject skip-fsdp-root: skipped-fsdp-root, exit 1
@@ -115,6 +117,20 @@ assert [r['end'] for r in d['ranks']] == ['exit 0', 'exit 0'], [r['end'] for r i
 assert [r['fsdp_root_forwards'] for r in d['ranks']] == [0, 0]
 f = [f for f in d['findings'] if f['id'] == 'root-forward-unwrapped']
 assert f and 'no rank crashed' in f[0]['text'], d['findings']" "$T/hpo.json"
+# and a bisect over that script names 4.53.0 (before issue 29 it refused: "the
+# bad endpoint 4.53.0 is healthy"): the overlays as --versions, 2 runs
+t0=$SECONDS
+timeout -k 10 600 "$RT" bisect -o "$T/hpo-bisect" --versions 4.52.4,4.53.0 --timeout 300 --json -- \
+  env "PYTHONPATH=$TD/transformers-{version}:$TD/deps" "$PY" -m torch.distributed.run --standalone \
+  --nproc-per-node 2 "$HFT" --steps $STEPS --trials 2 > "$T/hpo-bisect.json" 2> "$T/hpo-bisect.err"
+rc=$?
+[ $rc -eq 0 ] || sed 's/^/  stderr: /' "$T/hpo-bisect.err"
+found=$(jfield 'j["first_bad"]["id"] + " " + j["signature"] + " " + j["last_good"]["id"] + " " + str(j["runs"])' \
+  "$T/hpo-bisect.json" 2> /dev/null)
+printf '%-14s %-7s %-19s %-32s %4s %-18s %3ss\n' hpo-bisect "-" "" "--versions 4.52.4,4.53.0" "$rc" \
+  "${found:-?}" $((SECONDS - t0)) >> "$TABLE"
+check "bisect over the HPO loop, --versions 4.52.4,4.53.0: exit 0 ($rc); first bad, signature, last good, runs: $found" \
+  eval '[ $rc -eq 0 ] && [ "$found" = "4.53.0 skipped-fsdp-root 4.52.4 2" ]'
 
 # TRL's SFTTrainer
 cell sft-good 4.52.4 - --sft
@@ -135,6 +151,6 @@ check "5.25.0 FSDP2 --inject skip-fsdp-root: fails (exit $rc), verdict skipped-f
 check "5.25.0 FSDP2 --inject skip-fsdp-root: the rule fired (no never-fired word)" \
   eval '! grep -q "never fired" "$T/v5-inj.err" "$T/v5-inj.view"'
 
-echo "--- verdicts ($((SECONDS - T0)) s, 9 runs of 2 ranks) ---"
+echo "--- verdicts ($((SECONDS - T0)) s, 11 runs of 2 ranks) ---"
 cat "$TABLE"
 finish
