@@ -14,7 +14,9 @@
 #    alone, on {0,2} (before: ranks 1,2,3);
 #  - non-blocking init, rank 1 skips collective 3 of 5: collective-mismatch,
 #    its communicator's id not 0;
-#  - fsdp_mini --mesh hsdp:2: healthy; rank 2's device holding up a shard
+#  - fsdp_mini --mesh hsdp:2: healthy; rank 1 skipping a replicate
+#    all-reduce (an injected skip): mismatch naming rank 1 alone, on {1,3};
+#    rank 2's device holding up a shard
 #    group's all-gather (devdelay, comm=split1), live: hung, the all-gather
 #    on {2,3} never started on rank 2's device (the subject chosen across
 #    communicators by enqueue time, not by sequence numbers that count apart).
@@ -104,6 +106,15 @@ for src in plugin events; do
     say blamed nb_$src collective-mismatch never-called 1 0,1,2,3 "never called by rank 1"
   traced hsdp_$src $S -- -- "$B/bin/rt-launch" -n 4 "$B/bin/fsdp_mini" --mesh hsdp:2 --steps 2
   check "HSDP ($src): healthy" verdict_is hsdp_$src healthy
+  # an injected skip takes no sequence number (NCCL never sees it): rank 1's
+  # next all-reduce is #2 on its replicate group {1,3}, against rank 3's #2;
+  # the tie (1 against 1) goes against the rank the skip left short (before:
+  # the skipped call numbered #2 and matched, "never called by rank 3")
+  traced hsdp_skip_$src $S -- --inject 'ncclAllReduce:skip:rank=1:when=2:comm=split2' -- \
+    "$B/bin/rt-launch" -n 4 "$B/bin/fsdp_mini" --mesh hsdp:2 --steps 2
+  check "HSDP ($src): rank 1 skips a replicate all-reduce: mismatch naming rank 1 alone, on {1,3}" \
+    say blamed hsdp_skip_$src collective-mismatch collective-mismatch 1 1,3 \
+    "{1,3}, split from the world with color 1: rank 1 called AllReduce"
   hang_in_shard_group $src
 done
 finish

@@ -31,12 +31,16 @@ static RT_TLS struct {
 	uint32_t number, colls, p2ps;
 } grp;
 
+RT_TLS bool rt_tr_unnumbered;
+
 uint32_t rt_tr_coll_seq(const void *comm, const void *send, const void *recv, uint64_t count)
 {
 	uint64_t id = 0;
 	uint32_t seq;
 	int dev = -1;
 
+	if (rt_tr_unnumbered)
+		return 0;
 	if (rt_tr_comm_next_coll(comm, &id, &seq, &dev))
 		rt_tr_dev_enqueued(id, seq, dev, send, recv, count, grp.depth > 0);
 	grp.colls += grp.depth > 0;
@@ -49,6 +53,8 @@ uint32_t rt_tr_p2p_seq(const void *comm, int peer, int send, const void *buff, u
 	uint32_t seq;
 	int dev = -1;
 
+	if (rt_tr_unnumbered)
+		return 0;
 	if (rt_tr_comm_next_p2p(comm, peer, send, &id, &seq, &dev))
 		rt_tr_dev_p2p_enqueued(id, peer, seq, send, dev, buff, count, grp.depth > 0);
 	grp.p2ps += grp.depth > 0;

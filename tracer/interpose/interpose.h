@@ -13,6 +13,7 @@
 
 #include <stdint.h>
 
+#include "base.h"
 #include "schema.h"
 
 /* init.c: per interposed function, 1 when its calls take the wrappers'
@@ -24,6 +25,11 @@ extern uint8_t rt_tr_route[RT_ID_COUNT];
  * Send's (send 1) or Recv's on comm for peer; also handed to the device side */
 uint32_t rt_tr_coll_seq(const void *comm, const void *send, const void *recv, uint64_t count);
 uint32_t rt_tr_p2p_seq(const void *comm, int peer, int send, const void *buff, uint64_t count);
+/* hooks.c: set by the wrappers' general path around the fields of a call an
+ * injected skip replaces: NCCL never sees it, so it takes no sequence number
+ * (numbered 0, as a peer NCCL refuses) and the next call takes the number
+ * NCCL gives it */
+extern RT_TLS bool rt_tr_unnumbered;
 /* hooks.c: communicators made (rt_comm): by an init call with its rank (how:
  * enum rt_comm_how; ret 0, or ncclInProgress: being made), by
  * ncclCommInitAll, ncclCommSplit, ncclCommShrink (the new handle at *where,

@@ -126,7 +126,9 @@
 		if (!traced && !hit.action)                                            \
 			return real args;                                              \
 		if (traced) {                                                          \
+			rt_tr_unnumbered = hit.action == RT_INJ_SKIP;                  \
 			RT_TR_FIELDS(0, field_list)                                    \
+			rt_tr_unnumbered = false;                                      \
 			rt_tr_call_real(&c);                                           \
 		}                                                                      \
 		if (rt_unlikely(hit.action))                                           \

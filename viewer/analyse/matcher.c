@@ -134,6 +134,11 @@ static struct rt_vw_fcall fcall(const struct rt_vw_centry *e, const struct rt_vw
 				     .bytes = g->count * rt_nccl_dtype_size(g->dtype) };
 }
 
+static bool skipped_here(const struct rt_vw_trace *t, int r, const struct rt_vw_centry *e)
+{
+	return __atomic_load_n(&t->ranks[r].skipped_comm, __ATOMIC_RELAXED) == e->comm_id;
+}
+
 /* All ranks that reported seq: the minority signature is the divergence. */
 static void check_entry(struct rt_vw_matcher *m, struct rt_vw_centry *e)
 {
@@ -160,6 +165,12 @@ static void check_entry(struct rt_vw_matcher *m, struct rt_vw_centry *e)
 		return;
 	for (int g = 1; g < ng; g++)
 		if (sizes[g] > sizes[major])
+			major = g;
+	/* a tie (1 against 1 in a group of 2): the side of a rank an injected
+	 * skip left a collective short on this communicator is the divergence */
+	for (int g = 0; g < ng; g++)
+		if (g != major && sizes[g] == sizes[major] && skipped_here(t, groups[major], e) &&
+		    !skipped_here(t, groups[g], e))
 			major = g;
 	minor = major == 0 ? 1 : 0;
 	if (!first_mismatch(m, e))

@@ -352,8 +352,11 @@ static void on_collective(const struct rt_vw_sink *to, unsigned flags, int ri, s
 				r->calls[r->ncalls++] = (struct rt_vw_call_sig){ s.kind, s.dtype, s.op, s.root,
 										 s.count, comm, seq };
 		}
-		if (rt_ck_is_collective(ck) && comm)
+		/* seq 0: a call NCCL never numbered (an injected skip's) */
+		if (rt_ck_is_collective(ck) && comm && seq)
 			to->match(to->ctx, ri, comm, seq, &s);
+		else if (rt_ck_is_collective(ck) && comm && !r->skipped_comm)
+			__atomic_store_n(&r->skipped_comm, comm, __ATOMIC_RELAXED);
 	}
 }
 

@@ -179,6 +179,9 @@ struct rt_vw_rank {
 	/* probe events: parameters (latest placement of each), FSDP forwards,
 	 * markers, injected faults */
 	uint64_t fsdp_root_forwards, params_reported, params_freed, params_meta, faults, markers;
+	/* the first communicator an injected skip left a collective short on
+	 * (its call recorded with sequence 0; read by the matcher's thread) */
+	uint64_t skipped_comm;
 	struct rt_vw_param *params;  /* latest report per parameter name */
 	uint32_t nparams, params_cap;
 	uint64_t params_misplaced;   /* data in an allocation of another device */
