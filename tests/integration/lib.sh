@@ -19,6 +19,14 @@ bad()  { checks=$((checks + 1)); failures=$((failures + 1)); echo "FAIL - $*"; }
 # fails (status 1) when the check does: `check ... || { show why; }`
 check() { local what=$1; shift; if "$@"; then ok "$what"; else bad "$what"; return 1; fi; }
 finish() { echo "$((checks - failures)) passed, $failures failed"; [ "$failures" -eq 0 ]; }
+# need_torch: PY is the torch venv's python (make test makes it with
+# scripts/setup-torch.sh); without torch there the test fails here, with
+# the checks it made so far counted
+need_torch() { PY="$B/venv-torch/bin/python"
+  "$PY" -c 'import torch' 2> /dev/null && return 0
+  bad "no torch venv at $B/venv-torch (make test runs scripts/setup-torch.sh)"
+  finish; exit 1
+}
 sim() { LD_LIBRARY_PATH="$SIM${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$@"; }
 # live jobs (test_live.sh, test_hangdev.sh). start NAME PLAN: `ranktrace run
 # -o $T/NAME --inject PLAN` on 4 ranks of fsdp_mini --steps 2 in the

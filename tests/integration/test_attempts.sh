@@ -65,12 +65,8 @@ check "--attempt x: a usage error for view (2)" [ $arc -eq 2 ]
 # store on a free port. The whole job is run again (at most once, counted)
 # only when its log shows torch's own rendezvous failing, never on what
 # ranktrace says.
-PY="$B/venv-torch/bin/python"
 W="$(cd "$(dirname "$0")/../python" && pwd)/fsdp_cpu.py"
-if ! "$PY" -c 'import torch' 2> /dev/null; then
-  bad "no torch venv at $B/venv-torch (make test runs scripts/setup-torch.sh)"
-  finish; exit 1
-fi
+need_torch
 torch_failed='connectFullMesh|DistNetworkError|DistStoreError|RendezvousError|RendezvousTimeoutError'
 retries=0
 for try in 1 2; do

@@ -5,12 +5,8 @@
 # programs without torch or with their own sitecustomize are unchanged.
 source "$(dirname "$0")/lib.sh"
 RT="$B/bin/ranktrace"
-PY="$B/venv-torch/bin/python"
 W="$(cd "$(dirname "$0")/../python" && pwd)/fsdp_cpu.py"
-if ! "$PY" -c 'import torch' 2>/dev/null; then
-  bad "no torch venv at $B/venv-torch (make test runs scripts/setup-torch.sh)"
-  finish; exit 1
-fi
+need_torch
 run2() { local out=$1; shift; "$RT" run -o "$T/$out" "$@" > "$T/$out.log" 2>&1; }
 
 run2 good -- "$B/bin/rt-launch" -n 2 "$PY" "$W" --steps 3

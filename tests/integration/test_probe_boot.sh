@@ -14,12 +14,8 @@
 # by a wrapper that sets PYTHONPATH= and runs python -I: skipped-fsdp-root.
 source "$(dirname "$0")/lib.sh"
 RT="$B/bin/ranktrace"
-PY="$B/venv-torch/bin/python"
 W="$(cd "$(dirname "$0")/../python" && pwd)/fsdp_cpu.py"
-if ! "$PY" -c 'import torch' 2>/dev/null; then
-  bad "no torch venv at $B/venv-torch (make test runs scripts/setup-torch.sh)"
-  finish; exit 1
-fi
+need_torch
 # prints what the program can see of the tracer: sys.path, __main__'s names,
 # the probe; makes one event (a marker) when the library is there; exits 3 (or argv[1])
 cat > "$T/prog.py" <<'PYEOF'

@@ -11,12 +11,8 @@
 # says what each does).
 source "$(dirname "$0")/lib.sh"
 RT="$B/bin/ranktrace"
-PY="$B/venv-torch/bin/python"
 W="$(cd "$(dirname "$0")/../python" && pwd)/fsdp_cpu.py"
-if ! "$PY" -c 'import torch' 2>/dev/null; then
-  bad "no torch venv at $B/venv-torch (make test runs scripts/setup-torch.sh)"
-  finish; exit 1
-fi
+need_torch
 
 # name | fsdp_cpu.py options (--cpu-offload is left out: FSDP's CPU offload
 # pins host memory, which needs CUDA; the probe does nothing different for it)

@@ -12,12 +12,8 @@
 # the embedding the root owns, used while its parameters were still sharded.
 source "$(dirname "$0")/lib.sh"
 RT="$B/bin/ranktrace"
-PY="$B/venv-torch/bin/python"
 W="$(cd "$(dirname "$0")/../python" && pwd)/fsdp2_cpu.py"
-if ! "$PY" -c 'import torch' 2>/dev/null; then
-  bad "no torch venv at $B/venv-torch (make test runs scripts/setup-torch.sh)"
-  finish; exit 1
-fi
+need_torch
 
 # run NAME [ranktrace run options] -- fsdp2_cpu.py arguments: bounded, 2 ranks
 run() {
