@@ -157,4 +157,46 @@ check "SIGKILL to run (ranks in sessions of their own, a launcher deaf to SIGTER
 check "its trace reads 'job interrupted' (verdict $vrc)" \
   bash -c "[ $vrc -eq 125 ] && grep -q 'job interrupted' '$T/sessions.v'"
 
+# ---- SIGTERM again while the first is recorded ----
+# A scheduler signals every process of the job and the launcher forwards its
+# own copy: a rank gets SIGTERM twice, microseconds apart. The second, taken
+# while the handler of the first wrote its record, killed the rank before the
+# record (SA_RESETHAND): "rank 1 died inside ncclAllGather" among ranks
+# killed by SIGTERM (CI, 1 run in ~40 under load). Each rank of a hung
+# 2-rank job gets SIGTERM in a loop until it is gone (the old handler: 4 of
+# 8 jobs lost a rank's record), 3 jobs: every trace reads job interrupted.
+flooded=0
+for round in 1 2 3; do
+  d="$T/flood$round"
+  start "flood$round" env LD_LIBRARY_PATH="$SIM${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$RT" run -o "$d" \
+    --inject nccl-hang=5 -- "$B/bin/rt-launch" -n 2 --grace 20 "$B/bin/fsdp_mini" --steps 2
+  until=$((SECONDS + 30))
+  while [ $SECONDS -lt $until ] && [ "$(job_left "$d")" -lt 2 ]; do sleep 0.1; done
+  sleep 1 # the ranks into their hung collective
+  ranks=""
+  for p in /proc/[0-9]*; do
+    { tr "\\0" "\\n" < "$p/environ" | grep -qx "RANKTRACE_DIR=$d" && [ "$(cat "$p/comm")" = fsdp_mini ]; } 2> /dev/null &&
+      ranks="$ranks ${p#/proc/}"
+  done
+  # kill() succeeds on a zombie too: the loop ends when the pid is reaped
+  timeout -k 5 20 python3 -c '
+import os, signal, sys
+for p in map(int, sys.argv[1:]):
+    try:
+        for _ in range(100000):
+            os.kill(p, signal.SIGTERM)
+    except ProcessLookupError:
+        pass' $ranks
+  ended "$LAST"
+  timeout -k 5 60 "$RT" verdict "$d" > "$d.v" 2>&1; vrc=$?
+  if [ $vrc -eq 125 ] && grep -q 'job interrupted' "$d.v"; then
+    flooded=$((flooded + 1))
+  else
+    echo "# flood $round: ranks$ranks, verdict $vrc: $(tail -2 "$d.v" | head -c 300)"
+  fi
+  rm -rf "$d"
+done
+check "SIGTERM again and again while the first is recorded: $flooded of 3 traces read 'job interrupted'" \
+  [ $flooded -eq 3 ]
+
 finish

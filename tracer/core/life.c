@@ -93,11 +93,31 @@ void rt_tr_record_exit(int status)
 static const int fatal_signals[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT,
 				     SIGTERM, SIGINT, SIGHUP };
 
+/* A signal that stops the job from outside: a scheduler's SIGTERM to every
+ * process of the job and the launcher's forward of it reach a rank
+ * microseconds apart. */
+static bool is_stop_signal(int signo)
+{
+	return signo == SIGTERM || signo == SIGINT || signo == SIGHUP;
+}
+
+/* Set by the first stop signal's handler: the process is ending. */
+static int stopping;
+
 static void on_fatal(int signo, siginfo_t *info, void *uc)
 {
 	int saved = errno;
 
 	(void)uc;
+	/* A stop signal while the first is being recorded (this thread's, or
+	 * another's): the first handler ends the process once its record is
+	 * written. Taking the default action here (what SA_RESETHAND would do)
+	 * killed the process before that record, and the rank read "died inside
+	 * a call" among ranks killed by SIGTERM (test_run_signals in CI). */
+	if (is_stop_signal(signo) && __atomic_exchange_n(&stopping, 1, __ATOMIC_ACQ_REL)) {
+		errno = saved;
+		return;
+	}
 	/* depth 1: we are inside tracer code, whose state may be half-written.
 	 * A thread without a stream takes the spare one allocated ahead: opening
 	 * a stream the usual way would allocate, which a signal handler must not
@@ -107,15 +127,23 @@ static void on_fatal(int signo, siginfo_t *info, void *uc)
 		__atomic_store_n(&exit_recorded, 1, __ATOMIC_RELAXED);
 		/* a launcher's SIGTERM outside CUDA: CUPTI's buffers can still be
 		 * flushed; after a fault, flushing (which allocates) could deadlock */
-		if (signo == SIGTERM || signo == SIGINT || signo == SIGHUP)
+		if (is_stop_signal(signo))
 			flush_at_end(true);
 		record_at_end(true);
 		rt_tr_ev_rt_signal(signo);
 	}
 	errno = saved;
-	/* SA_RESETHAND restored the default: a fault the kernel raised (si_code
-	 * > 0) re-executes and dies with the same signal; any other signal (sent,
-	 * or a terminal's SIGINT/SIGHUP, SI_KERNEL) is raised again. */
+	if (is_stop_signal(signo)) { /* no SA_RESETHAND: the default now */
+		struct sigaction dfl = { 0 };
+
+		dfl.sa_handler = SIG_DFL;
+		sigemptyset(&dfl.sa_mask);
+		sigaction(signo, &dfl, NULL);
+	}
+	/* SA_RESETHAND (faults) or the line above restored the default: a fault
+	 * the kernel raised (si_code > 0) re-executes and dies with the same
+	 * signal; any other signal (sent, or a terminal's SIGINT/SIGHUP,
+	 * SI_KERNEL) is raised again. */
 	if (!info || info->si_code <= 0 || (signo != SIGSEGV && signo != SIGBUS &&
 					    signo != SIGFPE && signo != SIGILL))
 		raise(signo);
@@ -132,7 +160,10 @@ static void install_signal_handlers(void)
 		    (old.sa_flags & SA_SIGINFO))
 			continue;
 		sa.sa_sigaction = on_fatal;
-		sa.sa_flags = (int)(SA_SIGINFO | SA_RESETHAND | SA_NODEFER);
+		/* a fault resets at once (a second fault dies as untraced); a
+		 * stop signal keeps the handler while its record is written */
+		sa.sa_flags = (int)(SA_SIGINFO | SA_NODEFER |
+				    (is_stop_signal(fatal_signals[i]) ? 0 : SA_RESETHAND));
 		sigemptyset(&sa.sa_mask);
 		sigaction(fatal_signals[i], &sa, NULL);
 	}
@@ -192,5 +223,6 @@ void rt_tr_after_fork_child(void)
 {
 	rt_tr_pid = getpid();
 	exit_recorded = 0;
+	stopping = 0;
 	rt_tr_stream_forget_inherited();
 }
