@@ -16,6 +16,8 @@
  * up. Never exits
  * or aborts: failures warn once and pass through. */
 #include <signal.h>
+#include <stdint.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core.h"
@@ -101,8 +103,30 @@ static bool is_stop_signal(int signo)
 	return signo == SIGTERM || signo == SIGINT || signo == SIGHUP;
 }
 
-/* Set by the first stop signal's handler: the process is ending. */
+/* Set by the first stop signal's handler: the process is ending (since
+ * stop_began, CLOCK_MONOTONIC ns). */
 static int stopping;
+static int64_t stop_began;
+
+#define RT_STOP_GRACE_NS 1000000000LL /* then a stop signal kills at once */
+
+static int64_t monotonic_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts); /* async-signal-safe */
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* The default action of stop signal signo, now. */
+static void stop_default(int signo)
+{
+	struct sigaction dfl = { 0 };
+
+	dfl.sa_handler = SIG_DFL;
+	sigemptyset(&dfl.sa_mask);
+	sigaction(signo, &dfl, NULL);
+}
 
 static void on_fatal(int signo, siginfo_t *info, void *uc)
 {
@@ -115,9 +139,19 @@ static void on_fatal(int signo, siginfo_t *info, void *uc)
 	 * killed the process before that record, and the rank read "died inside
 	 * a call" among ranks killed by SIGTERM (test_run_signals in CI). */
 	if (is_stop_signal(signo) && __atomic_exchange_n(&stopping, 1, __ATOMIC_ACQ_REL)) {
+		/* ...unless the record has taken a second already (a handler
+		 * stuck in a flush): a user's second Ctrl-C still kills */
+		int64_t began = __atomic_load_n(&stop_began, __ATOMIC_ACQUIRE);
+
+		if (began && monotonic_ns() - began > RT_STOP_GRACE_NS) {
+			stop_default(signo);
+			raise(signo);
+		}
 		errno = saved;
 		return;
 	}
+	if (is_stop_signal(signo))
+		__atomic_store_n(&stop_began, monotonic_ns(), __ATOMIC_RELEASE);
 	/* depth 1: we are inside tracer code, whose state may be half-written.
 	 * A thread without a stream takes the spare one allocated ahead: opening
 	 * a stream the usual way would allocate, which a signal handler must not
@@ -133,13 +167,8 @@ static void on_fatal(int signo, siginfo_t *info, void *uc)
 		rt_tr_ev_rt_signal(signo);
 	}
 	errno = saved;
-	if (is_stop_signal(signo)) { /* no SA_RESETHAND: the default now */
-		struct sigaction dfl = { 0 };
-
-		dfl.sa_handler = SIG_DFL;
-		sigemptyset(&dfl.sa_mask);
-		sigaction(signo, &dfl, NULL);
-	}
+	if (is_stop_signal(signo)) /* no SA_RESETHAND: the default now */
+		stop_default(signo);
 	/* SA_RESETHAND (faults) or the line above restored the default: a fault
 	 * the kernel raised (si_code > 0) re-executes and dies with the same
 	 * signal; any other signal (sent, or a terminal's SIGINT/SIGHUP,
@@ -224,5 +253,6 @@ void rt_tr_after_fork_child(void)
 	rt_tr_pid = getpid();
 	exit_recorded = 0;
 	stopping = 0;
+	stop_began = 0;
 	rt_tr_stream_forget_inherited();
 }
