@@ -24,7 +24,11 @@
 #   fork                    fork-* files apart; the ranks hold no child event
 #   comm_skip R SPLIT N     the fault fired on rank R's N-th all-reduce of its
 #                           SPLIT-th split, and only there
+#   view JSON [N]           view --json's communicators (in file JSON) are the
+#                           trace's, every field as its records say (and N
+#                           of them); the call counts from the calls recorded
 import glob
+import json
 import os
 import re
 import statistics
@@ -262,6 +266,55 @@ def check_comm_skip(ranks, r, split, n):
           f"calls there {made}, its peer {peer}'s {peer_made}")
 
 
+HOW = ["?", "ncclCommInitRank", "ncclCommInitRankConfig", "ncclCommInitRankScalable",
+       "ncclCommInitAll", "ncclCommSplit", "ncclCommShrink"]  # format/schema.h RT_COMM_HOWS
+STATE = {0: "being made", 1: "made", 2: "failed"}
+
+
+def expected_comms(ranks):
+    """{comm_id: what view should say of it}, from the rt_comm records and the calls."""
+    want = {}
+    for r, evs in ranks.items():
+        for cid, c in comms(evs).items():
+            colls = sum(1 for e in evs if e.get("comm_id") == cid and e.get("seq", 0) > 0 and
+                        e["name"].startswith("nccl") and e["name"] not in ("ncclSend", "ncclRecv"))
+            p2p = {k: sum(1 for e in evs if e["name"] == k and e.get("comm_id") == cid and e["seq"] > 0)
+                   for k in ("ncclSend", "ncclRecv")}
+            w = want.setdefault(cid, {"places": [], "colls": [], "sends": 0, "recvs": 0, "states": set()})
+            w["places"].append((c["rank"], c["global_rank"], c["key"]))
+            w["colls"].append(colls)
+            w["sends"] += p2p["ncclSend"]
+            w["recvs"] += p2p["ncclRecv"]
+            w["states"].add(STATE[c["state"]])
+            if c["rank"] == min(p for p, _, _ in w["places"]):
+                w["rec"] = c
+    return want
+
+
+def check_view(ranks, path, n=None):
+    got = {int(c["id"], 16): c for c in json.load(open(path))["communicators"]}
+    want = expected_comms(ranks)
+    if set(got) != set(want) or (n is not None and len(got) != n):
+        fail(f"view lists {sorted(map(hex, got))}, the trace records {sorted(map(hex, want))}")
+    for cid, w in want.items():
+        c, rec = got[cid], w["rec"]
+        places = sorted(w["places"])
+        split = rec["how"] == 5
+        exp = {"made_by": HOW[rec["how"]], "size": rec["nranks"], "members": [g for _, g, _ in places],
+               "parent": "%016x" % rec["parent_id"] if rec["parent_id"] else None,
+               "color": rec["color"] if split else None,
+               "keys": [k for _, _, k in places] if split else None,
+               "state": "failed" if "failed" in w["states"] else
+                        "being made" if "being made" in w["states"] else "made",
+               "collectives": max(w["colls"]), "collectives_fewest": min(w["colls"]),
+               "sends": w["sends"], "recvs": w["recvs"]}
+        for k, v in exp.items():
+            if c[k] != v:
+                fail(f"communicator {cid:016x}: {k} {c[k]!r} in view, {v!r} in the trace")
+        print(f"view: {cid:016x} {c['made_by']} members {c['members']} {c['collectives']} collectives, "
+              f"{c['sends']}/{c['recvs']} send/recv: as recorded")
+
+
 def main():
     check, trace, args = sys.argv[1], sys.argv[2], [int(a) if a.lstrip("-").isdigit() else a for a in sys.argv[3:]]
     ranks = rank_events(trace)
@@ -271,6 +324,8 @@ def main():
         check_hosts(trace, ranks, args[0], [int(x) for x in str(args[1]).split(",")], args[2])
     elif check == "fork":
         check_fork(trace, ranks)
+    elif check == "view":
+        check_view(ranks, *sys.argv[3:4], *args[1:])
     else:
         globals()["check_" + check](ranks, *args)
 

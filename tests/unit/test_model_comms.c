@@ -7,8 +7,11 @@
  * the same number of another peer or direction), groups; and the blame the
  * analyses put on a communicator's members only, in global ranks, with the
  * communicator said (issue 27). */
+#include <stdio.h>
+
 #include "model_rig.h"
 #include "comms.h"
+#include "export.h"
 
 #define SPLIT 0x5b1ull
 
@@ -238,6 +241,71 @@ Test(blame, without_communicator_records_every_rank_may_be_a_member)
 	f = only(RT_FK_NEVER_CALLED, text, sizeof(text));
 	cr_expect(f->nranks == 1 && f->ranks[0] == 1, "%s", text);
 	cr_expect(!strchr(text, '{'), "%s", text);
+	rt_vw_free(t);
+	free(m);
+}
+
+/* ---- the communicators across ranks (comm_index.c) and view's list ---- */
+
+Test(comm_index, every_communicator_with_its_members_and_calls)
+{
+	const struct rt_vw_comm_entry *c;
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	rig(4);
+	halves(true);
+	halves_allreduce(5, 1, 3);
+	rt_vw_model_finish(m);
+	cr_assert_eq(rt_vw_comm_count(t), 3, "the world and its two halves");
+	cr_expect_eq(rt_vw_comm_at(t, 0)->id, COMM, "the world first: made first");
+	c = rt_vw_comm_entry(t, SPLIT + 1);
+	cr_assert_not_null(c);
+	cr_assert_eq(c->nmembers, 2);
+	cr_expect(c->members[0].global == 1 && c->members[1].global == 3, "{1,3} in place order");
+	cr_expect(c->members[0].key == 1 && c->members[1].key == 3, "their split keys");
+	cr_expect(c->colls_most == 5 && c->colls_fewest == 4, "rank 1 skipped one (%llu, %llu)",
+		  (unsigned long long)c->colls_most, (unsigned long long)c->colls_fewest);
+	cr_expect_eq(rt_vw_comm_entry(t, COMM)->nmembers, 4);
+	cr_expect_eq(rt_vw_comm_entry(t, COMM)->colls_most, 0, "no collective on the world");
+	cr_expect_null(rt_vw_comm_entry(t, 0x999), "no rank recorded it");
+	f = open_memstream(&text, &len);
+	rt_vw_comms_text(f, t, 3, false); /* view --rank 3: its communicators only */
+	fclose(f);
+	cr_expect(strstr(text, "{0-3}: made by ncclCommInitRank; made; 0 collectives"), "%s", text);
+	cr_expect(strstr(text, "{1,3}: split from the world with color 1, keys 1,3; made; "
+			       "5 collectives (a member called 4)"), "%s", text);
+	cr_expect(!strstr(text, "{0,2}"), "rank 3 is not in {0,2}: %s", text);
+	free(text);
+	rt_vw_free(t);
+	free(m);
+}
+
+/* A non-blocking split's call returns ncclInProgress with no communicator
+ * and no size; its rt_comm record, once made, says both. The matcher
+ * learns the size from it, so its collectives close as every member calls
+ * them (before: open to the end, its size unknown, taken as the trace's 4
+ * ranks: the matcher's memory grew with every collective on it). */
+Test(comm_index, a_non_blocking_splits_collectives_close)
+{
+	rig(4);
+	for (int i = 0; i < 4; i++) {
+		OK(i, ncclCommInitRank, i, RT_FN_comm_id, COMM, RT_FN_nranks, 4ull, RT_FN_rank, (uint64_t)i);
+		comm(i, COMM, 4, i, RT_COMM_INIT_CONFIG, 0, -1, 1, "");
+		ev(i, RT_ID_ncclCommSplit, i, 7 /* ncclInProgress */, false, RT_FN_parent_id, COMM,
+		   RT_FN_color, (uint64_t)(i % 2), RT_FN_key, (uint64_t)i, -1);
+		comm(i, SPLIT + (uint64_t)(i % 2), 2, i / 2, RT_COMM_SPLIT, COMM, i % 2, 1, "");
+	}
+	for (int i = 0; i < 4; i++)
+		for (uint64_t seq = 1; seq <= 3; seq++)
+			ev(i, RT_ID_ncclAllReduce, i, 0, false, RT_FN_comm_id, SPLIT + (uint64_t)(i % 2),
+			   RT_FN_seq, seq, RT_FN_count, 1024ull, -1);
+	cr_expect_eq(m->open, 0, "every collective closed (%zu open)", m->open);
+	for (int i = 0; i < 4; i++)
+		OK(i, rt_exit, i, RT_FN_status, 0ull);
+	rt_vw_model_finish(m);
+	cr_expect_eq(t->verdict, RT_V_HEALTHY);
 	rt_vw_free(t);
 	free(m);
 }

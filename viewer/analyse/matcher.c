@@ -6,7 +6,9 @@
  * checked (same kind, count, datatype, op, root on every rank) and freed
  * once every rank of the communicator has reported it. The communicator's
  * size is learned from its init events (a split records its size, from
- * ncclCommCount; without it the ranks that joined are counted). Each rank's
+ * ncclCommCount; without it the ranks that joined are counted) and from
+ * the rt_comm record of every communicator (the only word of a non-blocking
+ * split's size: its call returns before NCCL knows it). Each rank's
  * own init precedes its collectives, whatever the merge's window does. What
  * stays open at the end is a collective some ranks never reached
  * (matcher_finish). Memory: open collectives only.
@@ -74,7 +76,15 @@ void rt_vw_comm_learn(struct rt_vw_matcher *m, uint64_t id, int nranks, bool loc
 {
 	struct rt_vw_comm *c;
 
-	if (nranks <= 0 || comm_find(m->t, id))
+	if (nranks <= 0)
+		return;
+	c = comm_find(m->t, id);
+	if (c && c->split) { /* counted as its ranks joined: the recorded size wins */
+		c->nranks = nranks;
+		c->split = false;
+		return;
+	}
+	if (c)
 		return;
 	c = comm_add(m->t, id);
 	if (c) {
@@ -283,8 +293,8 @@ static bool lacks(const struct rt_vw_trace *t, const struct rt_vw_centry *e, int
 }
 
 /* Does a member of e's communicator lack it? An entry stays open whose
- * communicator's size the matcher never learnt (a non-blocking split is
- * made after its call returns), with every member in it. */
+ * communicator's size the matcher never learnt (a trace without rt_comm
+ * records, of a non-blocking split), with every member in it. */
 static bool lacking(const struct rt_vw_trace *t, const struct rt_vw_centry *e)
 {
 	for (int r = 0; r < t->nranks; r++)

@@ -65,6 +65,9 @@ void rt_vw_model_finish_live(struct rt_vw_matcher *m, const struct rt_vw_live *l
 		else if (r->readable)
 			rt_vw_live_ask(t->dir, r->name, &r->meta, !t->lttng, &r->sys);
 	}
+	/* the communicators across ranks; out of memory, none: findings then
+	 * say a communicator by its id alone and view lists none */
+	(void)rt_vw_comm_index(t);
 	rt_vw_analyse(t, m);
 }
 
@@ -189,6 +192,7 @@ void rt_vw_free(struct rt_vw_trace *t)
 		rt_vw_comms_free(&t->ranks[i]);
 	}
 	rt_vw_straggle_free(t);
+	rt_vw_comm_index_free(t);
 	free(t->ranks);
 	rt_vw_findings_free(t);
 	free(t->missing);

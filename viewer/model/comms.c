@@ -23,9 +23,13 @@ static struct rt_vw_rank_comms *comms_of(struct rt_vw_rank *r)
 
 static struct rt_vw_rank_comm *find(struct rt_vw_rank_comms *c, uint64_t id)
 {
+	if (c->last < c->n && c->v[c->last].id == id)
+		return &c->v[c->last];
 	for (int i = 0; i < c->n; i++)
-		if (c->v[i].id == id)
+		if (c->v[i].id == id) {
+			c->last = i;
 			return &c->v[i];
+		}
 	return NULL;
 }
 
@@ -41,36 +45,18 @@ bool rt_vw_comm_outside(const struct rt_vw_rank *r, uint64_t id)
 
 const struct rt_vw_rank_comm *rt_vw_comm_any(const struct rt_vw_trace *t, uint64_t id)
 {
-	for (int i = 0; i < t->nranks; i++) {
-		const struct rt_vw_rank_comm *k = rt_vw_rank_comm_of(&t->ranks[i], id);
+	const struct rt_vw_comm_entry *c = rt_vw_comm_entry(t, id);
 
-		if (k)
-			return k;
-	}
-	return NULL;
+	return c ? c->k : NULL;
 }
 
 int rt_vw_comm_members(const struct rt_vw_trace *t, uint64_t id, int *out, int cap)
 {
-	int n = 0, place[RT_VW_FINDING_RANKS];
+	const struct rt_vw_comm_entry *c = rt_vw_comm_entry(t, id);
+	int n = 0;
 
-	for (int i = 0; i < t->nranks && n < cap && n < RT_VW_FINDING_RANKS; i++) {
-		const struct rt_vw_rank *r = &t->ranks[i];
-		const struct rt_vw_rank_comm *k = rt_vw_rank_comm_of(r, id);
-		int j = n++;
-
-		if (!k) {
-			n--;
-			continue;
-		}
-		/* in the order of their places in it (insertion: few members) */
-		for (; j > 0 && place[j - 1] > k->rank; j--) {
-			place[j] = place[j - 1];
-			out[j] = out[j - 1];
-		}
-		place[j] = k->rank;
-		out[j] = k->global_rank >= 0 ? k->global_rank : r->meta.rank;
-	}
+	for (; c && n < c->nmembers && n < cap && n < RT_VW_FINDING_RANKS; n++)
+		out[n] = c->members[n].global;
 	return n;
 }
 
@@ -106,15 +92,20 @@ static void on_p2p_call(struct rt_vw_rank_comms *c, const struct rt_vw_event *e)
 {
 	struct rt_vw_p2p *p;
 
+	struct rt_vw_rank_comm *k = find(c, (uint64_t)rt_vw_fld(e, RT_FN_comm_id));
+	bool send = rt_field_at[e->id][RT_FN_sendbuff] >= 0; /* a Recv has a receive buffer */
+
+	if (k && rt_vw_fld(e, RT_FN_seq)) {
+		k->sends += send;
+		k->recvs += !send;
+	}
 	if (!RT_GROW(c->p, c->np, c->pcap, 64, UINT32_MAX))
 		return;
 	p = &c->p[c->np++];
 	*p = (struct rt_vw_p2p){ .comm_id = (uint64_t)rt_vw_fld(e, RT_FN_comm_id), .ts = e->ts,
 				 .dur = e->dur, .seq = (uint32_t)rt_vw_fld(e, RT_FN_seq),
 				 .peer = (int)rt_vw_fld(e, RT_FN_peer), .ret = e->ret,
-				 .pending = e->pending,
-				 /* a Send has a send buffer, a Recv a receive buffer */
-				 .send = rt_field_at[e->id][RT_FN_sendbuff] >= 0 };
+				 .pending = e->pending, .send = send };
 }
 
 /* rt_dev_p2p: the call it is, searched from the newest. */
@@ -149,11 +140,29 @@ static void on_end(struct rt_vw_rank_comms *c, const struct rt_vw_event *e, int 
 	}
 }
 
+/* A collective on a communicator of this rank: counted there when numbered
+ * (an injected skip is not: NCCL never saw it). */
+static void on_coll(struct rt_vw_rank_comms *c, const struct rt_vw_event *e)
+{
+	struct rt_vw_rank_comm *k;
+	int ck = rt_vw_coll_kind(e->id);
+
+	if (ck < 0 || !rt_ck_is_collective(ck) || !rt_vw_fld(e, RT_FN_seq))
+		return;
+	if ((k = find(c, (uint64_t)rt_vw_fld(e, RT_FN_comm_id))) != NULL)
+		k->colls++;
+}
+
 bool rt_vw_comms_event(struct rt_vw_rank *r, const struct rt_vw_event *e)
 {
 	int role = rt_events[e->id].role;
 	struct rt_vw_rank_comms *c;
 
+	if (role == RT_R_COLL) {
+		if (r->rcomms)
+			on_coll(r->rcomms, e);
+		return false;
+	}
 	if (e->id != RT_ID_rt_comm && e->id != RT_ID_rt_dev_p2p && e->id != RT_ID_rt_group &&
 	    role != RT_R_P2P && role != RT_R_COMM_END && role != RT_R_COMM_REVOKE)
 		return false;

@@ -23,6 +23,8 @@ struct rt_vw_rank_comm {
 	uint64_t made_ts;        /* the first record's time */
 	uint64_t end_ts;         /* destroyed, aborted or revoked at (0: not) */
 	int end_role;            /* RT_R_COMM_END or RT_R_COMM_REVOKE */
+	uint64_t colls;          /* collectives this rank called on it (numbered: not skipped) */
+	uint64_t sends, recvs;   /* its ncclSend and ncclRecv calls on it */
 };
 
 /* One ncclSend (send) or ncclRecv of this rank: seq is its number on its
@@ -43,10 +45,44 @@ struct rt_vw_rank_comms {
 	uint32_t groups;         /* rt_group records: groups launched */
 	uint64_t group_calls;    /* the calls they held */
 	uint64_t unbound_p2p;    /* rt_dev_p2p of no call of this rank */
+	int last;                /* the communicator found last (v's index): calls come in runs */
 };
 
+/* A member of a communicator across the job: its place (rank in it), its
+ * split key, the global rank, the trace rank index holding it. */
+struct rt_vw_comm_member {
+	int place, key, global, ri;
+};
+
+/* A communicator across the job (comm_index.c): what its members' rt_comm
+ * records say together. k is the record of its lowest place (how it was
+ * made, its recorded size nranks, parent, color, excluded ranks). */
+struct rt_vw_comm_entry {
+	uint64_t id;
+	const struct rt_vw_rank_comm *k;
+	struct rt_vw_comm_member *members; /* in the order of their places */
+	int nmembers;                      /* ranks whose records name it */
+	uint64_t made_ts;                  /* the first record of any member */
+	uint64_t colls_most, colls_fewest; /* collectives a member called on it */
+	uint64_t sends, recvs;             /* its members' ncclSend, ncclRecv calls */
+	int being_made, failed;            /* members whose last record says so */
+	int ended, revoked;                /* members that destroyed or aborted it; revoked it */
+};
+
+/* The communicator index, from every rank's records (after the pass):
+ * 0, or -ENOMEM (then none: every lookup says no communicator). */
+int rt_vw_comm_index(struct rt_vw_trace *t);
+void rt_vw_comm_index_free(struct rt_vw_trace *t);
+/* Communicators in the index; the i-th (inits, then splits and shrinks, by
+ * the members' N-th such call, color, when made); communicator id (NULL:
+ * no rank recorded it, or no index). */
+int rt_vw_comm_count(const struct rt_vw_trace *t);
+const struct rt_vw_comm_entry *rt_vw_comm_at(const struct rt_vw_trace *t, int i);
+const struct rt_vw_comm_entry *rt_vw_comm_entry(const struct rt_vw_trace *t, uint64_t id);
+
 /* The model's pass: true when e was one of this file's records (consumed);
- * ncclSend/ncclRecv and a communicator's end are noted and false returned. */
+ * collectives, ncclSend/ncclRecv and a communicator's end are noted (counted
+ * on the communicator) and false returned. */
 bool rt_vw_comms_event(struct rt_vw_rank *r, const struct rt_vw_event *e);
 void rt_vw_comms_free(struct rt_vw_rank *r);
 /* The members of communicator id as the ranks' rt_comm records say: their

@@ -360,6 +360,19 @@ static void on_collective(const struct rt_vw_sink *to, unsigned flags, int ri, s
 	}
 }
 
+/* rt_comm: a communicator made (or being made) with its size, however it
+ * was made: the matcher learns it. A non-blocking split's call returns
+ * before NCCL knows its size (ncclInProgress: no comm_id, no nranks); its
+ * record, written once the split is made, is the only word of its size. */
+static void learn_comm(const struct rt_vw_sink *to, const struct rt_vw_event *e)
+{
+	uint64_t id = (uint64_t)rt_vw_fld(e, RT_FN_comm_id);
+	int nranks = (int)rt_vw_fld(e, RT_FN_nranks);
+
+	if (id && nranks > 0 && rt_vw_fld(e, RT_FN_state) != 2)
+		to->learn(to->ctx, id, nranks, rt_vw_fld(e, RT_FN_how) == RT_COMM_INIT_ALL);
+}
+
 void rt_vw_on_event(struct rt_vw_trace *t, const struct rt_vw_sink *to, int ri,
 		    const struct rt_vw_event *e)
 {
@@ -369,6 +382,8 @@ void rt_vw_on_event(struct rt_vw_trace *t, const struct rt_vw_sink *to, int ri,
 	on_any(r, e);
 	if (rt_vw_dev_event(r, e)) /* device.c: device-side records end here */
 		return;
+	if (e->id == RT_ID_rt_comm)
+		learn_comm(to, e);
 	if (rt_vw_comms_event(r, e)) /* comms.c: communicators, Send/Recv on the device */
 		return;
 	rt_vw_teardown_activity(r, e);

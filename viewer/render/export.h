@@ -45,6 +45,13 @@ void rt_vw_devices_str(uint64_t mask, char *out, size_t n);
  * records. */
 void rt_vw_device_text(FILE *f, const struct rt_vw_trace *t, int only_rank);
 void rt_vw_device_json(struct rt_json *w, const struct rt_vw_trace *t);
+/* view's communicators section (view_comms.c): each communicator the ranks'
+ * rt_comm records name, by when made: members (global ranks), how made,
+ * state, collectives and Send/Recv on it; only >= 0: those rank only is a
+ * member of. As text (the first 16 unless all; nothing for a trace without
+ * such records) and as view --json's "communicators" array. */
+void rt_vw_comms_text(FILE *f, const struct rt_vw_trace *t, int only, bool all);
+void rt_vw_comms_json(struct rt_json *w, const struct rt_vw_trace *t, int only);
 /* `run`'s summary (summary.c): one line per rank (events, devices, end,
  * allocations, peaks); returns the unreadable or damaged ranks. */
 int rt_vw_summary_ranks(FILE *f, const struct rt_vw_trace *t);

@@ -31,6 +31,9 @@ void rt_vw_say_ranks(struct rt_vw_sb *b, const int *v, int n, size_t cap);
  * nothing at all for one that holds every rank and was made by an init
  * (the world), or where no record names it (traces before 91ea30f). */
 void rt_vw_say_comm(struct rt_vw_sb *b, const struct rt_vw_trace *t, uint64_t id, const char *lead);
+/* A split's or shrink's parent id: "the world", or "communicator 5caf" (a
+ * split of a split; the last 4 hex digits of its id). */
+void rt_vw_say_parent(struct rt_vw_sb *b, const struct rt_vw_trace *t, uint64_t id);
 /* Value v as its type prints ("ncclAllGather #5", "SIGTERM", "8"). */
 void rt_vw_say_value(struct rt_vw_sb *b, const struct rt_vw_fval *v);
 /* "SIGTERM", or NULL for a signal without a name here. */

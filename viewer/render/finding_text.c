@@ -108,8 +108,7 @@ void rt_vw_say_ranks(struct rt_vw_sb *b, const int *v, int n, size_t cap)
 		rt_vw_sb_printf(b, "%s%d", i ? "," : "", v[i]);
 }
 
-/* "the world", or "communicator 5caf" (a split of a split). */
-static void say_parent(struct rt_vw_sb *b, const struct rt_vw_trace *t, uint64_t id)
+void rt_vw_say_parent(struct rt_vw_sb *b, const struct rt_vw_trace *t, uint64_t id)
 {
 	const struct rt_vw_rank_comm *p = rt_vw_comm_any(t, id);
 
@@ -134,11 +133,11 @@ void rt_vw_say_comm(struct rt_vw_sb *b, const struct rt_vw_trace *t, uint64_t id
 	rt_vw_sb_printf(b, "}, ");
 	if (k->how == RT_COMM_SPLIT) {
 		rt_vw_sb_printf(b, "split from ");
-		say_parent(b, t, k->parent);
+		rt_vw_say_parent(b, t, k->parent);
 		rt_vw_sb_printf(b, " with color %d", k->color);
 	} else if (k->how == RT_COMM_SHRINK) {
 		rt_vw_sb_printf(b, "shrunk from ");
-		say_parent(b, t, k->parent);
+		rt_vw_say_parent(b, t, k->parent);
 		rt_vw_sb_printf(b, " without its ranks %s", k->excluded);
 	} else {
 		rt_vw_sb_printf(b, "made by %s", k->how < RT_COMM_HOW_COUNT ? rt_comm_how_calls[k->how] : "?");

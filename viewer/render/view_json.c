@@ -306,6 +306,7 @@ int rt_vw_view_json(FILE *f, const struct rt_vw_report *rp)
 	for (int i = 0; i < rp->nranks; i++)
 		rank_json(&w, &rp->ranks[i]);
 	rt_json_end(&w);
+	rt_vw_comms_json(&w, rp->t, rp->only);
 	findings_json(&w, rp);
 	diagnosis_json(&w, rp);
 	rt_json_end(&w);

@@ -141,6 +141,7 @@ int rt_vw_view_text(FILE *f, const struct rt_vw_report *rp, bool all)
 			break;
 		}
 	print_rings(f, rp);
+	rt_vw_comms_text(f, t, rp->only, all);
 	rt_vw_device_text(f, t, rp->only);
 	print_findings(f, rp, all);
 	return ferror(f) ? -EIO : 0;
