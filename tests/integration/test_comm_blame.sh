@@ -16,6 +16,8 @@
 #    its communicator's id not 0;
 #  - fsdp_mini --mesh hsdp:2: healthy; rank 1 skipping a replicate
 #    all-reduce (an injected skip): mismatch naming rank 1 alone, on {1,3};
+#  - fsdp_mini --mesh tp:2, rank 1 skipping an all-gather on its tensor
+#    parallel group: mismatch naming rank 1 alone, on {0,1};
 #    rank 2's device holding up a shard
 #    group's all-gather (devdelay, comm=split1), live: hung, the all-gather
 #    on {2,3} never started on rank 2's device (the subject chosen across
@@ -115,6 +117,16 @@ for src in plugin events; do
   check "HSDP ($src): rank 1 skips a replicate all-reduce: mismatch naming rank 1 alone, on {1,3}" \
     say blamed hsdp_skip_$src collective-mismatch collective-mismatch 1 1,3 \
     "{1,3}, split from the world with color 1: rank 1 called AllReduce"
+  # tensor parallel: rank 1 skips its 2nd all-gather on its tp group {0,1}
+  # (an injected skip: no sequence number); its next call there, the
+  # input gradient's all-reduce, meets rank 0's all-gather #2: the mismatch
+  # names rank 1 and the tp group only (ranks 2,3, whose own group then
+  # fails, are not in it)
+  traced tp_skip_$src $S -- --inject 'ncclAllGather:skip:rank=1:when=2:comm=split1' -- \
+    "$B/bin/rt-launch" -n 4 "$B/bin/fsdp_mini" --mesh tp:2 --steps 2
+  check "tensor parallel ($src): rank 1 skips an all-gather on its tp group: mismatch naming rank 1 alone, on {0,1}" \
+    say blamed tp_skip_$src collective-mismatch collective-mismatch 1 0,1 \
+    "{0,1}, split from the world with color 0: rank 1 called AllReduce"
   hang_in_shard_group $src
 done
 finish

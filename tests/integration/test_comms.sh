@@ -67,6 +67,17 @@ traced fork -- "$B/bin/comm_shapes" fork
 check "fork: the children's calls are theirs, not their ranks'" comms fork "$T/fork"
 check "fork: verdict healthy (every parent called every collective)" \
   bash -c "[ \"\$('$RT' verdict '$T/fork' 2>/dev/null)\" = healthy ]"
+check "fork: each child's cudaMalloc failed as CUDA's (initialization error), its ncclAllReduce too" \
+  bash -c "[ \$(grep -c 'forked child: cudaMalloc: cudaErrorInitializationError, ncclAllReduce: ' '$T/fork.log') -eq 4 ] &&
+    ! grep 'forked child' '$T/fork.log' | grep -q 'ncclAllReduce: no error'"
+check "fork: view says nothing wrong; each parent's 5 all-reduces and no error its own, the world's 5" \
+  python3 -c "import json,subprocess,sys
+d=json.loads(subprocess.run(['$RT','view','--json','$T/fork'],capture_output=True,text=True,timeout=60).stdout)
+bad=[f['text'] for f in d['findings'] if f['level'] != 'note']
+colls=[(r['collectives']['AllReduce'], r['errors']) for r in d['ranks']]
+world=[(c['collectives'], c['collectives_fewest']) for c in d['communicators']]
+print(bad, colls, world)
+sys.exit(bool(bad) or colls != [(5, 0)] * 4 or world != [(5, 5)])"
 
 # comm=: rank 1 skips its 2nd all-reduce on its 2nd split (HSDP's replicate group)
 sim timeout -k 5 120 "$RT" run -o "$T/skip" --inject 'ncclAllReduce:skip:rank=1:when=2:comm=split2' -- \

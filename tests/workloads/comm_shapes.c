@@ -12,8 +12,10 @@
  *   group        --steps groups (ncclGroupStart/End) of --group all-reduces
  *                on the world; --late R:S:MS: rank R enters group S MS ms late
  *   fork         --colls all-reduces; after the first a forked child calls
- *                ncclAllReduce on the parent's communicator (it fails: CUDA
- *                cannot be used in a child forked after CUDA was) and exits
+ *                cudaMalloc and ncclAllReduce on the parent's communicator
+ *                (both fail, as CUDA's: cudaErrorInitializationError, CUDA
+ *                cannot be used in a child forked after CUDA was; NCCL's
+ *                error) and exits 0 (3 when either succeeded)
  *   shrink       rank 3 leaves; 0-2 make ncclCommShrink({3}), --colls on it
  *   scalable     ncclCommInitRankScalable with two ids; --colls all-reduces
  *
@@ -163,11 +165,13 @@ static void shape_fork(ncclComm_t c)
 	allreduces(c, 1, 1.0f, (float)world);
 	pid = fork();
 	if (pid == 0) {
+		void *p = NULL;
+		cudaError_t ce = cudaMalloc(&p, 64);
 		ncclResult_t r = ncclAllReduce(buf, buf, COUNT, ncclFloat32, ncclSum, c, NULL);
 
-		fprintf(stderr, "comm_shapes: rank %d: forked child: ncclAllReduce: %s\n", rank,
-			ncclGetErrorString(r));
-		_exit(r == ncclSuccess ? 3 : 0);
+		fprintf(stderr, "comm_shapes: rank %d: forked child: cudaMalloc: %s, ncclAllReduce: %s\n",
+			rank, cudaGetErrorName(ce), ncclGetErrorString(r));
+		_exit(ce == cudaErrorInitializationError && r != ncclSuccess ? 0 : 3);
 	}
 	CHECK(pid < 0);
 	CHECK(waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0);
