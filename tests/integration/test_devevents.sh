@@ -76,9 +76,11 @@ check "its lateness in AllGathers is within 20 % of 20 ms" python3 -c "import sy
 # view's own mean lateness, from the CUDA events' start times
 RANKTRACE_DEVICE_SOURCE=events sim run4 slowall "$RT" run -o "$T/slowall" --inject '@collective:devdelay=20ms:rank=2' --
 json slowall
-check "every collective 20 ms late on rank 2's device: view names rank 2, its mean lateness within 20 % of 20 ms" \
-  py slowall "$DEV['stragglers']['straggler'] == 2 and abs($DEV['stragglers']['ranks'][2]['mean_late_ms'] - 20) <= 4" ||
-  py slowall "print('# got: straggler', $DEV['stragglers']['straggler'], 'mean_late_ms', [r['mean_late_ms'] for r in $DEV['stragglers']['ranks']]) or True"
+# (the median: a host stall of 2 s in one collective, under ASan and load,
+# moved the mean to 94 ms in 2 of 3 CI runs; the finding says the median too)
+check "every collective 20 ms late on rank 2's device: view names rank 2, its median lateness within 20 % of 20 ms" \
+  py slowall "$DEV['stragglers']['straggler'] == 2 and abs($DEV['stragglers']['ranks'][2]['median_late_ms'] - 20) <= 4 and any(f['id'] == 'straggler' and f['rank'] == 2 and abs(f['values']['late_ms'] - 20) <= 4 for f in d['findings'])" ||
+  py slowall "print('# got: straggler', $DEV['stragglers']['straggler'], 'median_late_ms', [r['median_late_ms'] for r in $DEV['stragglers']['ranks']], 'mean', [r['mean_late_ms'] for r in $DEV['stragglers']['ranks']]) or True"
 
 # grouped: NCCL launches a group's collectives at its outermost ncclGroupEnd;
 # here that end is held 50 ms on the host (delay), so every completion comes

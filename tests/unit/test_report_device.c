@@ -154,7 +154,7 @@ Test(report_device, a_straggler_is_named_with_its_bars_and_its_lateness)
 
 	sound(s);
 	cr_expect(strstr(s, "<b>Straggler:</b> rank 2 is the straggler: last into 100 % of "
-			    "collectives (10 of 10), on average 5.0 ms after the others"), "%s", s);
+			    "collectives (10 of 10), typically 5.0 ms after the others (the median)"), "%s", s);
 	cr_expect(strstr(s, "<tr class=\"straggler\" data-rank=\"2\">"), "%s", s);
 	cr_expect(strstr(s, "data-value=\"4.9987\"/></svg>5.00 ms"), "%s", s);
 	cr_expect(strstr(s, "<svg id=\"lateness\""), "%s", s);

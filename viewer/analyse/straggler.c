@@ -2,13 +2,15 @@
 /* straggler.c - who the others wait for when nothing hangs, from device
  * truth: per collective that every rank of its communicator started on the
  * device, the last rank to start it and how long the others waited; per
- * rank, the share of collectives it was last into and its mean lateness
- * then (its start minus the mean of the others' starts).
+ * rank, the share of collectives it was last into and its lateness then
+ * (its start minus the mean of the others' starts): the mean, and the median
+ * the finding says (one collective in which a loaded host stalled the rank
+ * or its event poller by 2 s moved a 20 ms straggler's mean to 94 ms).
  *
  * A straggler is named when one rank was last into at least half of at
- * least RT_VW_STRAGGLE_MIN_COLLS collectives, on average at least
- * RT_VW_STRAGGLE_MIN_NS late and at least RT_VW_STRAGGLE_NOISE times the
- * noise: in a healthy job the last rank changes from one collective to the
+ * least RT_VW_STRAGGLE_MIN_COLLS collectives, late by a median of at least
+ * RT_VW_STRAGGLE_MIN_NS and at least RT_VW_STRAGGLE_NOISE times the noise
+ * (a healthy rank stalled once by its host is no straggler): in a healthy job the last rank changes from one collective to the
  * next, and is late by scheduling noise only. The noise is what the job
  * shows without a straggler: how far apart the other ranks start (mean over
  * collectives of the spread of the starts but the last), or, where that
@@ -78,8 +80,25 @@ static struct start *gather(const struct rt_vw_trace *t, size_t *n)
 	return v;
 }
 
-/* One collective's starts g[0..k): the last rank's lateness, the wait. */
-static void judge(struct rt_vw_straggle *s, const struct start *g, size_t k)
+/* One collective's lateness of its last rank: rank index, ns. */
+struct lateness {
+	int ri;
+	double ns;
+};
+
+static int cmp_lateness(const void *a, const void *b)
+{
+	const struct lateness *x = a, *y = b;
+
+	if (x->ri != y->ri)
+		return x->ri - y->ri;
+	return x->ns < y->ns ? -1 : x->ns > y->ns;
+}
+
+/* One collective's starts g[0..k): the last rank's lateness (returned in
+ * *out), the wait. */
+static void judge(struct rt_vw_straggle *s, const struct start *g, size_t k,
+		  struct lateness *out)
 {
 	size_t last = 0;
 	uint64_t first = g[0].ts, second = 0;
@@ -103,6 +122,20 @@ static void judge(struct rt_vw_straggle *s, const struct start *g, size_t k)
 	s->spread_ns += (double)(second - first);
 	s->r[g[last].ri].last++;
 	s->r[g[last].ri].late_ns += (double)g[last].ts - others;
+	*out = (struct lateness){ g[last].ri, (double)g[last].ts - others };
+}
+
+/* Each rank's median lateness over the collectives it was last into:
+ * l[0..n), sorted here. */
+static void medians(struct rt_vw_straggle *s, struct lateness *l, size_t n)
+{
+	qsort(l, n, sizeof(*l), cmp_lateness);
+	for (size_t i = 0, j; i < n; i = j) {
+		for (j = i + 1; j < n && l[j].ri == l[i].ri; j++)
+			;
+		s->r[l[i].ri].median_ns = (j - i) % 2 ? l[i + (j - i) / 2].ns
+						      : (l[i + (j - i) / 2 - 1].ns + l[i + (j - i) / 2].ns) / 2;
+	}
 }
 
 /* The least lateness that names a straggler: more where times are polled. */
@@ -145,22 +178,25 @@ static void name_straggler(struct rt_vw_straggle *s, double least)
 	}
 	s->straggler = -1;
 	if (best >= 0 && s->colls >= RT_VW_STRAGGLE_MIN_COLLS && 2 * s->r[best].last >= s->colls &&
-	    s->r[best].late_ns >= least &&
-	    s->r[best].late_ns >= RT_VW_STRAGGLE_NOISE * s->noise_ns)
+	    s->r[best].median_ns >= least &&
+	    s->r[best].median_ns >= RT_VW_STRAGGLE_NOISE * s->noise_ns)
 		s->straggler = best;
 }
 
 static struct rt_vw_straggle *analyse(struct rt_vw_trace *t)
 {
 	struct rt_vw_straggle *s = calloc(1, sizeof(*s));
-	size_t n = 0;
+	size_t n = 0, nl = 0;
 	struct start *v;
+	struct lateness *l;
 
 	if (!s)
 		return NULL;
 	s->r = calloc((size_t)(t->nranks ? t->nranks : 1), sizeof(*s->r));
 	v = gather(t, &n);
-	if (!s->r || !v) {
+	l = malloc(sizeof(*l) * (n / 2 + 1)); /* a collective judged has >= 2 starts */
+	if (!s->r || !v || !l) {
+		free(l);
 		free(v);
 		free(s->r);
 		free(s);
@@ -173,9 +209,11 @@ static struct rt_vw_straggle *analyse(struct rt_vw_trace *t)
 		for (j = i + 1; j < n && v[j].comm_id == v[i].comm_id && v[j].seq == v[i].seq; j++)
 			;
 		if (j - i >= 2 && (int)(j - i) >= rt_vw_comm_size(t, v[i].comm_id))
-			judge(s, &v[i], j - i);
+			judge(s, &v[i], j - i, &l[nl++]);
 	}
 	free(v);
+	medians(s, l, nl);
+	free(l);
 	name_straggler(s, least_late(t));
 	return s;
 }
@@ -202,7 +240,7 @@ void rt_vw_straggler_detect(struct rt_vw_trace *t)
 	rt_vw_fv_real(f, RT_FV_share_pct, 100.0 * (double)r->last / (double)s->colls);
 	rt_vw_fv_int(f, RT_FV_last, (int64_t)r->last);
 	rt_vw_fv_int(f, RT_FV_collectives, (int64_t)s->colls);
-	rt_vw_fv_real(f, RT_FV_late_ms, r->late_ns / 1e6);
+	rt_vw_fv_real(f, RT_FV_late_ms, r->median_ns / 1e6);
 	rt_vw_fv_real(f, RT_FV_wait_ms, s->wait_ns / 1e6);
 }
 

@@ -66,11 +66,14 @@ bool rt_vw_dev_done(const struct rt_vw_devlog *d, const struct rt_vw_devcoll *c)
 
 /* Stragglers (straggler.c): per rank, of the collectives every rank of the
  * communicator started on the device, how often it was the last to start
- * and its mean lateness then (its start minus the mean of the others'). */
+ * and its lateness then (its start minus the mean of the others'), mean and
+ * median. */
 struct rt_vw_straggle_rank {
 	int rank;
 	uint64_t last;      /* collectives it was last into */
 	double late_ns;     /* mean lateness over those */
+	double median_ns;   /* their median: what one late poll or a
+			     * host stall in one collective leaves alone */
 };
 struct rt_vw_straggle {
 	uint64_t colls;         /* collectives started on the device by every rank */

@@ -67,7 +67,7 @@ void rt_vw_device_text(FILE *f, const struct rt_vw_trace *t, int only_rank)
 
 	if (!rt_vw_dev_any(t))
 		return;
-	fprintf(f, "\ncollectives on the device (enqueued/started/completed, last into, mean lateness):\n");
+	fprintf(f, "\ncollectives on the device (enqueued/started/completed, last into, lateness):\n");
 	for (int i = 0; i < t->nranks; i++) {
 		const struct rt_vw_devlog *d = t->ranks[i].dev;
 
@@ -77,9 +77,9 @@ void rt_vw_device_text(FILE *f, const struct rt_vw_trace *t, int only_rank)
 		          (unsigned long long)d->enqueued, (unsigned long long)d->started,
 		          (unsigned long long)d->completed, source_name(d->source));
 		if (s && s->colls && i < s->nranks)
-			fprintf(f, "  last into %llu of %llu, %.2f ms late on average",
+			fprintf(f, "  last into %llu of %llu, %.2f ms late (median; mean %.2f)",
 			          (unsigned long long)s->r[i].last, (unsigned long long)s->colls,
-			          s->r[i].late_ns / 1e6);
+			          s->r[i].median_ns / 1e6, s->r[i].late_ns / 1e6);
 		fprintf(f, "\n");
 		drops_text(f, d);
 	}
@@ -109,6 +109,7 @@ static void straggle_json(struct rt_json *w, const struct rt_vw_straggle *s)
 		rt_json_uint(w, RT_JK(last), s->r[i].last);
 		rt_json_fixed(w, RT_JK(share), (double)s->r[i].last / (double)s->colls, 4);
 		rt_json_fixed(w, RT_JK(mean_late_ms), s->r[i].late_ns / 1e6, 3);
+		rt_json_fixed(w, RT_JK(median_late_ms), s->r[i].median_ns / 1e6, 3);
 		rt_json_end(w);
 	}
 	rt_json_end(w);
