@@ -3,7 +3,10 @@
  * x M events with a realistic mix (allocations and frees, copies, FSDP-like
  * all-gathers, reduce-scatters and all-reduces matching across ranks), in
  * exactly the tracer's format, for benchmarking the viewer at scale.
- *   gen_trace --ranks N --events M --out DIR */
+ * --split S: the world's rt_comm record, and each rank's all-reduce on a
+ * communicator of S ranks split from it (color rank / S, with its rt_comm
+ * record): N / S communicators besides the world, as HSDP's shard groups.
+ *   gen_trace --ranks N --events M [--split S] --out DIR */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,14 +57,29 @@ static void ev(struct w *w, uint32_t pid, unsigned id, uint64_t ts, uint64_t dur
 }
 
 /* Write rank r's metadata and stream of `events` events under out. */
-static void write_rank(struct w *w, const char *out, int r, int ranks, long events)
+/* The world's and the split's rt_comm records of rank r (split > 0). */
+static void comm_records(struct w *w, uint32_t pid, uint64_t ts, int r, int ranks, int split,
+			 uint64_t world, uint64_t half)
+{
+	uint64_t dev = (uint64_t)(r % 8), none = (uint64_t)-1;
+
+	ev(w, pid, RT_ID_rt_comm, ts, 0, r % 8,
+	   (uint64_t[]){ world, (uint64_t)ranks, (uint64_t)r, (uint64_t)r, RT_COMM_INIT, 0, none,
+			 none, 1, 0, 0x5000, dev, 1 });
+	ev(w, pid, RT_ID_rt_comm, ts + 1, 0, r % 8,
+	   (uint64_t[]){ half, (uint64_t)split, (uint64_t)(r % split), (uint64_t)r, RT_COMM_SPLIT,
+			 world, (uint64_t)(r / split), (uint64_t)r, 1, 0, 0x6000, dev, 1 });
+}
+
+static void write_rank(struct w *w, const char *out, int r, int ranks, long events, int split)
 {
 	char dir[4200], path[4300];
 	static char meta[1 << 16];
 	struct rt_trace_env env = { .pid = 1000 + r, .rank = r, .local_rank = r % 8,
 				    .world_size = ranks, .rank_source = "env:RANK",
 				    .packet_bytes = PKT };
-	uint64_t ts = 1000000000ull, ptrs[8] = { 0 }, seq = 0, comm = 0xc0ffee;
+	uint64_t ts = 1000000000ull, ptrs[8] = { 0 }, seq = 0, comm = 0xc0ffee, seq_ar = 0;
+	uint64_t half = split ? 0x5b1000000000ull + (uint64_t)(r / split) : comm;
 	uint32_t pid = (uint32_t)(1000 + r);
 	FILE *mf;
 	long n = 0;
@@ -82,6 +100,11 @@ static void write_rank(struct w *w, const char *out, int r, int ranks, long even
 	ev(w, pid, RT_ID_ncclCommInitRank, ts += 1000, 5000000, r % 8,
 	   (uint64_t[]){ 0x5000, comm, (uint64_t)ranks, (uint64_t)r });
 	n = 2;
+	if (split) {
+		comm_records(w, pid, ts += 1000, r, ranks, split, comm, half);
+		n += 2;
+		ts += 10;
+	}
 	while (n < events - 1) {
 		for (int k = 0; k < 8 && n < events - 1; k++, n++) {
 			ptrs[k] = 0x7f0000000000ull + ((uint64_t)k << 24) + (uint64_t)(n & 0xff) * 4096;
@@ -99,7 +122,7 @@ static void write_rank(struct w *w, const char *out, int r, int ranks, long even
 			   (uint64_t[]){ comm, ++seq, ptrs[k + 4], ptrs[k], 1u << 18, 7, 0, 0x9000 });
 		if (n < events - 1) {
 			ev(w, pid, RT_ID_ncclAllReduce, ts += 1500, 40000, r % 8,
-			   (uint64_t[]){ comm, ++seq, ptrs[0], ptrs[0], 1, 8, 0, 0 });
+			   (uint64_t[]){ half, split ? ++seq_ar : ++seq, ptrs[0], ptrs[0], 1, 8, 0, 0 });
 			n++;
 		}
 		for (int k = 0; k < 8 && n < events - 1; k++, n++)
@@ -116,9 +139,10 @@ int main(int argc, char **argv)
 		{ "ranks", required_argument, NULL, 'r' },
 		{ "events", required_argument, NULL, 'e' },
 		{ "out", required_argument, NULL, 'o' },
+		{ "split", required_argument, NULL, 's' },
 		{ NULL, 0, NULL, 0 },
 	};
-	int ranks = 4, c;
+	int ranks = 4, split = 0, c;
 	long events = 100000;
 	const char *out = NULL;
 	static struct w w;
@@ -128,11 +152,12 @@ int main(int argc, char **argv)
 		case 'r': ranks = atoi(optarg); break;
 		case 'e': events = atol(optarg); break;
 		case 'o': out = optarg; break;
+		case 's': split = atoi(optarg); break;
 		default: return 2;
 		}
 	}
-	if (!out || ranks < 1 || events < 10) {
-		fprintf(stderr, "usage: gen_trace --ranks N --events M --out DIR\n");
+	if (!out || ranks < 1 || events < 10 || split < 0 || (split && ranks % split)) {
+		fprintf(stderr, "usage: gen_trace --ranks N --events M [--split S (dividing N)] --out DIR\n");
 		return 2;
 	}
 	if (mkdir(out, 0700) != 0) {
@@ -140,7 +165,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	for (int r = 0; r < ranks; r++)
-		write_rank(&w, out, r, ranks, events);
+		write_rank(&w, out, r, ranks, events, split);
 	printf("gen_trace: %d ranks x %ld events in %s\n", ranks, events, out);
 	return 0;
 }

@@ -37,19 +37,58 @@ struct rt_vw_centry {
 	struct rt_vw_centry *next;
 };
 
+static size_t comm_hash(uint64_t id)
+{
+	id ^= id >> 33;
+	id *= 0xff51afd7ed558ccdull;
+	return (size_t)(id ^ (id >> 33));
+}
+
+/* t->comms by id: open addressing on t->comm_slots (index + 1; 0 empty),
+ * so a trace of 16,384 ranks and as many communicators looks one up in
+ * constant time (every collective's entry and every rank's learn asks). */
 static struct rt_vw_comm *comm_find(const struct rt_vw_trace *t, uint64_t id)
 {
-	for (int i = 0; i < t->ncomms; i++)
-		if (t->comms[i].id == id)
-			return &t->comms[i];
+	for (size_t i = comm_hash(id) & t->comm_mask; t->comm_slots && t->comm_slots[i];
+	     i = (i + 1) & t->comm_mask)
+		if (t->comms[t->comm_slots[i] - 1].id == id)
+			return &t->comms[t->comm_slots[i] - 1];
 	return NULL;
+}
+
+static void comm_slot(struct rt_vw_trace *t, int k)
+{
+	size_t i = comm_hash(t->comms[k].id) & t->comm_mask;
+
+	while (t->comm_slots[i])
+		i = (i + 1) & t->comm_mask;
+	t->comm_slots[i] = k + 1;
+}
+
+/* The slots at most half full: twice as many, every communicator placed again. */
+static bool comm_slots_grow(struct rt_vw_trace *t)
+{
+	size_t cap = t->comm_slots ? 2 * (t->comm_mask + 1) : 64;
+	int *slots;
+
+	if ((size_t)t->ncomms + 1 <= (t->comm_slots ? (t->comm_mask + 1) / 2 : 0))
+		return true;
+	if (!(slots = calloc(cap, sizeof(*slots))))
+		return false;
+	free(t->comm_slots);
+	t->comm_slots = slots;
+	t->comm_mask = cap - 1;
+	for (int k = 0; k < t->ncomms; k++)
+		comm_slot(t, k);
+	return true;
 }
 
 static struct rt_vw_comm *comm_add(struct rt_vw_trace *t, uint64_t id)
 {
-	if (!RT_GROW(t->comms, t->ncomms, t->comms_cap, 16, INT_MAX))
+	if (!comm_slots_grow(t) || !RT_GROW(t->comms, t->ncomms, t->comms_cap, 16, INT_MAX))
 		return NULL;
 	t->comms[t->ncomms] = (struct rt_vw_comm){ id, 0, false, false };
+	comm_slot(t, t->ncomms);
 	return &t->comms[t->ncomms++];
 }
 

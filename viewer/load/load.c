@@ -197,6 +197,7 @@ void rt_vw_free(struct rt_vw_trace *t)
 	rt_vw_findings_free(t);
 	free(t->missing);
 	free(t->comms);
+	free(t->comm_slots);
 	rt_vw_bt2_free(t->lttng);
 	free(t->earlier);
 	free(t);

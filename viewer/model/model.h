@@ -412,6 +412,8 @@ struct rt_vw_trace {
 	unsigned flags;
 	struct rt_vw_comm *comms;    /* every communicator seen */
 	int ncomms, comms_cap;
+	int *comm_slots;             /* comms by id (matcher.c's hash), or NULL */
+	size_t comm_mask;
 	struct rt_vw_comm_index *cindex; /* communicators across ranks (comm_index.c), or NULL */
 	/* completeness (completeness.c): the worst of the ranks', ranks the
 	 * metadata or a communicator expects but no directory holds, and why a
