@@ -309,3 +309,46 @@ Test(comm_index, a_non_blocking_splits_collectives_close)
 	rt_vw_free(t);
 	free(m);
 }
+
+/* view's text of communicators being made, failed, shrunk, revoked; and
+ * the first 16 listed unless --all. */
+Test(comm_index, the_text_says_each_state_and_lists_16_unless_all)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f;
+	int lines = 0;
+
+	rig(4);
+	for (int i = 0; i < 4; i++) {
+		comm(i, COMM, 4, i, RT_COMM_INIT_CONFIG, 0, -1, i == 2 ? 0 : 1, "");
+		if (i != 3)
+			comm(i, 0x5a, 3, i, RT_COMM_SHRINK, COMM, -1, i == 1 ? 2 : 1, "3");
+		for (int k = 0; k < 20; k++) /* 20 more, by ncclCommInitRank */
+			comm(i, 0x100 + (uint64_t)k, 4, i, RT_COMM_INIT, 0, -1, 1, "");
+	}
+	OK(0, ncclCommRevoke, 0, RT_FN_comm_id, 0x5aull, RT_FN_flags, 0ull);
+	rt_vw_model_finish(m);
+	cr_assert_eq(rt_vw_comm_count(t), 22);
+	f = open_memstream(&text, &len);
+	rt_vw_comms_text(f, t, -1, false);
+	fclose(f);
+	cr_expect(strstr(text, "{0-3}: made by ncclCommInitRankConfig; being made on 1 of 4; 0 collectives"),
+		  "%s", text);
+	cr_expect(strstr(text, "  (6 more: --all lists every one)\n"), "inits first, 16 of them: %s",
+		  text);
+	cr_expect(!strstr(text, "shrunk"), "the shrink is the last: %s", text);
+	free(text);
+	text = NULL;
+	f = open_memstream(&text, &len);
+	rt_vw_comms_text(f, t, -1, true);
+	fclose(f);
+	for (const char *p = text; (p = strstr(p, "\n  ")); p++)
+		lines++;
+	cr_expect_eq(lines, 22, "--all: every one (%d): %s", lines, text);
+	cr_expect(strstr(text, "{0-2}: shrunk from the world without its ranks 3; failed on 1 of 3, "
+			       "revoked by 1; 0 collectives\n"), "%s", text);
+	free(text);
+	rt_vw_free(t);
+	free(m);
+}
