@@ -27,6 +27,8 @@ js() { python3 -c "import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 i
 
 fsdp good
 fsdp bad --trainer-version 4.53.0
+# two hosts: rank 1 as host b, its clock 50 ms ahead (device.hosts)
+RANKTRACE_TEST_HOST=1=b:+50ms fsdp hosts
 run skip --inject 'ncclAllGather:skip:rank=1:when=4' -- "$B/bin/rt-launch" -n 2 "$B/bin/fsdp_mini" --steps 2
 run capped --max-size 64K -- "$B/bin/callstorm" --calls 30000
 # more collectives in flight than the device source keeps (65,536): drops
@@ -48,7 +50,7 @@ lib.rt_marker(b'rt.teardown', ctypes.c_int64(1))"
 }
 probe probe 4,8
 probe probe1d 32
-for t in good bad skip capped probe drops; do
+for t in good bad skip capped probe drops hosts; do
   timeout -k 2 60 "$RT" view "$T/$t" --json > "$T/j/view-$t.json" 2> /dev/null
 done
 timeout -k 2 60 "$RT" params "$T/good" --json > "$T/j/params-good.json"
@@ -57,13 +59,14 @@ timeout -k 2 60 "$RT" params "$T/probe" --json > "$T/j/params-probe.json"
 timeout -k 2 60 "$RT" diff "$T/good" "$T/bad" --json > "$T/j/diff-bad.json"
 timeout -k 2 60 "$RT" diff "$T/skip" "$T/good" --json > "$T/j/diff-skip.json"
 timeout -k 2 60 "$RT" diff "$T/probe" "$T/probe1d" --json > "$T/j/diff-shapes.json"
-check "the corpus has what it is for: a trace_stop, a finding with its collective, shape kinds, unwrapped sites, drops" \
+check "the corpus has what it is for: a trace_stop, a finding with its collective, shape kinds, unwrapped sites, drops, two hosts" \
   bash -c "$(declare -f js); js '$T/j/view-capped.json' \"any(r['trace_stop'] for r in d['ranks'])\" &&
     js '$T/j/view-skip.json' \"any(f['seq'] is not None for f in d['findings'])\" &&
     js '$T/j/diff-shapes.json' \"d['params']['shapes']\" &&
     js '$T/j/diff-skip.json' \"any(r['collectives'] and r['collectives']['b'] for r in d['ranks'])\" &&
     js '$T/j/view-probe.json' \"d['ranks'][0]['unwrapped']['sites']\" &&
-    js '$T/j/view-drops.json' \"d['device']['ranks'][0]['drops']\""
+    js '$T/j/view-drops.json' \"d['device']['ranks'][0]['drops']\" &&
+    js '$T/j/view-hosts.json' \"len(d['device']['hosts']) == 2\""
 
 # a job hung in its 2nd collective, viewed while it runs
 start hang nccl-hang=2

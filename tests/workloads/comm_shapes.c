@@ -10,7 +10,9 @@
  *   nonblocking  ncclCommInitRankConfig with blocking = 0, polled with
  *                ncclCommGetAsyncError until made; --colls all-reduces
  *   group        --steps groups (ncclGroupStart/End) of --group all-reduces
- *                on the world; --late R:S:MS: rank R enters group S MS ms late
+ *                on the world (--rest N: N in each group but the late one);
+ *                --late R:S:MS: rank R enters group S MS ms late (S 0: every
+ *                group)
  *   fork         --colls all-reduces; after the first a forked child calls
  *                cudaMalloc and ncclAllReduce on the parent's communicator
  *                (both fail, as CUDA's: cudaErrorInitializationError, CUDA
@@ -37,7 +39,7 @@
 #define COUNT 1024
 
 static int rank, world, colls = 5, steps = 3, group = 20;
-static int skip_rank = -1, skip_nth, late_rank = -1, late_step, late_ms;
+static int skip_rank = -1, skip_nth, late_rank = -1, late_step, late_ms, group_rest = -1;
 static float *buf;
 
 #define CHECK(call)                                                                         \
@@ -52,7 +54,7 @@ static float *buf;
 static void usage(void)
 {
 	fprintf(stderr, "usage: comm_shapes split|subsets|nonblocking|group|fork|shrink|scalable\n"
-			"       [--colls N] [--steps S] [--group G] [--skip R:N] [--late R:S:MS]\n");
+			"       [--colls N] [--steps S] [--group G] [--rest N] [--skip R:N] [--late R:S:MS]\n");
 	exit(2);
 }
 
@@ -139,16 +141,17 @@ static void shape_group(ncclComm_t c)
 
 	for (int s = 1; s <= steps; s++) {
 		float h = -1;
+		int n = group_rest >= 1 && s != late_step ? group_rest : group;
 
 		CHECK(cudaMemcpy(buf, &(float){ 1.0f }, sizeof(float), cudaMemcpyHostToDevice));
-		if (rank == late_rank && s == late_step)
+		if (rank == late_rank && (s == late_step || !late_step))
 			sleep_ms(late_ms);
 		CHECK(ncclGroupStart());
-		for (int i = 0; i < group; i++) /* each on its own element: all of them sum */
+		for (int i = 0; i < n; i++) /* each on its own element: all of them sum */
 			CHECK(ncclAllReduce(buf + i % COUNT, buf + i % COUNT, 1, ncclFloat32, ncclSum, c, NULL));
 		CHECK(ncclGroupEnd());
 		CHECK(cudaMemcpy(&h, buf, sizeof(h), cudaMemcpyDeviceToHost));
-		if (group < COUNT && h != want) {
+		if (n < COUNT && h != want) {
 			fprintf(stderr, "comm_shapes: rank %d: group %d gave %g, not %g\n", rank, s, h, want);
 			exit(1);
 		}
@@ -212,6 +215,8 @@ static void parse(int argc, char **argv)
 			steps = atoi(v);
 		else if (!strcmp(argv[i], "--group"))
 			group = atoi(v);
+		else if (!strcmp(argv[i], "--rest"))
+			group_rest = atoi(v);
 		else if (!strcmp(argv[i], "--skip") && sscanf(v, "%d:%d", &skip_rank, &skip_nth) == 2)
 			;
 		else if (!strcmp(argv[i], "--late") &&

@@ -22,8 +22,14 @@
  * RT_VW_STRAGGLE_POLLS poll periods is not told apart from that, and names
  * nobody (a healthy 4-rank job on 2 cores read one rank last into half of
  * the collectives, 1.1-1.5 ms late, without it).
- * Times are the ranks' clocks: one host's clock is shared; ranks on several
- * hosts compare as well as their clocks agree. Runs after the model's pass,
+ * A group (ncclGroupStart/End) is one launch: judged once, keyed by its
+ * first collective, started when its first collective started. A launch
+ * one member was seen to start well after another saw it complete is not
+ * judged: that start was seen late (seen_in_time).
+ * Times are the ranks' clocks, aligned to the reference host's by each
+ * host's estimated offset (hosts.c); a collective whose members are on
+ * hosts whose clocks could not be compared is not judged. Runs after the
+ * model's pass,
  * single-threaded; allocates its result once (t->straggle). The report's
  * chart asks for one rank's lateness per collective (rt_vw_straggle_series). */
 #include <stdio.h>
@@ -43,7 +49,13 @@ struct start {
 	uint8_t kind;
 	int ri;
 	uint64_t ts;
+	uint64_t done; /* its earliest completion on this rank's device (0: none seen) */
 };
+
+static uint64_t min_seen(uint64_t a, uint64_t b)
+{
+	return !a ? b : !b ? a : a < b ? a : b;
+}
 
 static int cmp_start(const void *a, const void *b)
 {
@@ -56,7 +68,40 @@ static int cmp_start(const void *a, const void *b)
 	return x->ri - y->ri;
 }
 
-/* Every device start of every rank, sorted by collective; *n of them. */
+/* Rank index ri's launches into v from *k: a collective not in a group is
+ * one, a group (rt_group) is one, keyed by its first collective and started
+ * when its first collective started (NCCL launches a group at once: a rank
+ * late into it is late once, not once per collective). Times on the
+ * reference host's clock (hosts.c). */
+static void launches(const struct rt_vw_trace *t, int ri, struct start *v, size_t *k)
+{
+	const struct rt_vw_devlog *d = t->ranks[ri].dev;
+	int64_t shift = rt_vw_host_shift(t, ri);
+	size_t open = SIZE_MAX; /* v's entry of the group being read */
+	uint32_t lead = UINT32_MAX;
+
+	for (uint32_t j = 0; d && j < d->n; j++) {
+		const struct rt_vw_devcoll *c = &d->v[j], *key = c;
+		uint64_t ts = c->start_ts ? (uint64_t)((int64_t)c->start_ts - shift) : 0;
+		uint64_t dn = rt_vw_dev_done(d, c) ? (uint64_t)((int64_t)c->done_ts - shift) : 0;
+
+		if (c->group && lead < d->n && d->v[lead].group == c->group) {
+			if (open != SIZE_MAX) {
+				v[open].ts = min_seen(v[open].ts, ts);
+				v[open].done = min_seen(v[open].done, dn);
+				continue;
+			}
+			key = &d->v[lead];
+		} else {
+			lead = c->group ? j : UINT32_MAX;
+			open = SIZE_MAX;
+		}
+		if (ts)
+			v[open = (*k)++] = (struct start){ key->comm_id, key->seq, key->kind, ri, ts, dn };
+	}
+}
+
+/* Every device launch of every rank, sorted by collective; *n of them. */
 static struct start *gather(const struct rt_vw_trace *t, size_t *n)
 {
 	size_t total = 0, k = 0;
@@ -67,17 +112,53 @@ static struct start *gather(const struct rt_vw_trace *t, size_t *n)
 	v = malloc(sizeof(*v) * (total ? total : 1));
 	if (!v)
 		return NULL;
-	for (int i = 0; i < t->nranks; i++) {
-		const struct rt_vw_devlog *d = t->ranks[i].dev;
-
-		for (uint32_t j = 0; d && j < d->n; j++)
-			if (d->v[j].start_ts)
-				v[k++] = (struct start){ d->v[j].comm_id, d->v[j].seq, d->v[j].kind, i,
-							 d->v[j].start_ts };
-	}
+	for (int i = 0; i < t->nranks; i++)
+		launches(t, i, v, &k);
 	qsort(v, k, sizeof(*v), cmp_start);
 	*n = k;
 	return v;
+}
+
+/* The least lateness that names a straggler: more where times are polled. */
+static double least_late(const struct rt_vw_trace *t)
+{
+	for (int i = 0; i < t->nranks; i++)
+		if (t->ranks[i].dev && t->ranks[i].dev->source == RT_DEV_SRC_EVENT)
+			return RT_VW_STRAGGLE_MIN_NS > RT_VW_STRAGGLE_POLLS * (double)RT_DEV_EVENT_POLL_NS
+				       ? RT_VW_STRAGGLE_MIN_NS
+				       : RT_VW_STRAGGLE_POLLS * (double)RT_DEV_EVENT_POLL_NS;
+	return RT_VW_STRAGGLE_MIN_NS;
+}
+
+/* Were the starts g[0..k) seen in time? A launch cannot start on one
+ * member's device after it completed on another's (none completes before
+ * every member joined): a start seen later was seen late (a poller or a
+ * report held up on a loaded host). Within slack_ns that is the sources'
+ * own jitter (a CUDA-event poller sees a short collective start and end in
+ * one pass); beyond it the launch is not judged rather than blamed on
+ * whoever was seen last, by an amount no one knows. */
+static bool seen_in_time(const struct start *g, size_t k, double slack_ns)
+{
+	uint64_t done = 0;
+
+	for (size_t i = 0; i < k; i++)
+		done = min_seen(done, g[i].done);
+	for (size_t i = 0; done && i < k; i++)
+		if ((double)g[i].ts > (double)done + slack_ns)
+			return false;
+	return true;
+}
+
+/* Are the starts g[0..k) one collective of every member, seen in time, on
+ * clocks that compare (one host, or hosts whose offsets were estimated)? */
+static bool judged(const struct rt_vw_trace *t, const struct start *g, size_t k)
+{
+	if (k < 2 || (int)k < rt_vw_comm_size(t, g[0].comm_id) || !seen_in_time(g, k, least_late(t)))
+		return false;
+	for (size_t i = 1; i < k; i++)
+		if (!rt_vw_hosts_compare(t, g[0].ri, g[i].ri))
+			return false;
+	return true;
 }
 
 /* One collective's lateness of its last rank: rank index, ns. */
@@ -138,17 +219,6 @@ static void medians(struct rt_vw_straggle *s, struct lateness *l, size_t n)
 	}
 }
 
-/* The least lateness that names a straggler: more where times are polled. */
-static double least_late(const struct rt_vw_trace *t)
-{
-	for (int i = 0; i < t->nranks; i++)
-		if (t->ranks[i].dev && t->ranks[i].dev->source == RT_DEV_SRC_EVENT)
-			return RT_VW_STRAGGLE_MIN_NS > RT_VW_STRAGGLE_POLLS * (double)RT_DEV_EVENT_POLL_NS
-				       ? RT_VW_STRAGGLE_MIN_NS
-				       : RT_VW_STRAGGLE_POLLS * (double)RT_DEV_EVENT_POLL_NS;
-	return RT_VW_STRAGGLE_MIN_NS;
-}
-
 static void name_straggler(struct rt_vw_straggle *s, double least)
 {
 	int best = -1;
@@ -192,6 +262,7 @@ static struct rt_vw_straggle *analyse(struct rt_vw_trace *t)
 
 	if (!s)
 		return NULL;
+	rt_vw_hosts(t); /* the clocks aligned first */
 	s->r = calloc((size_t)(t->nranks ? t->nranks : 1), sizeof(*s->r));
 	v = gather(t, &n);
 	l = malloc(sizeof(*l) * (n / 2 + 1)); /* a collective judged has >= 2 starts */
@@ -208,7 +279,7 @@ static struct rt_vw_straggle *analyse(struct rt_vw_trace *t)
 	for (size_t i = 0, j; i < n; i = j) {
 		for (j = i + 1; j < n && v[j].comm_id == v[i].comm_id && v[j].seq == v[i].seq; j++)
 			;
-		if (j - i >= 2 && (int)(j - i) >= rt_vw_comm_size(t, v[i].comm_id))
+		if (judged(t, &v[i], j - i))
 			judge(s, &v[i], j - i, &l[nl++]);
 	}
 	free(v);
@@ -278,7 +349,7 @@ struct rt_vw_late *rt_vw_straggle_series(const struct rt_vw_trace *t, int ri, si
 
 		for (j = i; j < nv && v[j].comm_id == v[i].comm_id && v[j].seq == v[i].seq; j++)
 			mine = mine || v[j].ri == ri;
-		if (mine && j - i >= 2 && (int)(j - i) >= rt_vw_comm_size(t, v[i].comm_id))
+		if (mine && judged(t, &v[i], j - i))
 			late_of(&v[i], j - i, ri, &l[m++]);
 	}
 	free(v);

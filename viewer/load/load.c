@@ -193,6 +193,7 @@ void rt_vw_free(struct rt_vw_trace *t)
 	}
 	rt_vw_straggle_free(t);
 	rt_vw_comm_index_free(t);
+	rt_vw_hosts_free(t->hosts);
 	free(t->ranks);
 	rt_vw_findings_free(t);
 	free(t->missing);

@@ -207,6 +207,21 @@ uint64_t rt_vw_dev_drops(const struct rt_vw_trace *t)
 	return n;
 }
 
+/* rt_group (recorded at the outermost ncclGroupEnd, after the calls it
+ * holds): its collectives are this rank's newest colls enqueues, launched
+ * at once. A thread's group holds its own calls; calls
+ * another thread made inside it would be counted in (none seen so far). */
+static void on_group(struct rt_vw_devlog *d, const struct rt_vw_event *e)
+{
+	uint32_t g = (uint32_t)rt_vw_fld(e, RT_FN_group), colls = (uint32_t)rt_vw_fld(e, RT_FN_colls);
+
+	/* no further back than colls entries: a call the log does not hold
+	 * (comm_id 0) leaves an older one out rather than pulling it in */
+	for (uint32_t i = d->n; g && colls && i-- > 0 && d->n - i <= colls;)
+		if (!d->v[i].group && d->v[i].enq_ts)
+			d->v[i].group = g;
+}
+
 bool rt_vw_dev_event(struct rt_vw_rank *r, const struct rt_vw_event *e)
 {
 	struct rt_vw_devlog *d;
@@ -232,6 +247,8 @@ bool rt_vw_dev_event(struct rt_vw_rank *r, const struct rt_vw_event *e)
 	/* a rank with collectives has its log already */
 	if (e->id == RT_ID_ncclCommAbort && r->dev)
 		on_abort(r->dev, (uint64_t)rt_vw_fld(e, RT_FN_comm_id), e->ts);
+	if (e->id == RT_ID_rt_group && r->dev) /* comms.c counts it too */
+		on_group(r->dev, e);
 	if (rt_events[e->id].role != RT_R_COLL)
 		return false;
 	comm = (uint64_t)rt_vw_fld(e, RT_FN_comm_id);

@@ -17,9 +17,10 @@ struct rt_vw_devcoll {
 	uint64_t comm_id;
 	uint32_t seq;
 	uint8_t kind; /* enum rt_coll_kind */
+	uint8_t dropped; /* enum rt_drop_reason: its device record was not kept (0: kept) */
+	uint32_t group; /* this rank's group (rt_group) it was launched in, from 1; 0: none */
 	uint64_t bytes; /* the call's count x its datatype's size */
 	uint64_t enq_ts, start_ts, done_ts;
-	uint8_t dropped; /* enum rt_drop_reason: its device record was not kept (0: kept) */
 };
 
 /* Enqueues a rank keeps before its first device record (device.c). */
@@ -100,6 +101,39 @@ struct rt_vw_late *rt_vw_straggle_series(const struct rt_vw_trace *t, int ri, si
 /* The finding (id "straggler", a warning) when a straggler is named. */
 void rt_vw_straggler_detect(struct rt_vw_trace *t);
 void rt_vw_straggle_free(struct rt_vw_trace *t);
+
+/* Hosts and their clocks (hosts.c): each clock domain (a boot: clock_uuid,
+ * else the hostname) is a host; h[0], the first rank's, is the reference.
+ * Another host's offset (its clock minus the reference's) is estimated
+ * from the collectives both completed on the device: per collective, the
+ * earliest completion each host saw; the median of their differences, and
+ * half their interquartile range as its uncertainty. */
+struct rt_vw_host {
+	char name[64];      /* its hostname */
+	int first, nranks;  /* its first rank index, how many ranks */
+	bool estimated;     /* offset known (the reference: 0) */
+	double offset_ns;   /* its clock minus the reference's */
+	double err_ns;      /* the estimate's uncertainty */
+	uint64_t shared;    /* collectives completed on it and the reference */
+};
+struct rt_vw_clock_diff {
+	int host;
+	double ns;
+};
+struct rt_vw_hosts {
+	int n;
+	struct rt_vw_host *h;
+	int *of;            /* by rank index: its host */
+};
+/* Computed once per trace (t->hosts); NULL when out of memory. */
+const struct rt_vw_hosts *rt_vw_hosts(struct rt_vw_trace *t);
+/* What to subtract from rank index ri's times to read them on the
+ * reference host's clock (0: its host is the reference or not estimated). */
+int64_t rt_vw_host_shift(const struct rt_vw_trace *t, int ri);
+/* Do rank indexes a and b's aligned times compare? One host, or both hosts'
+ * offsets known (true before rt_vw_hosts ran). */
+bool rt_vw_hosts_compare(const struct rt_vw_trace *t, int a, int b);
+void rt_vw_hosts_free(struct rt_vw_hosts *h);
 
 /* A rank with device records (the plugin's or CUDA events'): the trace has
  * a device section in view and the report. */

@@ -36,6 +36,7 @@ struct rt_vw_bt2;       /* read_bt2.h */
 struct rt_vw_devlog;    /* device.h */
 struct rt_vw_rank_comms; /* comms.h */
 struct rt_vw_straggle;  /* device.h */
+struct rt_vw_hosts;     /* device.h */
 struct rt_vw_alloc_map; /* alloc_map.c */
 struct rt_vw_vmm;       /* memory.c */
 
@@ -436,6 +437,8 @@ struct rt_vw_trace {
 	struct rt_vw_bt2 *lttng; /* an LTTng trace, read at load (read_bt2.c); else NULL */
 	struct rt_vw_straggle *straggle; /* stragglers from device times (straggler.c) */
 	bool straggle_done;
+	struct rt_vw_hosts *hosts;       /* hosts and their clocks (hosts.c) */
+	bool hosts_done;
 };
 
 /* Read and analyse a trace directory. Returns NULL with err set when it

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* view_device.c - view's device section: where device-side times come
  * from, each rank's collectives enqueued / started / completed on the
- * device, and the straggler analysis (analyse/straggler.c), as text and as
- * the "device" member of view --json. Reads the model only. */
+ * device, the straggler analysis (analyse/straggler.c) and the hosts'
+ * clocks it aligned (analyse/hosts.c), as text and as the "device" member
+ * of view --json. Reads the model only. */
 #include <stdio.h>
 
 #include "device.h"
@@ -61,6 +62,43 @@ static void drops_json(struct rt_json *w, const struct rt_vw_devlog *d)
 	rt_json_end(w);
 }
 
+/* "2,3" (the first 8, then "..."): host k's ranks */
+static void host_ranks(FILE *f, const struct rt_vw_trace *t, int k)
+{
+	int said = 0;
+
+	for (int i = 0; i < t->nranks; i++)
+		if (t->hosts->of[i] == k && said++ < 8)
+			fprintf(f, "%s%d", said > 1 ? "," : "", t->ranks[i].meta.rank);
+	if (said > 8)
+		fprintf(f, ",... (%d)", said);
+}
+
+/* Each host's clock against the reference's, when the job has several */
+static void hosts_text(FILE *f, const struct rt_vw_trace *t)
+{
+	const struct rt_vw_hosts *h = t->hosts;
+
+	if (!h || h->n < 2)
+		return;
+	fprintf(f, "  hosts: %d, each its own clock; lateness is judged on host %s's (ranks ", h->n,
+		rt_vw_esc(h->h[0].name));
+	host_ranks(f, t, 0);
+	fprintf(f, "):\n");
+	for (int k = 1; k < h->n; k++) {
+		fprintf(f, "    host %s (ranks ", rt_vw_esc(h->h[k].name));
+		host_ranks(f, t, k);
+		if (h->h[k].estimated)
+			fprintf(f, "): clock %+.3f ms +- %.3f ms against host %s's (from %llu collectives "
+				   "completed on both)\n", h->h[k].offset_ns / 1e6, h->h[k].err_ns / 1e6,
+				rt_vw_esc(h->h[0].name), (unsigned long long)h->h[k].shared);
+		else
+			fprintf(f, "): its clock is not estimated (%llu collectives completed on both it "
+				   "and host %s, 3 needed): lateness across hosts is not judged\n",
+				(unsigned long long)h->h[k].shared, rt_vw_esc(h->h[0].name));
+	}
+}
+
 void rt_vw_device_text(FILE *f, const struct rt_vw_trace *t, int only_rank)
 {
 	const struct rt_vw_straggle *s = t->straggle;
@@ -86,6 +124,7 @@ void rt_vw_device_text(FILE *f, const struct rt_vw_trace *t, int only_rank)
 	if (s && s->colls)
 		fprintf(f, "  stragglers: %s (the others waited %.2f ms per collective on average)\n",
 		          s->straggler >= 0 ? "one, see the findings" : "none", s->wait_ns / 1e6);
+	hosts_text(f, t);
 }
 
 static void straggle_json(struct rt_json *w, const struct rt_vw_straggle *s)
@@ -116,6 +155,34 @@ static void straggle_json(struct rt_json *w, const struct rt_vw_straggle *s)
 	rt_json_end(w);
 }
 
+/* "hosts": each clock domain, the reference first; [] when there is one */
+static void hosts_json(struct rt_json *w, const struct rt_vw_trace *t)
+{
+	const struct rt_vw_hosts *h = t->hosts;
+
+	rt_json_arr(w, RT_JK(hosts));
+	for (int k = 0; h && h->n > 1 && k < h->n; k++) {
+		rt_json_obj(w, NULL);
+		rt_json_str(w, RT_JK(host), h->h[k].name);
+		rt_json_arr(w, RT_JK(ranks));
+		for (int i = 0; i < t->nranks; i++)
+			if (h->of[i] == k)
+				rt_json_int(w, NULL, t->ranks[i].meta.rank);
+		rt_json_end(w);
+		rt_json_bool(w, RT_JK(reference), k == 0);
+		if (h->h[k].estimated) {
+			rt_json_fixed(w, RT_JK(offset_ms), h->h[k].offset_ns / 1e6, 3);
+			rt_json_fixed(w, RT_JK(uncertainty_ms), h->h[k].err_ns / 1e6, 3);
+		} else {
+			rt_json_null(w, RT_JK(offset_ms));
+			rt_json_null(w, RT_JK(uncertainty_ms));
+		}
+		rt_json_uint(w, RT_JK(collectives), h->h[k].shared);
+		rt_json_end(w);
+	}
+	rt_json_end(w);
+}
+
 /* view --json's "device" member, only for a trace with device-side records
  * (older traces read as before) */
 void rt_vw_device_json(struct rt_json *w, const struct rt_vw_trace *t)
@@ -142,5 +209,6 @@ void rt_vw_device_json(struct rt_json *w, const struct rt_vw_trace *t)
 	}
 	rt_json_end(w);
 	straggle_json(w, t->straggle);
+	hosts_json(w, t);
 	rt_json_end(w);
 }
