@@ -21,7 +21,14 @@
 #    rank 2's device holding up a shard
 #    group's all-gather (devdelay, comm=split1), live: hung, the all-gather
 #    on {2,3} never started on rank 2's device (the subject chosen across
-#    communicators by enqueue time, not by sequence numbers that count apart).
+#    communicators by enqueue time, not by sequence numbers that count apart);
+#  - fsdp_mini --mesh pp (point to point, issue 27 item 3): healthy; stage 2
+#    stalled before its 17th microbatch (--stall-send 2:17), live and after
+#    the job is stopped: hung, rank 2 the only rank blamed, rank 3 waiting
+#    in its ncclRecv #17 from rank 2, which made 16 Sends to it, ranks 0,1
+#    said as waiting (in view --json's evidence, not only the sentence);
+#    stage 1's 3rd Send one element short (--short-send 1:3): a p2p-mismatch
+#    naming ranks 1 (sender) and 2 (receiver), Send #3.
 source "$(dirname "$0")/lib.sh"
 RT="$B/bin/ranktrace"
 export SIMGPU_TIMEOUT=10
@@ -93,6 +100,74 @@ hang_in_shard_group() { local d=hsdp_hang_$1 i
   stop "$LAST"
 }
 
+# p2p_hung NAME [interrupted]: view --json --stall 2s of $T/NAME: hung; the
+# hang names rank 2 alone, on the world {0,1,2,3}; its evidence: rank 3 waits
+# in its ncclRecv #17 from rank 2, rank 2 never made its ncclSend #17 to rank
+# 3 (it made 16), ranks 0 and 1 wait too (in a Send or Recv, not blamed);
+# the finding says whether the job was interrupted
+p2p_hung() { timeout -k 2 60 "$RT" view --json --stall 2s "$T/$1" > "$T/$1.json" 2> /dev/null
+  python3 - "$T/$1.json" "${2:-live}" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+fs = [f for f in d["findings"] if f["id"] == "hang"]
+if d["verdict"] != "hung" or len(fs) != 1:
+    sys.exit("verdict %s, %d hang findings" % (d["verdict"], len(fs)))
+f = fs[0]
+ev = f["evidence"]
+def has(rank, role, op, peer, last=None):
+    return any(e["rank"] == rank and e["role"] == role and e["op"] == op and e["peer"] == peer
+               and (last is None or e["last_seq"] == last) for e in ev)
+why = []
+if f["ranks"] != [2] or f["members"] != [0, 1, 2, 3] or int(f["comm"], 16) == 0:
+    why.append("ranks %s on %s members %s" % (f["ranks"], f["comm"], f["members"]))
+if f["values"].get("interrupted", False) != (sys.argv[2] == "interrupted"):
+    why.append("interrupted: %s" % f["values"])
+if not has(3, "waits_p2p", "ncclRecv #17", 2):
+    why.append("rank 3 does not wait in its ncclRecv #17 from rank 2")
+if not has(2, "never_made", "ncclSend #17", 3, 16):
+    why.append("rank 2 is not said to have never made its ncclSend #17 to rank 3 (made 16)")
+for r in (0, 1):
+    if not any(e["rank"] == r and e["role"].startswith("waits_p2p") for e in ev):
+        why.append("rank %d not said as waiting" % r)
+if "rank 3 waits in its ncclRecv #17 from rank 2" not in f["text"]:
+    why.append("the sentence does not say it")
+if why:
+    sys.exit("; ".join(why) + ": " + json.dumps(ev) + " " + f["text"])
+print(f["text"])
+PY
+}
+# stage 2 stalls before its 17th microbatch: hung, live; then stopped
+# (SIGTERM to run: the job interrupted), read again post-mortem
+pp_stall() { local d=pp_stall_$1 i
+  RANKTRACE_DEVICE_SOURCE=$1 SIMGPU_TIMEOUT=120 LD_LIBRARY_PATH="$SIM${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+    setsid timeout -k 5 120 "$RT" run -o "$T/$d" -- "$B/bin/rt-launch" -n 4 "$B/bin/fsdp_mini" \
+    --mesh pp --microbatches 8 --steps 3 --stall-send 2:17 > "$T/$d.log" 2>&1 &
+  JOBS+=("$!"); LAST=$!
+  for i in $(seq 60); do verdict_is "$d" hung --stall 2s && break; sleep 1; done
+  for i in $(seq 10); do p2p_hung "$d" > /dev/null 2>&1 && break; sleep 1; done
+  check "pipeline ($1): stage 2 never sends microbatch 17, live: hung, rank 3 waits in Recv from rank 2, rank 2 blamed" \
+    say p2p_hung "$d"
+  check "pipeline ($1): the job stopped" stop "$LAST"
+  check "pipeline ($1): interrupted, read post-mortem: the same" say p2p_hung "$d" interrupted
+}
+# p2p_mismatch NAME: verdict collective-mismatch, one p2p-mismatch: rank 1's
+# Send #3 to rank 2 (count 767) against rank 2's Recv #3 (count 768)
+p2p_mismatch() { timeout -k 2 60 "$RT" view --json "$T/$1" > "$T/$1.json" 2> /dev/null
+  python3 - "$T/$1.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+fs = [f for f in d["findings"] if f["id"] == "p2p-mismatch"]
+if d["verdict"] != "collective-mismatch" or len(fs) != 1:
+    sys.exit("verdict %s, %d p2p-mismatch findings" % (d["verdict"], len(fs)))
+f = fs[0]
+v = f["values"]
+if f["ranks"] != [1, 2] or v.get("sender") != 1 or v.get("receiver") != 2 or f["seq"] != 3 or \
+        "counts differ" not in f["text"] or "ncclSend #3 (count 767" not in f["text"]:
+    sys.exit("ranks %s values %s seq %s: %s" % (f["ranks"], v, f["seq"], f["text"]))
+print(f["text"])
+PY
+}
+
 for src in plugin events; do
   S=RANKTRACE_DEVICE_SOURCE=$src
   traced split_$src $S -- -- "$B/bin/rt-launch" -n 4 "$B/bin/comm_shapes" split --skip 1:3
@@ -128,5 +203,12 @@ for src in plugin events; do
     say blamed tp_skip_$src collective-mismatch collective-mismatch 1 0,1 \
     "{0,1}, split from the world with color 0: rank 1 called AllReduce"
   hang_in_shard_group $src
+  traced pp_$src $S -- -- "$B/bin/rt-launch" -n 4 "$B/bin/fsdp_mini" --mesh pp --steps 2
+  check "pipeline ($src): healthy, exit 0" bash -c "'$RT' verdict '$T/pp_$src' > /dev/null 2>&1"
+  pp_stall $src
+  traced pp_short_$src $S -- -- "$B/bin/rt-launch" -n 4 "$B/bin/fsdp_mini" --mesh pp --steps 2 \
+    --short-send 1:3
+  check "pipeline ($src): stage 1's Send #3 one short of its Recv: p2p-mismatch naming ranks 1,2" \
+    say p2p_mismatch pp_short_$src
 done
 finish

@@ -102,6 +102,10 @@ static void usage(FILE *f)
 		"                       forward (pp; counted over the run), as a stage stuck\n"
 		"                       elsewhere would: the next stage waits in ncclRecv for it\n"
 		"                       (stage R waits 10 minutes, then exits 1)\n"
+		"  --short-send R:N     stage R sends its N-th microbatch forward one element\n"
+		"                       short of what the next stage receives (pp; a count\n"
+		"                       mismatch between a Send and its Recv: NCCL's Recv\n"
+		"                       fails, or worse; a test of ranktrace's pairing)\n"
 		"  --nonblocking-init   non-blocking communicators (ncclCommInitRankConfig\n"
 		"                       blocking=0, splits too), polled with\n"
 		"                       ncclCommGetAsyncError until made, as PyTorch's\n"
@@ -111,6 +115,16 @@ static void usage(FILE *f)
 }
 
 static bool config_ok(const struct config *c);
+
+/* --OPTION RANK:N (N >= 1) into *r, *nth: false after saying what it expects. */
+static bool rank_nth(const char *arg, const char *option, int *r, int *nth)
+{
+	if (sscanf(arg, "%d:%d", r, nth) != 2 || *nth < 1) {
+		fprintf(stderr, "fsdp_mini: --%s expects RANK:N (N >= 1)\n", option);
+		return false;
+	}
+	return true;
+}
 
 bool parse_args(int argc, char **argv, struct config *c)
 {
@@ -130,6 +144,7 @@ bool parse_args(int argc, char **argv, struct config *c)
 		{ "mesh", required_argument, NULL, 'm' },
 		{ "microbatches", required_argument, NULL, 'M' },
 		{ "stall-send", required_argument, NULL, 'P' },
+		{ "short-send", required_argument, NULL, 'Q' },
 		{ "nonblocking-init", no_argument, NULL, 'N' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -137,7 +152,7 @@ bool parse_args(int argc, char **argv, struct config *c)
 	int o;
 
 	*c = (struct config){ "4.52.4", 3, 2, 16, 32, 8, 24, 0.5, NULL, false, -1, -1, 0,
-			      .microbatches = 4, .stall_send_rank = -1 };
+			      .microbatches = 4, .stall_send_rank = -1, .short_send_rank = -1 };
 	while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (o) {
 		case 'v': c->version = optarg; break;
@@ -152,10 +167,8 @@ bool parse_args(int argc, char **argv, struct config *c)
 		case 't': c->time = true; break;
 		case 'D': c->device = atoi(optarg); break;
 		case 'S':
-			if (sscanf(optarg, "%d:%d", &c->skip_rank, &c->skip_nth) != 2 || c->skip_nth < 1) {
-				fprintf(stderr, "fsdp_mini: --skip-collective expects RANK:N (N >= 1)\n");
+			if (!rank_nth(optarg, "skip-collective", &c->skip_rank, &c->skip_nth))
 				return false;
-			}
 			break;
 		case 'm':
 			if (!parse_mesh(optarg, c))
@@ -163,11 +176,12 @@ bool parse_args(int argc, char **argv, struct config *c)
 			break;
 		case 'M': c->microbatches = atoi(optarg); break;
 		case 'P':
-			if (sscanf(optarg, "%d:%d", &c->stall_send_rank, &c->stall_send_nth) != 2 ||
-			    c->stall_send_nth < 1) {
-				fprintf(stderr, "fsdp_mini: --stall-send expects RANK:N (N >= 1)\n");
+			if (!rank_nth(optarg, "stall-send", &c->stall_send_rank, &c->stall_send_nth))
 				return false;
-			}
+			break;
+		case 'Q':
+			if (!rank_nth(optarg, "short-send", &c->short_send_rank, &c->short_send_nth))
+				return false;
 			break;
 		case 'N': c->nonblocking = true; break;
 		case 'h': usage(stdout); exit(0);

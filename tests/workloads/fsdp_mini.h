@@ -33,6 +33,7 @@ struct config {
 	int mesh_size;           /* hsdp:S, tp:T */
 	int microbatches;        /* --microbatches (pp) */
 	int stall_send_rank, stall_send_nth; /* --stall-send R:N (pp) */
+	int short_send_rank, short_send_nth; /* --short-send R:N (pp) */
 	bool nonblocking;        /* --nonblocking-init */
 };
 

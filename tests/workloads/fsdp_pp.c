@@ -10,6 +10,10 @@
  * gradients are all-reduced between them (embed_comm), as Megatron does.
  * Same model, data and SGD as FSDP: the same losses.
  *
+ * --short-send R:N: stage R sends its N-th microbatch forward one element
+ * short (a count mismatch with the next stage's Recv, for ranktrace's
+ * pairing; the simulated NCCL fails the Recv as ncclInvalidUsage).
+ *
  * --stall-send R:N: stage R stops before it sends its N-th microbatch forward
  * (counted over the run), as a stage stuck elsewhere would: the next stage
  * waits in ncclRecv for it (NCCL matches a pair's Sends and Recvs in order:
@@ -107,10 +111,14 @@ static void forward(struct model *m, struct batch *b, const struct stage *st, in
 	}
 	if (rank < world - 1) {
 		int out = st->last < st->first ? st->first - 1 : st->last; /* none: passed on */
+		size_t n = (size_t)st->nmb * D;
 
-		if (rank == m->cfg.stall_send_rank && ++sends_forward == m->cfg.stall_send_nth)
+		sends_forward++;
+		if (rank == m->cfg.stall_send_rank && sends_forward == m->cfg.stall_send_nth)
 			stall();
-		send_host(m, b->h + ((size_t)out * N + r0) * D, (size_t)st->nmb * D, rank + 1);
+		if (rank == m->cfg.short_send_rank && sends_forward == m->cfg.short_send_nth)
+			n--;
+		send_host(m, b->h + ((size_t)out * N + r0) * D, n, rank + 1);
 	} else {
 		head_loss_rows(m, b, dh, mb * st->spm, (mb + 1) * st->spm);
 	}

@@ -16,6 +16,7 @@
 #define RT_VW_DETECT_watchdog(E)
 #define RT_VW_DETECT_matcher(E)
 #define RT_VW_DETECT_straggler(E)
+#define RT_VW_DETECT_p2p(E)
 #define RT_FINDING(E, id, by, ...) RT_VW_DETECT_##by(E)
 #include "findings.def"
 #undef RT_FINDING
@@ -54,6 +55,18 @@ void rt_vw_host_hang_evidence(const struct rt_vw_trace *t, const struct rt_vw_de
 /* The device records the tracer dropped (all ranks) as f's value dropped,
  * when there were any: the sentence says no finding rests on them. */
 void rt_vw_dev_dropped_value(const struct rt_vw_trace *t, struct rt_vw_finding *f);
+
+/* p2p.c: each ncclSend paired with its ncclRecv across ranks (a rank's
+ * k-th Send to a peer with the peer's k-th Recv from it, per communicator):
+ * the first pair whose sides differ (p2p-mismatch) and the first call whose
+ * peer, whose whole run the trace holds, never made its counterpart
+ * (p2p-unmatched). */
+void rt_vw_p2p_match(struct rt_vw_trace *t);
+/* A hang in point to point, into f (the hang's): who waits in which Send
+ * or Recv on whom, and the ranks the others wait for (f's ranks), which
+ * never made the counterpart; false (f untouched) when no live rank waits
+ * in a call whose peer never made its counterpart. */
+bool rt_vw_p2p_hang_evidence(const struct rt_vw_trace *t, struct rt_vw_finding *f);
 
 /* Ranks that ended, with evidence: not running, readable. */
 #define RT_VW_FOR_ENDED(t, i, r)                                                        \

@@ -20,8 +20,8 @@ enum {
 	IN_MODEL = 1 << 0, IN_MATCHER = 1 << 1, IN_LIVE = 1 << 2,
 	MK_COMPLETENESS = 1 << 3, MK_INTERRUPTION = 1 << 4, MK_MATCHED = 1 << 5,
 	MK_LIVENESS = 1 << 6, MK_WATCHDOG = 1 << 7, MK_TEARDOWN = 1 << 8, MK_DETECTED = 1 << 9,
-	MK_STRAGGLE = 1 << 10, MK_VERDICT = 1 << 11,
-	MK_FINDINGS = MK_MATCHED | MK_LIVENESS | MK_WATCHDOG | MK_DETECTED | MK_STRAGGLE,
+	MK_STRAGGLE = 1 << 10, MK_VERDICT = 1 << 11, MK_P2P = 1 << 12,
+	MK_FINDINGS = MK_MATCHED | MK_P2P | MK_LIVENESS | MK_WATCHDOG | MK_DETECTED | MK_STRAGGLE,
 };
 
 static void run_completeness(struct rt_vw_trace *t, struct rt_vw_matcher *m)
@@ -37,6 +37,11 @@ static void run_interruption(struct rt_vw_trace *t, struct rt_vw_matcher *m)
 static void run_matcher(struct rt_vw_trace *t, struct rt_vw_matcher *m)
 {
 	rt_vw_matcher_finish(m);
+}
+
+static void run_p2p(struct rt_vw_trace *t, struct rt_vw_matcher *m)
+{
+	rt_vw_p2p_match(t);
 }
 
 static void run_liveness(struct rt_vw_trace *t, struct rt_vw_matcher *m)
@@ -95,6 +100,8 @@ static const struct rt_vw_analysis {
 	{ "interruption", IN_MODEL | MK_COMPLETENESS, MK_INTERRUPTION, run_interruption },
 	/* the collectives still open: mismatches, never called */
 	{ "matcher", IN_MATCHER | MK_COMPLETENESS | MK_INTERRUPTION, MK_MATCHED, run_matcher },
+	/* each Send paired with its Recv: mismatches, no counterpart (p2p.c) */
+	{ "p2p", IN_MODEL | MK_COMPLETENESS | MK_INTERRUPTION, MK_P2P, run_p2p },
 	/* hung or not; the laggards, by host calls or device records (devhang.c) */
 	{ "liveness", IN_MODEL | IN_LIVE | MK_COMPLETENESS | MK_INTERRUPTION, MK_LIVENESS,
 	  run_liveness },

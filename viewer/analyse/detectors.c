@@ -18,6 +18,7 @@ typedef void (*detect_fn)(struct rt_vw_trace *t, enum rt_finding_kind k);
 #define RT_VW_ROW_watchdog(E)
 #define RT_VW_ROW_matcher(E)
 #define RT_VW_ROW_straggler(E)
+#define RT_VW_ROW_p2p(E)
 static const struct detector {
 	enum rt_finding_kind kind;
 	detect_fn fn;

@@ -15,7 +15,7 @@
 
 const char *const rt_vw_ev_role_names[RT_EV_COUNT] = {
 	"stopped", "waits", "never_entered", "enqueued", "aborted", "started", "not_started",
-	"never_enqueued", "dropped",
+	"never_enqueued", "dropped", "waits_p2p", "waits_p2p_device", "never_made",
 };
 
 struct rt_vw_finding *rt_vw_finding_add(struct rt_vw_trace *t, enum rt_finding_kind kind, int rank)
@@ -125,6 +125,8 @@ struct rt_vw_evidence *rt_vw_finding_ev(struct rt_vw_finding *f, int rank, enum 
 	e->rank = rank;
 	e->role = (uint8_t)role;
 	e->call.id = RT_ID_COUNT;
+	e->op.id = RT_ID_COUNT;
+	e->peer = -1;
 	return e;
 }
 

@@ -68,7 +68,9 @@ static const struct rt_vw_open_call *waited_collective(const struct rt_vw_trace 
 		const struct rt_vw_open_call *o = rt_vw_oldest_open(&t->ranks[i]);
 		int n = 0;
 
-		if (!rt_vw_frozen(&t->ranks[i]) || !o || rt_vw_coll_kind(o->id) < 0 || !o->comm_id)
+		/* a Send or Recv's number counts per peer: no collective's (p2p.c) */
+		if (!rt_vw_frozen(&t->ranks[i]) || !o || !rt_ck_is_collective(rt_vw_coll_kind(o->id)) ||
+		    !o->comm_id)
 			continue;
 		for (int j = 0; j < t->nranks; j++) {
 			const struct rt_vw_open_call *p = rt_vw_oldest_open(&t->ranks[j]);
@@ -110,8 +112,9 @@ void rt_vw_ev_where(struct rt_vw_evidence *e, const struct rt_vw_rank *r)
 /* The laggard analysis into the hang finding f: the collective most ranks
  * wait in (f->coll, the call), who waits (and how long), who never entered
  * it and where it is instead; with no host thread waiting in a collective
- * (asynchronous collectives), the device records' collective that never
- * completed (devhang.c). */
+ * (asynchronous collectives), a Send or Recv whose peer never made its
+ * counterpart (p2p.c: a pipeline stage that never sent), else the device
+ * records' collective that never completed (devhang.c). */
 static void laggards(struct rt_vw_trace *t, struct rt_vw_finding *f)
 {
 	const struct rt_vw_open_call *w = waited_collective(t);
@@ -120,6 +123,8 @@ static void laggards(struct rt_vw_trace *t, struct rt_vw_finding *f)
 	stopped_ranks(t, f);
 	rt_vw_dev_dropped_value(t, f);
 	if (!w) {
+		if (rt_vw_p2p_hang_evidence(t, f))
+			return;
 		if ((c = rt_vw_dev_stuck(t)) != NULL)
 			rt_vw_dev_hang_evidence(t, c, f);
 		else if ((c = rt_vw_host_stuck(t)) != NULL)

@@ -105,7 +105,9 @@ static void on_p2p_call(struct rt_vw_rank_comms *c, const struct rt_vw_event *e)
 	*p = (struct rt_vw_p2p){ .comm_id = (uint64_t)rt_vw_fld(e, RT_FN_comm_id), .ts = e->ts,
 				 .dur = e->dur, .seq = (uint32_t)rt_vw_fld(e, RT_FN_seq),
 				 .peer = (int)rt_vw_fld(e, RT_FN_peer), .ret = e->ret,
-				 .pending = e->pending, .send = send };
+				 .count = (uint64_t)rt_vw_fld(e, RT_FN_count),
+				 .dtype = (uint8_t)rt_vw_fld(e, RT_FN_datatype), .pending = e->pending,
+				 .send = send };
 }
 
 /* rt_dev_p2p: the call it is, searched from the newest. */

@@ -32,8 +32,10 @@ struct rt_vw_rank_comm {
  * (0: not seen). */
 struct rt_vw_p2p {
 	uint64_t comm_id, ts, dur, dev_start, dev_done;
+	uint64_t count;          /* elements, as the call passed them */
 	uint32_t seq;
 	int peer, ret;
+	uint8_t dtype;           /* ncclDataType_t */
 	bool send, pending;
 };
 

@@ -56,13 +56,18 @@ struct rt_vw_fval {
 /* What one rank shows in a finding about several (its role, RT_EV_*: a
  * hang's waiting ranks and the rank that never entered; the ranks that
  * enqueued a collective no device completed, that started it, that never
- * enqueued it, whose device record of it was dropped), and where it was then: its state (enum rt_vw_state), the
- * call it is inside (call.id RT_ID_COUNT: none) and for how long or how
- * long it has been idle (secs), its signal, the last sequence number it
- * entered on the collective's communicator. */
+ * enqueued it, whose device record of it was dropped; a point-to-point
+ * hang's ranks waiting in a Send or Recv (op, with peer) whose counterpart
+ * the peer never made, or made and its device never completed, and the
+ * rank that never made op with peer), and where it was then: its state
+ * (enum rt_vw_state), the call it is inside (call.id RT_ID_COUNT: none)
+ * and for how long or how long it has been idle (secs), its signal, the
+ * last sequence number it entered on the collective's communicator (never
+ * made: the last of op's kind it made with peer). */
 enum rt_vw_ev_role { RT_EV_STOPPED, RT_EV_WAITS, RT_EV_NEVER_ENTERED, RT_EV_ENQUEUED,
 		     RT_EV_ABORTED, RT_EV_STARTED, RT_EV_NOT_STARTED, RT_EV_NEVER_ENQUEUED,
-		     RT_EV_DROPPED, RT_EV_COUNT };
+		     RT_EV_DROPPED, RT_EV_WAITS_P2P, RT_EV_WAITS_P2P_DEVICE, RT_EV_NEVER_MADE,
+		     RT_EV_COUNT };
 extern const char *const rt_vw_ev_role_names[RT_EV_COUNT];
 struct rt_vw_evidence {
 	int rank;
@@ -73,6 +78,9 @@ struct rt_vw_evidence {
 	struct rt_vw_callref call;
 	uint32_t last_seq;
 	double secs;
+	struct rt_vw_callref op; /* point to point: the Send or Recv (#: its number with peer) */
+	int peer;                /* its peer (global rank); -1: none */
+	uint64_t comm;           /* point to point: op's communicator */
 };
 
 #define RT_VW_FINDING_RANKS 64

@@ -183,9 +183,7 @@ static void say_devcoll(struct rt_vw_sb *b, const struct rt_vw_fcall *c)
 			c->comm & 0xffff, size);
 }
 
-/* Where a rank of a device hang is (devhang.c's words): "its host thread
- * has been inside cudaMalloc for 31 s", or how it ended. */
-static void say_host(struct rt_vw_sb *b, const struct rt_vw_evidence *e)
+void rt_vw_say_where(struct rt_vw_sb *b, const struct rt_vw_evidence *e)
 {
 	if (!e->frozen && e->call.id < RT_ID_COUNT && e->state == RT_S_KILLED) {
 		rt_vw_sb_printf(b, "it was killed (signal %d) inside ", e->signo);
@@ -214,7 +212,7 @@ static void say_never_enqueued(struct rt_vw_sb *b, const struct rt_vw_finding *f
 		if (e->role != RT_EV_NEVER_ENQUEUED)
 			continue;
 		rt_vw_sb_printf(b, "; rank %d never %s #%u: ", e->rank, did, f->coll.seq);
-		say_host(b, e);
+		rt_vw_say_where(b, e);
 		rt_vw_sb_printf(b, " (last collective it %s: #%u)", did, e->last_seq);
 	}
 }
@@ -319,6 +317,8 @@ static void say_laggards(struct rt_vw_sb *b, const struct rt_vw_trace *t, const 
 				ns > 1 ? "are" : "is", ns > 1 ? "them" : "it",
 				call || f->coll.comm ? "; " : "");
 	if (!call) {
+		if (rt_vw_say_p2p_hang(b, t, f))
+			return;
 		if (f->coll.comm)
 			say_device_hang(b, t, f);
 		return;
@@ -500,6 +500,8 @@ void rt_vw_say_kind(struct rt_vw_sb *b, const struct rt_vw_trace *t, const struc
 	case RT_FK_COLLECTIVE_MISMATCH: say_mismatch(b, t, f); break;
 	case RT_FK_DEVICES_MISMATCH: say_devices_mismatch(b, f); break;
 	case RT_FK_NEVER_CALLED: say_never_called(b, t, f); break;
+	case RT_FK_P2P_MISMATCH: rt_vw_say_p2p_mismatch(b, t, f); break;
+	case RT_FK_P2P_UNMATCHED: rt_vw_say_p2p_unmatched(b, t, f); break;
 	case RT_FK_ROOT_FORWARD_UNWRAPPED:
 	case RT_FK_UNWRAPPED_CALL: say_unwrapped(b, f); break;
 	case RT_FK_INCOMPLETE: say_incomplete(b, t, f); break;

@@ -38,6 +38,18 @@ void rt_vw_say_parent(struct rt_vw_sb *b, const struct rt_vw_trace *t, uint64_t 
 void rt_vw_say_value(struct rt_vw_sb *b, const struct rt_vw_fval *v);
 /* "SIGTERM", or NULL for a signal without a name here. */
 const char *rt_vw_signal_name(int signo);
+/* Where a rank of a hang is (evidence e): "its host thread has been
+ * inside cudaMalloc for 31 s", "no call open, idle for 12 s", or how it
+ * ended. */
+void rt_vw_say_where(struct rt_vw_sb *b, const struct rt_vw_evidence *e);
+/* Point to point (finding_p2p.c): a Send and its Recv that differ, a call
+ * without its counterpart; a hang's who waits on whom, false (nothing
+ * said) when f holds no point-to-point evidence. */
+void rt_vw_say_p2p_mismatch(struct rt_vw_sb *b, const struct rt_vw_trace *t,
+			    const struct rt_vw_finding *f);
+void rt_vw_say_p2p_unmatched(struct rt_vw_sb *b, const struct rt_vw_trace *t,
+			     const struct rt_vw_finding *f);
+bool rt_vw_say_p2p_hang(struct rt_vw_sb *b, const struct rt_vw_trace *t, const struct rt_vw_finding *f);
 /* The sentence of a kind without a template (finding_say.c). */
 void rt_vw_say_kind(struct rt_vw_sb *b, const struct rt_vw_trace *t, const struct rt_vw_finding *f);
 

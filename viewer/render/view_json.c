@@ -191,6 +191,48 @@ static void values_json(struct rt_json *w, const struct rt_vw_finding *f)
 	rt_json_end(w);
 }
 
+/* "evidence": what each rank a finding is about several shows (a hang's
+ * waiting ranks, who never entered or never made what the others wait
+ * in, whose device started it): its role, the call it is inside and for
+ * how long, a Send or Recv it waits in or never made with its peer. */
+static void evidence_json(struct rt_json *w, const struct rt_vw_finding *f)
+{
+	rt_json_arr(w, RT_JK(evidence));
+	for (int i = 0; i < f->nev; i++) {
+		const struct rt_vw_evidence *e = &f->ev[i];
+		bool p2p = e->op.id < RT_ID_COUNT, last = e->role == RT_EV_NEVER_ENTERED ||
+			   e->role == RT_EV_NEVER_ENQUEUED || e->role == RT_EV_NEVER_MADE;
+		char s[96];
+		struct rt_vw_sb b = rt_vw_sb_init(s, sizeof(s));
+
+		rt_json_obj(w, NULL);
+		rt_json_int(w, RT_JK(rank), e->rank);
+		rt_json_str(w, RT_JK(role), rt_vw_ev_role_names[e->role]);
+		rt_vw_say_call(&b, e->call);
+		rt_json_str(w, RT_JK(inside), e->call.id < RT_ID_COUNT ? s : NULL);
+		if (e->frozen)
+			rt_json_fixed(w, RT_JK(secs), e->secs, 3);
+		else
+			rt_json_null(w, RT_JK(secs));
+		b = rt_vw_sb_init(s, sizeof(s));
+		rt_vw_say_call(&b, e->op);
+		rt_json_str(w, RT_JK(op), p2p ? s : NULL);
+		if (p2p) {
+			rt_json_int(w, RT_JK(peer), e->peer);
+			rt_json_strf(w, RT_JK(comm), "%016llx", (unsigned long long)e->comm);
+		} else {
+			rt_json_null(w, RT_JK(peer));
+			rt_json_null(w, RT_JK(comm));
+		}
+		if (last)
+			rt_json_uint(w, RT_JK(last_seq), e->last_seq);
+		else
+			rt_json_null(w, RT_JK(last_seq));
+		rt_json_end(w);
+	}
+	rt_json_end(w);
+}
+
 /* "members": the global ranks of a finding's communicator, or null where
  * the trace does not say them (no rt_comm records). */
 static void members_json(struct rt_json *w, const struct rt_vw_trace *t, uint64_t comm)
@@ -244,6 +286,7 @@ static void findings_json(struct rt_json *w, const struct rt_vw_report *rp)
 			rt_json_null(w, RT_JK(members));
 		}
 		values_json(w, f);
+		evidence_json(w, f);
 		rt_json_end(w);
 	}
 	rt_json_end(w);
