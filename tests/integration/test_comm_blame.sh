@@ -137,10 +137,11 @@ print(f["text"])
 PY
 }
 # stage 2 stalls before its 17th microbatch: hung, live; then stopped
-# (SIGTERM to run: the job interrupted), read again post-mortem
+# (SIGTERM to run: the job interrupted), read again post-mortem. The job's
+# bound (300 s) leaves a loaded machine's polls time to read it live first
 pp_stall() { local d=pp_stall_$1 i
-  RANKTRACE_DEVICE_SOURCE=$1 SIMGPU_TIMEOUT=120 LD_LIBRARY_PATH="$SIM${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
-    setsid timeout -k 5 120 "$RT" run -o "$T/$d" -- "$B/bin/rt-launch" -n 4 "$B/bin/fsdp_mini" \
+  RANKTRACE_DEVICE_SOURCE=$1 SIMGPU_TIMEOUT=300 LD_LIBRARY_PATH="$SIM${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+    setsid timeout -k 5 300 "$RT" run -o "$T/$d" -- "$B/bin/rt-launch" -n 4 "$B/bin/fsdp_mini" \
     --mesh pp --microbatches 8 --steps 3 --stall-send 2:17 > "$T/$d.log" 2>&1 &
   JOBS+=("$!"); LAST=$!
   for i in $(seq 60); do verdict_is "$d" hung --stall 2s && break; sleep 1; done
