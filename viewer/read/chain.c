@@ -177,8 +177,11 @@ struct rt_vw_cursor *rt_vw_cursor_open_chain(const char *dir, char *const *names
 	for (int i = 0; i < n; i++) {
 		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
 		/* a writer that accounts for its files numbers them in time order
-		 * (a flight recorder's reused files go by their first time) */
-		order[i] = (struct chain_file){ counted ? file_number(names[i]) : first_real_ts(path), i };
+		 * (a flight recorder's reused files go by their first time); a
+		 * stream of one file has no order to find (no open and read of
+		 * its headers: 16,384 of them at 16,384 ranks) */
+		order[i] = (struct chain_file){ counted || n == 1 ? file_number(names[i]) :
+						first_real_ts(path), i };
 	}
 	qsort(order, (size_t)n, sizeof(*order), cmp_chain);
 	/* the first file that maps opens the cursor; the rest follow it; a
