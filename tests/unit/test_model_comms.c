@@ -352,3 +352,22 @@ Test(comm_index, the_text_says_each_state_and_lists_16_unless_all)
 	rt_vw_free(t);
 	free(m);
 }
+
+/* A 3-D parallel job's rank enters collectives on a dozen communicators or
+ * more (tp, pp, dp, cp, ep, their embedding groups): the model keeps the
+ * highest sequence entered on each, which the hang analysis asks (a table
+ * of 8 lost the 9th on). */
+Test(model_comms, a_rank_keeps_its_sequence_on_every_communicator)
+{
+	rig(1);
+	for (uint64_t c = 0; c < 20; c++)
+		for (uint64_t seq = 1; seq <= c + 1; seq++)
+			ev(0, RT_ID_ncclAllReduce, 0, 0, false, RT_FN_comm_id, 0x100 + c, RT_FN_seq, seq,
+			   RT_FN_count, 16ull, -1);
+	for (uint64_t c = 0; c < 20; c++)
+		cr_expect_eq(rt_vw_entered_seq(&t->ranks[0], 0x100 + c), (uint32_t)c + 1,
+			     "communicator %llu: entered #%u", (unsigned long long)c,
+			     rt_vw_entered_seq(&t->ranks[0], 0x100 + c));
+	rt_vw_free(t);
+	free(m);
+}

@@ -5,8 +5,12 @@
  * last call returned. The liveness analysis (analyse/hang.c) reads them.
  *
  * rt_vw_track_calls runs per event in the rank model (model.c), one rank
- * per thread; no allocation (fixed tables per rank: RT_VW_MAX_OPEN calls,
- * RT_VW_MAX_COMMS communicators). */
+ * per thread; a fixed table of RT_VW_MAX_OPEN calls per rank, and one
+ * entry per communicator, grown when a rank enters a collective on one
+ * more (a 3-D parallel job's rank is in a dozen or more: a table of 8
+ * lost the rest, and the hang analysis their sequence numbers). */
+#include <stdlib.h>
+
 #include "model_int.h"
 
 static void note_entered(struct rt_vw_rank *r, uint64_t comm, uint32_t seq)
@@ -17,8 +21,15 @@ static void note_entered(struct rt_vw_rank *r, uint64_t comm, uint32_t seq)
 		if (r->entered[k].comm_id == comm)
 			break;
 	if (k == r->nentered) {
-		if (k == RT_VW_MAX_COMMS)
-			return;
+		if (k == r->entered_cap) {
+			int cap = r->entered_cap ? 2 * r->entered_cap : 8;
+			struct rt_vw_entered *v = realloc(r->entered, (size_t)cap * sizeof(*v));
+
+			if (!v)
+				return; /* out of memory: this communicator's entries are not known */
+			r->entered = v;
+			r->entered_cap = cap;
+		}
 		r->nentered++;
 		r->entered[k].comm_id = comm;
 		r->entered[k].seq = 0;

@@ -128,7 +128,6 @@ struct rt_vw_rule {
 };
 /* rt_marker names the probe reserves: report points (below), teardown. */
 #define RT_VW_TEARDOWN_MARKER "rt.teardown"
-#define RT_VW_MAX_COMMS 8
 #define RT_VW_STALL_DEFAULT_NS 30000000000ull
 
 struct rt_vw_rank {
@@ -223,8 +222,8 @@ struct rt_vw_rank {
 	uint64_t last_done_ts;       /* end of the last call that returned */
 	double idle_s;               /* live: seconds since last_done_ts, else -1 */
 	bool interrupted;            /* stopped from outside with the whole job (hang.c) */
-	struct { uint64_t comm_id; uint32_t seq; } entered[RT_VW_MAX_COMMS]; /* highest seq */
-	int nentered;
+	struct rt_vw_entered { uint64_t comm_id; uint32_t seq; } *entered; /* highest seq, */
+	int nentered, entered_cap;   /* per communicator it entered any collective on */
 	uint8_t param_point;         /* report point now (params.c: rt_marker "rt.params") */
 	char shape_for[65];          /* an rt_param_shape waiting for this name's rt_param */
 	struct rt_vw_shape shape_next;
