@@ -190,10 +190,22 @@ static void install_signal_handlers(void)
 			continue;
 		sa.sa_sigaction = on_fatal;
 		/* a fault resets at once (a second fault dies as untraced); a
-		 * stop signal keeps the handler while its record is written */
+		 * stop signal keeps the handler while its record is written,
+		 * and blocks the stop signals on its thread meanwhile: a flood
+		 * of them (a launcher forwarding in a loop) would otherwise nest
+		 * handler on handler, the record would take past the grace, and
+		 * the next one kill the rank before it (CI, test_run_signals).
+		 * Its own raise() is then taken as the handler returns. Not for
+		 * faults: a SIGTERM pending at their return would end the
+		 * process before the fault re-executes, by the wrong signal. */
 		sa.sa_flags = (int)(SA_SIGINFO | SA_NODEFER |
 				    (is_stop_signal(fatal_signals[i]) ? 0 : SA_RESETHAND));
 		sigemptyset(&sa.sa_mask);
+		if (is_stop_signal(fatal_signals[i])) {
+			sigaddset(&sa.sa_mask, SIGTERM);
+			sigaddset(&sa.sa_mask, SIGINT);
+			sigaddset(&sa.sa_mask, SIGHUP);
+		}
 		sigaction(fatal_signals[i], &sa, NULL);
 	}
 }
