@@ -88,7 +88,8 @@ check "DDP: no unprepared-model on a real DDP run" \
 # the never-prepared model
 cell unprepared 4.52.4 skip-prepare-model --wrap ddp --expect none
 check "--inject skip-prepare-model: the model reached the Trainer as given" prepared unprepared "nothing \(LlamaForCausalLM as given\)"
-check "--inject skip-prepare-model: every rank trains its own copy, nothing fails (exit $rc)" [ $rc -eq 0 ]
+check "--inject skip-prepare-model: every rank trains its own copy, nothing fails (exit $rc)" [ $rc -eq 0 ] ||
+  { tail -n 15 "$T/unprepared.err" | sed 's/^/# unprepared stderr: /'; sed -n '/^findings:/,$p' "$T/unprepared.view" | head -8 | sed 's/^/# /'; }
 check "--inject skip-prepare-model: verdict unprepared-model, exit 1" judged unprepared unprepared-model
 check "--inject skip-prepare-model: view --json's unprepared-model names both ranks" finding unprepared unprepared-model
 check "--inject skip-prepare-model: view says each rank trained its own copy" \
