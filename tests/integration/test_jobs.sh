@@ -5,7 +5,8 @@
 # and for windows of 1, 5 and 300 events (RANKTRACE_ROUND_EVENTS: the
 # replay then overlaps the rank jobs many times), on real traces: healthy,
 # 4.53.0, split communicators, a 4-thread callstorm, a SIGKILLed rank, a
-# synthetic 16-rank trace, and every variant of the damage corpus.
+# synthetic 16-rank trace, a 200-rank one with damage in five ranks (the
+# load's threads: load/fanout.c), and every variant of the damage corpus.
 source "$(dirname "$0")/lib.sh"
 RT="$B/bin/ranktrace"
 L="$B/bin/rt-launch"
@@ -51,6 +52,21 @@ sim timeout -k 5 120 "$RT" run -o "$T/killed" --inject 'rank-dies=2@3' -- \
 same killed "$T/killed"
 "$B/bin/gen_trace" --ranks 16 --events 20000 --out "$T/gen" > /dev/null
 same gen16 "$T/gen"
+# 200 ranks: the load reads their metadata and opens their streams on the
+# pass's threads (load/fanout.c, chunks of 32 ranks); damage in ranks of
+# different chunks reads the same, in the same order, for any --jobs
+"$B/bin/gen_trace" --ranks 200 --events 40 --out "$T/wide" > /dev/null
+rm "$T/wide/rank-00037/metadata"                                  # no metadata
+truncate -s 3000 "$T/wide/rank-00101/metadata"                    # metadata cut short
+s=$(ls "$T/wide/rank-00150/" | grep '^stream-' | head -1)
+rm "$T/wide/rank-00150/$s" && ln -s /dev/zero "$T/wide/rank-00150/$s" # a stream that is a link
+s=$(ls "$T/wide/rank-00170/" | grep '^stream-' | head -1)
+truncate -s 3000 "$T/wide/rank-00170/$s"                          # a stream cut in its packet
+mkdir "$T/wide/rank-00064x"                                       # a rank directory, empty
+same wide200 "$T/wide"
+check "wide200: its five damaged ranks are warned of, in rank order" \
+  bash -c "grep '^ranktrace view: warning: ' '$T/wide200.ref.view' | grep -o 'rank-[0-9x]*' | tr '\n' ' ' |
+           grep -qx 'rank-00037 rank-00064x rank-00101 rank-00150 rank-00170 '"
 check "the verdicts differ between these traces (the comparison is not blind)" \
   bash -c "[ \"\$(cat '$T'/*.ref.verdict | sort -u | wc -l)\" -ge 3 ]"
 

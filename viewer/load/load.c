@@ -3,7 +3,8 @@
  *
  * Lists the rank directories (trace_dir.c; an LTTng session's processes
  * grouped into ranks by read_bt2.c), reads each rank's metadata, opens its
- * streams (merge.c), runs the pass (parallel.c: rank models, the matcher)
+ * streams (merge.c) - these and the live state below on the pass's threads,
+ * each rank's result in its place (fanout.c) -, runs the pass (parallel.c: rank models, the matcher)
  * asks the system what it says now of each rank's processes (read/live.c:
  * alive, stopped, the clock) and then runs the analyses (analyses.c: what
  * needs every rank, the findings, the verdict; rt_vw_model_finish).
@@ -50,21 +51,41 @@ static int lttng_ranks(struct rt_vw_trace *t, char *err, size_t errlen)
  * the job's processes (read/live.c: stream locks, /proc, the clock) is
  * asked here, once per rank, or handed in (live), before the analyses read
  * it (analyses.c's LIVE input). */
-void rt_vw_model_finish_live(struct rt_vw_matcher *m, const struct rt_vw_live *live)
-{
-	struct rt_vw_trace *t = m->t;
+struct finish_job {
+	struct rt_vw_trace *t;
+	const struct rt_vw_live *live;
+};
 
-	if (!t->stall_ns)
-		t->stall_ns = RT_VW_STALL_DEFAULT_NS;
-	for (int i = 0; i < t->nranks; i++) {
+/* Ranks [lo, hi)'s last step and live state (rt_vw_fanout: in parallel). */
+static void finish_ranks(void *arg, int slot, int lo, int hi)
+{
+	const struct finish_job *j = arg;
+	struct rt_vw_trace *t = j->t;
+
+	(void)slot;
+	for (int i = lo; i < hi; i++) {
 		struct rt_vw_rank *r = &t->ranks[i];
 
 		rt_vw_params_count(r); /* the models' last step */
-		if (live)
-			r->sys = live[i];
+		if (j->live)
+			r->sys = j->live[i];
 		else if (r->readable)
 			rt_vw_live_ask(t->dir, r->name, &r->meta, !t->lttng, &r->sys);
 	}
+}
+
+/* After the pass: what needs every rank's whole model. The live state of
+ * the job's processes (read/live.c: stream locks, /proc, the clock) is
+ * asked here, once per rank on the pass's threads, or handed in (live),
+ * before the analyses read it (analyses.c's LIVE input). */
+void rt_vw_model_finish_live(struct rt_vw_matcher *m, const struct rt_vw_live *live)
+{
+	struct rt_vw_trace *t = m->t;
+	struct finish_job j = { t, live };
+
+	if (!t->stall_ns)
+		t->stall_ns = RT_VW_STALL_DEFAULT_NS;
+	rt_vw_fanout(t->nranks, rt_vw_fanout_slots(t->nranks), finish_ranks, &j);
 	/* the communicators across ranks; out of memory, none: findings then
 	 * say a communicator by its id alone and view lists none */
 	(void)rt_vw_comm_index(t);
@@ -87,35 +108,30 @@ struct rt_vw_trace *rt_vw_load_stall(const char *dir, unsigned flags, uint64_t s
 	return rt_vw_load_attempt(dir, flags, stall_ns, RT_VW_LAST_ATTEMPT, err, errlen);
 }
 
-/* The ranks of a native trace: its rank-* directories and their metadata;
- * a rank whose metadata cannot be read is kept, unreadable, with why. */
-static int native_ranks(struct rt_vw_trace *t, const char *dir, char *err, size_t errlen)
-{
-	char **names = NULL;
-	int n = rt_vw_list_ranks(dir, &names), readable = 0;
-	struct rt_vw_meta_cache mc = { 0 }; /* the schema every rank shares, parsed once */
+struct meta_job {
+	struct rt_vw_trace *t;
+	const char *dir;
+	char **names;
+	struct rt_vw_meta_cache mc[RT_VW_FANOUT_MAX]; /* one per thread */
+};
 
-	if (n <= 0) {
-		snprintf(err, errlen, "%s: no rank traces (rank-*/ directories) here", dir);
-		rt_vw_free_names(names, 0);
-		return -1;
-	}
-	t->ranks = calloc((size_t)n, sizeof(*t->ranks));
-	if (!t->ranks) {
-		snprintf(err, errlen, "%s: out of memory", dir);
-		rt_vw_free_names(names, n);
-		return -1;
-	}
-	t->nranks = n;
-	for (int i = 0; i < n; i++) {
+/* Ranks [lo, hi): their names and metadata (rt_vw_fanout: in parallel, a
+ * schema cache per thread); a rank whose metadata cannot be read is kept,
+ * unreadable, with why. */
+static void read_metas(void *arg, int slot, int lo, int hi)
+{
+	struct meta_job *j = arg;
+	struct rt_vw_trace *t = j->t;
+
+	for (int i = lo; i < hi; i++) {
 		struct rt_vw_rank *r = &t->ranks[i];
 		char rd[4400], e2[512];
 
-		snprintf(r->name, sizeof(r->name), "%s", names[i]);
+		snprintf(r->name, sizeof(r->name), "%s", j->names[i]);
 		r->comm_device = r->init_device = -1;
 		r->live = rt_vw_map_new();
-		snprintf(rd, sizeof(rd), "%s/%s", dir, names[i]);
-		if (rt_vw_read_metadata_cached(rd, &r->meta, &mc, e2, sizeof(e2)) != 0) {
+		snprintf(rd, sizeof(rd), "%s/%s", j->dir, j->names[i]);
+		if (rt_vw_read_metadata_cached(rd, &r->meta, &j->mc[slot], e2, sizeof(e2)) != 0) {
 			r->meta.rank = -1;
 			rt_vw_note_damage(t, i, e2);
 			continue;
@@ -123,10 +139,42 @@ static int native_ranks(struct rt_vw_trace *t, const char *dir, char *err, size_
 		if (r->meta.rank < 0)
 			r->meta.rank = 100000 + i; /* pid-named: keep them apart */
 		r->readable = true;
-		readable++;
 	}
+}
+
+/* The ranks of a native trace: its rank-* directories and their metadata,
+ * read on the pass's threads, each rank's in its place. */
+static int native_ranks(struct rt_vw_trace *t, const char *dir, char *err, size_t errlen)
+{
+	char **names = NULL;
+	int n = rt_vw_list_ranks(dir, &names), readable = 0, slots;
+	struct meta_job *j; /* the schema every rank shares, parsed once a thread */
+
+	if (n <= 0) {
+		snprintf(err, errlen, "%s: no rank traces (rank-*/ directories) here", dir);
+		rt_vw_free_names(names, 0);
+		return -1;
+	}
+	t->ranks = calloc((size_t)n, sizeof(*t->ranks));
+	j = calloc(1, sizeof(*j));
+	if (!t->ranks || !j) {
+		snprintf(err, errlen, "%s: out of memory", dir);
+		rt_vw_free_names(names, n);
+		free(j);
+		return -1;
+	}
+	t->nranks = n;
+	j->t = t;
+	j->dir = dir;
+	j->names = names;
+	slots = rt_vw_fanout_slots(n);
+	rt_vw_fanout(n, slots, read_metas, j);
+	for (int i = 0; i < n; i++)
+		readable += t->ranks[i].readable;
+	for (int k = 0; k < slots; k++)
+		rt_vw_meta_cache_free(&j->mc[k]);
+	free(j);
 	rt_vw_free_names(names, n);
-	rt_vw_meta_cache_free(&mc);
 	if (!readable) {
 		snprintf(err, errlen, "%s: no readable rank trace (%s)", dir, t->ranks[0].damaged);
 		return -1;

@@ -2,8 +2,9 @@
 /* merge.c - a trace's streams as sources, and all of them merged by time.
  *
  * rt_vw_open_sources opens a cursor on each stream of each readable rank
- * (reader.c; an LTTng trace's events were read at load, read_bt2.c); the
- * pass (parallel.c) takes each source's events with rt_vw_src_first/next.
+ * (reader.c; ranks on the pass's threads, fanout.c; an LTTng trace's events
+ * were read at load, read_bt2.c); the pass (parallel.c) takes each
+ * source's events with rt_vw_src_first/next.
  * rt_vw_foreach merges every stream of every rank by order time
  * (rt_vw_order_ts) for the exports. A rank's read errors are noted on it
  * (rt_vw_note_damage: the first one, thread-safe). */
@@ -125,48 +126,104 @@ static int lttng_sources(struct rt_vw_trace *t, struct rt_vw_src **out, int *nou
 	return 0;
 }
 
+/* The sources of a chunk of ranks (open_ranks), in rank order. */
+struct src_chunk {
+	struct rt_vw_src *s;
+	int n, cap;
+	bool oom;
+};
+
+struct open_job {
+	struct rt_vw_trace *t;
+	struct src_chunk *ch; /* one per chunk of RT_VW_FANOUT_CHUNK ranks */
+};
+
+/* Rank i's streams, one source each, appended to c; a stream that cannot
+ * be opened is noted on the rank. */
+static void open_rank(struct rt_vw_trace *t, int i, struct src_chunk *c)
+{
+	char rd[4400], e2[512], **streams;
+	int ns;
+
+	snprintf(rd, sizeof(rd), "%s/%s", t->dir, t->ranks[i].name);
+	ns = rt_vw_list_streams(rd, &streams);
+	for (int k = 0, g; k < ns && !c->oom; k = g) {
+		int base = rt_vw_stream_base_len(streams[k]);
+
+		/* one source per stream: its files are adjacent (sorted names) */
+		for (g = k + 1; g < ns && rt_vw_stream_base_len(streams[g]) == base &&
+				!strncmp(streams[g], streams[k], (size_t)base); g++)
+			;
+
+		if (!RT_GROW(c->s, c->n, c->cap, 8, 0)) {
+			c->oom = true;
+			break;
+		}
+		c->s[c->n].c = rt_vw_cursor_open_chain(rd, streams + k, g - k, &t->ranks[i].meta, e2,
+						       sizeof(e2));
+		c->s[c->n].rank = i;
+		if (c->s[c->n].c)
+			c->n++;
+		else
+			rt_vw_note_damage(t, i, e2);
+	}
+	rt_vw_free_names(streams, ns > 0 ? ns : 0);
+}
+
+/* Ranks [lo, hi) opened into their chunk (rt_vw_fanout: in parallel). */
+static void open_ranks(void *arg, int slot, int lo, int hi)
+{
+	struct open_job *j = arg;
+	struct src_chunk *c = &j->ch[lo / RT_VW_FANOUT_CHUNK];
+
+	(void)slot;
+	for (int i = lo; i < hi && !c->oom; i++)
+		if (j->t->ranks[i].readable)
+			open_rank(j->t, i, c);
+}
+
+/* The chunks' sources in one array, in rank order; frees the chunks. */
+static int join_chunks(struct src_chunk *ch, int nch, struct rt_vw_src **out, int *nout)
+{
+	struct rt_vw_src *srcs;
+	size_t total = 0;
+	bool oom = false;
+
+	for (int k = 0; k < nch; k++) {
+		total += (size_t)ch[k].n;
+		oom |= ch[k].oom;
+	}
+	srcs = oom ? NULL : malloc((total + 1) * sizeof(*srcs));
+	*nout = 0;
+	for (int k = 0; k < nch; k++) {
+		if (srcs && ch[k].n)
+			memcpy(srcs + *nout, ch[k].s, (size_t)ch[k].n * sizeof(*srcs));
+		for (int i = 0; !srcs && i < ch[k].n; i++)
+			rt_vw_cursor_close(ch[k].s[i].c);
+		*nout += srcs ? ch[k].n : 0;
+		free(ch[k].s);
+	}
+	free(ch);
+	*out = srcs;
+	return srcs ? 0 : -1;
+}
+
+/* Each readable rank's streams opened on the pass's threads (listing the
+ * directory, mapping the files: the most of a 16k-rank load before its
+ * pass), the sources in rank order and each rank's streams in name order,
+ * as one thread opened them. */
 int rt_vw_open_sources(struct rt_vw_trace *t, struct rt_vw_src **out, int *nout)
 {
-	struct rt_vw_src *srcs = NULL;
-	int nsrc = 0, cap = 0;
+	int nch = (t->nranks + RT_VW_FANOUT_CHUNK - 1) / RT_VW_FANOUT_CHUNK;
+	struct open_job j = { t, NULL };
 
 	if (t->lttng)
 		return lttng_sources(t, out, nout);
-
-	for (int i = 0; i < t->nranks; i++) {
-		char rd[4400], e2[512], **streams;
-		int ns;
-
-		if (!t->ranks[i].readable)
-			continue;
-		snprintf(rd, sizeof(rd), "%s/%s", t->dir, t->ranks[i].name);
-		ns = rt_vw_list_streams(rd, &streams);
-		for (int k = 0, g; k < ns; k = g) {
-			int base = rt_vw_stream_base_len(streams[k]);
-
-			/* one source per stream: its files are adjacent (sorted names) */
-			for (g = k + 1; g < ns && rt_vw_stream_base_len(streams[g]) == base &&
-					!strncmp(streams[g], streams[k], (size_t)base); g++)
-				;
-
-			if (!RT_GROW(srcs, nsrc, cap, 64, 0)) {
-				rt_vw_free_names(streams, ns);
-				free(srcs);
-				return -1;
-			}
-			srcs[nsrc].c = rt_vw_cursor_open_chain(rd, streams + k, g - k, &t->ranks[i].meta, e2,
-							      sizeof(e2));
-			srcs[nsrc].rank = i;
-			if (srcs[nsrc].c)
-				nsrc++;
-			else
-				rt_vw_note_damage(t, i, e2);
-		}
-		rt_vw_free_names(streams, ns > 0 ? ns : 0);
-	}
-	*out = srcs;
-	*nout = nsrc;
-	return 0;
+	j.ch = calloc((size_t)nch + 1, sizeof(*j.ch));
+	if (!j.ch)
+		return -1;
+	rt_vw_fanout(t->nranks, rt_vw_fanout_slots(t->nranks), open_ranks, &j);
+	return join_chunks(j.ch, nch, out, nout);
 }
 
 int rt_vw_foreach(const struct rt_vw_trace *t, void (*fn)(void *arg, int rank, const struct rt_vw_event *e),

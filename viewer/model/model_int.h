@@ -140,6 +140,14 @@ void rt_vw_matcher_finish(struct rt_vw_matcher *m);
  * one order. 0, or -1 out of memory. */
 extern int rt_vw_jobs;
 int rt_vw_parallel_pass(struct rt_vw_trace *t, struct rt_vw_matcher *m, struct rt_vw_src *srcs, int nsrc);
+/* fanout.c: fn(arg, slot, lo, hi) on the chunks of ranks [lo, hi) of
+ * [0, n), RT_VW_FANOUT_CHUNK ranks each, taken in order by slots threads (slot: which,
+ * 0..slots-1, for per-thread state); returns when all are done. How many
+ * slots n ranks get: rt_vw_fanout_slots (rt_vw_jobs, or one per core). */
+#define RT_VW_FANOUT_MAX 64   /* threads at most */
+#define RT_VW_FANOUT_CHUNK 32 /* ranks a thread takes at a time */
+int rt_vw_fanout_slots(int n);
+void rt_vw_fanout(int n, int slots, void (*fn)(void *arg, int slot, int lo, int hi), void *arg);
 
 /* ---- allocation map (alloc_map.c), memory (memory.c), rank details ---- */
 
