@@ -92,6 +92,42 @@ Test(reader, decodes_events_and_marks_a_call_that_never_returned)
 	unlink(path);
 }
 
+/* The pace of the packet being read: its records' bytes over its begin to
+ * end time (the parallel pass sizes its first window by it); none before a
+ * packet is read, nor for a packet of one instant. */
+Test(reader, the_pace_is_the_current_packets_bytes_over_its_span)
+{
+	uint8_t buf[PKT];
+	char path[] = "/tmp/rt-reader-XXXXXX", err[512] = "";
+	struct rt_fmt_packet h;
+	struct rt_vw_cursor *c;
+	struct rt_vw_event e;
+	uint64_t bytes = 0, ns = 0;
+	int fd = mkstemp(path);
+
+	close(fd);
+	make_stream(buf);
+	cr_assert(rt_fmt_packet_get(buf, &h));
+	write_file(path, buf, PKT); /* begin == end: one instant */
+	c = rt_vw_cursor_open(path, err, sizeof(err));
+	cr_assert_not_null(c, "%s", err);
+	cr_expect_not(rt_vw_cursor_pace(c, &bytes, &ns), "nothing read yet");
+	cr_assert_eq(rt_vw_cursor_next(c, &e), 1);
+	cr_expect_not(rt_vw_cursor_pace(c, &bytes, &ns), "a packet of one instant");
+	rt_vw_cursor_close(c);
+	h.ts_end = h.ts_begin + 400;
+	rt_fmt_packet_put(buf, &h);
+	write_file(path, buf, PKT);
+	c = rt_vw_cursor_open(path, err, sizeof(err));
+	cr_assert_not_null(c, "%s", err);
+	cr_assert_eq(rt_vw_cursor_next(c, &e), 1);
+	cr_assert(rt_vw_cursor_pace(c, &bytes, &ns));
+	cr_expect_eq(bytes, h.content_bytes - RT_PACKET_HEADER_BYTES);
+	cr_expect_eq(ns, 400);
+	rt_vw_cursor_close(c);
+	unlink(path);
+}
+
 /* Field fid of event id set to v in the fields f (little-endian, its width). */
 static void set_field(uint8_t *f, unsigned id, unsigned fid, uint64_t v)
 {

@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: MIT */
-/* test_util.c - util/'s helpers: the size parser, the growable array, the heap. */
+/* test_util.c - util/'s helpers: the size parser, the growable array, the heap, the radix sort. */
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 #include <stdint.h>
 
 #include "rt_heap.h"
+#include "rt_sort.h"
 #include "rt_util.h"
 
 struct size_case {
@@ -143,4 +145,77 @@ Test(heap, pops_by_key_then_index)
 		cr_assert_eq(h[n].key, UINT64_MAX, "h[n] stays RT_HEAP_LAST");
 	}
 	cr_expect_eq(popped, 3 * N);
+}
+
+static int by_key_then_idx(const void *a, const void *b)
+{
+	const struct rt_heap_node *x = a, *y = b;
+
+	return x->key != y->key ? (x->key < y->key ? -1 : 1) : (x->idx > y->idx) - (x->idx < y->idx);
+}
+
+/* Stable by key for every spread of keys (none, a digit, a digit and a
+ * bit, 33 bits, all 64), ties common: the same as sorting by (key, place). */
+Test(sort, by_key_is_stable_for_any_spread)
+{
+	enum { N = 5000 };
+	static struct rt_heap_node a[N], tmp[N], want[N];
+	const uint64_t spreads[] = { 0, 7, 2047, 4101, 1ull << 33, UINT64_MAX };
+	uint64_t seed = 99;
+
+	for (size_t s = 0; s < sizeof(spreads) / sizeof(spreads[0]); s++) {
+		struct rt_heap_node *got;
+
+		for (int i = 0; i < N; i++) {
+			seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+			a[i] = (struct rt_heap_node){ spreads[s] == UINT64_MAX ? seed :
+						      (uint64_t)1e12 + (spreads[s] ? (seed >> 11) % (spreads[s] + 1) : 0), i };
+			if (i % 5 == 1) /* ties */
+				a[i].key = a[i - 1].key;
+		}
+		a[N - 1].key = (uint64_t)1e12 + spreads[s]; /* the spread whole */
+		a[0].key = spreads[s] == UINT64_MAX ? 0 : (uint64_t)1e12;
+		memcpy(want, a, sizeof(a));
+		qsort(want, N, sizeof(want[0]), by_key_then_idx);
+		got = rt_sort_by_key(a, tmp, N);
+		for (int i = 0; i < N; i++)
+			cr_assert(got[i].key == want[i].key && got[i].idx == want[i].idx,
+				  "spread %zu: entry %d is %llu/%d, want %llu/%d", s, i,
+				  (unsigned long long)got[i].key, got[i].idx, (unsigned long long)want[i].key,
+				  want[i].idx);
+	}
+}
+
+/* Sorted runs laid end to end in run order come out as the heap merges
+ * them (key, run, place in run): how the viewer's replay merges its logs. */
+Test(sort, runs_end_to_end_merge_as_the_heap_does)
+{
+	enum { RUNS = 300, PER = 20 };
+	static struct rt_heap_node a[RUNS * PER], tmp[RUNS * PER], h[RUNS + 1];
+	uint64_t key[RUNS][PER], seed = 7;
+	int at[RUNS] = { 0 }, n = RUNS, k = 0;
+	struct rt_heap_node *got;
+
+	for (int r = 0; r < RUNS; r++)
+		for (int i = 0; i < PER; i++) {
+			seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+			key[r][i] = (i ? key[r][i - 1] : 5000) + (seed >> 60); /* 0-15 later: ties */
+			a[r * PER + i] = (struct rt_heap_node){ key[r][i], r };
+		}
+	got = rt_sort_by_key(a, tmp, RUNS * PER);
+	for (int r = 0; r < RUNS; r++)
+		h[r] = (struct rt_heap_node){ key[r][0], r };
+	rt_heap_build(h, n);
+	while (n > 0) {
+		int r = h[0].idx;
+
+		cr_assert(got[k].idx == r && got[k].key == key[r][at[r]], "entry %d: %llu/%d, the heap %llu/%d",
+			  k, (unsigned long long)got[k].key, got[k].idx, (unsigned long long)key[r][at[r]], r);
+		k++;
+		if (++at[r] < PER)
+			rt_heap_replace_top(h, n, (struct rt_heap_node){ key[r][at[r]], r });
+		else
+			n = rt_heap_pop(h, n);
+	}
+	cr_expect_eq(k, RUNS * PER);
 }

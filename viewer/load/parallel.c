@@ -38,7 +38,7 @@
 #include "model.h"
 #include "model_int.h"
 #include "env.h"
-#include "rt_heap.h"
+#include "rt_sort.h"
 
 enum { LOG_LEARN, LOG_JOIN, LOG_MATCH, LOG_LEARN_LOCAL };
 enum { RT_CHUNK = 1024, RT_CHUNK_MIN = 16, RT_LOOKAHEAD = 2 };
@@ -56,6 +56,9 @@ enum { RT_CHUNK = 1024, RT_CHUNK_MIN = 16, RT_LOOKAHEAD = 2 };
 #define RT_GROW_FAR 16u
 #define RT_GROW_FAR_MAX 64.0
 #define RT_GROW_EMPTY 16u
+/* bytes an event, to guess a window's events from its packets' pace (the
+ * tracer's mix: 22-37) */
+#define RT_PACE_BYTES 32.0
 /* pages read and not yet dropped, all cursors together: the more cursors,
  * the sooner each drops (a madvise is a TLB shootdown, an IPI to the other
  * threads' cores: 900 of them were 7 % of the CPU time at 64 ranks) */
@@ -77,9 +80,11 @@ struct rec {
 };
 
 /* A log's records in chunks sized to what it holds: a rank's first chunk of
- * a round holds RT_CHUNK_MIN records, each next one twice the records the
- * rank logged in the round so far, up to RT_CHUNK (16,384 ranks each with a
- * chunk of 1,024 were 655 MB, most of it empty). */
+ * a round holds what it logged in its last round (RT_CHUNK_MIN at least),
+ * each next one twice the records the rank logged in the round so far, up
+ * to RT_CHUNK (16,384 ranks each with a chunk of 1,024 were 655 MB, most of
+ * it empty; starting each round at RT_CHUNK_MIN was 5 mallocs a rank and
+ * round at 16,384 x 2,000). */
 struct chunk {
 	struct chunk *next;
 	uint32_t cap;
@@ -92,6 +97,7 @@ struct rt_vw_log {
 	_Alignas(64) struct chunk *tail;
 	uint32_t tail_n;     /* records in tail */
 	uint32_t round_n;    /* records logged in this round's job so far */
+	uint32_t last_n;     /* ... and in its last round's */
 	uint64_t n;          /* records logged */
 	uint64_t clock;      /* the rank's clock: largest order time so far */
 	bool oom;            /* a record could not be logged */
@@ -111,8 +117,8 @@ void rt_vw_set_jobs(int n)
 static void log_add(struct rt_vw_log *l, struct rec r)
 {
 	if (!l->tail || l->tail_n == l->tail->cap) {
-		uint32_t cap = l->round_n < RT_CHUNK_MIN ? RT_CHUNK_MIN :
-			       l->round_n > RT_CHUNK ? RT_CHUNK : l->round_n;
+		uint32_t want = l->round_n ? l->round_n : l->last_n;
+		uint32_t cap = want < RT_CHUNK_MIN ? RT_CHUNK_MIN : want > RT_CHUNK ? RT_CHUNK : want;
 		struct chunk *c = malloc(sizeof(*c) + sizeof(c->r[0]) * cap);
 
 		if (!c) { /* a record lost would change the matching: fail the pass */
@@ -164,6 +170,7 @@ struct rank_job {
 	bool *live;          /* per stream: an event is waiting */
 	bool started, more;
 	uint64_t next;       /* order time of its next event (more) */
+	double pace;         /* its streams' first packets' bytes per ns */
 };
 
 struct pass {
@@ -199,11 +206,18 @@ static uint64_t model_rank(struct pass *p, struct rank_job *rj, uint64_t w)
 	int n = rj->n;
 	uint64_t count = 0;
 
+	if (l->round_n)
+		l->last_n = l->round_n;
 	l->round_n = 0;
 	if (!rj->started) {
 		rj->started = true;
-		for (int k = 0; k < n; k++)
+		for (int k = 0; k < n; k++) {
+			uint64_t bytes, ns;
+
 			rj->live[k] = rt_vw_src_first(p->t, &s[k]);
+			if (rj->live[k] && rt_vw_cursor_pace(s[k].c, &bytes, &ns))
+				rj->pace += (double)bytes / (double)ns;
+		}
 	}
 	for (;;) {
 		int best = -1;
@@ -255,29 +269,49 @@ static void apply(struct rt_vw_matcher *m, int ri, const struct rec *r)
 								      r->s.root, r->s.count });
 }
 
-/* Replay job: every record of finished rounds (lim[ri] per rank), merged
- * in (clock, rank), into the matcher. h: room for a head per rank. */
-static void replay(struct pass *p, const uint64_t *lim, struct rt_heap_node *h)
+/* The records of log l up to lim as (clock, ri) entries at e, in the
+ * log's order; the log is not moved (the replay takes them in order next). */
+static size_t gather(const struct rt_vw_log *l, int ri, uint64_t lim, struct rt_heap_node *e)
 {
-	int n = 0, nr = p->t->nranks;
+	const struct chunk *c = l->head;
+	uint32_t i = l->head_i;
+	size_t k = 0;
 
-	for (int i = 0; i < nr; i++)
+	for (uint64_t left = lim - l->used; left > 0; left--, i++) {
+		if (i == c->cap) { /* published past it: next is set */
+			c = c->next;
+			i = 0;
+		}
+		e[k++] = (struct rt_heap_node){ c->r[i].ts, ri };
+	}
+	return k;
+}
+
+/* Replay job: every record of finished rounds (lim[ri] per rank), merged
+ * in (clock, rank, order logged), into the matcher: each log's records
+ * laid end to end in rank order and sorted by clock, stable (rt_sort.h:
+ * a pass per 11 bits of the clocks' spread, where a heap over 16,384 logs
+ * cost 14 levels a record). e, tmp: room for the records (pass->cap). */
+static void replay(struct pass *p, const uint64_t *lim, struct rt_heap_node *e, struct rt_heap_node *tmp)
+{
+	size_t n = 0;
+
+	for (int i = 0; i < p->t->nranks; i++)
 		if (p->logs[i].used < lim[i])
-			h[n++] = (struct rt_heap_node){ log_peek(&p->logs[i])->ts, i };
-	rt_heap_build(h, n); /* by (clock, rank) */
-	while (n > 0) {
-		int ri = h[0].idx;
+			n += gather(&p->logs[i], i, lim[i], e + n);
+	e = rt_sort_by_key(e, tmp, n);
+	for (size_t k = 0; k < n; k++) {
+		int ri = e[k].idx;
 		struct rt_vw_log *l = &p->logs[ri];
 
+		if (k + 8 < n) { /* a record a few ahead: each is likely another log's */
+			const struct rt_vw_log *ahead = &p->logs[e[k + 8].idx];
+
+			__builtin_prefetch(&ahead->head->r[ahead->head_i < ahead->head->cap ? ahead->head_i : 0]);
+		}
 		apply(p->m, ri, log_peek(l));
-		/* 64 logs read in turn are too many streams for the hardware's
-		 * prefetcher: fetch this log's next line ahead */
-		__builtin_prefetch(&l->head->r[l->head_i + 3 < l->head->cap ? l->head_i + 3 : l->head_i]);
 		l->head_i++;
-		if (++l->used < lim[ri])
-			rt_heap_replace_top(h, n, (struct rt_heap_node){ log_peek(l)->ts, ri });
-		else
-			n = rt_heap_pop(h, n);
+		l->used++;
 	}
 }
 
@@ -290,6 +324,24 @@ static void replay(struct pass *p, const uint64_t *lim, struct rt_heap_node *h)
 static double round_growth(const struct pass *p)
 {
 	return p->round_events * RT_GROW_FAR <= p->round_target ? RT_GROW_FAR_MAX : 4;
+}
+
+/* After round 0: the first window from the pace of every rank's first
+ * packet (RT_PACE_BYTES an event), a quarter of the round's target where
+ * the packets say it (it grows x4 a round after that); else as planned
+ * (it grows x64 while rounds are small). At 16,384 x 2,000 three rounds of
+ * 0 to 98 k events, each a job per rank, came before the first full one. */
+static void first_width(struct pass *p)
+{
+	double pace = 0, w;
+
+	for (int k = 0; k < p->nrj; k++)
+		pace += p->rj[k].pace;
+	if (pace <= 0)
+		return;
+	w = (double)p->round_target / 4 * RT_PACE_BYTES / pace;
+	if (w > (double)p->width)
+		p->width = w < 1e18 ? (uint64_t)w : (uint64_t)1e18;
 }
 
 /* The last rank job of a round ended (under mu): publish the round's
@@ -319,6 +371,7 @@ static void end_round(struct pass *p)
 	p->back = n - 1;
 	p->finished = n == 0;
 	if (p->rounds_done++ == 0) { /* round 0 only read each rank's first event */
+		first_width(p);
 	} else if (p->round_events) { /* aim at round_target events */
 		double f = (double)p->round_target / (double)p->round_events;
 
@@ -333,13 +386,38 @@ static void end_round(struct pass *p)
 	p->w = lo > UINT64_MAX - p->width ? UINT64_MAX : lo + p->width;
 }
 
-/* Under mu: a replay job, if one is due and none runs. */
-static bool take_replay(struct pass *p, uint64_t *lim)
+/* The replay's room: its records' (clock, rank) entries and the sort's
+ * scratch, grown to the most records one replay took. */
+struct replay_room {
+	struct rt_heap_node *e, *tmp;
+	size_t cap;
+};
+
+/* Under mu: a replay job, if one is due and none runs; false too when its
+ * room cannot be had (p->failed). */
+static bool take_replay(struct pass *p, uint64_t *lim, struct replay_room *rr)
 {
+	size_t n = 0;
+
 	if (p->replaying || p->replayed == p->rounds_done)
 		return false;
-	for (int i = 0; i < p->t->nranks; i++)
+	for (int i = 0; i < p->t->nranks; i++) {
 		lim[i] = p->logs[i].pub;
+		n += (size_t)(lim[i] - p->logs[i].used);
+	}
+	if (n > rr->cap) {
+		size_t cap = n + n / 4 + 64;
+
+		free(rr->e);
+		free(rr->tmp);
+		rr->e = malloc(cap * sizeof(*rr->e));
+		rr->tmp = malloc(cap * sizeof(*rr->tmp));
+		rr->cap = rr->e && rr->tmp && cap <= UINT32_MAX ? cap : 0; /* rt_sort_by_key counts in 32 bits */
+		if (!rr->cap) {
+			p->failed = true;
+			return false;
+		}
+	}
 	p->replaying = true;
 	return true;
 }
@@ -379,17 +457,17 @@ static void *worker(void *arg)
 	struct pass *p = ((struct worker_arg *)arg)->p;
 	int id = ((struct worker_arg *)arg)->id, nr = p->t->nranks;
 	uint64_t *lim = malloc(sizeof(*lim) * ((size_t)nr + 1));
-	struct rt_heap_node *h = malloc(sizeof(*h) * ((size_t)nr + 1));
+	struct replay_room rr = { 0 };
 
 	pthread_mutex_lock(&p->mu);
-	if (!lim || !h)
+	if (!lim)
 		p->failed = true;
 	while (!p->failed) {
-		if (id == 0 && take_replay(p, lim)) {
+		if (id == 0 && take_replay(p, lim, &rr)) {
 			int upto = p->rounds_done;
 
 			pthread_mutex_unlock(&p->mu);
-			replay(p, lim, h);
+			replay(p, lim, rr.e, rr.tmp);
 			pthread_mutex_lock(&p->mu);
 			p->replaying = false;
 			p->replayed = upto;
@@ -419,7 +497,8 @@ static void *worker(void *arg)
 	pthread_cond_broadcast(&p->cv);
 	pthread_mutex_unlock(&p->mu);
 	free(lim);
-	free(h);
+	free(rr.e);
+	free(rr.tmp);
 	return NULL;
 }
 

@@ -184,7 +184,7 @@ static int load_packet(struct rt_vw_cursor *c)
 	c->psize = (size_t)psize;
 	c->content = (size_t)content;
 	c->off = RT_PACKET_HEADER_BYTES;
-	c->clock = h.ts_begin;
+	c->clock = c->ts_begin = h.ts_begin;
 	c->ts_end = h.ts_end;
 	c->pid = h.pid;
 	c->tid = h.tid;
@@ -325,6 +325,15 @@ void rt_vw_cursor_set_drop(struct rt_vw_cursor *c, size_t every)
  * thousands of cursors paused between rounds each held that much. Unmap
  * what is mapped past the pages dropped; what is read next faults in again
  * from the page cache. */
+bool rt_vw_cursor_pace(const struct rt_vw_cursor *c, uint64_t *bytes, uint64_t *ns)
+{
+	if (!c || c->mem || !c->content || c->ts_begin >= RT_TS_UNUSED || c->ts_end <= c->ts_begin)
+		return false;
+	*bytes = c->content - RT_PACKET_HEADER_BYTES;
+	*ns = c->ts_end - c->ts_begin;
+	return true;
+}
+
 void rt_vw_cursor_release(struct rt_vw_cursor *c)
 {
 	if (c && c->base && !c->mem && c->size > c->dropped)

@@ -80,6 +80,10 @@ void rt_vw_cursor_set_drop(struct rt_vw_cursor *c, size_t every);
 /* Unmap c's pages not yet read (they fault in again when read): a cursor
  * paused holds no memory. */
 void rt_vw_cursor_release(struct rt_vw_cursor *c);
+/* The pace of c's current packet: its records' bytes and the time they
+ * span (its begin to end time). false: no packet read yet, or none to go
+ * by (an LTTng trace's cursor, a packet of one instant). */
+bool rt_vw_cursor_pace(const struct rt_vw_cursor *c, uint64_t *bytes, uint64_t *ns);
 /* A cursor over events already decoded (an LTTng trace, read_bt2.c); ev
  * must outlive it. discarded is reported by rt_vw_cursor_info(). */
 struct rt_vw_cursor *rt_vw_cursor_mem(const struct rt_vw_event *ev, size_t n, uint64_t discarded);

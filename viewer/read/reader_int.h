@@ -43,7 +43,7 @@ struct rt_vw_cursor {
 	 * packet left zero, each file begun by rt_stream_file */
 	bool whole;
 	bool counted;        /* ... and its counts add up (not a flight recorder's files) */
-	uint64_t ts_end;     /* the current packet's end time */
+	uint64_t ts_begin, ts_end; /* the current packet's begin and end time */
 	uint64_t file_no;    /* the current file's number (its name's .N) */
 	bool file_begun;     /* a record of the current file was read */
 	uint64_t rec_base;   /* events read before the stream (a tid reused) began */
