@@ -2,8 +2,9 @@
 /* fuzz_reader.c - libFuzzer target: arbitrary bytes as a stream file (read
  * as an older writer's, and as one whose writer promised whole files begun
  * by rt_stream_file: viewer/read/chain.c), and as a trace's metadata,
- * through the viewer's readers. Must never crash, hang or read out of
- * bounds; errors must name an offset. */
+ * through the viewer's readers, and its first line as an env line (read as
+ * sscanf read it). Must never crash, hang or read out of bounds; errors
+ * must name an offset. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,6 +54,23 @@ static void read_promised(uint64_t *sum)
 	rt_vw_cursor_close(c);
 }
 
+/* The bytes' first line as an env line: rt_vw_env_line reads what the
+ * sscanf it replaced read (parse_env, trace_dir.c). */
+static void env_line_as_sscanf(const uint8_t *data, size_t size)
+{
+	char line[512], k1[64] = "", v1[128] = "", k2[64] = "", v2[128] = "";
+	size_t n = size < sizeof(line) - 1 ? size : sizeof(line) - 1;
+	int want, got;
+
+	memcpy(line, data, n);
+	line[n] = '\0';
+	line[strcspn(line, "\n")] = '\0';
+	want = sscanf(line, " %63[a-z_] = %127[^;\n];", k1, v1);
+	got = rt_vw_env_line(line, k2, v2);
+	if (got != want || (want >= 1 && strcmp(k1, k2)) || (want == 2 && strcmp(v1, v2)))
+		abort();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	char err[512];
@@ -69,6 +87,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		snprintf(meta, sizeof(meta), "%s/rank-00000/metadata", dir);
 		snprintf(stream, sizeof(stream), "%s/rank-00000/stream-1-1", dir);
 	}
+	env_line_as_sscanf(data, size);
 	put(stream, data, size);
 	err[0] = '\0';
 	if (rt_vw_read_stream(stream, count, &sum, NULL, err, sizeof(err)) != 0 &&

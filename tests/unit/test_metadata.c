@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* test_metadata.c - viewer/read/trace_dir.c: a rank's metadata read with the
  * part every rank shares cached (rt_vw_read_metadata_cached) says what a
- * full read says. */
+ * full read says; an env line read as the sscanf it replaced read it. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,4 +70,59 @@ Test(schema, metadata_read_with_the_shared_part_cached_says_what_a_full_read_say
 	rt_vw_meta_cache_free(&c);
 	unlink(path);
 	rmdir(dir);
+}
+
+/* rt_vw_env_line reads an env or clock block's line as the sscanf it
+ * replaced: the same count (2, 1, 0, -1 at the end of input) and the same
+ * key and value, on the lines our writer makes, their edges (a key of 63
+ * letters and of 64, a value of 127 bytes and of 128, no value, no '=',
+ * white space of every kind) and 200,000 random lines of the bytes that
+ * matter to it. */
+static void same_as_sscanf(const char *line)
+{
+	char k1[64] = "", v1[128] = "", k2[64] = "", v2[128] = "";
+	int want = sscanf(line, " %63[a-z_] = %127[^;\n];", k1, v1);
+	int got = rt_vw_env_line(line, k2, v2);
+
+	cr_assert_eq(got, want, "\"%s\": %d, sscanf %d", line, got, want);
+	if (want >= 1)
+		cr_assert_str_eq(k2, k1, "\"%s\"", line);
+	if (want == 2)
+		cr_assert_str_eq(v2, v1, "\"%s\"", line);
+}
+
+Test(schema, an_env_line_reads_as_sscanf_read_it)
+{
+	static const char *const lines[] = {
+		"\trank = 3;", "\thostname = \"node0\";", "\toffset_s = -12;", "\tpython_probe_detail = \"\";",
+		"", " ", "\t\v\f\r ", "=", "= 1;", "rank", "rank ", "rank =", "rank = ", "rank = ;",
+		"rank=1", "rank\t=\t1", "Rank = 1;", "ra-nk = 1;", "rank1 = 2;", "_ = x", "rank = 1;2;",
+		"rank : 1;", "\"rank\" = 1;", "rank = \"a;b\";", "}", "env {",
+	};
+	char line[400];
+	uint64_t x = 88172645463325252ull;
+
+	for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++)
+		same_as_sscanf(lines[i]);
+	for (int klen = 62; klen <= 65; klen++)
+		for (int vlen = 126; vlen <= 129; vlen++) {
+			memset(line, 'k', (size_t)klen);
+			memcpy(line + klen, " = ", 3);
+			memset(line + klen + 3, 'v', (size_t)vlen);
+			strcpy(line + klen + 3 + vlen, ";");
+			same_as_sscanf(line);
+		}
+	for (int r = 0; r < 200000; r++) {
+		static const char bytes[] = " \t\v\f\r=;_azAZ09\"{}-\x80\xff";
+		size_t n = 0, len;
+
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		len = x % 24;
+		for (; n < len; n++) {
+			x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+			line[n] = bytes[x % (sizeof(bytes) - 1)];
+		}
+		line[n] = '\0';
+		same_as_sscanf(line);
+	}
 }

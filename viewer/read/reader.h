@@ -107,6 +107,12 @@ struct rt_vw_rank_meta {
 };
 
 int rt_vw_read_metadata(const char *rank_dir, struct rt_vw_rank_meta *m, char *err, size_t errlen);
+/* One line of an env or clock block, `key = value;`, as
+ * sscanf(line, " %63[a-z_] = %127[^;\n];", key, val) reads it (in the C
+ * locale) and returns: 2 key and value, 1 a key alone, 0 none, -1 an empty
+ * line; without sscanf's cost (a FILE set up per call: 27 lines a rank,
+ * 16,384 ranks). */
+int rt_vw_env_line(const char *line, char key[64], char val[128]);
 /* What is the same in every rank's metadata, read once: the part from the
  * stream block on (the event declarations) of the last metadata read whole,
  * its scan's result, and a buffer for the next file. Zero it before the
