@@ -28,14 +28,15 @@ need_torch() { PY="$B/venv-torch/bin/python"
   finish; exit 1
 }
 sim() { LD_LIBRARY_PATH="$SIM${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$@"; }
-# live jobs (test_live.sh, test_hangdev.sh). start NAME PLAN: `ranktrace run
-# -o $T/NAME --inject PLAN` on 4 ranks of fsdp_mini --steps 2 in the
-# background, in its own session (pgid = pid, in $LAST; killed at exit),
-# bounded, output in $T/NAME.log. Not through sim(): $! must be the job's own
-# pid (setsid execs timeout, which forwards our SIGTERM to ranktrace run).
-start() { local out=$1 plan=$2
+# live jobs (test_live.sh, test_hangdev.sh). start NAME PLAN [OPTION...]:
+# `ranktrace run -o $T/NAME --inject PLAN` on 4 ranks of fsdp_mini --steps 2
+# (rt-launch given OPTIONs) in the background, in its own session (pgid =
+# pid, in $LAST; killed at exit), bounded, output in $T/NAME.log. Not
+# through sim(): $! must be the job's own pid (setsid execs timeout, which
+# forwards our SIGTERM to ranktrace run).
+start() { local out=$1 plan=$2; shift 2
   LD_LIBRARY_PATH="$SIM${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" setsid timeout -k 5 120 "$B/bin/ranktrace" \
-    run -o "$T/$out" --inject "$plan" -- "$B/bin/rt-launch" -n 4 "$B/bin/fsdp_mini" --steps 2 \
+    run -o "$T/$out" --inject "$plan" -- "$B/bin/rt-launch" "$@" -n 4 "$B/bin/fsdp_mini" --steps 2 \
     > "$T/$out.log" 2>&1 &
   JOBS+=("$!"); LAST=$!
 }

@@ -14,6 +14,9 @@
 #  - device-side hang: rank 2's device never starts a collective (a 600 s
 #    devdelay): enqueued by all 4, never completed; started on 0,1,3, never
 #    on rank 2's (both sources record device starts); post-mortem the same.
+#  - either hang stopped with rank 2 first, the others after they returned
+#    from their wait (rank 2 gone fails their collective) and went on: the
+#    post-mortem verdict judges the job at its first stop, the same.
 # Usage: test_hangdev.sh BUILD_DIR
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/device_lib.sh"
@@ -28,6 +31,18 @@ wait_hung() { local d=$1 i
   return 1
 }
 COLL='AllGather #([0-9]+) \(comm [0-9a-f]+, [0-9]+ [KMG]?i?B\)'
+# says NAME RE: the live verdict --stall 2s of $T/NAME matches RE (stderr in
+# $T/NAME.verr). A live job moves on: on a loaded host the last of ranks
+# 0,1,3 may enqueue #N a moment after the job first reads hung; ask again
+# for 20 s at most
+says() { local i
+  for i in $(seq 20); do
+    timeout -k 2 30 "$RT" verdict "$T/$1" --stall 2s > "$T/$1.v" 2> "$T/$1.verr"
+    grep -qE "$2" "$T/$1.verr" && return 0
+    sleep 1
+  done
+  return 1
+}
 
 # from_source NAME [EXPR]: the live trace's device records come from $SRC's
 # source ($SRCNAME), on every rank (and EXPR holds for each rank r)
@@ -35,18 +50,16 @@ from_source() { timeout -k 2 30 "$RT" view "$T/$1" --json --stall 2s > "$T/$1.js
   py "$1" "len($DEV['ranks']) == 4 and all(r['source'] == '$SRCNAME' and (${2:-True}) for r in $DEV['ranks'])"
 }
 
+HOST_PLAN='cudaMalloc:hang:rank=2:when=10'
+HOST_RE="hung: $COLL was enqueued by ranks 0,1,3 and never completed on any device; rank 2 never enqueued #[0-9]+: its host thread has been inside cudaMalloc for [0-9]+ s \(last collective it enqueued: #[0-9]+\)"
+DEV_PLAN='@collective:devdelay=600s:rank=2:when=4'
+DEV_RE="hung: [A-Za-z]+ #[0-9]+ \(comm [0-9a-f]+, [0-9]+ [KMG]?i?B\) was enqueued by ranks 0,1,2,3 and never completed on any device; it started on the devices of ranks 0,1,3, never on rank 2's"
+
 # 1. host-side hang, live
-host_hang() { local d=$SRC-host i
-  FSDP_MINI_NCCL_TIMEOUT_S=600 start "$d" 'cudaMalloc:hang:rank=2:when=10'
+host_hang() { local d=$SRC-host re=$HOST_RE
+  FSDP_MINI_NCCL_TIMEOUT_S=600 start "$d" "$HOST_PLAN"
   check "$SRC: host hang: the live job is hung" wait_hung "$T/$d"
-  # a live job moves on: on a loaded host the last of ranks 0,1,3 may enqueue
-  # #N a moment after the job first reads hung; ask again for 20 s at most
-  local re="hung: $COLL was enqueued by ranks 0,1,3 and never completed on any device; rank 2 never enqueued #[0-9]+: its host thread has been inside cudaMalloc for [0-9]+ s \(last collective it enqueued: #[0-9]+\)"
-  for i in $(seq 20); do
-    timeout -k 2 30 "$RT" verdict "$T/$d" --stall 2s > "$T/$d.v" 2> "$T/$d.verr"
-    grep -qE "$re" "$T/$d.verr" && break
-    sleep 1
-  done
+  says "$d" "$re"
   check "$SRC: verdict --stall: #N enqueued by 0,1,3, never completed; rank 2 never enqueued it, inside cudaMalloc ($(grep -m1 'hung:' "$T/$d.verr"))" \
     grep -qE "$re" "$T/$d.verr" || cat "$T/$d.verr"
   check "$SRC: the rank that never enqueued it had enqueued the one before" bash -c "grep -m1 'hung:' '$T/$d.verr' | sed -E 's/.*AllGather #([0-9]+).*last collective it enqueued: #([0-9]+).*/\1 \2/' | awk '{exit !(\$1 == \$2 + 1)}'"
@@ -78,15 +91,13 @@ watchdog() { local d=$SRC-wd rc n
 }
 
 # 3. device-side hang: rank 2's device never starts its 4th collective
-device_hang() { local d=$SRC-dev
-  FSDP_MINI_NCCL_TIMEOUT_S=600 start "$d" '@collective:devdelay=600s:rank=2:when=4'
+device_hang() { local d=$SRC-dev re=$DEV_RE
+  FSDP_MINI_NCCL_TIMEOUT_S=600 start "$d" "$DEV_PLAN"
   check "$SRC: device hang: the live job is hung" wait_hung "$T/$d"
   timeout -k 2 30 "$RT" verdict "$T/$d" --stall 2s > "$T/$d.v" 2> "$T/$d.verr"
   timeout -k 2 30 "$RT" view "$T/$d" --stall 2s > "$T/$d.view" 2>&1
   check "$SRC: the device records came from $SRCNAME, with device starts" from_source "$d" "r['started'] > 0"
-  local who="it started on the devices of ranks 0,1,3, never on rank 2's"
-  local re="hung: [A-Za-z]+ #[0-9]+ \(comm [0-9a-f]+, [0-9]+ [KMG]?i?B\) was enqueued by ranks 0,1,2,3 and never completed on any device; $who"
-  check "$SRC: verdict --stall: enqueued by all 4, never completed; $who ($(grep -m1 'hung:' "$T/$d.verr"))" grep -qE "$re" "$T/$d.verr"
+  check "$SRC: verdict --stall: enqueued by all 4, never completed; started on 0,1,3, never on rank 2's ($(grep -m1 'hung:' "$T/$d.verr"))" grep -qE "$re" "$T/$d.verr"
   check "$SRC: view --stall says the same" grep -qE "error: $re" "$T/$d.view" || grep hung: "$T/$d.view"
   stop "$LAST"
   check "$SRC: the hung job stopped" [ $? -eq 0 ]
@@ -111,6 +122,43 @@ watchdog_device() { local d=$SRC-wddev rc
     grep -qE "ranks? [0-3](,[0-3])* (was|were) ended by the NCCL watchdog \(SIGABRT\) on [A-Za-z]+ #[0-9]+ \(comm [0-9a-f]+, [0-9]+ [KMG]?i?B\), enqueued and never completed on any device; it started on the devices of ranks 0,1,2, never on rank 3's" "$T/$d.verr" || head -3 "$T/$d.verr"
 }
 
+# 5. the stop reaching rank 2 first (CI, under load: the launcher's SIGTERMs
+# a moment apart): rank 2 gone fails ranks 0,1,3's collective (0.1 s later
+# in the simulator; NCCL's watchdog aborts it), their wait returns and they
+# go on (held in their next collective by a 60 s delay) before their own
+# SIGTERM. Each rank is signalled here, in that order (rt-launch's monitor
+# interval 60 s: it stops no one itself); the post-mortem verdict must say
+# what the live one said, judged at the first stop ("inconclusive: job
+# interrupted" before: ranks 0,1,3 read at their own stop, just returned).
+# open_in NAME CALL SEQ: ranks 0,1,3 of the live job are inside CALL #SEQ
+open_in() { timeout -k 2 30 "$RT" view "$T/$1" --json > "$T/$1.open.json" 2> /dev/null &&
+  python3 -c "import json,sys; d=json.load(open('$T/$1.open.json'))
+sys.exit(0 if all(any(o['call'] == '$2' and o.get('seq') == $3 for o in r['open_calls'])
+                  for r in d['ranks'] if r['rank'] != 2) else 1)"
+}
+# term_rank NAME R: SIGTERM to rank R's process (its pid from the trace's metadata)
+term_rank() { local pid
+  pid=$(sed -n 's/^\tpid = \([0-9][0-9]*\);$/\1/p' "$T/$1/rank-0000$2/metadata" | head -1)
+  [ -n "$pid" ] && kill -TERM "$pid"
+}
+stopped_apart() { local what=$1 plan=$2 re=$3 d=$SRC-apart-$1 i n
+  FSDP_MINI_NCCL_TIMEOUT_S=600 start "$d" "$plan;@collective:delay=60s:rank=0,1,3:when=5" --monitor-interval 60
+  check "$SRC: $what hang, stopped apart: the live job is hung" wait_hung "$T/$d"
+  says "$d" "$re"
+  check "$SRC: $what: live verdict --stall ($(grep -m1 'hung:' "$T/$d.verr"))" grep -qE "$re" "$T/$d.verr"
+  check "$SRC: $what: rank 2 stopped first" term_rank "$d" 2
+  for i in $(seq 40); do open_in "$d" ncclAllGather 5 && break; sleep 0.5; done
+  check "$SRC: $what: ranks 0,1,3 returned from their wait after rank 2's stop, inside AllGather #5" open_in "$d" ncclAllGather 5
+  n=0
+  for i in 0 1 3; do term_rank "$d" $i && n=$((n + 1)); done
+  check "$SRC: $what: then ranks 0,1,3 stopped" [ $n -eq 3 ]
+  for i in $(seq 60); do kill -0 "$LAST" 2> /dev/null || break; sleep 0.5; done
+  check "$SRC: $what: the job ended" stop "$LAST"
+  timeout -k 2 30 "$RT" verdict "$T/$d" --stall 2s > /dev/null 2> "$T/$d.pm"
+  check "$SRC: $what: post-mortem verdict --stall, stopped apart: the same as live, judged at the first stop" \
+    grep -qE "hung when the job was interrupted: ${re#hung: }" "$T/$d.pm" || head -3 "$T/$d.pm"
+}
+
 for SRC in plugin events; do
   export RANKTRACE_DEVICE_SOURCE=$SRC
   SRCNAME=$([ $SRC = plugin ] && echo nccl-profiler-plugin || echo cuda-events)
@@ -118,9 +166,11 @@ for SRC in plugin events; do
   watchdog
   device_hang
   watchdog_device
+  stopped_apart host "$HOST_PLAN" "$HOST_RE"
+  if [ $SRC = events ]; then stopped_apart device "$DEV_PLAN" "$DEV_RE"; fi
 done
 
-# 5. no device records (RANKTRACE_DEVICE_SOURCE=off): a live hang names the
+# 6. no device records (RANKTRACE_DEVICE_SOURCE=off): a live hang names the
 # rank the host trace shows never called the collective (it said "no call
 # returned on any live rank for N s" before)
 export RANKTRACE_DEVICE_SOURCE=off

@@ -19,6 +19,7 @@ static struct rt_vw_matcher *m;
 static struct rt_vw_trace *t;
 static uint64_t now = 1000;
 static uint32_t next_pid; /* the next event's pid when not 0 (a child process) */
+static uint64_t next_dur; /* the next returned event's duration when not 0 (else 10 ns) */
 
 /* A fresh model of n ranks (trace_rig.h's, kept in the statics above). */
 static void rig(int n)
@@ -43,8 +44,9 @@ static void ev(int ri, unsigned id, int dev, int ret, bool pending, ...)
 	int8_t d8;
 	va_list ap;
 
-	fields = rt_fmt_event_common(rt_fmt_event_header(buf, id, now, now), pending ? RT_DUR_PENDING : 10,
-				     (int16_t)ret, dev);
+	fields = rt_fmt_event_common(rt_fmt_event_header(buf, id, now, now),
+				     pending ? RT_DUR_PENDING : next_dur ? next_dur : 10, (int16_t)ret, dev);
+	next_dur = 0;
 	va_start(ap, pending);
 	encode_args(fields, id, ap);
 	va_end(ap);

@@ -360,6 +360,132 @@ Test(devhang, a_hung_job_interrupted_stays_hung_past_its_rule_records)
 	free(m);
 }
 
+/* A hung job whose stop reached rank 2 first, the others gap_ns later:
+ * ranks 0,1,3 (AllGather #4 enqueued, their host thread in a cudaMemcpy
+ * since) saw the collective fail 0.2 s after rank 2 was gone (the
+ * simulator's remote error; NCCL's through the watchdog's abort), their
+ * copy returned, their devices completed #4 then when complete_after (CUDA
+ * events complete after a failed collective), and each made 12 more calls
+ * and entered AllGather #5 before its own SIGTERM. Rank 2 (never enqueued
+ * #4: inside cudaMalloc, or with dev2 enqueued it, its device never
+ * started it) was stopped 3 s into the hang. --stall 2s. */
+static void stopped_apart(uint64_t gap_ns, bool dev2, bool complete_after)
+{
+	uint64_t start;
+
+	rig(4);
+	for (int i = 0; i < 4; i++) {
+		OK(i, cudaSetDevice, i, RT_FN_device, U(i));
+		OK(i, ncclCommInitRank, i, RT_FN_comm_id, COMM, RT_FN_nranks, U(4), RT_FN_rank, U(i));
+	}
+	for (uint32_t c = 1; c <= 3; c++)
+		for (int i = 0; i < 4; i++)
+			coll(i, c, true, true);
+	for (int i = 0; i < 4; i++)
+		if (i != 2 || dev2)
+			coll(i, 4, i != 2, false);
+	start = now;
+	for (int i = 0; i < 4; i++) {
+		next_dur = i == 2 ? 0 : 3200000000ull; /* returned 0.2 s after the first stop */
+		if (i == 2 && !dev2)
+			ev(i, RT_ID_cudaMalloc, i, 0, true, RT_FN_size, U(1 << 20), -1);
+		else
+			ev(i, RT_ID_cudaMemcpy, i, 0, i == 2, RT_FN_count, U(4), -1);
+	}
+	now = start + 3000000000ull;
+	OK(2, rt_signal, -1, RT_FN_signo, U(15));
+	now = start + 3200000000ull + 100000;
+	for (int i = 0; i < 4; i++)
+		for (int k = 0; i != 2 && k < 13; k++) {
+			if (k == 0 && complete_after)
+				done(i, 4);
+			else if (k < 12)
+				OK(i, cudaMalloc, i, RT_FN_size, U(64));
+			else
+				ev(i, RT_ID_ncclAllGather, i, 0, true, RT_FN_comm_id, COMM, RT_FN_seq, U(5),
+				   RT_FN_count, KIB512, RT_FN_datatype, U(7), -1);
+		}
+	now = start + 3000000000ull + gap_ns;
+	for (int i = 0; i < 4; i++)
+		if (i != 2)
+			OK(i, rt_signal, -1, RT_FN_signo, U(15));
+	t->stall_ns = 2000000000ull;
+	rt_vw_model_finish(m);
+}
+
+/* The hang finding's text and the rank r's open call ("" when none). */
+static void hang_text(char *text, size_t n, int r, const char **call)
+{
+	const struct rt_vw_open_call *o = rt_vw_oldest_open(&t->ranks[r]);
+
+	text[0] = '\0';
+	*call = o ? rt_events[o->id].name : "";
+	for (int i = 0; i < t->nfindings; i++)
+		if (t->findings[i].kind == RT_FK_HUNG)
+			rt_vw_finding_text(t, &t->findings[i], text, n);
+}
+
+/* Stopped 0.5 s apart: judged as the job stood at rank 2's stop, hung, the
+ * same evidence as live (the CI failure of test_hangdev: "inconclusive: job
+ * interrupted"; fails on the old hang.c, which read ranks 0,1,3 at their
+ * own stop, idle for 0.3 s, inside AllGather #5). */
+Test(devhang, a_job_stopped_a_moment_apart_is_judged_at_its_first_stop)
+{
+	char text[600];
+	const char *call;
+
+	stopped_apart(500000000ull, false, false);
+	cr_expect_eq(t->interrupted, 15);
+	cr_expect_eq(t->verdict, RT_V_HUNG, "verdict %s", rt_verdicts[t->verdict].word);
+	hang_text(text, sizeof(text), 0, &call);
+	cr_expect(strstr(text, "hung when the job was interrupted: AllGather #4 (comm 00c0, 512 KiB) was "
+			 "enqueued by ranks 0,1,3 and never completed on any device; rank 2 never "
+			 "enqueued #4: its host thread has been inside cudaMalloc for 3 s") != NULL,
+		  "got \"%s\"", text);
+	cr_expect_str_eq(call, "cudaMemcpy", "rank 0 at the first stop: inside %s", call);
+	cr_expect(t->ranks[0].idle_s > 2.99 && t->ranks[0].idle_s < 3.01, "idle %.3f s", t->ranks[0].idle_s);
+	cr_expect_eq(t->ranks[0].judged_ts, t->ranks[2].signal_ts);
+	cr_expect_str_eq(rt_events[t->ranks[0].died_id].name, "ncclAllGather", "it ended in AllGather #5");
+	rt_vw_free(t);
+	free(m);
+}
+
+/* The same with rank 2's device that never started #4, and the others'
+ * completing it (failed) after rank 2 was gone: no completion at the first
+ * stop (fails on the old devhang.c, which counted it, and hang.c). */
+Test(devhang, a_completion_after_the_first_stop_is_none)
+{
+	char text[600];
+	const char *call;
+
+	src = RT_DEV_SRC_EVENT;
+	events_start = true;
+	stopped_apart(500000000ull, true, true);
+	cr_expect_eq(t->verdict, RT_V_HUNG, "verdict %s", rt_verdicts[t->verdict].word);
+	hang_text(text, sizeof(text), 1, &call);
+	cr_expect(strstr(text, "AllGather #4 (comm 00c0, 512 KiB) was enqueued by ranks 0,1,2,3 and never "
+			 "completed on any device; it started on the devices of ranks 0,1,3, never on "
+			 "rank 2's") != NULL, "got \"%s\"", text);
+	rt_vw_free(t);
+	free(m);
+}
+
+/* Stopped 6 s apart (more than RT_VW_STOP_SPREAD_NS): no one stop; each
+ * rank judged at its own, ranks 0,1,3 idle for 2.8 s inside AllGather #5
+ * (their last return the 12th call): as before this change. */
+Test(devhang, ranks_stopped_seconds_apart_are_judged_at_their_own_stop)
+{
+	char text[600];
+	const char *call;
+
+	stopped_apart(6000000000ull, false, false);
+	hang_text(text, sizeof(text), 0, &call);
+	cr_expect_str_eq(call, "ncclAllGather", "rank 0 at its own stop: inside %s", call);
+	cr_expect_eq(t->ranks[0].judged_ts, t->ranks[0].last_ts);
+	rt_vw_free(t);
+	free(m);
+}
+
 /* Rank 3 has no device records (its plugin never loaded) and runs 100
  * collectives past the stuck #4: it keeps only its newest RT_VW_DEV_WINDOW
  * enqueues (the device log held one entry per collective per rank: 930 MB at

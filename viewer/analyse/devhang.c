@@ -54,7 +54,9 @@ static uint64_t first_abort(const struct rt_vw_trace *t, uint64_t comm)
  * aborted it (devevents: a CUDA event after a failed or aborted collective
  * completes too, and a peer's abort fails the others' collectives: the
  * watchdog that fired on rank 2 completes #4's events on ranks 0,1 whose
- * device never saw rank 3's), and only when every rank of the communicator
+ * device never saw rank 3's), not after the moment an interrupted rank is
+ * judged at (the job's first stop: the first rank gone fails the others'
+ * collectives, hang.c), and only when every rank of the communicator
  * enqueued it: without one of them no collective can complete, so that
  * completion was a failure's. */
 static bool completed(const struct rt_vw_trace *t, const struct rt_vw_devcoll *c)
@@ -71,7 +73,9 @@ static bool completed(const struct rt_vw_trace *t, const struct rt_vw_devcoll *c
 		if (in_comm(r, c->comm_id) && rt_vw_entered_seq(r, c->comm_id) < c->seq)
 			return false;
 		o = rt_vw_dev_find(r->dev, c->comm_id, c->seq);
-		done = done || (rt_vw_dev_done(r->dev, o) && o->done_ts < abort_ts);
+		/* an interrupted job is judged as it stood at its first stop (hang.c) */
+		done = done || (rt_vw_dev_done(r->dev, o) && o->done_ts < abort_ts &&
+				(!r->judged_ts || o->done_ts <= r->judged_ts));
 	}
 	return done;
 }

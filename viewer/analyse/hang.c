@@ -16,7 +16,18 @@
  * scheduler's stop) reaches the launcher, which stops every rank with it.
  * The ranks die a collective apart, as they happened to be: what a rank had
  * not called yet when it was stopped is no evidence that it never would,
- * and its kill is no crash of the program. */
+ * and its kill is no crash of the program. The stop reaches them a moment
+ * apart (a launcher signals one rank after another; a multi-host job's
+ * agents each get it): the first rank gone fails the others' collectives
+ * (NCCL's remote error; the simulator's after 0.1 s), and a rank stopped a
+ * fraction of a second later had returned from the call it was hung in.
+ * So the job is judged as it stood at its first stop: each rank stopped
+ * within RT_VW_STOP_SPREAD_NS of the first (real time: each host's clock
+ * through its offset) is read at that moment (rt_vw_calls_at: a call it
+ * returned from after it was still open, one it made after was not yet
+ * made), its ages measured then (r->judged_ts); a rank whose model no
+ * longer holds that moment (more calls returned since than it keeps) is
+ * read at its own stop, as is one stopped later than that. */
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -27,11 +38,45 @@
 #include "comms.h"
 #include "device.h"
 
+/* Ranks stopped further apart than this are no one stop (hang.c's header). */
+#define RT_VW_STOP_SPREAD_NS 5000000000ll
+
+/* The stop's first moment (real time), and each interrupted rank's calls
+ * as they stood then (r->judged_ts: that moment on its clock, else its
+ * own last event). */
+static void judge_at_first_stop(struct rt_vw_trace *t)
+{
+	int64_t first = INT64_MAX;
+
+	for (int i = 0; i < t->nranks; i++) {
+		const struct rt_vw_rank *r = &t->ranks[i];
+
+		if (r->interrupted && r->signal_ts && (int64_t)r->signal_ts + r->meta.clock_offset_ns < first)
+			first = (int64_t)r->signal_ts + r->meta.clock_offset_ns;
+	}
+	t->stop_rt_ns = first == INT64_MAX ? 0 : (uint64_t)first;
+	for (int i = 0; i < t->nranks; i++) {
+		struct rt_vw_rank *r = &t->ranks[i];
+		int64_t at = first - r->meta.clock_offset_ns;
+
+		if (!r->interrupted)
+			continue;
+		r->judged_ts = r->last_ts;
+		if (!t->stop_rt_ns || !r->signal_ts || at <= 0 || (int64_t)r->signal_ts - at > RT_VW_STOP_SPREAD_NS)
+			continue;
+		if (rt_vw_calls_at(r, (uint64_t)at))
+			r->judged_ts = (uint64_t)at;
+	}
+}
+
 void rt_vw_interruption(struct rt_vw_trace *t)
 {
 	int sig = 0;
 
 	t->interrupted = 0;
+	t->stop_rt_ns = 0;
+	for (int i = 0; i < t->nranks; i++)
+		t->ranks[i].judged_ts = 0;
 	/* A rank that left no trace may be the one that died: the launcher's
 	 * SIGTERM to the others is then its consequence (torchrun, rt-launch),
 	 * no interruption from outside. */
@@ -50,6 +95,7 @@ void rt_vw_interruption(struct rt_vw_trace *t)
 	t->interrupted = sig;
 	for (int i = 0; i < t->nranks; i++)
 		t->ranks[i].interrupted = sig && t->ranks[i].readable;
+	judge_at_first_stop(t);
 }
 
 static bool is_stopped(const struct rt_vw_rank *r)
@@ -160,10 +206,11 @@ static void laggards(struct rt_vw_trace *t, struct rt_vw_finding *f)
 	}
 }
 
-/* Ages of r's open calls and its idle time, now (at its stop, if interrupted). */
+/* Ages of r's open calls and its idle time, now (interrupted: at the
+ * moment it is judged at, the job's first stop). */
 static void ages(struct rt_vw_rank *r)
 {
-	uint64_t now = r->state == RT_S_RUNNING ? r->sys.now : r->last_ts;
+	uint64_t now = r->state == RT_S_RUNNING ? r->sys.now : r->judged_ts ? r->judged_ts : r->last_ts;
 
 	r->idle_s = now > r->last_done_ts ? (double)(now - r->last_done_ts) / 1e9 : 0;
 	for (int k = 0; k < r->nopen; k++)

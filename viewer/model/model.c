@@ -311,6 +311,7 @@ static bool on_tracer_event(struct rt_vw_rank *r, const struct rt_vw_event *e)
 		if ((int)e->pid == r->meta.pid) {
 			r->exit_seen = true;
 			r->signo = (int)rt_vw_fld(e, RT_FN_signo);
+			r->signal_ts = r->signal_ts ? r->signal_ts : e->ts;
 		}
 		return true;
 	case RT_ID_rt_trace_stop: /* the writer stopped early: the first reason counts */

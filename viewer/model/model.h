@@ -82,6 +82,29 @@ struct rt_vw_shape {
 
 #define RT_VW_MAX_OPEN 8
 
+/* The newest calls a thread of a rank returned from (model/calls.c), kept so
+ * that an interrupted job is judged as it stood at its first stop (hang.c):
+ * a call that returned after that moment was still open then. Besides the
+ * newest RT_VW_RECENT, the newest that lasted RT_VW_LONG_CALL_NS or more
+ * (the wait a hung rank returned from when its peer was gone, past the
+ * probe's reports and the calls that followed it). */
+#define RT_VW_RECENT 8
+#define RT_VW_LONG_CALL_NS 100000000ull
+struct rt_vw_returned {
+	uint64_t ts, end;  /* entry and return, the rank's clock */
+	uint64_t comm_id;  /* collectives: communicator and sequence */
+	uint32_t seq;
+	uint16_t id;
+};
+struct rt_vw_thread_calls {
+	uint32_t tid;
+	bool main;         /* of the rank's main process (its open calls count) */
+	uint64_t n;        /* calls it returned from; the newest RT_VW_RECENT kept */
+	struct rt_vw_returned call[RT_VW_RECENT]; /* ring: the next at n % RT_VW_RECENT */
+	struct rt_vw_returned lng; /* its newest long call (end 0: none) */
+	uint64_t lng_prev;         /* the end of the call before it (0: none) */
+};
+
 /* A DTensor parameter's layout (rt_param_dtensor before its rt_param): its
  * device mesh (ndim, the first 3 sizes), per mesh dimension its placement
  * (the tensor dimension it shards, or RT_PLACE_CODE_*: format/schema.h),
@@ -220,6 +243,11 @@ struct rt_vw_rank {
 	struct rt_vw_open_call open[RT_VW_MAX_OPEN]; /* main process, one per thread */
 	int nopen;
 	uint64_t last_done_ts;       /* end of the last call that returned */
+	struct rt_vw_thread_calls *threads; /* per thread, its newest returned calls */
+	int nthreads, threads_cap, last_thread;
+	bool threads_lost;           /* out of memory: a thread's calls not kept */
+	uint64_t signal_ts;          /* its main process's stop or fault signal record */
+	uint64_t judged_ts;          /* ended: the moment its calls are judged at (hang.c) */
 	double idle_s;               /* live: seconds since last_done_ts, else -1 */
 	bool interrupted;            /* stopped from outside with the whole job (hang.c) */
 	struct rt_vw_entered { uint64_t comm_id; uint32_t seq; } *entered; /* highest seq, */
@@ -433,6 +461,7 @@ struct rt_vw_trace {
 	int running;                 /* ranks whose process is alive */
 	bool hung;
 	int interrupted;             /* every rank stopped by this signal (INT, TERM, HUP), else 0 */
+	uint64_t stop_rt_ns;         /* interrupted: the first rank's stop, real time (hang.c) */
 	struct rt_vw_bt2 *lttng; /* an LTTng trace, read at load (read_bt2.c); else NULL */
 	struct rt_vw_straggle *straggle; /* stragglers from device times (straggler.c) */
 	bool straggle_done;

@@ -267,6 +267,12 @@ void rt_vw_dev_watchdog(struct rt_vw_trace *t);
 bool rt_vw_frozen(const struct rt_vw_rank *r);
 uint32_t rt_vw_entered_seq(const struct rt_vw_rank *r, uint64_t comm);
 const struct rt_vw_open_call *rt_vw_oldest_open(const struct rt_vw_rank *r);
+/* Rank r's open calls and last return as they stood at time at (its clock),
+ * before its own end: a call entered before at that returned after it was
+ * open then, one entered after was not yet made. False, r unchanged, when a
+ * thread returned from more calls since than the model keeps (RT_VW_RECENT,
+ * past its newest long call): what it was inside then is not known. */
+bool rt_vw_calls_at(struct rt_vw_rank *r, uint64_t at);
 
 /* The time an event takes effect, for ordering events of different threads:
  * an allocation's pointer exists from its return (begin + duration), a free
