@@ -141,20 +141,25 @@ term_rank() { local pid
   pid=$(sed -n 's/^\tpid = \([0-9][0-9]*\);$/\1/p' "$T/$1/rank-0000$2/metadata" | head -1)
   [ -n "$pid" ] && kill -TERM "$pid"
 }
-stopped_apart() { local what=$1 plan=$2 re=$3 d=$SRC-apart-$1 i n
+stopped_apart() { local what=$1 plan=$2 re=$3 d=$SRC-apart-$1 i n t0 gap
   FSDP_MINI_NCCL_TIMEOUT_S=600 start "$d" "$plan;@collective:delay=60s:rank=0,1,3:when=5" --monitor-interval 60
   check "$SRC: $what hang, stopped apart: the live job is hung" wait_hung "$T/$d"
   says "$d" "$re"
   check "$SRC: $what: live verdict --stall ($(grep -m1 'hung:' "$T/$d.verr"))" grep -qE "$re" "$T/$d.verr"
+  t0=$(date +%s%N)
   check "$SRC: $what: rank 2 stopped first" term_rank "$d" 2
-  for i in $(seq 40); do open_in "$d" ncclAllGather 5 && break; sleep 0.5; done
+  for i in $(seq 100); do open_in "$d" ncclAllGather 5 && break; sleep 0.2; done
   check "$SRC: $what: ranks 0,1,3 returned from their wait after rank 2's stop, inside AllGather #5" open_in "$d" ncclAllGather 5
   n=0
   for i in 0 1 3; do term_rank "$d" $i && n=$((n + 1)); done
-  check "$SRC: $what: then ranks 0,1,3 stopped" [ $n -eq 3 ]
+  gap=$((($(date +%s%N) - t0) / 1000000))
+  check "$SRC: $what: then ranks 0,1,3 stopped, $gap ms after rank 2" [ $n -eq 3 ]
   for i in $(seq 60); do kill -0 "$LAST" 2> /dev/null || break; sleep 0.5; done
   check "$SRC: $what: the job ended" stop "$LAST"
   timeout -k 2 30 "$RT" verdict "$T/$d" --stall 2s > /dev/null 2> "$T/$d.pm"
+  # ranks stopped more than 10 s after the first are no one stop (hang.c):
+  # a host so loaded that this took 8 s leaves the case unjudged
+  if [ $gap -gt 8000 ]; then echo "# $SRC: $what: stopped $gap ms apart: not judged"; return; fi
   check "$SRC: $what: post-mortem verdict --stall, stopped apart: the same as live, judged at the first stop" \
     grep -qE "hung when the job was interrupted: ${re#hung: }" "$T/$d.pm" || head -3 "$T/$d.pm"
 }

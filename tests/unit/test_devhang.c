@@ -470,15 +470,15 @@ Test(devhang, a_completion_after_the_first_stop_is_none)
 	free(m);
 }
 
-/* Stopped 6 s apart (more than RT_VW_STOP_SPREAD_NS): no one stop; each
- * rank judged at its own, ranks 0,1,3 idle for 2.8 s inside AllGather #5
- * (their last return the 12th call): as before this change. */
+/* Stopped 12 s apart (more than RT_VW_STOP_SPREAD_NS): no one stop; each
+ * rank judged at its own, ranks 0,1,3 inside AllGather #5, as before this
+ * change. */
 Test(devhang, ranks_stopped_seconds_apart_are_judged_at_their_own_stop)
 {
 	char text[600];
 	const char *call;
 
-	stopped_apart(6000000000ull, false, false);
+	stopped_apart(12000000000ull, false, false);
 	hang_text(text, sizeof(text), 0, &call);
 	cr_expect_str_eq(call, "ncclAllGather", "rank 0 at its own stop: inside %s", call);
 	cr_expect_eq(t->ranks[0].judged_ts, t->ranks[0].last_ts);

@@ -39,7 +39,7 @@
 #include "device.h"
 
 /* Ranks stopped further apart than this are no one stop (hang.c's header). */
-#define RT_VW_STOP_SPREAD_NS 5000000000ll
+#define RT_VW_STOP_SPREAD_NS 10000000000ll
 
 /* The stop's first moment (real time), and each interrupted rank's calls
  * as they stood then (r->judged_ts: that moment on its clock, else its
