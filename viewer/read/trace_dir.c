@@ -110,24 +110,28 @@ static bool c_space(char c)
 
 static void tsdl_scan(const char *s, size_t n, struct tsdl_scan *st)
 {
+	/* the state in locals: s's bytes may alias *st, so a loop on st's
+	 * fields stored and loaded them at every byte */
+	struct tsdl_scan v = *st;
 	size_t i;
 
-	for (i = st->i; i < n && st->depth >= 0; i++) {
-		if (st->in_str) { /* "...\"..." */
+	for (i = v.i; i < n && v.depth >= 0; i++) {
+		if (v.in_str) { /* "...\"..." */
 			if (s[i] == '\\')
 				i++;
 			else
-				st->in_str = s[i] != '"';
+				v.in_str = s[i] != '"';
 			continue;
 		}
-		st->in_str = s[i] == '"';
-		st->depth += (s[i] == '{') - (s[i] == '}');
+		v.in_str = s[i] == '"';
+		v.depth += (s[i] == '{') - (s[i] == '}');
 		/* the byte compared first: a call per byte of a rank's 2 KB
 		 * before its stream block was 1 % of a 16k-rank verdict */
-		st->events += st->depth == 0 && s[i] == '\n' && !strncmp(s + i, "\nevent {", 8);
-		st->last = c_space(s[i]) ? st->last : i;
+		v.events += v.depth == 0 && s[i] == '\n' && !strncmp(s + i, "\nevent {", 8);
+		v.last = c_space(s[i]) ? v.last : i;
 	}
-	st->i = i;
+	v.i = i;
+	*st = v;
 }
 
 /* The scan of s to its end, the part from its first stream block on taken
