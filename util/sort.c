@@ -11,7 +11,7 @@
 enum { RT_SORT_BITS = 11, RT_SORT_DIGITS = (64 + RT_SORT_BITS - 1) / RT_SORT_BITS };
 #define RT_SORT_MASK ((1u << RT_SORT_BITS) - 1)
 
-struct rt_heap_node *rt_sort_by_key(struct rt_heap_node *a, struct rt_heap_node *tmp, size_t n)
+struct rt_sort_entry *rt_sort_by_key(struct rt_sort_entry *a, struct rt_sort_entry *tmp, size_t n)
 {
 	static _Thread_local uint32_t cnt[RT_SORT_DIGITS][1u << RT_SORT_BITS];
 	uint64_t lo = UINT64_MAX, hi = 0;
@@ -35,7 +35,7 @@ struct rt_heap_node *rt_sort_by_key(struct rt_heap_node *a, struct rt_heap_node 
 	for (int d = 0; d < passes; d++) {
 		uint32_t *c = cnt[d], sum = 0;
 		int shift = d * RT_SORT_BITS;
-		struct rt_heap_node *t;
+		struct rt_sort_entry *t;
 
 		if (c[((a[0].key - lo) >> shift) & RT_SORT_MASK] == n)
 			continue; /* every entry has this digit: nothing moves */

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* test_metadata.c - viewer/read/trace_dir.c: a rank's metadata read with the
  * part every rank shares cached (rt_vw_read_metadata_cached) says what a
- * full read says; an env line read as the sscanf it replaced read it. */
+ * full read says; an env line read as the sscanf it replaced read it; the
+ * schema's metadata declares every event and its payload sizes add up. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -124,5 +125,42 @@ Test(schema, an_env_line_reads_as_sscanf_read_it)
 		}
 		line[n] = '\0';
 		same_as_sscanf(line);
+	}
+}
+
+Test(schema, metadata_declares_every_event_and_fits)
+{
+	static char buf[1 << 16];
+	struct rt_trace_env env = { .hostname = "host\"with\\quotes", .rank = 3, .world_size = 4 };
+	long n = rt_schema_tsdl(buf, sizeof(buf), &env);
+
+	cr_assert_gt(n, 0);
+	for (unsigned id = 0; id < RT_ID_COUNT; id++) {
+		char want[96];
+
+		snprintf(want, sizeof(want), "name = \"%s\";\n\tid = %u;", rt_events[id].name, id);
+		cr_assert(strstr(buf, want) != NULL, "event %s missing", rt_events[id].name);
+	}
+	cr_assert(strstr(buf, "hostname = \"host\\\"with\\\\quotes\";") != NULL, "hostname escaped");
+	cr_assert(strstr(buf, "hex64 _stream;") != NULL, "keyword field names are escaped");
+	cr_assert_eq(rt_schema_tsdl(buf, 100, &env), -1, "too small a buffer is an error");
+}
+
+/* The metadata is whole or it is damage: cut after its env block, inside
+ * any block or string, between events, or with a NUL byte, babeltrace2
+ * rejects it, and so does the reader (it was "complete"). */
+
+Test(schema, payload_sizes_are_the_sum_of_their_fields)
+{
+	for (unsigned id = 0; id < RT_ID_COUNT; id++) {
+		unsigned sum = 0;
+
+		for (unsigned i = 0; i < rt_events[id].nfields; i++) {
+			cr_assert_eq(rt_events[id].fields[i].offset, sum, "%s.%s", rt_events[id].name,
+				     rt_events[id].fields[i].name);
+			sum += (unsigned)rt_kind_size(rt_events[id].fields[i].kind);
+		}
+		cr_assert_eq(sum, rt_events[id].size, "%s", rt_events[id].name);
+		cr_assert_leq(rt_events[id].size, RT_SIZE_MAX_PAYLOAD);
 	}
 }

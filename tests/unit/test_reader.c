@@ -457,27 +457,6 @@ Test(reader, flipped_bytes_never_crash)
 	unlink(path);
 }
 
-Test(schema, metadata_declares_every_event_and_fits)
-{
-	static char buf[1 << 16];
-	struct rt_trace_env env = { .hostname = "host\"with\\quotes", .rank = 3, .world_size = 4 };
-	long n = rt_schema_tsdl(buf, sizeof(buf), &env);
-
-	cr_assert_gt(n, 0);
-	for (unsigned id = 0; id < RT_ID_COUNT; id++) {
-		char want[96];
-
-		snprintf(want, sizeof(want), "name = \"%s\";\n\tid = %u;", rt_events[id].name, id);
-		cr_assert(strstr(buf, want) != NULL, "event %s missing", rt_events[id].name);
-	}
-	cr_assert(strstr(buf, "hostname = \"host\\\"with\\\\quotes\";") != NULL, "hostname escaped");
-	cr_assert(strstr(buf, "hex64 _stream;") != NULL, "keyword field names are escaped");
-	cr_assert_eq(rt_schema_tsdl(buf, 100, &env), -1, "too small a buffer is an error");
-}
-
-/* The metadata is whole or it is damage: cut after its env block, inside
- * any block or string, between events, or with a NUL byte, babeltrace2
- * rejects it, and so does the reader (it was "complete"). */
 Test(schema, metadata_cut_anywhere_or_with_a_nul_is_damage)
 {
 	static char buf[1 << 16];
@@ -549,21 +528,6 @@ Test(schema, an_older_tracers_metadata_with_fewer_events_reads)
 	cr_assert_eq(m.rank, 1);
 	unlink(path);
 	rmdir(dir);
-}
-
-Test(schema, payload_sizes_are_the_sum_of_their_fields)
-{
-	for (unsigned id = 0; id < RT_ID_COUNT; id++) {
-		unsigned sum = 0;
-
-		for (unsigned i = 0; i < rt_events[id].nfields; i++) {
-			cr_assert_eq(rt_events[id].fields[i].offset, sum, "%s.%s", rt_events[id].name,
-				     rt_events[id].fields[i].name);
-			sum += (unsigned)rt_kind_size(rt_events[id].fields[i].kind);
-		}
-		cr_assert_eq(sum, rt_events[id].size, "%s", rt_events[id].name);
-		cr_assert_leq(rt_events[id].size, RT_SIZE_MAX_PAYLOAD);
-	}
 }
 
 /* The live-rank contract: a writer holds an OFD write lock on its stream

@@ -149,9 +149,9 @@ Test(heap, pops_by_key_then_index)
 
 static int by_key_then_idx(const void *a, const void *b)
 {
-	const struct rt_heap_node *x = a, *y = b;
+	const struct rt_sort_entry *x = a, *y = b;
 
-	return x->key != y->key ? (x->key < y->key ? -1 : 1) : (x->idx > y->idx) - (x->idx < y->idx);
+	return x->key != y->key ? (x->key < y->key ? -1 : 1) : (x->val > y->val) - (x->val < y->val);
 }
 
 /* Stable by key for every spread of keys (none, a digit, a digit and a
@@ -159,17 +159,18 @@ static int by_key_then_idx(const void *a, const void *b)
 Test(sort, by_key_is_stable_for_any_spread)
 {
 	enum { N = 5000 };
-	static struct rt_heap_node a[N], tmp[N], want[N];
+	static struct rt_sort_entry a[N], tmp[N], want[N];
 	const uint64_t spreads[] = { 0, 7, 2047, 4101, 1ull << 33, UINT64_MAX };
 	uint64_t seed = 99;
 
 	for (size_t s = 0; s < sizeof(spreads) / sizeof(spreads[0]); s++) {
-		struct rt_heap_node *got;
+		struct rt_sort_entry *got;
 
 		for (int i = 0; i < N; i++) {
 			seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-			a[i] = (struct rt_heap_node){ spreads[s] == UINT64_MAX ? seed :
-						      (uint64_t)1e12 + (spreads[s] ? (seed >> 11) % (spreads[s] + 1) : 0), i };
+			a[i] = (struct rt_sort_entry){ spreads[s] == UINT64_MAX ? seed :
+						       (uint64_t)1e12 + (spreads[s] ? (seed >> 11) % (spreads[s] + 1) : 0),
+						       (uint64_t)i };
 			if (i % 5 == 1) /* ties */
 				a[i].key = a[i - 1].key;
 		}
@@ -179,10 +180,10 @@ Test(sort, by_key_is_stable_for_any_spread)
 		qsort(want, N, sizeof(want[0]), by_key_then_idx);
 		got = rt_sort_by_key(a, tmp, N);
 		for (int i = 0; i < N; i++)
-			cr_assert(got[i].key == want[i].key && got[i].idx == want[i].idx,
-				  "spread %zu: entry %d is %llu/%d, want %llu/%d", s, i,
-				  (unsigned long long)got[i].key, got[i].idx, (unsigned long long)want[i].key,
-				  want[i].idx);
+			cr_assert(got[i].key == want[i].key && got[i].val == want[i].val,
+				  "spread %zu: entry %d is %llu/%llu, want %llu/%llu", s, i,
+				  (unsigned long long)got[i].key, (unsigned long long)got[i].val,
+				  (unsigned long long)want[i].key, (unsigned long long)want[i].val);
 	}
 }
 
@@ -191,16 +192,17 @@ Test(sort, by_key_is_stable_for_any_spread)
 Test(sort, runs_end_to_end_merge_as_the_heap_does)
 {
 	enum { RUNS = 300, PER = 20 };
-	static struct rt_heap_node a[RUNS * PER], tmp[RUNS * PER], h[RUNS + 1];
+	static struct rt_sort_entry a[RUNS * PER], tmp[RUNS * PER];
+	static struct rt_heap_node h[RUNS + 1];
 	uint64_t key[RUNS][PER], seed = 7;
 	int at[RUNS] = { 0 }, n = RUNS, k = 0;
-	struct rt_heap_node *got;
+	struct rt_sort_entry *got;
 
 	for (int r = 0; r < RUNS; r++)
 		for (int i = 0; i < PER; i++) {
 			seed = seed * 6364136223846793005ull + 1442695040888963407ull;
 			key[r][i] = (i ? key[r][i - 1] : 5000) + (seed >> 60); /* 0-15 later: ties */
-			a[r * PER + i] = (struct rt_heap_node){ key[r][i], r };
+			a[r * PER + i] = (struct rt_sort_entry){ key[r][i], (uint64_t)r };
 		}
 	got = rt_sort_by_key(a, tmp, RUNS * PER);
 	for (int r = 0; r < RUNS; r++)
@@ -209,8 +211,9 @@ Test(sort, runs_end_to_end_merge_as_the_heap_does)
 	while (n > 0) {
 		int r = h[0].idx;
 
-		cr_assert(got[k].idx == r && got[k].key == key[r][at[r]], "entry %d: %llu/%d, the heap %llu/%d",
-			  k, (unsigned long long)got[k].key, got[k].idx, (unsigned long long)key[r][at[r]], r);
+		cr_assert(got[k].val == (uint64_t)r && got[k].key == key[r][at[r]],
+			  "entry %d: %llu/%llu, the heap %llu/%d", k, (unsigned long long)got[k].key,
+			  (unsigned long long)got[k].val, (unsigned long long)key[r][at[r]], r);
 		k++;
 		if (++at[r] < PER)
 			rt_heap_replace_top(h, n, (struct rt_heap_node){ key[r][at[r]], r });

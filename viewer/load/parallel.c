@@ -38,10 +38,10 @@
 #include "model.h"
 #include "model_int.h"
 #include "env.h"
+#include "logs.h"
 #include "rt_sort.h"
 
-enum { LOG_LEARN, LOG_JOIN, LOG_MATCH, LOG_LEARN_LOCAL };
-enum { RT_CHUNK = 1024, RT_CHUNK_MIN = 16, RT_LOOKAHEAD = 2 };
+enum { RT_LOOKAHEAD = 2 };
 #define RT_ROUND_EVENTS 262144
 #define RT_JOB_EVENTS 2048
 /* ... but no more than this per round: the logs hold the records of
@@ -70,95 +70,11 @@ enum { RT_CHUNK = 1024, RT_CHUNK_MIN = 16, RT_LOOKAHEAD = 2 };
 #define RT_FAULT_AROUND ((size_t)64 << 10)
 #define RT_DROP_MAX ((size_t)2 << 20)
 
-/* 40 bytes: seq doubles as a learn's size; the rank is its log's; the
- * kind of record sits in the signature's seen (the matcher sets seen). */
-struct rec {
-	uint64_t ts;
-	uint64_t comm;
-	struct rt_vw_sig s;
-	uint32_t seq;
-};
-
-/* A log's records in chunks sized to what it holds: a rank's first chunk of
- * a round holds what it logged in its last round (RT_CHUNK_MIN at least),
- * each next one twice the records the rank logged in the round so far, up
- * to RT_CHUNK (16,384 ranks each with a chunk of 1,024 were 655 MB, most of
- * it empty; starting each round at RT_CHUNK_MIN was 5 mallocs a rank and
- * round at 16,384 x 2,000). */
-struct chunk {
-	struct chunk *next;
-	uint32_t cap;
-	struct rec r[];
-};
-
-/* A rank's log: the writer's half (its rank job) and the reader's half (the
- * replay) on cache lines of their own. */
-struct rt_vw_log {
-	_Alignas(64) struct chunk *tail;
-	uint32_t tail_n;     /* records in tail */
-	uint32_t round_n;    /* records logged in this round's job so far */
-	uint32_t last_n;     /* ... and in its last round's */
-	uint64_t n;          /* records logged */
-	uint64_t clock;      /* the rank's clock: largest order time so far */
-	bool oom;            /* a record could not be logged */
-	_Alignas(64) struct chunk *head;
-	uint32_t head_i;     /* next record to replay in head */
-	uint64_t pub;        /* records of finished rounds (under the mutex) */
-	uint64_t used;       /* records replayed */
-};
-
 int rt_vw_jobs; /* 0: one per core */
 
 void rt_vw_set_jobs(int n)
 {
 	rt_vw_jobs = n > 0 ? n : 0;
-}
-
-static void log_add(struct rt_vw_log *l, struct rec r)
-{
-	if (!l->tail || l->tail_n == l->tail->cap) {
-		uint32_t want = l->round_n ? l->round_n : l->last_n;
-		uint32_t cap = want < RT_CHUNK_MIN ? RT_CHUNK_MIN : want > RT_CHUNK ? RT_CHUNK : want;
-		struct chunk *c = malloc(sizeof(*c) + sizeof(c->r[0]) * cap);
-
-		if (!c) { /* a record lost would change the matching: fail the pass */
-			l->oom = true;
-			return;
-		}
-		c->next = NULL;
-		c->cap = cap;
-		if (l->tail)
-			l->tail->next = c;
-		else
-			l->head = c;
-		l->tail = c;
-		l->tail_n = 0;
-	}
-	r.ts = l->clock;
-	l->tail->r[l->tail_n++] = r;
-	l->n++;
-	l->round_n++;
-}
-
-/* The rank job's sink: its rank's log (ctx); the rank is the log's. */
-static void log_learn(void *l, uint64_t id, int nranks, bool local)
-{
-	log_add(l, (struct rec){ .s.seen = local ? LOG_LEARN_LOCAL : LOG_LEARN, .comm = id,
-				 .seq = (uint32_t)nranks });
-}
-
-static void log_join(void *l, uint64_t id)
-{
-	log_add(l, (struct rec){ .s.seen = LOG_JOIN, .comm = id });
-}
-
-static void log_match(void *l, int ri, uint64_t comm, uint32_t seq, const struct rt_vw_sig *s)
-{
-	struct rec r = { .comm = comm, .seq = seq, .s = *s };
-
-	(void)ri;
-	r.s.seen = LOG_MATCH;
-	log_add(l, r);
 }
 
 /* One rank's streams and where its merge stands between rounds. Its
@@ -202,7 +118,7 @@ static uint64_t model_rank(struct pass *p, struct rank_job *rj, uint64_t w)
 {
 	struct rt_vw_log *l = &p->logs[rj->ri];
 	struct rt_vw_src *s = rj->s;
-	const struct rt_vw_sink to = { log_learn, log_join, log_match, l };
+	const struct rt_vw_sink to = rt_vw_log_sink(l);
 	int n = rj->n;
 	uint64_t count = 0;
 
@@ -243,76 +159,6 @@ static uint64_t model_rank(struct pass *p, struct rank_job *rj, uint64_t w)
 		if (rj->live[k])
 			rt_vw_cursor_release(s[k].c);
 	return count;
-}
-
-/* A log's next record to replay (the caller checked used < its limit). */
-static const struct rec *log_peek(struct rt_vw_log *l)
-{
-	if (l->head_i == l->head->cap) { /* published past it: next is set */
-		struct chunk *c = l->head;
-
-		l->head = c->next;
-		l->head_i = 0;
-		free(c);
-	}
-	return &l->head->r[l->head_i];
-}
-
-static void apply(struct rt_vw_matcher *m, int ri, const struct rec *r)
-{
-	if (r->s.seen == LOG_LEARN || r->s.seen == LOG_LEARN_LOCAL)
-		rt_vw_comm_learn(m, r->comm, (int)r->seq, r->s.seen == LOG_LEARN_LOCAL);
-	else if (r->s.seen == LOG_JOIN)
-		rt_vw_comm_join(m, r->comm);
-	else
-		rt_vw_match(m, ri, r->comm, r->seq, (struct rt_vw_sig){ r->s.kind, r->s.dtype, r->s.op, 0,
-								      r->s.root, r->s.count });
-}
-
-/* The records of log l up to lim as (clock, ri) entries at e, in the
- * log's order; the log is not moved (the replay takes them in order next). */
-static size_t gather(const struct rt_vw_log *l, int ri, uint64_t lim, struct rt_heap_node *e)
-{
-	const struct chunk *c = l->head;
-	uint32_t i = l->head_i;
-	size_t k = 0;
-
-	for (uint64_t left = lim - l->used; left > 0; left--, i++) {
-		if (i == c->cap) { /* published past it: next is set */
-			c = c->next;
-			i = 0;
-		}
-		e[k++] = (struct rt_heap_node){ c->r[i].ts, ri };
-	}
-	return k;
-}
-
-/* Replay job: every record of finished rounds (lim[ri] per rank), merged
- * in (clock, rank, order logged), into the matcher: each log's records
- * laid end to end in rank order and sorted by clock, stable (rt_sort.h:
- * a pass per 11 bits of the clocks' spread, where a heap over 16,384 logs
- * cost 14 levels a record). e, tmp: room for the records (pass->cap). */
-static void replay(struct pass *p, const uint64_t *lim, struct rt_heap_node *e, struct rt_heap_node *tmp)
-{
-	size_t n = 0;
-
-	for (int i = 0; i < p->t->nranks; i++)
-		if (p->logs[i].used < lim[i])
-			n += gather(&p->logs[i], i, lim[i], e + n);
-	e = rt_sort_by_key(e, tmp, n);
-	for (size_t k = 0; k < n; k++) {
-		int ri = e[k].idx;
-		struct rt_vw_log *l = &p->logs[ri];
-
-		if (k + 8 < n) { /* a record a few ahead: each is likely another log's */
-			const struct rt_vw_log *ahead = &p->logs[e[k + 8].idx];
-
-			__builtin_prefetch(&ahead->head->r[ahead->head_i < ahead->head->cap ? ahead->head_i : 0]);
-		}
-		apply(p->m, ri, log_peek(l));
-		l->head_i++;
-		l->used++;
-	}
 }
 
 /* How much wider the next window may be than the last, whose round had
@@ -389,7 +235,7 @@ static void end_round(struct pass *p)
 /* The replay's room: its records' (clock, rank) entries and the sort's
  * scratch, grown to the most records one replay took. */
 struct replay_room {
-	struct rt_heap_node *e, *tmp;
+	struct rt_sort_entry *e, *tmp;
 	size_t cap;
 };
 
@@ -467,7 +313,7 @@ static void *worker(void *arg)
 			int upto = p->rounds_done;
 
 			pthread_mutex_unlock(&p->mu);
-			replay(p, lim, rr.e, rr.tmp);
+			rt_vw_logs_replay(p->logs, p->t->nranks, lim, p->m, rr.e, rr.tmp);
 			pthread_mutex_lock(&p->mu);
 			p->replaying = false;
 			p->replayed = upto;
@@ -571,12 +417,7 @@ static int plan(struct pass *p, int nsrc)
 static void unplan(struct pass *p)
 {
 	for (int i = 0; p->logs && i < p->t->nranks; i++)
-		while (p->logs[i].head) {
-			struct chunk *c = p->logs[i].head;
-
-			p->logs[i].head = c->next;
-			free(c);
-		}
+		rt_vw_log_free(&p->logs[i]);
 	for (int k = 0; k < p->nrj; k++)
 		free(p->rj[k].s);
 	free(p->rj);
@@ -595,8 +436,11 @@ int rt_vw_parallel_pass(struct rt_vw_trace *t, struct rt_vw_matcher *m, struct r
 	pthread_mutex_init(&p.mu, NULL);
 	pthread_cond_init(&p.cv, NULL);
 	p.logs = aligned_alloc(64, sizeof(*p.logs) * ((size_t)t->nranks + 1));
-	if (p.logs)
+	if (p.logs) {
 		memset(p.logs, 0, sizeof(*p.logs) * ((size_t)t->nranks + 1));
+		for (int i = 0; i < t->nranks; i++)
+			p.logs[i].ri = i;
+	}
 	if (!p.logs || plan(&p, nsrc) != 0) {
 		unplan(&p);
 		return -1;
