@@ -369,6 +369,8 @@ Test(devhang, a_hung_job_interrupted_stays_hung_past_its_rule_records)
  * and entered AllGather #5 before its own SIGTERM. Rank 2 (never enqueued
  * #4: inside cudaMalloc, or with dev2 enqueued it, its device never
  * started it) was stopped 3 s into the hang. --stall 2s. */
+static int64_t rank0_offset; /* rank 0's clock offset (its metadata's) */
+
 static void stopped_apart(uint64_t gap_ns, bool dev2, bool complete_after)
 {
 	uint64_t start;
@@ -410,6 +412,7 @@ static void stopped_apart(uint64_t gap_ns, bool dev2, bool complete_after)
 		if (i != 2)
 			OK(i, rt_signal, -1, RT_FN_signo, U(15));
 	t->stall_ns = 2000000000ull;
+	t->ranks[0].meta.clock_offset_ns = rank0_offset;
 	rt_vw_model_finish(m);
 }
 
@@ -482,6 +485,19 @@ Test(devhang, ranks_stopped_seconds_apart_are_judged_at_their_own_stop)
 	hang_text(text, sizeof(text), 0, &call);
 	cr_expect_str_eq(call, "ncclAllGather", "rank 0 at its own stop: inside %s", call);
 	cr_expect_eq(t->ranks[0].judged_ts, t->ranks[0].last_ts);
+	rt_vw_free(t);
+	free(m);
+}
+
+/* A hostile metadata's clock offset that no time plus it fits in: rank 0
+ * cannot be placed in real time, and is judged at its own stop; the others
+ * at rank 2's (no overflow: UBSan would say so under make test-asan). */
+Test(devhang, a_clock_offset_out_of_range_is_judged_at_its_own_stop)
+{
+	rank0_offset = INT64_MAX;
+	stopped_apart(500000000ull, false, false);
+	cr_expect_eq(t->ranks[0].judged_ts, t->ranks[0].last_ts);
+	cr_expect_eq(t->ranks[1].judged_ts, t->ranks[2].signal_ts);
 	rt_vw_free(t);
 	free(m);
 }

@@ -41,28 +41,35 @@
 /* Ranks stopped further apart than this are no one stop (hang.c's header). */
 #define RT_VW_STOP_SPREAD_NS 10000000000ll
 
+/* Rank r's stop signal in real time (its clock's offset from the
+ * metadata, which a hostile trace may make overflow: false). */
+static bool stop_real(const struct rt_vw_rank *r, int64_t *out)
+{
+	return r->interrupted && r->signal_ts &&
+	       !__builtin_add_overflow((int64_t)r->signal_ts, r->meta.clock_offset_ns, out);
+}
+
 /* The stop's first moment (real time), and each interrupted rank's calls
  * as they stood then (r->judged_ts: that moment on its clock, else its
  * own last event). */
 static void judge_at_first_stop(struct rt_vw_trace *t)
 {
-	int64_t first = INT64_MAX;
+	int64_t first = INT64_MAX, s;
 
-	for (int i = 0; i < t->nranks; i++) {
-		const struct rt_vw_rank *r = &t->ranks[i];
-
-		if (r->interrupted && r->signal_ts && (int64_t)r->signal_ts + r->meta.clock_offset_ns < first)
-			first = (int64_t)r->signal_ts + r->meta.clock_offset_ns;
-	}
-	t->stop_rt_ns = first == INT64_MAX ? 0 : (uint64_t)first;
+	for (int i = 0; i < t->nranks; i++)
+		if (stop_real(&t->ranks[i], &s) && s < first)
+			first = s;
+	t->stop_rt_ns = first == INT64_MAX || first <= 0 ? 0 : (uint64_t)first;
 	for (int i = 0; i < t->nranks; i++) {
 		struct rt_vw_rank *r = &t->ranks[i];
-		int64_t at = first - r->meta.clock_offset_ns;
+		int64_t at;
 
 		if (!r->interrupted)
 			continue;
 		r->judged_ts = r->last_ts;
-		if (!t->stop_rt_ns || !r->signal_ts || at <= 0 || (int64_t)r->signal_ts - at > RT_VW_STOP_SPREAD_NS)
+		if (!t->stop_rt_ns || !stop_real(r, &s) ||
+		    __builtin_sub_overflow(first, r->meta.clock_offset_ns, &at) || at <= 0 ||
+		    (int64_t)r->signal_ts - at > RT_VW_STOP_SPREAD_NS)
 			continue;
 		if (rt_vw_calls_at(r, (uint64_t)at))
 			r->judged_ts = (uint64_t)at;

@@ -77,7 +77,8 @@ static struct rt_vw_thread_calls *thread_of(struct rt_vw_rank *r, uint32_t tid, 
 
 /* A call that returned: its thread's newest, and its newest long one (with
  * the end of the call before it). */
-static void note_returned(struct rt_vw_rank *r, const struct rt_vw_event *e, uint64_t comm, uint32_t seq)
+static void note_returned(struct rt_vw_rank *r, const struct rt_vw_event *e, uint64_t comm,
+			  uint32_t seq)
 {
 	struct rt_vw_thread_calls *th = thread_of(r, e->tid, (int)e->pid == r->meta.pid);
 	struct rt_vw_returned c = { e->ts, e->ts + e->dur, comm, seq, (uint16_t)e->id };
@@ -167,8 +168,8 @@ static void open_then(const struct rt_vw_thread_calls *th, const struct rt_vw_re
  * returned after it, if any; *is_open) and *last (its latest return at or
  * before at). False when neither its newest calls nor its newest long one
  * reach back to at. */
-static bool thread_at(const struct rt_vw_thread_calls *th, uint64_t at, struct rt_vw_open_call *open,
-		      bool *is_open, uint64_t *last)
+static bool thread_at(const struct rt_vw_thread_calls *th, uint64_t at,
+		      struct rt_vw_open_call *open, bool *is_open, uint64_t *last)
 {
 	uint64_t kept = th->n < RT_VW_RECENT ? th->n : RT_VW_RECENT, prev = 0;
 
