@@ -185,7 +185,7 @@ static struct rt_vw_fcall fcall(const struct rt_vw_centry *e, const struct rt_vw
 
 static bool skipped_here(const struct rt_vw_trace *t, int r, const struct rt_vw_centry *e)
 {
-	return __atomic_load_n(&t->ranks[r].skipped_comm, __ATOMIC_RELAXED) == e->comm_id;
+	return t->ranks[r].skip_matched == e->comm_id;
 }
 
 /* All ranks that reported seq: the minority signature is the divergence. */
@@ -261,6 +261,11 @@ void rt_vw_match(struct rt_vw_matcher *m, int ri, uint64_t comm_id, uint32_t seq
 {
 	size_t b = (size_t)((comm_id ^ (seq * 0x9E3779B97F4A7C15ull)) % RT_VW_CBUCKETS);
 	struct rt_vw_centry **link, *e;
+
+	if (!seq) { /* a rank's first injected skip (model.c): no collective to match */
+		m->t->ranks[ri].skip_matched = comm_id;
+		return;
+	}
 
 	for (link = &m->buckets[b]; (e = *link); link = &e->next)
 		if (e->comm_id == comm_id && e->seq == seq)

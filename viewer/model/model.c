@@ -353,11 +353,14 @@ static void on_collective(const struct rt_vw_sink *to, unsigned flags, int ri, s
 				r->calls[r->ncalls++] = (struct rt_vw_call_sig){ s.kind, s.dtype, s.op, s.root,
 										 s.count, comm, seq };
 		}
-		/* seq 0: a call NCCL never numbered (an injected skip's) */
-		if (rt_ck_is_collective(ck) && comm && seq)
+		/* seq 0: a call NCCL never numbered (an injected skip's); the
+		 * first such communicator goes to the matcher in order */
+		if (rt_ck_is_collective(ck) && comm && seq) {
 			to->match(to->ctx, ri, comm, seq, &s);
-		else if (rt_ck_is_collective(ck) && comm && !r->skipped_comm)
-			__atomic_store_n(&r->skipped_comm, comm, __ATOMIC_RELAXED);
+		} else if (rt_ck_is_collective(ck) && comm && !r->skipped_comm) {
+			r->skipped_comm = comm;
+			to->match(to->ctx, ri, comm, 0, &s);
+		}
 	}
 }
 

@@ -203,8 +203,11 @@ struct rt_vw_rank {
 	 * markers, injected faults */
 	uint64_t fsdp_root_forwards, params_reported, params_freed, params_meta, faults, markers;
 	/* the first communicator an injected skip left a collective short on
-	 * (its call recorded with sequence 0; read by the matcher's thread) */
-	uint64_t skipped_comm;
+	 * (its call recorded with sequence 0): as the rank model saw it, and as
+	 * the matcher has seen it so far in the replay's order (the model hands
+	 * it over as a collective of sequence 0: the matcher, reading the
+	 * model's field, saw it or not as the rank jobs ran ahead) */
+	uint64_t skipped_comm, skip_matched;
 	struct rt_vw_param *params;  /* latest report per parameter name */
 	uint32_t nparams, params_cap;
 	uint64_t params_misplaced;   /* data in an allocation of another device */

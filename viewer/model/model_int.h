@@ -72,9 +72,11 @@ struct rt_vw_sig {
  * size learned from an init (local: ncclCommInitAll made it, all its ranks
  * are in the process that logged it), one more rank joining a split
  * communicator, a collective to match (rank index ri, communicator,
- * sequence). Two sinks: the matcher itself (rt_vw_matcher_sink: one thread
- * in time order, the unit tests) and a rank's log in the parallel pass
- * (parallel.c), replayed into the matcher in one order. */
+ * sequence; sequence 0: the rank's first collective an injected skip left
+ * unnumbered on that communicator, nothing to match). Two sinks: the
+ * matcher itself (rt_vw_matcher_sink: one thread in time order, the unit
+ * tests) and a rank's log in the parallel pass (load/logs.c), replayed
+ * into the matcher in one order. */
 struct rt_vw_sink {
 	void (*learn)(void *ctx, uint64_t comm, int nranks, bool local);
 	void (*join)(void *ctx, uint64_t comm);
