@@ -33,6 +33,9 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "model.h"
@@ -72,6 +75,9 @@ enum { RT_LOOKAHEAD = 2 };
  * 10 % more CPU: not taken. */
 #define RT_FAULT_AROUND ((size_t)64 << 10)
 #define RT_DROP_MAX ((size_t)2 << 20)
+/* paused cursors whose pages are dropped at once (release_flush): at
+ * ~200 KiB mapped each, 50 MB held a little longer */
+#define RT_REL_BATCH 256
 
 int rt_vw_jobs; /* 0: one per core */
 
@@ -113,6 +119,9 @@ struct pass {
 	uint64_t round_events, round_target;
 	size_t drop;         /* read bytes a cursor drops at once (RT_READ_BUDGET) */
 	bool release;        /* a paused rank job unmaps its cursors' pages */
+	/* under mu: pages of paused cursors to drop, at once (release_flush) */
+	struct iovec rel[RT_REL_BATCH];
+	int nrel, pidfd;     /* pidfd < 0: no process_madvise, one madvise each */
 };
 
 /* Rank job: rj's events with order time < w through the model. Returns
@@ -158,9 +167,6 @@ static uint64_t model_rank(struct pass *p, struct rank_job *rj, uint64_t w)
 		rj->live[best] = rt_vw_src_next(p->t, &s[best]);
 		count++;
 	}
-	for (int k = 0; p->release && k < n; k++)
-		if (rj->live[k])
-			rt_vw_cursor_release(s[k].c);
 	return count;
 }
 
@@ -173,6 +179,53 @@ static uint64_t model_rank(struct pass *p, struct rank_job *rj, uint64_t w)
 static double round_growth(const struct pass *p)
 {
 	return p->round_events * RT_GROW_FAR <= p->round_target ? RT_GROW_FAR_MAX : 4;
+}
+
+/* Under mu: the paused cursors' pages listed in rel dropped. Each madvise
+ * of a process on several threads flushes the other cores' TLBs (an IPI):
+ * one per rank job and round was 15 % of a 16,384-rank verdict's CPU on 2
+ * threads, most of it in that flush. process_madvise takes RT_REL_BATCH
+ * ranges in one call (one flush since Linux 6.16's batching; one each
+ * before, as madvise); where it is refused (before 5.10, or DONTNEED on
+ * oneself before 6.13), a madvise each. Only under mu and before the next
+ * round starts: a range stays its cursor's (paused, not closed) till then. */
+static void release_flush(struct pass *p)
+{
+	size_t want = 0;
+	long got = -1;
+
+	if (!p->nrel)
+		return;
+	for (int i = 0; i < p->nrel; i++)
+		want += p->rel[i].iov_len;
+#ifdef SYS_process_madvise
+	if (p->pidfd >= 0)
+		got = syscall(SYS_process_madvise, p->pidfd, p->rel, (size_t)p->nrel, MADV_DONTNEED, 0u);
+#endif
+	if (got < 0 || (size_t)got != want) {
+		if (got < 0 && p->pidfd >= 0) { /* refused: not again */
+			close(p->pidfd);
+			p->pidfd = -1;
+		}
+		for (int i = 0; i < p->nrel; i++) /* again for a part done: harmless */
+			madvise(p->rel[i].iov_base, p->rel[i].iov_len, MADV_DONTNEED);
+	}
+	p->nrel = 0;
+}
+
+/* Under mu, rank job rj paused: its live cursors' pages to drop. */
+static void release_job(struct pass *p, const struct rank_job *rj)
+{
+	for (int k = 0; p->release && k < rj->n; k++) {
+		void *addr;
+		size_t len;
+
+		if (!rj->live[k] || !rt_vw_cursor_release_range(rj->s[k].c, &addr, &len))
+			continue;
+		if (p->nrel == RT_REL_BATCH)
+			release_flush(p);
+		p->rel[p->nrel++] = (struct iovec){ addr, len };
+	}
 }
 
 /* After round 0: the first window from the pace of every rank's first
@@ -200,6 +253,7 @@ static void end_round(struct pass *p)
 	uint64_t lo = UINT64_MAX;
 	int n = 0;
 
+	release_flush(p);
 	for (int i = 0; i < p->t->nranks; i++) {
 		p->logs[i].pub = p->logs[i].n;
 		p->failed |= p->logs[i].oom;
@@ -332,6 +386,7 @@ static void *worker(void *arg)
 			pthread_mutex_unlock(&p->mu);
 			ev = model_rank(p, rj, w);
 			pthread_mutex_lock(&p->mu);
+			release_job(p, rj);
 			p->round_events += ev;
 			if (++p->done == p->ntodo) {
 				end_round(p);
@@ -406,6 +461,10 @@ static int plan(struct pass *p, int nsrc)
 	p->drop = p->drop < RT_DROP_MIN ? RT_DROP_MIN : p->drop > RT_DROP_MAX ? RT_DROP_MAX : p->drop;
 	p->drop &= ~(size_t)4095;
 	p->release = (size_t)nsrc > RT_READ_BUDGET / RT_FAULT_AROUND;
+#ifdef SYS_pidfd_open
+	if (p->release) /* release_flush's: this process */
+		p->pidfd = (int)syscall(SYS_pidfd_open, getpid(), 0u);
+#endif
 	for (int i = 0; i < nsrc; i++)
 		if (p->srcs[i].c)
 			rt_vw_cursor_set_drop(p->srcs[i].c, p->drop);
@@ -419,6 +478,8 @@ static int plan(struct pass *p, int nsrc)
  * NULL when their allocation failed). */
 static void unplan(struct pass *p)
 {
+	if (p->pidfd >= 0)
+		close(p->pidfd);
 	for (int i = 0; p->logs && i < p->t->nranks; i++)
 		rt_vw_log_free(&p->logs[i]);
 	for (int k = 0; k < p->nrj; k++)
@@ -431,7 +492,7 @@ static void unplan(struct pass *p)
 
 int rt_vw_parallel_pass(struct rt_vw_trace *t, struct rt_vw_matcher *m, struct rt_vw_src *srcs, int nsrc)
 {
-	struct pass p = { .t = t, .m = m, .srcs = srcs };
+	struct pass p = { .t = t, .m = m, .srcs = srcs, .pidfd = -1 };
 	pthread_t th[256];
 	struct worker_arg args[256];
 	int jobs, started = 0;

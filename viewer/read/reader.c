@@ -348,10 +348,22 @@ bool rt_vw_cursor_pace(const struct rt_vw_cursor *c, uint64_t *bytes, uint64_t *
 	return true;
 }
 
+bool rt_vw_cursor_release_range(const struct rt_vw_cursor *c, void **addr, size_t *len)
+{
+	if (!c || !c->base || c->mem || c->size <= c->dropped)
+		return false;
+	*addr = (void *)(c->base + drop_from(c));
+	*len = c->size - drop_from(c);
+	return true;
+}
+
 void rt_vw_cursor_release(struct rt_vw_cursor *c)
 {
-	if (c && c->base && !c->mem && c->size > c->dropped)
-		madvise((void *)(c->base + drop_from(c)), c->size - drop_from(c), MADV_DONTNEED);
+	void *addr;
+	size_t len;
+
+	if (rt_vw_cursor_release_range(c, &addr, &len))
+		madvise(addr, len, MADV_DONTNEED);
 }
 
 /* The stream has ended: its last file unmapped; reading on finds nothing. */

@@ -80,6 +80,10 @@ void rt_vw_cursor_set_drop(struct rt_vw_cursor *c, size_t every);
 /* Unmap c's pages not yet read (they fault in again when read): a cursor
  * paused holds no memory. */
 void rt_vw_cursor_release(struct rt_vw_cursor *c);
+/* What rt_vw_cursor_release would drop (MADV_DONTNEED), for a caller that
+ * drops many cursors' pages at once; false: nothing. The range is c's
+ * mapping only until c reads on or closes. */
+bool rt_vw_cursor_release_range(const struct rt_vw_cursor *c, void **addr, size_t *len);
 /* The pace of c's current packet: its records' bytes and the time they
  * span (its begin to end time). false: no packet read yet, or none to go
  * by (an LTTng trace's cursor, a packet of one instant). */
