@@ -275,6 +275,22 @@ Test(parallel, same_model_for_any_jobs_and_windows)
  * logged at its event's own time instead of its rank's clock so far would
  * put C0 first with one window and C1 first with a window edge between
  * 1600 and 2000. */
+/* Job j's model is ref for --jobs 1 and 2 and windows of 1 to 5 events
+ * and the whole trace. */
+static void same_everywhere(struct job *j, const char *ref)
+{
+	static const int jobs[] = { 1, 2 }, windows[] = { 1, 2, 3, 4, 5, 0 };
+
+	for (size_t a = 0; a < sizeof(jobs) / sizeof(jobs[0]); a++)
+		for (size_t b = 0; b < sizeof(windows) / sizeof(windows[0]); b++) {
+			char *got = model(j, jobs[a], windows[b]);
+
+			cr_assert_str_eq(got, ref, "--jobs %d, windows of %d events:\n%s\nexpected:\n%s",
+					 jobs[a], windows[b], got, ref);
+			free(got);
+		}
+}
+
 static void at(struct job *j, int r, uint64_t clock)
 {
 	j->s[r][0].clock = clock;
@@ -288,7 +304,6 @@ static void allreduce(struct job *j, int r, uint64_t comm, uint64_t count)
 
 Test(parallel, a_clock_that_goes_back_keeps_the_rank_order)
 {
-	static const int jobs[] = { 1, 2 }, windows[] = { 1, 2, 3, 4, 5, 0 };
 	struct job j = { .nranks = 2, .nstreams = { 1, 1 }, .fixed = true };
 	char *ref;
 
@@ -319,14 +334,7 @@ Test(parallel, a_clock_that_goes_back_keeps_the_rank_order)
 	ref = model(&j, 1, 0);
 	cr_assert(strstr(ref, "collective mismatch at sequence 1 of communicator 00000000000000c1"),
 		  "C1 completed first:\n%s", ref);
-	for (size_t a = 0; a < sizeof(jobs) / sizeof(jobs[0]); a++)
-		for (size_t b = 0; b < sizeof(windows) / sizeof(windows[0]); b++) {
-			char *got = model(&j, jobs[a], windows[b]);
-
-			cr_assert_str_eq(got, ref, "--jobs %d, windows of %d events:\n%s\nexpected:\n%s",
-					 jobs[a], windows[b], got, ref);
-			free(got);
-		}
+	same_everywhere(&j, ref);
 	free(ref);
 	job_free(&j);
 }
@@ -341,7 +349,6 @@ Test(parallel, a_clock_that_goes_back_keeps_the_rank_order)
  * (fuzz_parallel found it). */
 Test(parallel, an_injected_skip_is_seen_in_time_order)
 {
-	static const int jobs[] = { 1, 2 }, windows[] = { 1, 2, 3, 0 };
 	struct job j = { .nranks = 2, .nstreams = { 1, 1 }, .fixed = true };
 	char *ref;
 
@@ -361,14 +368,7 @@ Test(parallel, an_injected_skip_is_seen_in_time_order)
 	   U(1024), RT_FN_datatype, U(7), RT_FN_op, U(0), -1);
 	ref = model(&j, 1, 0);
 	cr_assert(strstr(ref, "rank 1 called AllGather"), "rank 1 is the odd one:\n%s", ref);
-	for (size_t a = 0; a < sizeof(jobs) / sizeof(jobs[0]); a++)
-		for (size_t b = 0; b < sizeof(windows) / sizeof(windows[0]); b++) {
-			char *got = model(&j, jobs[a], windows[b]);
-
-			cr_assert_str_eq(got, ref, "--jobs %d, windows of %d events:\n%s\nexpected:\n%s",
-					 jobs[a], windows[b], got, ref);
-			free(got);
-		}
+	same_everywhere(&j, ref);
 	free(ref);
 	job_free(&j);
 }
