@@ -7,6 +7,7 @@
 #ifndef RT_VW_LOGS_H
 #define RT_VW_LOGS_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -14,6 +15,22 @@
 #include "rt_sort.h"
 
 struct chunk;
+
+/* Where the logs' chunks come from (logs.c): slabs in huge pages (util's
+ * rt_big_alloc), 64 KiB first, each next twice the last up to 64 MiB, cut
+ * into chunks; and the chunks the replay is done with, for the rank jobs to
+ * log into again, a list per capacity class. At 16,384 ranks a rank logs a
+ * chunk or two a round, given back on another thread: from malloc they were
+ * a third of the pass's page faults, the arenas trimmed and grown again.
+ * Under its own lock; all freed at once (rt_vw_chunks_free). */
+enum { RT_CHUNK_CLASSES = 7 };
+struct rt_vw_chunks {
+	pthread_mutex_t mu;
+	struct chunk *free[RT_CHUNK_CLASSES];
+	char *slab;       /* the current slab's room left: slab[0, left) */
+	size_t left, next_size;
+	void *slabs;      /* every slab, linked through its first word */
+};
 
 /* A rank's log: the writer's half (its rank job) and the reader's half (the
  * replay) on cache lines of their own. */
@@ -23,6 +40,7 @@ struct rt_vw_log {
 	uint32_t round_n;    /* records logged in this round's job so far */
 	uint32_t last_n;     /* ... and in its last round's */
 	int ri;              /* its rank index */
+	struct rt_vw_chunks *pool; /* where its chunks come from and go back to */
 	uint64_t n;          /* records logged */
 	uint64_t clock;      /* the rank's clock: largest order time so far */
 	bool oom;            /* a record could not be logged */
@@ -39,7 +57,9 @@ struct rt_vw_sink rt_vw_log_sink(struct rt_vw_log *l);
  * many entries as records. */
 void rt_vw_logs_replay(struct rt_vw_log *logs, int nranks, const uint64_t *lim, struct rt_vw_matcher *m,
 		       struct rt_sort_entry *e, struct rt_sort_entry *tmp);
-/* Every chunk l holds freed. */
-void rt_vw_log_free(struct rt_vw_log *l);
+/* pool made empty: 0, or -1. rt_vw_chunks_free: every chunk of it freed,
+ * the logs' too. */
+int rt_vw_chunks_init(struct rt_vw_chunks *pool);
+void rt_vw_chunks_free(struct rt_vw_chunks *pool);
 
 #endif

@@ -18,7 +18,7 @@
  * for all ranks, the records logged so far all sort before any record still
  * to come: replaying them (a replay job) is exactly a prefix of the merge of
  * the whole logs. Round k+1's rank jobs run beside that replay; the replay
- * frees the log chunks it has read. The result depends neither on the
+ * gives back the log chunks it has read (logs.c). The result depends neither on the
  * windows (sized on the fly to about RT_ROUND_EVENTS events, RT_JOB_EVENTS
  * per rank at least; tests make them tiny with RANKTRACE_ROUND_EVENTS) nor
  * on `jobs`: one thread runs the same jobs in turn.
@@ -43,6 +43,7 @@
 #include "env.h"
 #include "logs.h"
 #include "rt_sort.h"
+#include "rt_util.h"
 
 enum { RT_LOOKAHEAD = 2 };
 #define RT_ROUND_EVENTS 262144
@@ -103,6 +104,7 @@ struct pass {
 	struct rt_vw_matcher *m;
 	struct rt_vw_src *srcs;
 	struct rt_vw_log *logs;
+	struct rt_vw_chunks chunks; /* the logs' */
 	struct rank_job *rj;
 	int nrj;
 	pthread_mutex_t mu;
@@ -313,8 +315,8 @@ static bool take_replay(struct pass *p, uint64_t *lim, struct replay_room *rr)
 
 		free(rr->e);
 		free(rr->tmp);
-		rr->e = malloc(cap * sizeof(*rr->e));
-		rr->tmp = malloc(cap * sizeof(*rr->tmp));
+		rr->e = rt_big_alloc(cap * sizeof(*rr->e));
+		rr->tmp = rt_big_alloc(cap * sizeof(*rr->tmp));
 		rr->cap = rr->e && rr->tmp && cap <= UINT32_MAX ? cap : 0; /* rt_sort_by_key counts in 32 bits */
 		if (!rr->cap) {
 			p->failed = true;
@@ -485,8 +487,7 @@ static void unplan(struct pass *p)
 {
 	if (p->pidfd >= 0)
 		close(p->pidfd);
-	for (int i = 0; p->logs && i < p->t->nranks; i++)
-		rt_vw_log_free(&p->logs[i]);
+	rt_vw_chunks_free(&p->chunks); /* the logs' chunks */
 	for (int k = 0; k < p->nrj; k++)
 		free(p->rj[k].s);
 	free(p->rj);
@@ -508,9 +509,9 @@ int rt_vw_parallel_pass(struct rt_vw_trace *t, struct rt_vw_matcher *m, struct r
 	if (p.logs) {
 		memset(p.logs, 0, sizeof(*p.logs) * ((size_t)t->nranks + 1));
 		for (int i = 0; i < t->nranks; i++)
-			p.logs[i].ri = i;
+			p.logs[i] = (struct rt_vw_log){ .ri = i, .pool = &p.chunks };
 	}
-	if (!p.logs || plan(&p, nsrc) != 0) {
+	if (rt_vw_chunks_init(&p.chunks) != 0 || !p.logs || plan(&p, nsrc) != 0) {
 		unplan(&p);
 		return -1;
 	}
