@@ -2,11 +2,14 @@
 /* test_metadata.c - viewer/read/trace_dir.c: a rank's metadata read with the
  * part every rank shares cached (rt_vw_read_metadata_cached) says what a
  * full read says; an env line read as the sscanf it replaced read it; the
- * schema's metadata declares every event and its payload sizes add up. */
+ * schema's metadata declares every event and its payload sizes add up; a
+ * rank directory's listing is taken again only while it holds. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "reader.h"
@@ -163,4 +166,39 @@ Test(schema, payload_sizes_are_the_sum_of_their_fields)
 		cr_assert_eq(sum, rt_events[id].size, "%s", rt_events[id].name);
 		cr_assert_leq(rt_events[id].size, RT_SIZE_MAX_PAYLOAD);
 	}
+}
+
+/* The load's listing of a rank directory is taken again after the pass
+ * (rt_vw_listing_holds) only while it still lists the directory: its times
+ * unchanged, and already a second old when it was listed (a change in the
+ * same tick of the file system's clock would not move them). A file made
+ * since, or the modification time set back after it, is seen: the change
+ * time moved. */
+Test(metadata, a_listing_holds_only_while_the_directory_is_unchanged)
+{
+	char dir[] = "/tmp/rt-seen-XXXXXX", path[600], path2[600];
+	struct rt_vw_listing l = { .n = -1 };
+	struct timespec back[2];
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/stream-1-1", dir);
+	write_file(path, (const uint8_t *)"x", 1);
+	cr_assert_eq(rt_vw_list_streams_seen(dir, &l), 1);
+	cr_assert_str_eq(l.names[0], "stream-1-1");
+	cr_assert_not(rt_vw_listing_holds(dir, &l), "listed in the tick it changed: not trusted");
+	usleep(1100 * 1000);
+	cr_assert_eq(rt_vw_list_streams_seen(dir, &l), 1);
+	cr_assert(rt_vw_listing_holds(dir, &l), "unchanged since a listing a second after its change");
+	cr_assert_not(rt_vw_listing_holds(dir, NULL));
+	snprintf(path2, sizeof(path2), "%s/stream-1-2", dir);
+	write_file(path2, (const uint8_t *)"y", 1);
+	cr_assert_not(rt_vw_listing_holds(dir, &l), "a file made since");
+	back[0] = back[1] = l.mtime;
+	cr_assert_eq(utimensat(AT_FDCWD, dir, back, 0), 0);
+	cr_assert_not(rt_vw_listing_holds(dir, &l), "the modification time set back: the change time moved");
+	rt_vw_listing_free(&l);
+	cr_assert_eq(l.n, -1);
+	unlink(path);
+	unlink(path2);
+	rmdir(dir);
 }

@@ -71,7 +71,7 @@ static void finish_ranks(void *arg, int slot, int lo, int hi)
 		if (j->live)
 			r->sys = j->live[i];
 		else if (r->readable)
-			rt_vw_live_ask(t->dir, r->name, &r->meta, !t->lttng, &r->sys);
+			rt_vw_live_ask(t->dir, r->name, &r->meta, !t->lttng, &r->listed, &r->sys);
 	}
 }
 
@@ -241,6 +241,7 @@ void rt_vw_free(struct rt_vw_trace *t)
 		free(t->ranks[i].threads);
 		rt_vw_dev_free(&t->ranks[i]);
 		rt_vw_comms_free(&t->ranks[i]);
+		rt_vw_listing_free(&t->ranks[i].listed);
 	}
 	rt_vw_straggle_free(t);
 	rt_vw_comm_index_free(t);

@@ -146,7 +146,9 @@ static void open_rank(struct rt_vw_trace *t, int i, struct src_chunk *c)
 	int ns;
 
 	snprintf(rd, sizeof(rd), "%s/%s", t->dir, t->ranks[i].name);
-	ns = rt_vw_list_streams(rd, &streams);
+	/* kept: the live state asks again after the pass (load.c) */
+	ns = rt_vw_list_streams_seen(rd, &t->ranks[i].listed);
+	streams = t->ranks[i].listed.names;
 	for (int k = 0, g; k < ns && !c->oom; k = g) {
 		int base = rt_vw_stream_base_len(streams[k]);
 
@@ -167,7 +169,6 @@ static void open_rank(struct rt_vw_trace *t, int i, struct src_chunk *c)
 		else
 			rt_vw_note_damage(t, i, e2);
 	}
-	rt_vw_free_names(streams, ns > 0 ? ns : 0);
 }
 
 /* Ranks [lo, hi) opened into their chunk (rt_vw_fanout: in parallel). */
@@ -239,10 +240,20 @@ int rt_vw_foreach(const struct rt_vw_trace *t, void (*fn)(void *arg, int rank, c
 	return rc;
 }
 
+static void close_some(void *arg, int slot, int lo, int hi)
+{
+	struct rt_vw_src *srcs = arg;
+
+	(void)slot;
+	for (int k = lo; k < hi; k++)
+		rt_vw_cursor_close(srcs[k].c);
+}
+
+/* On the pass's threads: after a pass of thousands of ranks each cursor
+ * still maps its file (rt_vw_cursor_keep_mapped), an munmap each. */
 void rt_vw_close_sources(struct rt_vw_src *srcs, int nsrc)
 {
-	for (int k = 0; k < nsrc; k++)
-		rt_vw_cursor_close(srcs[k].c);
+	rt_vw_fanout(nsrc, rt_vw_fanout_slots(nsrc), close_some, srcs);
 	free(srcs);
 }
 

@@ -30,6 +30,7 @@
  * phase 1 runs at most RT_LOOKAHEAD rounds ahead of the replay. Memory: the
  * records of those rounds only. */
 #include <limits.h>
+#include <stdio.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -215,14 +216,16 @@ static void release_flush(struct pass *p)
 	p->nrel = 0;
 }
 
-/* Under mu, rank job rj paused: its live cursors' pages to drop. */
+/* Under mu, rank job rj paused: its live cursors' pages to drop, and those
+ * of the cursors that ended in it (kept mapped till close: keep_mapped). */
 static void release_job(struct pass *p, const struct rank_job *rj)
 {
 	for (int k = 0; p->release && k < rj->n; k++) {
 		void *addr;
 		size_t len;
 
-		if (!rj->live[k] || !rt_vw_cursor_release_range(rj->s[k].c, &addr, &len))
+		if (!(rj->live[k] ? rt_vw_cursor_release_range(rj->s[k].c, &addr, &len) :
+				    rt_vw_cursor_ended_range(rj->s[k].c, &addr, &len)))
 			continue;
 		if (p->nrel == RT_REL_BATCH)
 			release_flush(p);
@@ -472,9 +475,13 @@ static int plan(struct pass *p, int nsrc)
 	if (p->release) /* release_flush's: this process */
 		p->pidfd = (int)syscall(SYS_pidfd_open, getpid(), 0u);
 #endif
-	for (int i = 0; i < nsrc; i++)
-		if (p->srcs[i].c)
-			rt_vw_cursor_set_drop(p->srcs[i].c, p->drop);
+	for (int i = 0; i < nsrc; i++) {
+		if (!p->srcs[i].c)
+			continue;
+		rt_vw_cursor_set_drop(p->srcs[i].c, p->drop);
+		if (p->release) /* unmapped at close, after the pass: no shootdown */
+			rt_vw_cursor_keep_mapped(p->srcs[i].c);
+	}
 	p->back = p->ntodo - 1;
 	p->w = 0; /* round 0 starts every rank: its first events set the window */
 	p->finished = p->ntodo == 0;

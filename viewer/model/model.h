@@ -267,6 +267,7 @@ struct rt_vw_rank {
 	/* what the system said of its processes after the pass (read/live.c,
 	 * asked by load/load.c): the analyses' LIVE input, never asked by them */
 	struct rt_vw_live sys;
+	struct rt_vw_listing listed; /* its stream files as the load opened them (merge.c) */
 };
 
 enum rt_vw_place { RT_P_CUDA, RT_P_CPU, RT_P_META, RT_P_FREED, RT_P_WRONG_DEVICE, RT_P_COUNT };

@@ -193,7 +193,8 @@ struct rt_vw_cursor *rt_vw_cursor_open_chain(const char *dir, char *const *names
 			snprintf(first_err, sizeof(first_err), "%s", err);
 	}
 	if (c) {
-		snprintf(c->first_err, sizeof(c->first_err), "%s", first_err);
+		if (first_err[0])
+			rt_vw_cursor_say(&c->first_err, "%s", first_err);
 		c->whole = whole;
 		c->counted = counted;
 		begin_file(c);
@@ -226,8 +227,8 @@ bool rt_vw_chain_next_file(struct rt_vw_cursor *c)
 			begin_file(c);
 			return true;
 		}
-		if (!c->first_err[0])
-			snprintf(c->first_err, sizeof(c->first_err), "%s", err);
+		if (!c->first_err)
+			rt_vw_cursor_say(&c->first_err, "%s", err);
 	}
 	return false;
 }

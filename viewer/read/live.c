@@ -16,14 +16,18 @@
 
 #include "live.h"
 
-/* The stream files of rank_dir: how many (returned; -1 when unreadable),
- * how many are process pid's (*own), whether pid holds the lock of one of
- * them (*locked: it is alive). */
-static int live_streams(const char *rank_dir, int pid, int *own, bool *locked)
+/* The stream files of rank_dir (seen's, when it holds): how many
+ * (returned; -1 when unreadable), how many are process pid's (*own),
+ * whether pid holds the lock of one of them (*locked: it is alive). */
+static int live_streams(const char *rank_dir, const struct rt_vw_listing *seen, int pid, int *own,
+			bool *locked)
 {
-	char **streams, prefix[32];
-	int ns = rt_vw_list_streams(rank_dir, &streams);
+	char **streams = NULL, prefix[32];
+	bool kept = rt_vw_listing_holds(rank_dir, seen);
+	int ns = kept ? seen->n : rt_vw_list_streams(rank_dir, &streams);
 
+	if (kept)
+		streams = seen->names;
 	*own = 0;
 	*locked = false;
 	snprintf(prefix, sizeof(prefix), "stream-%d-", pid);
@@ -36,7 +40,7 @@ static int live_streams(const char *rank_dir, int pid, int *own, bool *locked)
 		snprintf(sp, sizeof(sp), "%s/%s", rank_dir, streams[k]);
 		*locked = rt_vw_stream_locked(sp) == 1;
 	}
-	if (ns > 0)
+	if (ns > 0 && !kept)
 		rt_vw_free_names(streams, ns);
 	return ns;
 }
@@ -88,7 +92,8 @@ static char proc_state(const char *trace_dir, const char *rank_name, const char 
 }
 
 void rt_vw_live_ask(const char *trace_dir, const char *rank_name,
-		    const struct rt_vw_rank_meta *meta, bool native, struct rt_vw_live *out)
+		    const struct rt_vw_rank_meta *meta, bool native,
+		    const struct rt_vw_listing *seen, struct rt_vw_live *out)
 {
 	char rd[4400];
 
@@ -96,7 +101,7 @@ void rt_vw_live_ask(const char *trace_dir, const char *rank_name,
 	if (!native)
 		return;
 	snprintf(rd, sizeof(rd), "%s/%s", trace_dir, rank_name);
-	out->streams = live_streams(rd, meta->pid, &out->own, &out->locked);
+	out->streams = live_streams(rd, seen, meta->pid, &out->own, &out->locked);
 	if (!out->locked)
 		return;
 	out->proc_state = proc_state(trace_dir, rank_name, meta->hostname, meta->pid);

@@ -27,8 +27,10 @@ struct rt_vw_live {
 /* Asks the system about the rank whose directory is trace_dir/rank_name and
  * whose metadata is meta, into *out. native: a native trace (stream files
  * and their locks to look at); an LTTng trace has none, so its ranks are
- * never alive. */
+ * never alive. seen: the directory's listing made before (NULL: none),
+ * taken when it still holds (rt_vw_listing_holds), else listed again. */
 void rt_vw_live_ask(const char *trace_dir, const char *rank_name,
-		    const struct rt_vw_rank_meta *meta, bool native, struct rt_vw_live *out);
+		    const struct rt_vw_rank_meta *meta, bool native,
+		    const struct rt_vw_listing *seen, struct rt_vw_live *out);
 
 #endif

@@ -10,6 +10,7 @@
  * threads each one is a TLB shootdown; nothing grows with the file's size. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,16 +25,41 @@
 #define RT_DROP_BYTES ((size_t)1 << 20)
 
 
+static char say_oom[] = "(damage found; no memory left to say what)";
+
+void rt_vw_cursor_say(char **slot, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!*slot && !(*slot = malloc(RT_VW_SAY_BYTES))) {
+		*slot = say_oom;
+		return;
+	}
+	if (*slot == say_oom)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(*slot, RT_VW_SAY_BYTES, fmt, ap);
+	va_end(ap);
+}
+
+void rt_vw_cursor_unsay(char **slot)
+{
+	if (*slot != say_oom)
+		free(*slot);
+	*slot = NULL;
+}
+
 struct rt_vw_cursor *rt_vw_cursor_mem(const struct rt_vw_event *ev, size_t n, uint64_t discarded)
 {
 	struct rt_vw_cursor *c = calloc(1, sizeof(*c));
 
-	if (!c)
+	if (!c || !(c->path = strdup("(lttng)"))) {
+		free(c);
 		return NULL;
+	}
 	c->mem = ev;
 	c->mem_n = n;
 	c->info.discarded = discarded;
-	snprintf(c->path, sizeof(c->path), "(lttng)");
 	return c;
 }
 
@@ -41,9 +67,15 @@ struct rt_vw_cursor *rt_vw_cursor_mem(const struct rt_vw_event *ev, size_t n, ui
 int rt_vw_cursor_map(struct rt_vw_cursor *c, const char *path, char *err, size_t errlen)
 {
 	struct stat st;
+	char *own = strdup(path);
 	int fd;
 
-	snprintf(c->path, sizeof(c->path), "%s", path);
+	if (!own) {
+		snprintf(err, errlen, "%s: out of memory", path);
+		return -1;
+	}
+	free(c->path);
+	c->path = own;
 	c->base = NULL;
 	c->size = c->pkt = c->content = c->psize = c->off = c->dropped = 0;
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
@@ -84,7 +116,7 @@ struct rt_vw_cursor *rt_vw_cursor_open(const char *path, char *err, size_t errle
 		return NULL;
 	}
 	if (rt_vw_cursor_map(c, path, err, errlen) != 0) {
-		free(c);
+		rt_vw_cursor_close(c);
 		return NULL;
 	}
 	return c;
@@ -92,7 +124,7 @@ struct rt_vw_cursor *rt_vw_cursor_open(const char *path, char *err, size_t errle
 
 int rt_vw_cursor_fail(struct rt_vw_cursor *c, size_t at, const char *what)
 {
-	snprintf(c->err, sizeof(c->err), "%s: offset %zu: %s", c->path, at, what);
+	rt_vw_cursor_say(&c->err, "%s: offset %zu: %s", c->path, at, what);
 	c->failed = true;
 	return -1;
 }
@@ -366,31 +398,51 @@ void rt_vw_cursor_release(struct rt_vw_cursor *c)
 		madvise(addr, len, MADV_DONTNEED);
 }
 
-/* The stream has ended: its last file unmapped; reading on finds nothing. */
+/* The stream has ended: its last file unmapped (or kept: ended);
+ * reading on finds nothing. */
 static void unmap(struct rt_vw_cursor *c)
 {
+	if (c->keep_mapped && c->base && c->size) {
+		c->ended = true;
+		return;
+	}
 	if (c->base && c->size)
 		munmap((void *)c->base, c->size);
 	c->base = NULL;
 	c->size = c->pkt = c->content = c->psize = c->off = c->dropped = 0;
 }
 
+void rt_vw_cursor_keep_mapped(struct rt_vw_cursor *c)
+{
+	c->keep_mapped = true;
+}
+
+bool rt_vw_cursor_ended_range(struct rt_vw_cursor *c, void **addr, size_t *len)
+{
+	if (!c->ended || c->ended_given || !rt_vw_cursor_release_range(c, addr, len))
+		return false;
+	c->ended_given = true;
+	return true;
+}
+
 int rt_vw_cursor_next(struct rt_vw_cursor *c, struct rt_vw_event *e)
 {
+	if (c->ended)
+		return 0;
 	for (;;) {
 		int rc = next_in_file(c, e);
 
 		if (rc == 1)
 			return 1;
-		if (rc < 0 && !c->first_err[0])
-			snprintf(c->first_err, sizeof(c->first_err), "%s", c->err);
+		if (rc < 0 && !c->first_err)
+			rt_vw_cursor_say(&c->first_err, "%s", rt_vw_cursor_error(c));
 		if (!rt_vw_chain_next_file(c)) {
 			unmap(c); /* here, on the reading thread, not all at close */
-			if (!c->first_err[0])
+			if (!c->first_err)
 				return rc;
 			/* damage anywhere in the stream is reported once all of
 			 * it was read: events after it are not lost */
-			snprintf(c->err, sizeof(c->err), "%s", c->first_err);
+			rt_vw_cursor_say(&c->err, "%s", c->first_err);
 			c->failed = true;
 			return -1;
 		}
@@ -399,7 +451,7 @@ int rt_vw_cursor_next(struct rt_vw_cursor *c, struct rt_vw_event *e)
 
 const char *rt_vw_cursor_error(const struct rt_vw_cursor *c)
 {
-	return c->err;
+	return c->err ? c->err : "";
 }
 
 const char *rt_vw_cursor_path(const struct rt_vw_cursor *c)
@@ -421,6 +473,9 @@ void rt_vw_cursor_close(struct rt_vw_cursor *c)
 	for (int i = 0; i < c->nchain; i++)
 		free(c->chain[i]);
 	free(c->chain);
+	free(c->path);
+	rt_vw_cursor_unsay(&c->err);
+	rt_vw_cursor_unsay(&c->first_err);
 	free(c);
 }
 
@@ -441,7 +496,7 @@ int rt_vw_read_stream(const char *path, rt_vw_event_fn fn, void *arg,
 	if (info)
 		*info = c->info;
 	if (rc < 0)
-		snprintf(err, errlen, "%s", c->err);
+		snprintf(err, errlen, "%s", rt_vw_cursor_error(c));
 	rt_vw_cursor_close(c);
 	return rc < 0 ? -1 : 0;
 }

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "schema.h"
 
@@ -84,6 +85,14 @@ void rt_vw_cursor_release(struct rt_vw_cursor *c);
  * drops many cursors' pages at once; false: nothing. The range is c's
  * mapping only until c reads on or closes. */
 bool rt_vw_cursor_release_range(const struct rt_vw_cursor *c, void **addr, size_t *len);
+/* From now on c's stream, when it ends, leaves its last file mapped for
+ * rt_vw_cursor_close to unmap, and its pages for the caller to drop
+ * (rt_vw_cursor_ended_range): an munmap on a process's thread while others
+ * run is a TLB shootdown each, 16,384 of them at 16,384 ranks. */
+void rt_vw_cursor_keep_mapped(struct rt_vw_cursor *c);
+/* c's stream ended with its file kept mapped: the pages to drop, once
+ * (true); false before the end, without a mapping, or when given before. */
+bool rt_vw_cursor_ended_range(struct rt_vw_cursor *c, void **addr, size_t *len);
 /* The pace of c's current packet: its records' bytes and the time they
  * span (its begin to end time). false: no packet read yet, or none to go
  * by (an LTTng trace's cursor, a packet of one instant). */
@@ -149,6 +158,23 @@ uint64_t rt_vw_trace_now(const struct rt_vw_rank_meta *m);
 /* Stream files (sorted) of a rank directory: *names is malloc'd, free with
  * rt_vw_free_names. Returns the count, or -1. */
 int rt_vw_list_streams(const char *rank_dir, char ***names);
+/* A rank directory's stream files as a listing found them (names, n as
+ * rt_vw_list_streams; n -1: none), with the directory's modification and
+ * change times then, and when that was (CLOCK_REALTIME, their clock). */
+struct rt_vw_listing {
+	char **names;
+	int n;
+	struct timespec mtime, ctime, at;
+};
+/* rt_vw_list_streams into *l (its old names freed); its count. */
+int rt_vw_list_streams_seen(const char *rank_dir, struct rt_vw_listing *l);
+/* Does l still list rank_dir? When the directory's times are those l saw
+ * and were already a second old then: any entry made, removed or renamed
+ * since would have moved them past it (a file system's clock steps
+ * coarsely, a few ms). One stat instead of a listing (16,384 ranks listed
+ * again after the pass: 4 system calls each). */
+bool rt_vw_listing_holds(const char *rank_dir, const struct rt_vw_listing *l);
+void rt_vw_listing_free(struct rt_vw_listing *l);
 /* Rank directories (rank-*) of a trace directory, sorted. */
 int rt_vw_list_ranks(const char *dir, char ***names);
 void rt_vw_free_names(char **names, int n);

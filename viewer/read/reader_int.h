@@ -18,8 +18,10 @@
  * bytes at a time (8 GiB of 80-byte packets: 100 million reads). */
 #define RT_MIN_PACKET_BYTES 4096u
 
+/* A cursor's texts are its own, taken as needed: a path, and messages only
+ * on damage (16,384 ranks' cursors held 88 MB of fixed-size text). */
 struct rt_vw_cursor {
-	char path[4200];
+	char *path;      /* the current file's */
 	const uint8_t *base;
 	size_t size;
 	size_t pkt;      /* offset of the current packet */
@@ -31,16 +33,19 @@ struct rt_vw_cursor {
 	uint64_t clock;
 	uint32_t pid, tid;
 	struct rt_vw_stream_info info;
-	char err[512];
+	char *err;       /* why it failed (rt_vw_cursor_say), NULL while it has not */
 	bool failed;
 	const struct rt_vw_event *mem; /* rt_vw_cursor_mem: events already decoded */
 	size_t mem_n, mem_i;
 	/* the stream's further files (rt_vw_cursor_open_chain), in time order */
 	char **chain;
 	int nchain, ichain;
-	char first_err[512]; /* a damaged file of the chain: reported at its end */
+	char *first_err; /* a damaged file of the chain, reported at its end; NULL: none */
 	/* what the writer promised (metadata env file_records, chain.c): no
 	 * packet left zero, each file begun by rt_stream_file */
+	bool keep_mapped;    /* rt_vw_cursor_keep_mapped */
+	bool ended;          /* ... and the stream ended: nothing more to read */
+	bool ended_given;    /* its range was given (rt_vw_cursor_ended_range) */
 	bool whole;
 	bool counted;        /* ... and its counts add up (not a flight recorder's files) */
 	uint64_t ts_begin, ts_end; /* the current packet's begin and end time */
@@ -51,6 +56,12 @@ struct rt_vw_cursor {
 
 /* reader.c: map path into c (read-only): 0, or -1 with err set */
 int rt_vw_cursor_map(struct rt_vw_cursor *c, const char *path, char *err, size_t errlen);
+/* reader.c: *slot (a cursor's err or first_err) says fmt, in a buffer of
+ * RT_VW_SAY_BYTES taken on its first message; out of memory, a fixed text
+ * that says so. rt_vw_cursor_unsay frees it. */
+#define RT_VW_SAY_BYTES 512
+void rt_vw_cursor_say(char **slot, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void rt_vw_cursor_unsay(char **slot);
 /* reader.c: c fails at byte `at` of its file: what */
 int rt_vw_cursor_fail(struct rt_vw_cursor *c, size_t at, const char *what);
 /* chain.c: the chain's next file becomes current (false: none left) */
