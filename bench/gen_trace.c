@@ -6,8 +6,12 @@
  * --split S: the world's rt_comm record, and each rank's all-reduce on a
  * communicator of S ranks split from it (color rank / S, with its rt_comm
  * record): N / S communicators besides the world, as HSDP's shard groups.
- *   gen_trace --ranks N --events M [--split S] --out DIR */
+ * --collectives: every event a collective but the first two and the last
+ * (a training loop once PyTorch's caching allocator holds its memory): a
+ * record for the matcher per event, three times the mix's.
+ *   gen_trace --ranks N --events M [--split S] [--collectives] --out DIR */
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,7 +75,8 @@ static void comm_records(struct w *w, uint32_t pid, uint64_t ts, int r, int rank
 			 world, (uint64_t)(r / split), (uint64_t)r, 1, 0, 0x6000, dev, 1 });
 }
 
-static void write_rank(struct w *w, const char *out, int r, int ranks, long events, int split)
+static void write_rank(struct w *w, const char *out, int r, int ranks, long events, int split,
+		       bool coll_only)
 {
 	char dir[4200], path[4300];
 	static char meta[1 << 16];
@@ -105,8 +110,10 @@ static void write_rank(struct w *w, const char *out, int r, int ranks, long even
 		n += 2;
 		ts += 10;
 	}
+	for (int k = 0; coll_only && k < 8; k++)
+		ptrs[k] = 0x7f0000000000ull + ((uint64_t)k << 24);
 	while (n < events - 1) {
-		for (int k = 0; k < 8 && n < events - 1; k++, n++) {
+		for (int k = 0; !coll_only && k < 8 && n < events - 1; k++, n++) {
 			ptrs[k] = 0x7f0000000000ull + ((uint64_t)k << 24) + (uint64_t)(n & 0xff) * 4096;
 			ev(w, pid, RT_ID_cudaMalloc, ts += 700, 300, r % 8,
 			   (uint64_t[]){ ptrs[k], 4096ull << k });
@@ -114,7 +121,7 @@ static void write_rank(struct w *w, const char *out, int r, int ranks, long even
 		for (int k = 0; k < 4 && n < events - 1; k++, n++)
 			ev(w, pid, RT_ID_ncclAllGather, ts += 2000, 50000, r % 8,
 			   (uint64_t[]){ comm, ++seq, ptrs[k], ptrs[k + 4], 1u << 20, 7, 0x9000 });
-		for (int k = 0; k < 2 && n < events - 1; k++, n++)
+		for (int k = 0; !coll_only && k < 2 && n < events - 1; k++, n++)
 			ev(w, pid, RT_ID_cudaMemcpy, ts += 500, 20000, r % 8,
 			   (uint64_t[]){ ptrs[k], 0x1000, 65536, 1 });
 		for (int k = 0; k < 4 && n < events - 1; k++, n++)
@@ -125,7 +132,7 @@ static void write_rank(struct w *w, const char *out, int r, int ranks, long even
 			   (uint64_t[]){ half, split ? ++seq_ar : ++seq, ptrs[0], ptrs[0], 1, 8, 0, 0 });
 			n++;
 		}
-		for (int k = 0; k < 8 && n < events - 1; k++, n++)
+		for (int k = 0; !coll_only && k < 8 && n < events - 1; k++, n++)
 			ev(w, pid, RT_ID_cudaFree, ts += 400, 200, r % 8, (uint64_t[]){ ptrs[k] });
 	}
 	ev(w, pid, RT_ID_rt_exit, ts + 100, 10, r % 8, (uint64_t[]){ 0 });
@@ -140,9 +147,11 @@ int main(int argc, char **argv)
 		{ "events", required_argument, NULL, 'e' },
 		{ "out", required_argument, NULL, 'o' },
 		{ "split", required_argument, NULL, 's' },
+		{ "collectives", no_argument, NULL, 'c' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int ranks = 4, split = 0, c;
+	bool coll_only = false;
 	long events = 100000;
 	const char *out = NULL;
 	static struct w w;
@@ -153,11 +162,13 @@ int main(int argc, char **argv)
 		case 'e': events = atol(optarg); break;
 		case 'o': out = optarg; break;
 		case 's': split = atoi(optarg); break;
+		case 'c': coll_only = true; break;
 		default: return 2;
 		}
 	}
 	if (!out || ranks < 1 || events < 10 || split < 0 || (split && ranks % split)) {
-		fprintf(stderr, "usage: gen_trace --ranks N --events M [--split S (dividing N)] --out DIR\n");
+		fprintf(stderr, "usage: gen_trace --ranks N --events M [--split S (dividing N)] "
+			"[--collectives] --out DIR\n");
 		return 2;
 	}
 	if (mkdir(out, 0700) != 0) {
@@ -165,7 +176,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	for (int r = 0; r < ranks; r++)
-		write_rank(&w, out, r, ranks, events, split);
+		write_rank(&w, out, r, ranks, events, split, coll_only);
 	printf("gen_trace: %d ranks x %ld events in %s\n", ranks, events, out);
 	return 0;
 }

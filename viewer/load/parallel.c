@@ -56,6 +56,12 @@ enum { RT_LOOKAHEAD = 2 };
  * cold): at 16,384 x 2,000, 8 Mi a round took 7.6-8.1 s of CPU and 650 MiB
  * at peak, 4 Mi 9.4-10.2 s and 450-470 MiB (the goal: 1 GiB). */
 #define RT_ROUND_MAX_EVENTS ((uint64_t)8 << 20)
+/* ... and no more records logged than this: the logs hold RT_LOOKAHEAD + 1
+ * rounds of them (40 bytes each) and the replay sorts a round's (16 bytes
+ * twice). bench's mix logs one record in three events (8 Mi events: 2.8 M
+ * records); a trace of collectives only, one an event: 8 Mi of them a
+ * round held 1.3 GiB at 16,384 ranks. */
+#define RT_ROUND_MAX_RECORDS ((uint64_t)3 << 20)
 #define RT_FIRST_WINDOW_NS 1000000ull
 /* round_growth; a round without events: the window x RT_GROW_EMPTY */
 #define RT_GROW_FAR 16u
@@ -120,6 +126,7 @@ struct pass {
 	bool replaying, finished, failed;
 	uint64_t w, width;   /* window end, its width */
 	uint64_t round_events, round_target;
+	uint64_t round_records; /* logged by this round's jobs */
 	size_t drop;         /* read bytes a cursor drops at once (RT_READ_BUDGET) */
 	bool release;        /* a paused rank job unmaps its cursors' pages */
 	/* under mu: pages of paused cursors to drop, at once (release_flush) */
@@ -280,15 +287,18 @@ static void end_round(struct pass *p)
 	p->finished = n == 0;
 	if (p->rounds_done++ == 0) { /* round 0 only read each rank's first event */
 		first_width(p);
-	} else if (p->round_events) { /* aim at round_target events */
+	} else if (p->round_events) { /* aim at round_target events, RT_ROUND_MAX_RECORDS records */
 		double f = (double)p->round_target / (double)p->round_events;
 
+		if (p->round_records && (double)RT_ROUND_MAX_RECORDS / (double)p->round_records < f)
+			f = (double)RT_ROUND_MAX_RECORDS / (double)p->round_records;
 		f = f > round_growth(p) ? round_growth(p) : f < 0.25 ? 0.25 : f;
 		p->width = (uint64_t)((double)p->width * f) + 1;
 	} else {
 		p->width = p->width > UINT64_MAX / RT_GROW_EMPTY ? UINT64_MAX : p->width * RT_GROW_EMPTY;
 	}
 	p->round_events = 0;
+	p->round_records = 0;
 	if (lo < p->w)
 		lo = p->w;
 	p->w = lo > UINT64_MAX - p->width ? UINT64_MAX : lo + p->width;
@@ -393,6 +403,7 @@ static void *worker(void *arg)
 			pthread_mutex_lock(&p->mu);
 			release_job(p, rj);
 			p->round_events += ev;
+			p->round_records += p->logs[rj->ri].round_n;
 			if (++p->done == p->ntodo) {
 				end_round(p);
 				pthread_cond_broadcast(&p->cv);
