@@ -10,6 +10,7 @@
  * every thread count. Used by load.c (metadata, the live state) and
  * merge.c (the streams' cursors). Allocates nothing; thread-safe when fn
  * is for disjoint ranks. */
+#include <limits.h>
 #include <pthread.h>
 #include <unistd.h>
 
@@ -41,16 +42,21 @@ static void *take_chunks(void *arg)
 	}
 }
 
-int rt_vw_fanout_slots(int n)
+int rt_vw_job_count(long units)
 {
 	long jobs = rt_vw_jobs > 0 ? rt_vw_jobs : sysconf(_SC_NPROCESSORS_ONLN);
-	long chunks = (n + RT_VW_FANOUT_CHUNK - 1) / RT_VW_FANOUT_CHUNK; /* a thread each at most */
 
-	if (jobs > chunks)
-		jobs = chunks;
-	if (jobs > RT_VW_FANOUT_MAX)
-		jobs = RT_VW_FANOUT_MAX;
-	return jobs < 1 ? 1 : (int)jobs;
+	if (jobs > units)
+		jobs = units;
+	return jobs < 1 ? 1 : jobs > INT_MAX ? INT_MAX : (int)jobs;
+}
+
+int rt_vw_fanout_slots(int n)
+{
+	/* a thread per chunk at most */
+	int jobs = rt_vw_job_count((n + RT_VW_FANOUT_CHUNK - 1) / RT_VW_FANOUT_CHUNK);
+
+	return jobs > RT_VW_FANOUT_MAX ? RT_VW_FANOUT_MAX : jobs;
 }
 
 void rt_vw_fanout(int n, int slots, void (*fn)(void *arg, int slot, int lo, int hi), void *arg)

@@ -422,15 +422,6 @@ static void *worker(void *arg)
 	return NULL;
 }
 
-static int job_count(int nranks)
-{
-	long n = rt_vw_jobs > 0 ? rt_vw_jobs : sysconf(_SC_NPROCESSORS_ONLN);
-
-	if (n < 1)
-		n = 1;
-	return n > nranks ? (nranks > 0 ? nranks : 1) : (int)n;
-}
-
 /* The rank jobs (srcs are grouped by rank) and the first window: from the
  * earliest first event. */
 static int plan(struct pass *p, int nsrc)
@@ -533,7 +524,7 @@ int rt_vw_parallel_pass(struct rt_vw_trace *t, struct rt_vw_matcher *m, struct r
 		unplan(&p);
 		return -1;
 	}
-	jobs = job_count(p.nrj);
+	jobs = rt_vw_job_count(p.nrj);
 	p.threads = jobs < 256 ? jobs : 256;
 	for (int j = 0; j < p.threads; j++)
 		args[j] = (struct worker_arg){ &p, j };

@@ -149,6 +149,9 @@ int rt_vw_parallel_pass(struct rt_vw_trace *t, struct rt_vw_matcher *m, struct r
 #define RT_VW_FANOUT_MAX 64   /* threads at most */
 #define RT_VW_FANOUT_CHUNK 32 /* ranks a thread takes at a time */
 int rt_vw_fanout_slots(int n);
+/* Threads for units of work: rt_vw_jobs (--jobs, RANKTRACE_JOBS), else one
+ * per core, never more than units, at least 1 (the pass's and fanout's). */
+int rt_vw_job_count(long units);
 void rt_vw_fanout(int n, int slots, void (*fn)(void *arg, int slot, int lo, int hi), void *arg);
 
 /* ---- allocation map (alloc_map.c), memory (memory.c), rank details ---- */
