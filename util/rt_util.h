@@ -7,7 +7,6 @@
 #ifndef RT_UTIL_H
 #define RT_UTIL_H
 
-#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -23,13 +22,6 @@ void rt_int_ranges(const int *v, int n, char *out, size_t len);
  * "512KiB", "1GB". 0 and *out, or -1 (signs, fractions, spaces, unknown
  * units, "4096i", overflow) leaving *out alone. */
 int rt_parse_size(const char *s, uint64_t *out);
-
-/* Memory filled by the hundred megabytes (big.c), in transparent huge pages
- * where the kernel gives them: rt_big_alloc as malloc (2 MiB-aligned from
- * 2 MiB on), rt_big_calloc as calloc. NULL when out of memory. Freed with
- * free(). */
-void *rt_big_alloc(size_t bytes);
-void *rt_big_calloc(size_t n, size_t size);
 
 /* Room for element n of arr (elements of el bytes, *cap of them): arr when
  * n < *cap; else the array grown to twice *cap (first when empty), at most

@@ -20,7 +20,6 @@
 #include "model_int.h"
 #include "read_bt2.h"
 #include "reader.h"
-#include "rt_util.h"
 
 /* The ranks of an LTTng trace, as read_bt2.c grouped its processes. */
 static int lttng_ranks(struct rt_vw_trace *t, char *err, size_t errlen)
@@ -156,7 +155,7 @@ static int native_ranks(struct rt_vw_trace *t, const char *dir, char *err, size_
 		rt_vw_free_names(names, 0);
 		return -1;
 	}
-	t->ranks = rt_big_calloc((size_t)n, sizeof(*t->ranks)); /* 141 MB at 16,384 */
+	t->ranks = calloc((size_t)n, sizeof(*t->ranks));
 	j = calloc(1, sizeof(*j));
 	if (!t->ranks || !j) {
 		snprintf(err, errlen, "%s: out of memory", dir);

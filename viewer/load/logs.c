@@ -5,7 +5,6 @@
 #include <stdlib.h>
 
 #include "logs.h"
-#include "rt_util.h"
 
 enum { LOG_LEARN, LOG_JOIN, LOG_MATCH, LOG_LEARN_LOCAL };
 enum { RT_CHUNK = 1024, RT_CHUNK_MIN = 16 }; /* RT_CHUNK_MIN << (RT_CHUNK_CLASSES - 1) */
@@ -55,7 +54,7 @@ static struct chunk *chunk_cut(struct rt_vw_chunks *pool, uint32_t cap)
 
 	if (pool->left < need) {
 		size_t size = pool->next_size ? pool->next_size : RT_SLAB_FIRST;
-		char *slab = rt_big_alloc(size);
+		char *slab = malloc(size);
 
 		if (!slab)
 			return NULL;

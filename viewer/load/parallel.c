@@ -44,7 +44,6 @@
 #include "env.h"
 #include "logs.h"
 #include "rt_sort.h"
-#include "rt_util.h"
 
 enum { RT_LOOKAHEAD = 2 };
 #define RT_ROUND_EVENTS 262144
@@ -328,8 +327,8 @@ static bool take_replay(struct pass *p, uint64_t *lim, struct replay_room *rr)
 
 		free(rr->e);
 		free(rr->tmp);
-		rr->e = rt_big_alloc(cap * sizeof(*rr->e));
-		rr->tmp = rt_big_alloc(cap * sizeof(*rr->tmp));
+		rr->e = malloc(cap * sizeof(*rr->e));
+		rr->tmp = malloc(cap * sizeof(*rr->tmp));
 		rr->cap = rr->e && rr->tmp && cap <= UINT32_MAX ? cap : 0; /* rt_sort_by_key counts in 32 bits */
 		if (!rr->cap) {
 			p->failed = true;
