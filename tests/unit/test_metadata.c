@@ -170,7 +170,7 @@ Test(schema, payload_sizes_are_the_sum_of_their_fields)
 
 /* The load's listing of a rank directory is taken again after the pass
  * (rt_vw_listing_holds) only while it still lists the directory: its times
- * unchanged, and already a second old when it was listed (a change in the
+ * unchanged, and already 3 s old when it was listed (a change in the
  * same tick of the file system's clock would not move them). A file made
  * since, or the modification time set back after it, is seen: the change
  * time moved. */
@@ -186,9 +186,10 @@ Test(metadata, a_listing_holds_only_while_the_directory_is_unchanged)
 	cr_assert_eq(rt_vw_list_streams_seen(dir, &l), 1);
 	cr_assert_str_eq(l.names[0], "stream-1-1");
 	cr_assert_not(rt_vw_listing_holds(dir, &l), "listed in the tick it changed: not trusted");
-	usleep(1100 * 1000);
+	sleep(3);
+	usleep(100 * 1000);
 	cr_assert_eq(rt_vw_list_streams_seen(dir, &l), 1);
-	cr_assert(rt_vw_listing_holds(dir, &l), "unchanged since a listing a second after its change");
+	cr_assert(rt_vw_listing_holds(dir, &l), "unchanged since a listing 3 s after its change");
 	cr_assert_not(rt_vw_listing_holds(dir, NULL));
 	snprintf(path2, sizeof(path2), "%s/stream-1-2", dir);
 	write_file(path2, (const uint8_t *)"y", 1);

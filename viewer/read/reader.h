@@ -169,10 +169,10 @@ struct rt_vw_listing {
 /* rt_vw_list_streams into *l (its old names freed); its count. */
 int rt_vw_list_streams_seen(const char *rank_dir, struct rt_vw_listing *l);
 /* Does l still list rank_dir? When the directory's times are those l saw
- * and were already a second old then: any entry made, removed or renamed
- * since would have moved them past it (a file system's clock steps
- * coarsely, a few ms). One stat instead of a listing (16,384 ranks listed
- * again after the pass: 4 system calls each). */
+ * and were already 3 s old then: any entry made, removed or renamed since
+ * would have moved them past it (a file system's clock steps coarsely: a
+ * jiffy on ext4, 2 s on FAT). One stat instead of a listing (16,384 ranks
+ * listed again after the pass: 4 system calls each). */
 bool rt_vw_listing_holds(const char *rank_dir, const struct rt_vw_listing *l);
 void rt_vw_listing_free(struct rt_vw_listing *l);
 /* Rank directories (rank-*) of a trace directory, sorted. */

@@ -459,18 +459,22 @@ static bool ts_eq(struct timespec a, struct timespec b)
 	return a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec;
 }
 
-/* a is at least a second before b */
-static bool ts_second_before(struct timespec a, struct timespec b)
+/* a is at least RT_LISTING_AGE_S before b: a change since the listing
+ * stamps its directory later than that, on a file system whose clock steps
+ * by 2 s at most (FAT's; ext4's by a jiffy, NFSv3 servers' by 1 s) */
+#define RT_LISTING_AGE_S 3
+static bool ts_old_before(struct timespec a, struct timespec b)
 {
-	return a.tv_sec + 1 < b.tv_sec || (a.tv_sec + 1 == b.tv_sec && a.tv_nsec <= b.tv_nsec);
+	return a.tv_sec + RT_LISTING_AGE_S < b.tv_sec ||
+	       (a.tv_sec + RT_LISTING_AGE_S == b.tv_sec && a.tv_nsec <= b.tv_nsec);
 }
 
 bool rt_vw_listing_holds(const char *rank_dir, const struct rt_vw_listing *l)
 {
 	struct stat st;
 
-	if (!l || l->n < 0 || !l->ctime.tv_sec || !ts_second_before(l->mtime, l->at) ||
-	    !ts_second_before(l->ctime, l->at) || stat(rank_dir, &st) != 0)
+	if (!l || l->n < 0 || !l->ctime.tv_sec || !ts_old_before(l->mtime, l->at) ||
+	    !ts_old_before(l->ctime, l->at) || stat(rank_dir, &st) != 0)
 		return false;
 	return ts_eq(st.st_mtim, l->mtime) && ts_eq(st.st_ctim, l->ctime);
 }
