@@ -52,7 +52,9 @@ check "the others complete with it (they wait for rank 2 on the device)" \
   python3 -c "import sys; sys.exit(0 if $S0 >= 5 else 1)"
 check "healthy event mode names no straggler" py forced "$DEV['stragglers']['straggler'] is None"
 check "AllGathers 20 ms late on rank 2's device: view names rank 2 the straggler" \
-  py slow "$DEV['stragglers']['straggler'] == 2 and any(f['id'] == 'straggler' and f['rank'] == 2 for f in d['findings'])"
+  py slow "$DEV['stragglers']['straggler'] == 2 and any(f['id'] == 'straggler' and f['rank'] == 2 for f in d['findings'])" ||
+  # a rare failure under CI's load (1 in many ASan runs): say what view judged, for the next look
+  python3 -c "import json; print('# stragglers:', json.dumps(json.load(open('$T/slow.json'))['device']['stragglers']))"
 # aglate DIR: median over AllGathers of rank 2's device start minus the mean
 # of the others' (rt_dev_coll started, source 2), ms
 aglate() {
