@@ -13,6 +13,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 #include "model.h"
 #include "model_int.h"
@@ -249,10 +252,42 @@ static void close_some(void *arg, int slot, int lo, int hi)
 		rt_vw_cursor_close(srcs[k].c);
 }
 
-/* On the pass's threads: after a pass of thousands of ranks each cursor
- * still maps its file (rt_vw_cursor_keep_mapped), an munmap each. */
+static int by_base(const void *a, const void *b)
+{
+	uintptr_t x = (uintptr_t)((const struct iovec *)a)->iov_base;
+	uintptr_t y = (uintptr_t)((const struct iovec *)b)->iov_base;
+
+	return (x > y) - (x < y);
+}
+
+/* The files still mapped after a pass of thousands of ranks (each cursor
+ * keeps its file: rt_vw_cursor_keep_mapped), unmapped a run of adjacent
+ * mappings at a time: mmap placed them next to each other, so a handful
+ * of munmaps, where one per file (16,384) on two threads fought over the
+ * process's mmap lock and flushed the other core's TLB each. Then the
+ * cursors freed, on the pass's threads. Where the list cannot be had, each
+ * cursor unmaps its own. */
 void rt_vw_close_sources(struct rt_vw_src *srcs, int nsrc)
 {
+	struct iovec *m = nsrc > 1 ? malloc(sizeof(*m) * (size_t)nsrc) : NULL;
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	int n = 0;
+
+	for (int k = 0; m && k < nsrc; k++)
+		if (rt_vw_cursor_take_map(srcs[k].c, &m[n].iov_base, &m[n].iov_len)) {
+			m[n].iov_len = (m[n].iov_len + page - 1) / page * page;
+			n++;
+		}
+	if (n)
+		qsort(m, (size_t)n, sizeof(*m), by_base);
+	for (int a = 0, b; a < n; a = b) {
+		char *end = (char *)m[a].iov_base + m[a].iov_len;
+
+		for (b = a + 1; b < n && m[b].iov_base == end; b++)
+			end += m[b].iov_len;
+		munmap(m[a].iov_base, (size_t)(end - (char *)m[a].iov_base));
+	}
+	free(m);
 	rt_vw_fanout(nsrc, rt_vw_fanout_slots(nsrc), close_some, srcs);
 	free(srcs);
 }

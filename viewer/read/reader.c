@@ -425,6 +425,18 @@ bool rt_vw_cursor_ended_range(struct rt_vw_cursor *c, void **addr, size_t *len)
 	return true;
 }
 
+bool rt_vw_cursor_take_map(struct rt_vw_cursor *c, void **addr, size_t *len)
+{
+	if (!c || !c->base || !c->size || c->mem)
+		return false;
+	*addr = (void *)c->base;
+	*len = c->size;
+	c->base = NULL;
+	c->size = c->pkt = c->content = c->psize = c->off = c->dropped = 0;
+	c->ended = true;
+	return true;
+}
+
 int rt_vw_cursor_next(struct rt_vw_cursor *c, struct rt_vw_event *e)
 {
 	if (c->ended)

@@ -93,6 +93,10 @@ void rt_vw_cursor_keep_mapped(struct rt_vw_cursor *c);
 /* c's stream ended with its file kept mapped: the pages to drop, once
  * (true); false before the end, without a mapping, or when given before. */
 bool rt_vw_cursor_ended_range(struct rt_vw_cursor *c, void **addr, size_t *len);
+/* c's file mapping handed to the caller to unmap (c forgets it: reading on
+ * finds nothing, and rt_vw_cursor_close unmaps nothing); false: none.
+ * *len is the file's size: the mapping ends at the page after it. */
+bool rt_vw_cursor_take_map(struct rt_vw_cursor *c, void **addr, size_t *len);
 /* The pace of c's current packet: its records' bytes and the time they
  * span (its begin to end time). false: no packet read yet, or none to go
  * by (an LTTng trace's cursor, a packet of one instant). */
