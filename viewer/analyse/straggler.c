@@ -12,9 +12,11 @@
  * RT_VW_STRAGGLE_MIN_NS and at least RT_VW_STRAGGLE_NOISE times the noise
  * (a healthy rank stalled once by its host is no straggler): in a healthy job the last rank changes from one collective to the
  * next, and is late by scheduling noise only. The noise is what the job
- * shows without a straggler: how far apart the other ranks start (mean over
+ * shows without a straggler: how far apart the other ranks start (median over
  * collectives of the spread of the starts but the last), or, where that
- * says more, how late the last rank was when it was another one. A rank a
+ * says more, how late the last rank but the suspect was (median over every
+ * collective of three ranks or more but it: one stall of another rank's
+ * host or poller is not the job's noise). A rank a
  * loaded host schedules a millisecond late is noise there; the same
  * millisecond among GPUs that start within microseconds is a straggler.
  * Where a rank's times come from CUDA events they are poll times, each
@@ -161,10 +163,13 @@ static bool judged(const struct rt_vw_trace *t, const struct start *g, size_t k)
 	return true;
 }
 
-/* One collective's lateness of its last rank: rank index, ns. */
+/* One collective's lateness of its last rank: rank index, ns; how far
+ * apart the others started (the starts but the last, last minus first);
+ * where its starts are (v[at..at + k), analyse's). */
 struct lateness {
 	int ri;
-	double ns;
+	double ns, spread;
+	size_t at, k;
 };
 
 static int cmp_lateness(const void *a, const void *b)
@@ -203,7 +208,7 @@ static void judge(struct rt_vw_straggle *s, const struct start *g, size_t k,
 	s->spread_ns += (double)(second - first);
 	s->r[g[last].ri].last++;
 	s->r[g[last].ri].late_ns += (double)g[last].ts - others;
-	*out = (struct lateness){ g[last].ri, (double)g[last].ts - others };
+	*out = (struct lateness){ g[last].ri, (double)g[last].ts - others, (double)(second - first), 0, k };
 }
 
 /* Each rank's median lateness over the collectives it was last into:
@@ -219,7 +224,72 @@ static void medians(struct rt_vw_straggle *s, struct lateness *l, size_t n)
 	}
 }
 
-static void name_straggler(struct rt_vw_straggle *s, double least)
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The median of v[0..n) (sorted here), 0 when n is 0. */
+static double median_of(double *v, size_t n)
+{
+	if (!n)
+		return 0;
+	qsort(v, n, sizeof(*v), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* In the collective g[0..k): how late the last of its ranks but ri started
+ * after the mean of the rest of them but ri; false when fewer than three
+ * ranks but ri started it. */
+static bool late_without(const struct start *g, size_t k, int ri, double *out)
+{
+	size_t last = k, m = 0;
+	double sum = 0;
+
+	for (size_t i = 0; i < k; i++)
+		if (g[i].ri != ri) {
+			m++;
+			sum += (double)g[i].ts;
+			if (last == k || g[i].ts > g[last].ts)
+				last = i;
+		}
+	if (m < 3)
+		return false;
+	*out = (double)g[last].ts - (sum - (double)g[last].ts) / (double)(m - 1);
+	return true;
+}
+
+/* The noise, from the n collectives judged (l, their starts in v): the
+ * median over them of the others' spread, or where that says more, the
+ * median over them of how late the last rank but best was (the job as it
+ * would be without the suspect). Medians, as for the straggler's own
+ * lateness, and every collective, not only those another rank was last
+ * into: with a straggler those are the ones a stall made late by more than
+ * it, so one stalled poll on another rank (the mean of those lateness
+ * values, before) was noise enough to hide a 20 ms straggler. Out of
+ * memory: the mean spread. */
+static double noise(const struct rt_vw_straggle *s, const struct start *v, const struct lateness *l,
+		    size_t n, int best)
+{
+	double *w = malloc(sizeof(*w) * (n ? n : 1)), spread, late;
+	size_t k = 0;
+
+	if (!w)
+		return s->spread_ns;
+	for (size_t i = 0; i < n; i++)
+		w[i] = l[i].spread;
+	spread = median_of(w, n);
+	for (size_t i = 0; i < n; i++)
+		k += late_without(&v[l[i].at], l[i].k, best, &w[k]);
+	late = median_of(w, k);
+	free(w);
+	return late > spread ? late : spread;
+}
+
+static void name_straggler(struct rt_vw_straggle *s, const struct start *v, const struct lateness *l,
+			   size_t nl, double least)
 {
 	int best = -1;
 
@@ -233,19 +303,7 @@ static void name_straggler(struct rt_vw_straggle *s, double least)
 		s->wait_ns /= (double)s->colls;
 		s->spread_ns /= (double)s->colls;
 	}
-	s->noise_ns = s->spread_ns;
-	if (best >= 0) {
-		double late = 0;
-		uint64_t n = 0;
-
-		for (int i = 0; i < s->nranks; i++)
-			if (i != best && s->r[i].last) {
-				late += s->r[i].late_ns * (double)s->r[i].last;
-				n += s->r[i].last;
-			}
-		if (n && late / (double)n > s->noise_ns)
-			s->noise_ns = late / (double)n;
-	}
+	s->noise_ns = noise(s, v, l, nl, best);
 	s->straggler = -1;
 	if (best >= 0 && s->colls >= RT_VW_STRAGGLE_MIN_COLLS && 2 * s->r[best].last >= s->colls &&
 	    s->r[best].median_ns >= least &&
@@ -279,13 +337,15 @@ static struct rt_vw_straggle *analyse(struct rt_vw_trace *t)
 	for (size_t i = 0, j; i < n; i = j) {
 		for (j = i + 1; j < n && v[j].comm_id == v[i].comm_id && v[j].seq == v[i].seq; j++)
 			;
-		if (judged(t, &v[i], j - i))
-			judge(s, &v[i], j - i, &l[nl++]);
+		if (judged(t, &v[i], j - i)) {
+			judge(s, &v[i], j - i, &l[nl]);
+			l[nl++].at = i;
+		}
 	}
-	free(v);
 	medians(s, l, nl);
+	name_straggler(s, v, l, nl, least_late(t));
+	free(v);
 	free(l);
-	name_straggler(s, least_late(t));
 	return s;
 }
 

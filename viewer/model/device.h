@@ -80,7 +80,7 @@ struct rt_vw_straggle {
 	uint64_t colls;         /* collectives started on the device by every rank */
 	double wait_ns;         /* mean over them: last start minus first start */
 	double spread_ns;       /* mean over them: the starts but the last, last minus first */
-	double noise_ns;        /* lateness without a straggler (straggler.c) */
+	double noise_ns;        /* lateness without a straggler (straggler.c: medians) */
 	int nranks;
 	struct rt_vw_straggle_rank *r; /* by rank index (t->ranks) */
 	int straggler;          /* rank index named the straggler, or -1 */
