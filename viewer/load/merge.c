@@ -167,6 +167,9 @@ static void open_rank(struct rt_vw_trace *t, int i, struct src_chunk *c)
 		c->s[c->n].c = rt_vw_cursor_open_chain(rd, streams + k, g - k, &t->ranks[i].meta, e2,
 						       sizeof(e2));
 		c->s[c->n].rank = i;
+		/* the lock its file showed as it was mapped: the live state
+		 * after the pass asks no more of it (load.c) */
+		rt_vw_listing_unlocked(&t->ranks[i].listed, rt_vw_cursor_unlocked_file(c->s[c->n].c));
 		if (c->s[c->n].c)
 			c->n++;
 		else

@@ -16,6 +16,15 @@
 
 #include "live.h"
 
+void rt_vw_listing_unlocked(struct rt_vw_listing *l, const char *name)
+{
+	for (int k = 0; name && k < l->n; k++)
+		if (!strcmp(l->names[k], name) && (l->unlocked || (l->unlocked = calloc((size_t)l->n, 1)))) {
+			l->unlocked[k] = true;
+			return;
+		}
+}
+
 /* The stream files of rank_dir (seen's, when it holds): how many
  * (returned; -1 when unreadable), how many are process pid's (*own),
  * whether pid holds the lock of one of them (*locked: it is alive). */
@@ -37,6 +46,8 @@ static int live_streams(const char *rank_dir, const struct rt_vw_listing *seen, 
 		if (strncmp(streams[k], prefix, strlen(prefix)))
 			continue;
 		(*own)++;
+		if (kept && seen->unlocked && seen->unlocked[k])
+			continue; /* seen unlocked as it was read: a lock is never taken again */
 		snprintf(sp, sizeof(sp), "%s/%s", rank_dir, streams[k]);
 		*locked = rt_vw_stream_locked(sp) == 1;
 	}

@@ -66,6 +66,7 @@ struct rt_vw_cursor *rt_vw_cursor_mem(const struct rt_vw_event *ev, size_t n, ui
 /* Map path into c (read-only): 0, or -1 with err set. */
 int rt_vw_cursor_map(struct rt_vw_cursor *c, const char *path, char *err, size_t errlen)
 {
+	struct flock fl = { .l_type = F_RDLCK, .l_whence = SEEK_SET };
 	struct stat st;
 	char *own = strdup(path);
 	int fd;
@@ -93,6 +94,10 @@ int rt_vw_cursor_map(struct rt_vw_cursor *c, const char *path, char *err, size_t
 		return -1;
 	}
 	c->size = (size_t)st.st_size;
+	/* asked while the file is open anyway: a stream file's lock is taken
+	 * before it is named and only ever released, so one seen unlocked
+	 * stays so (the live state after the pass needs no open of it) */
+	c->unlocked = fcntl(fd, F_OFD_GETLK, &fl) == 0 && fl.l_type == F_UNLCK;
 	if (c->size > 0) {
 		c->base = mmap(NULL, c->size, PROT_READ, MAP_PRIVATE, fd, 0);
 		if (c->base == MAP_FAILED) {
@@ -423,6 +428,16 @@ bool rt_vw_cursor_ended_range(struct rt_vw_cursor *c, void **addr, size_t *len)
 		return false;
 	c->ended_given = true;
 	return true;
+}
+
+const char *rt_vw_cursor_unlocked_file(const struct rt_vw_cursor *c)
+{
+	const char *slash;
+
+	if (!c || !c->path || !c->unlocked)
+		return NULL;
+	slash = strrchr(c->path, '/');
+	return slash ? slash + 1 : c->path;
 }
 
 bool rt_vw_cursor_take_map(struct rt_vw_cursor *c, void **addr, size_t *len)

@@ -93,6 +93,9 @@ void rt_vw_cursor_keep_mapped(struct rt_vw_cursor *c);
 /* c's stream ended with its file kept mapped: the pages to drop, once
  * (true); false before the end, without a mapping, or when given before. */
 bool rt_vw_cursor_ended_range(struct rt_vw_cursor *c, void **addr, size_t *len);
+/* The name (the part after the last '/') of the file c maps when no writer
+ * held its lock as c mapped it; NULL otherwise (held, not asked, none). */
+const char *rt_vw_cursor_unlocked_file(const struct rt_vw_cursor *c);
 /* c's file mapping handed to the caller to unmap (c forgets it: reading on
  * finds nothing, and rt_vw_cursor_close unmaps nothing); false: none.
  * *len is the file's size: the mapping ends at the page after it. */
@@ -169,7 +172,11 @@ struct rt_vw_listing {
 	char **names;
 	int n;
 	struct timespec mtime, ctime, at;
+	bool *unlocked;  /* per name, NULL for none: seen unlocked (rt_vw_listing_unlocked) */
 };
+/* l's name `name` was seen unlocked (no writer's lock): a lock is only ever
+ * released, so the live state needs not ask it again while l holds. */
+void rt_vw_listing_unlocked(struct rt_vw_listing *l, const char *name);
 /* rt_vw_list_streams into *l (its old names freed); its count. */
 int rt_vw_list_streams_seen(const char *rank_dir, struct rt_vw_listing *l);
 /* Does l still list rank_dir? When the directory's times are those l saw

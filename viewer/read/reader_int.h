@@ -43,6 +43,7 @@ struct rt_vw_cursor {
 	char *first_err; /* a damaged file of the chain, reported at its end; NULL: none */
 	/* what the writer promised (metadata env file_records, chain.c): no
 	 * packet left zero, each file begun by rt_stream_file */
+	bool unlocked;       /* no writer held the current file's lock when mapped */
 	bool keep_mapped;    /* rt_vw_cursor_keep_mapped */
 	bool ended;          /* ... and the stream ended: nothing more to read */
 	bool ended_given;    /* its range was given (rt_vw_cursor_ended_range) */

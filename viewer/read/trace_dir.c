@@ -525,6 +525,7 @@ bool rt_vw_listing_holds(const char *rank_dir, const struct rt_vw_listing *l)
 
 void rt_vw_listing_free(struct rt_vw_listing *l)
 {
+	free(l->unlocked);
 	if (l->names)
 		rt_vw_free_names(l->names, l->n > 0 ? l->n : 0);
 	*l = (struct rt_vw_listing){ .n = -1 };
