@@ -494,3 +494,80 @@ Test(parallel, out_of_memory_fails_the_pass_and_frees_what_it_took)
 	}
 	job_free(&j);
 }
+
+/* The work after reading (rt_vw_parallel_pass_then: the load closes the
+ * streams and asks each rank's live state there, beside the last replays):
+ * once runs once and each covers [0, n) once, chunk by chunk, on one thread
+ * or two, after every rank job (each rank's events all modelled by then);
+ * and when the pass fails for memory, all the same (the load counts on
+ * its streams being closed). */
+struct after_count {
+	struct rt_vw_trace *t;
+	const struct job *j;
+	int once, seen[100];
+	bool all_read, check_read;
+};
+
+static void count_once(void *arg)
+{
+	__atomic_add_fetch(&((struct after_count *)arg)->once, 1, __ATOMIC_RELAXED);
+}
+
+static void count_each(void *arg, int lo, int hi)
+{
+	struct after_count *a = arg;
+
+	for (int i = lo; i < hi; i++)
+		__atomic_add_fetch(&a->seen[i], 1, __ATOMIC_RELAXED);
+	for (int r = 0; a->check_read && r < a->j->nranks; r++) {
+		uint64_t n = 0;
+
+		for (int s = 0; s < a->j->nstreams[r]; s++)
+			n += a->j->s[r][s].n;
+		if (a->t->ranks[r].events != n)
+			a->all_read = false;
+	}
+}
+
+Test(parallel, the_work_after_reading_runs_once_after_every_rank_job_failed_or_not)
+{
+	struct job j;
+
+	build(&j, 11);
+	for (int run = 0; run < 5; run++) {
+		int at = run < 2 ? -1 : run - 2; /* runs 2-4: out of memory at each allocation */
+		struct rt_vw_matcher *m = calloc(1, sizeof(*m));
+		struct rt_vw_trace *t = calloc(1, sizeof(*t));
+		struct after_count a = { .t = t, .j = &j, .all_read = true, .check_read = at < 0 };
+		struct rt_vw_after_read after = { count_once, count_each, 100, &a };
+		struct rt_vw_src srcs[MAXR * MAXS];
+		int nsrc = 0;
+
+		cr_assert(m && t);
+		m->t = t;
+		t->nranks = j.nranks;
+		t->ranks = calloc((size_t)j.nranks, sizeof(*t->ranks));
+		for (int r = 0; r < j.nranks; r++) {
+			t->ranks[r].live = rt_vw_map_new();
+			t->ranks[r].comm_device = t->ranks[r].init_device = t->ranks[r].dup_of = -1;
+			for (int s = 0; s < j.nstreams[r]; s++)
+				srcs[nsrc++] = (struct rt_vw_src){
+					.c = rt_vw_cursor_mem(j.s[r][s].ev, j.s[r][s].n, 0), .rank = r };
+		}
+		rt_vw_set_jobs(run % 2 ? 2 : 1);
+		setenv("RANKTRACE_ROUND_EVENTS", "3", 1); /* many rounds, replays beside the jobs */
+		fail_at = at;
+		cr_assert_eq(rt_vw_parallel_pass_then(t, m, srcs, nsrc, &after), at < 0 ? 0 : -1, "run %d", run);
+		fail_at = -1;
+		unsetenv("RANKTRACE_ROUND_EVENTS");
+		cr_assert_eq(a.once, 1, "run %d: once ran %d times", run, a.once);
+		for (int i = 0; i < 100; i++)
+			cr_assert_eq(a.seen[i], 1, "run %d: index %d covered %d times", run, i, a.seen[i]);
+		cr_assert(a.all_read, "run %d: a chunk ran before every rank's events were modelled", run);
+		for (int k = 0; k < nsrc; k++)
+			rt_vw_cursor_close(srcs[k].c);
+		rt_vw_free(t);
+		free(m);
+	}
+	job_free(&j);
+}

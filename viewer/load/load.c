@@ -78,18 +78,32 @@ static void finish_ranks(void *arg, int slot, int lo, int hi)
  * the job's processes (read/live.c: stream locks, /proc, the clock) is
  * asked here, once per rank on the pass's threads, or handed in (live),
  * before the analyses read it (analyses.c's LIVE input). */
+void rt_vw_model_finish_ranks(struct rt_vw_trace *t, int lo, int hi)
+{
+	struct finish_job j = { t, NULL };
+
+	finish_ranks(&j, 0, lo, hi);
+}
+
+void rt_vw_model_finish_after(struct rt_vw_matcher *m)
+{
+	struct rt_vw_trace *t = m->t;
+
+	if (!t->stall_ns)
+		t->stall_ns = RT_VW_STALL_DEFAULT_NS;
+	/* the communicators across ranks; out of memory, none: findings then
+	 * say a communicator by its id alone and view lists none */
+	(void)rt_vw_comm_index(t);
+	rt_vw_analyse(t, m);
+}
+
 void rt_vw_model_finish_live(struct rt_vw_matcher *m, const struct rt_vw_live *live)
 {
 	struct rt_vw_trace *t = m->t;
 	struct finish_job j = { t, live };
 
-	if (!t->stall_ns)
-		t->stall_ns = RT_VW_STALL_DEFAULT_NS;
 	rt_vw_fanout(t->nranks, rt_vw_fanout_slots(t->nranks), finish_ranks, &j);
-	/* the communicators across ranks; out of memory, none: findings then
-	 * say a communicator by its id alone and view lists none */
-	(void)rt_vw_comm_index(t);
-	rt_vw_analyse(t, m);
+	rt_vw_model_finish_after(m);
 }
 
 void rt_vw_model_finish(struct rt_vw_matcher *m)
@@ -182,6 +196,31 @@ static int native_ranks(struct rt_vw_trace *t, const char *dir, char *err, size_
 	return 0;
 }
 
+/* The work after reading (rt_vw_after_read), beside the pass's last
+ * replays: the streams closed (their files unmapped, once) and each rank's
+ * last step and live state (rt_vw_model_finish_ranks, in chunks). */
+struct after_job {
+	struct rt_vw_trace *t;
+	struct rt_vw_src *srcs;
+	int nsrc;
+};
+
+static void close_once(void *arg)
+{
+	struct after_job *a = arg;
+
+	rt_vw_close_sources(a->srcs, a->nsrc);
+	a->srcs = NULL;
+	a->nsrc = 0;
+}
+
+static void finish_each(void *arg, int lo, int hi)
+{
+	struct after_job *a = arg;
+
+	rt_vw_model_finish_ranks(a->t, lo, hi);
+}
+
 /* One attempt's directory read and analysed, its earlier attempts' endings
  * (nearlier of them, owned from here on) there for the detectors. */
 static struct rt_vw_trace *load_one(const char *dir, unsigned flags, uint64_t stall_ns,
@@ -191,6 +230,8 @@ static struct rt_vw_trace *load_one(const char *dir, unsigned flags, uint64_t st
 	struct rt_vw_trace *t = calloc(1, sizeof(*t));
 	struct rt_vw_matcher *m = calloc(1, sizeof(*m));
 	struct rt_vw_src *srcs = NULL;
+	struct rt_vw_after_read after;
+	struct after_job aj;
 	int nsrc = 0;
 
 	if (!t || !m)
@@ -203,13 +244,16 @@ static struct rt_vw_trace *load_one(const char *dir, unsigned flags, uint64_t st
 	m->t = t;
 	if ((rt_vw_is_lttng(dir) ? lttng_ranks(t, err, errlen) : native_ranks(t, dir, err, errlen)) != 0)
 		goto out_fail;
-	if (rt_vw_open_sources(t, &srcs, &nsrc) != 0 || rt_vw_parallel_pass(t, m, srcs, nsrc) != 0)
+	if (rt_vw_open_sources(t, &srcs, &nsrc) != 0)
 		goto out_oom;
-	rt_vw_close_sources(srcs, nsrc);
-	srcs = NULL;
+	aj = (struct after_job){ t, srcs, nsrc };
+	after = (struct rt_vw_after_read){ close_once, finish_each, t->nranks, &aj };
+	srcs = NULL; /* the pass closes them (close_once), failed or not */
 	nsrc = 0;
+	if (rt_vw_parallel_pass_then(t, m, aj.srcs, aj.nsrc, &after) != 0)
+		goto out_oom;
 	t->stall_ns = stall_ns ? stall_ns : RT_VW_STALL_DEFAULT_NS;
-	rt_vw_model_finish(m);
+	rt_vw_model_finish_after(m);
 	free(m);
 	return t;
 

@@ -246,15 +246,6 @@ int rt_vw_foreach(const struct rt_vw_trace *t, void (*fn)(void *arg, int rank, c
 	return rc;
 }
 
-static void close_some(void *arg, int slot, int lo, int hi)
-{
-	struct rt_vw_src *srcs = arg;
-
-	(void)slot;
-	for (int k = lo; k < hi; k++)
-		rt_vw_cursor_close(srcs[k].c);
-}
-
 static int by_base(const void *a, const void *b)
 {
 	uintptr_t x = (uintptr_t)((const struct iovec *)a)->iov_base;
@@ -268,7 +259,8 @@ static int by_base(const void *a, const void *b)
  * mappings at a time: mmap placed them next to each other, so a handful
  * of munmaps, where one per file (16,384) on two threads fought over the
  * process's mmap lock and flushed the other core's TLB each. Then the
- * cursors freed, on the pass's threads. Where the list cannot be had, each
+ * cursors freed (a few small blocks each: one thread; the pass runs this
+ * beside its last replays, load.c). Where the list cannot be had, each
  * cursor unmaps its own. */
 void rt_vw_close_sources(struct rt_vw_src *srcs, int nsrc)
 {
@@ -291,7 +283,8 @@ void rt_vw_close_sources(struct rt_vw_src *srcs, int nsrc)
 		munmap(m[a].iov_base, (size_t)(end - (char *)m[a].iov_base));
 	}
 	free(m);
-	rt_vw_fanout(nsrc, rt_vw_fanout_slots(nsrc), close_some, srcs);
+	for (int k = 0; k < nsrc; k++)
+		rt_vw_cursor_close(srcs[k].c);
 	free(srcs);
 }
 

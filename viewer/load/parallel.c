@@ -131,6 +131,11 @@ struct pass {
 	/* under mu: pages of paused cursors to drop, at once (release_flush) */
 	struct iovec rel[RT_REL_BATCH];
 	int nrel, pidfd;     /* pidfd < 0: no process_madvise, one madvise each */
+	/* under mu: the work after reading (rt_vw_after_read), once every
+	 * rank job is done: once taken, chunks taken and done */
+	const struct rt_vw_after_read *after;
+	bool once_taken;
+	int after_next, after_done, after_chunks;
 };
 
 /* Rank job: rj's events with order time < w through the model. Returns
@@ -369,6 +374,40 @@ struct worker_arg {
 	int id;
 };
 
+/* Under mu, every rank job done: a piece of the work after reading, run
+ * unlocked; false when none is left to take. */
+static bool after_read(struct pass *p)
+{
+	const struct rt_vw_after_read *a = p->after;
+
+	if (!a)
+		return false;
+	if (a->once && !p->once_taken) {
+		p->once_taken = true;
+		pthread_mutex_unlock(&p->mu);
+		a->once(a->arg);
+		pthread_mutex_lock(&p->mu);
+		p->after_done++;
+		return true;
+	}
+	if (a->each && p->after_next < p->after_chunks) {
+		int lo = p->after_next++ * RT_VW_FANOUT_CHUNK, hi = lo + RT_VW_FANOUT_CHUNK;
+
+		pthread_mutex_unlock(&p->mu);
+		a->each(a->arg, lo, hi < a->n ? hi : a->n);
+		pthread_mutex_lock(&p->mu);
+		p->after_done++;
+		return true;
+	}
+	return false;
+}
+
+/* Under mu: is the work after reading all done (or none)? */
+static bool after_done(const struct pass *p)
+{
+	return !p->after || p->after_done == p->after_chunks + (p->after->once != NULL);
+}
+
 static void *worker(void *arg)
 {
 	struct pass *p = ((struct worker_arg *)arg)->p;
@@ -407,7 +446,9 @@ static void *worker(void *arg)
 				end_round(p);
 				pthread_cond_broadcast(&p->cv);
 			}
-		} else if (p->finished && !p->replaying && p->replayed == p->rounds_done) {
+		} else if (p->finished && after_read(p)) {
+			pthread_cond_broadcast(&p->cv);
+		} else if (p->finished && !p->replaying && p->replayed == p->rounds_done && after_done(p)) {
 			break;
 		} else {
 			pthread_cond_wait(&p->cv, &p->mu);
@@ -506,11 +547,19 @@ static void unplan(struct pass *p)
 
 int rt_vw_parallel_pass(struct rt_vw_trace *t, struct rt_vw_matcher *m, struct rt_vw_src *srcs, int nsrc)
 {
-	struct pass p = { .t = t, .m = m, .srcs = srcs, .pidfd = -1 };
+	return rt_vw_parallel_pass_then(t, m, srcs, nsrc, NULL);
+}
+
+int rt_vw_parallel_pass_then(struct rt_vw_trace *t, struct rt_vw_matcher *m, struct rt_vw_src *srcs, int nsrc,
+			     const struct rt_vw_after_read *after)
+{
+	struct pass p = { .t = t, .m = m, .srcs = srcs, .pidfd = -1, .after = after };
 	pthread_t th[256];
 	struct worker_arg args[256];
 	int jobs, started = 0;
 
+	if (after && after->each && after->n > 0)
+		p.after_chunks = (after->n + RT_VW_FANOUT_CHUNK - 1) / RT_VW_FANOUT_CHUNK;
 	pthread_mutex_init(&p.mu, NULL);
 	pthread_cond_init(&p.cv, NULL);
 	p.logs = aligned_alloc(64, sizeof(*p.logs) * ((size_t)t->nranks + 1));
@@ -521,6 +570,10 @@ int rt_vw_parallel_pass(struct rt_vw_trace *t, struct rt_vw_matcher *m, struct r
 	}
 	if (rt_vw_chunks_init(&p.chunks) != 0 || !p.logs || plan(&p, nsrc) != 0) {
 		unplan(&p);
+		pthread_mutex_lock(&p.mu);
+		while (after_read(&p)) /* promised done, failed or not */
+			;
+		pthread_mutex_unlock(&p.mu);
 		return -1;
 	}
 	jobs = rt_vw_job_count(p.nrj);
@@ -532,6 +585,10 @@ int rt_vw_parallel_pass(struct rt_vw_trace *t, struct rt_vw_matcher *m, struct r
 	worker(&args[0]);
 	for (int j = 0; j < started; j++)
 		pthread_join(th[j], NULL);
+	pthread_mutex_lock(&p.mu);
+	while (after_read(&p)) /* what a failed pass left untaken */
+		;
+	pthread_mutex_unlock(&p.mu);
 	for (int i = 0; i < t->nranks; i++)
 		t->events += t->ranks[i].events;
 	unplan(&p);

@@ -142,6 +142,20 @@ void rt_vw_matcher_finish(struct rt_vw_matcher *m);
  * one order. 0, or -1 out of memory. */
 extern int rt_vw_jobs;
 int rt_vw_parallel_pass(struct rt_vw_trace *t, struct rt_vw_matcher *m, struct rt_vw_src *srcs, int nsrc);
+/* What may run once every rank job is done, on the threads the last
+ * replays leave free (they alone still run: the matcher's): once(arg) on
+ * one thread, and each(arg, lo, hi) over [0, n) in chunks of
+ * RT_VW_FANOUT_CHUNK, beside it. Neither may touch the matcher, nor a
+ * rank's fields it writes (skip_matched). All done when the pass returns,
+ * failed or not. */
+struct rt_vw_after_read {
+	void (*once)(void *arg);
+	void (*each)(void *arg, int lo, int hi);
+	int n;
+	void *arg;
+};
+int rt_vw_parallel_pass_then(struct rt_vw_trace *t, struct rt_vw_matcher *m, struct rt_vw_src *srcs, int nsrc,
+			     const struct rt_vw_after_read *after);
 /* fanout.c: fn(arg, slot, lo, hi) on the chunks of ranks [lo, hi) of
  * [0, n), RT_VW_FANOUT_CHUNK ranks each, taken in order by slots threads (slot: which,
  * 0..slots-1, for per-thread state); returns when all are done. How many
@@ -203,6 +217,11 @@ void rt_vw_findings_free(struct rt_vw_trace *t);
  * rt_vw_model_finish_live(m, NULL). */
 void rt_vw_model_finish(struct rt_vw_matcher *m);
 void rt_vw_model_finish_live(struct rt_vw_matcher *m, const struct rt_vw_live *live);
+/* The two halves of rt_vw_model_finish: each rank's last step and live
+ * state, ranks [lo, hi) (no matcher: it may run beside the last replays,
+ * rt_vw_after_read), then what needs the matcher done. */
+void rt_vw_model_finish_ranks(struct rt_vw_trace *t, int lo, int hi);
+void rt_vw_model_finish_after(struct rt_vw_matcher *m);
 /* analyses.c: every analysis in the table's order; the table's own check
  * (every input made by a row above its reader: 0, or -1 and *bad the
  * row's name) and its rows' names (NULL past the last). */
