@@ -459,6 +459,29 @@ void *aligned_alloc(size_t align, size_t size)
 	return posix_memalign(&p, align, size) ? NULL : p;
 }
 
+/* j's ranks as a trace with no directory, its streams as sources at srcs
+ * (*nsrc), and a matcher for it (*m). */
+static struct rt_vw_trace *bare_trace(const struct job *j, struct rt_vw_matcher **m, struct rt_vw_src *srcs,
+				      int *nsrc)
+{
+	struct rt_vw_trace *t = calloc(1, sizeof(*t));
+
+	*m = calloc(1, sizeof(**m));
+	cr_assert(*m && t);
+	(*m)->t = t;
+	t->nranks = j->nranks;
+	t->ranks = calloc((size_t)j->nranks, sizeof(*t->ranks));
+	*nsrc = 0;
+	for (int r = 0; r < j->nranks; r++) {
+		t->ranks[r].live = rt_vw_map_new();
+		t->ranks[r].comm_device = t->ranks[r].init_device = t->ranks[r].dup_of = -1;
+		for (int s = 0; s < j->nstreams[r]; s++)
+			srcs[(*nsrc)++] = (struct rt_vw_src){ .c = rt_vw_cursor_mem(j->s[r][s].ev, j->s[r][s].n, 0),
+							      .rank = r };
+	}
+	return t;
+}
+
 /* Out of memory for the ranks' logs (the first aligned_alloc) or a rank
  * job's sources (a later one): the pass fails, frees what it took and
  * crashes nowhere (unplan used to walk the logs it failed to allocate). */
@@ -468,21 +491,11 @@ Test(parallel, out_of_memory_fails_the_pass_and_frees_what_it_took)
 
 	build(&j, 7);
 	for (int at = 0; at < 3; at++) {
-		struct rt_vw_matcher *m = calloc(1, sizeof(*m));
-		struct rt_vw_trace *t = calloc(1, sizeof(*t));
+		struct rt_vw_matcher *m;
 		struct rt_vw_src srcs[MAXR * MAXS];
-		int nsrc = 0;
+		int nsrc;
+		struct rt_vw_trace *t = bare_trace(&j, &m, srcs, &nsrc);
 
-		cr_assert(m && t);
-		m->t = t;
-		t->nranks = j.nranks;
-		t->ranks = calloc((size_t)j.nranks, sizeof(*t->ranks));
-		for (int r = 0; r < j.nranks; r++) {
-			t->ranks[r].live = rt_vw_map_new();
-			for (int s = 0; s < j.nstreams[r]; s++)
-				srcs[nsrc++] = (struct rt_vw_src){
-					.c = rt_vw_cursor_mem(j.s[r][s].ev, j.s[r][s].n, 0), .rank = r };
-		}
 		rt_vw_set_jobs(2);
 		fail_at = at;
 		cr_assert_eq(rt_vw_parallel_pass(t, m, srcs, nsrc), -1, "aligned_alloc call %d failed", at);
@@ -536,24 +549,13 @@ Test(parallel, the_work_after_reading_runs_once_after_every_rank_job_failed_or_n
 	build(&j, 11);
 	for (int run = 0; run < 5; run++) {
 		int at = run < 2 ? -1 : run - 2; /* runs 2-4: out of memory at each allocation */
-		struct rt_vw_matcher *m = calloc(1, sizeof(*m));
-		struct rt_vw_trace *t = calloc(1, sizeof(*t));
+		struct rt_vw_matcher *m;
+		struct rt_vw_src srcs[MAXR * MAXS];
+		int nsrc;
+		struct rt_vw_trace *t = bare_trace(&j, &m, srcs, &nsrc);
 		struct after_count a = { .t = t, .j = &j, .all_read = true, .check_read = at < 0 };
 		struct rt_vw_after_read after = { count_once, count_each, 100, &a };
-		struct rt_vw_src srcs[MAXR * MAXS];
-		int nsrc = 0;
 
-		cr_assert(m && t);
-		m->t = t;
-		t->nranks = j.nranks;
-		t->ranks = calloc((size_t)j.nranks, sizeof(*t->ranks));
-		for (int r = 0; r < j.nranks; r++) {
-			t->ranks[r].live = rt_vw_map_new();
-			t->ranks[r].comm_device = t->ranks[r].init_device = t->ranks[r].dup_of = -1;
-			for (int s = 0; s < j.nstreams[r]; s++)
-				srcs[nsrc++] = (struct rt_vw_src){
-					.c = rt_vw_cursor_mem(j.s[r][s].ev, j.s[r][s].n, 0), .rank = r };
-		}
 		rt_vw_set_jobs(run % 2 ? 2 : 1);
 		setenv("RANKTRACE_ROUND_EVENTS", "3", 1); /* many rounds, replays beside the jobs */
 		fail_at = at;
