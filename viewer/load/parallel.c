@@ -131,8 +131,7 @@ struct pass {
 	/* under mu: pages of paused cursors to drop, at once (release_flush) */
 	struct iovec rel[RT_REL_BATCH];
 	int nrel, pidfd;     /* pidfd < 0: no process_madvise, one madvise each */
-	/* under mu: the work after reading (rt_vw_after_read), once every
-	 * rank job is done: once taken, chunks taken and done */
+	/* under mu: the work after reading (rt_vw_after_read): once taken, chunks taken, done */
 	const struct rt_vw_after_read *after;
 	bool once_taken;
 	int after_next, after_done, after_chunks;
@@ -402,6 +401,15 @@ static bool after_read(struct pass *p)
 	return false;
 }
 
+/* What no thread took of the work after reading (a failed pass): done here. */
+static void after_rest(struct pass *p)
+{
+	pthread_mutex_lock(&p->mu);
+	while (after_read(p))
+		;
+	pthread_mutex_unlock(&p->mu);
+}
+
 /* Under mu: is the work after reading all done (or none)? */
 static bool after_done(const struct pass *p)
 {
@@ -570,10 +578,7 @@ int rt_vw_parallel_pass_then(struct rt_vw_trace *t, struct rt_vw_matcher *m, str
 	}
 	if (rt_vw_chunks_init(&p.chunks) != 0 || !p.logs || plan(&p, nsrc) != 0) {
 		unplan(&p);
-		pthread_mutex_lock(&p.mu);
-		while (after_read(&p)) /* promised done, failed or not */
-			;
-		pthread_mutex_unlock(&p.mu);
+		after_rest(&p);
 		return -1;
 	}
 	jobs = rt_vw_job_count(p.nrj);
@@ -585,10 +590,7 @@ int rt_vw_parallel_pass_then(struct rt_vw_trace *t, struct rt_vw_matcher *m, str
 	worker(&args[0]);
 	for (int j = 0; j < started; j++)
 		pthread_join(th[j], NULL);
-	pthread_mutex_lock(&p.mu);
-	while (after_read(&p)) /* what a failed pass left untaken */
-		;
-	pthread_mutex_unlock(&p.mu);
+	after_rest(&p);
 	for (int i = 0; i < t->nranks; i++)
 		t->events += t->ranks[i].events;
 	unplan(&p);
