@@ -53,11 +53,24 @@ struct rt_vw_log {
 
 /* The rank job's sink: log l (its rank the log's). */
 struct rt_vw_sink rt_vw_log_sink(struct rt_vw_log *l);
+/* The replay's room (logs.c): entries and the sort's scratch for a slice
+ * of records, grown to the most one slice took, and a cursor per log.
+ * slice: the records a slice aims at (0: all at once). */
+struct rt_vw_log_cursor;
+struct rec;
+struct rt_vw_replay_room {
+	struct rt_sort_entry *e, *tmp;
+	struct rec *rec;
+	size_t cap, slice;
+	struct rt_vw_log_cursor *cur;
+	int ncur;
+};
 /* The records of every log i up to lim[i] into the matcher m, merged in
- * (clock, rank, order logged); their chunks freed. e, tmp: room for as
- * many entries as records. */
-void rt_vw_logs_replay(struct rt_vw_log *logs, int nranks, const uint64_t *lim, struct rt_vw_matcher *m,
-		       struct rt_sort_entry *e, struct rt_sort_entry *tmp);
+ * (clock, rank, order logged), a slice of the clocks at a time; their
+ * chunks freed. 0, or -1: no room (m has part of them). */
+int rt_vw_logs_replay(struct rt_vw_log *logs, int nranks, const uint64_t *lim, struct rt_vw_matcher *m,
+		      struct rt_vw_replay_room *rm);
+void rt_vw_replay_room_free(struct rt_vw_replay_room *rm);
 /* pool made empty: 0, or -1. rt_vw_chunks_free: every chunk of it freed,
  * the logs' too. */
 int rt_vw_chunks_init(struct rt_vw_chunks *pool);

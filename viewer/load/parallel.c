@@ -61,6 +61,9 @@ enum { RT_LOOKAHEAD = 2 };
  * records); a trace of collectives only, one an event: 8 Mi of them a
  * round held 1.3 GiB at 16,384 ranks. */
 #define RT_ROUND_MAX_RECORDS ((uint64_t)3 << 20)
+/* records a replay sorts at once (logs.c: a slice of the clocks), 72
+ * bytes of room each: 4.5 MB, in the caches */
+#define RT_REPLAY_SLICE ((size_t)64 << 10)
 #define RT_FIRST_WINDOW_NS 1000000ull
 /* round_growth; a round without events: the window x RT_GROW_EMPTY */
 #define RT_GROW_FAR 16u
@@ -126,6 +129,7 @@ struct pass {
 	uint64_t w, width;   /* window end, its width */
 	uint64_t round_events, round_target;
 	uint64_t round_records; /* logged by this round's jobs */
+	size_t slice;        /* records a replay sorts at once */
 	size_t drop;         /* read bytes a cursor drops at once (RT_READ_BUDGET) */
 	bool release;        /* a paused rank job unmaps its cursors' pages */
 	/* under mu: pages of paused cursors to drop, at once (release_flush) */
@@ -307,38 +311,13 @@ static void end_round(struct pass *p)
 	p->w = lo > UINT64_MAX - p->width ? UINT64_MAX : lo + p->width;
 }
 
-/* The replay's room: its records' (clock, rank) entries and the sort's
- * scratch, grown to the most records one replay took. */
-struct replay_room {
-	struct rt_sort_entry *e, *tmp;
-	size_t cap;
-};
-
-/* Under mu: a replay job, if one is due and none runs; false too when its
- * room cannot be had (p->failed). */
-static bool take_replay(struct pass *p, uint64_t *lim, struct replay_room *rr)
+/* Under mu: a replay job, if one is due and none runs: its records' limits. */
+static bool take_replay(struct pass *p, uint64_t *lim)
 {
-	size_t n = 0;
-
 	if (p->replaying || p->replayed == p->rounds_done)
 		return false;
-	for (int i = 0; i < p->t->nranks; i++) {
+	for (int i = 0; i < p->t->nranks; i++)
 		lim[i] = p->logs[i].pub;
-		n += (size_t)(lim[i] - p->logs[i].used);
-	}
-	if (n > rr->cap) {
-		size_t cap = n + n / 4 + 64;
-
-		free(rr->e);
-		free(rr->tmp);
-		rr->e = malloc(cap * sizeof(*rr->e));
-		rr->tmp = malloc(cap * sizeof(*rr->tmp));
-		rr->cap = rr->e && rr->tmp && cap <= UINT32_MAX ? cap : 0; /* rt_sort_by_key counts in 32 bits */
-		if (!rr->cap) {
-			p->failed = true;
-			return false;
-		}
-	}
 	p->replaying = true;
 	return true;
 }
@@ -421,18 +400,19 @@ static void *worker(void *arg)
 	struct pass *p = ((struct worker_arg *)arg)->p;
 	int id = ((struct worker_arg *)arg)->id, nr = p->t->nranks;
 	uint64_t *lim = malloc(sizeof(*lim) * ((size_t)nr + 1));
-	struct replay_room rr = { 0 };
+	struct rt_vw_replay_room rr = { .slice = p->slice };
 
 	pthread_mutex_lock(&p->mu);
 	if (!lim)
 		p->failed = true;
 	while (!p->failed) {
-		if (id == 0 && take_replay(p, lim, &rr)) {
-			int upto = p->rounds_done;
+		if (id == 0 && take_replay(p, lim)) {
+			int upto = p->rounds_done, ret;
 
 			pthread_mutex_unlock(&p->mu);
-			rt_vw_logs_replay(p->logs, p->t->nranks, lim, p->m, rr.e, rr.tmp);
+			ret = rt_vw_logs_replay(p->logs, p->t->nranks, lim, p->m, &rr);
 			pthread_mutex_lock(&p->mu);
+			p->failed |= ret != 0;
 			p->replaying = false;
 			p->replayed = upto;
 			pthread_cond_broadcast(&p->cv);
@@ -465,8 +445,7 @@ static void *worker(void *arg)
 	pthread_cond_broadcast(&p->cv);
 	pthread_mutex_unlock(&p->mu);
 	free(lim);
-	free(rr.e);
-	free(rr.tmp);
+	rt_vw_replay_room_free(&rr);
 	return NULL;
 }
 
@@ -508,9 +487,11 @@ static int plan(struct pass *p, int nsrc)
 	/* the first window narrow, the more so the more ranks (it grows x4 a
 	 * round): 1 ms of 16,384 ranks was 40 % of their events in one round */
 	p->width = RT_FIRST_WINDOW_NS / (uint64_t)(p->nrj > 0 ? p->nrj : 1) + 1;
+	p->slice = RT_REPLAY_SLICE;
 	if (set) {
 		p->round_target = (uint64_t)round.n;
 		p->width = 1;
+		p->slice = (size_t)round.n; /* slices as small */
 	}
 	p->drop = nsrc > 0 ? RT_READ_BUDGET / (size_t)nsrc : RT_DROP_MAX;
 	p->drop = p->drop < RT_DROP_MIN ? RT_DROP_MIN : p->drop > RT_DROP_MAX ? RT_DROP_MAX : p->drop;
