@@ -56,13 +56,13 @@ enum { RT_LOOKAHEAD = 2 };
  * at peak, 4 Mi 9.4-10.2 s and 450-470 MiB (the goal: 1 GiB). */
 #define RT_ROUND_MAX_EVENTS ((uint64_t)8 << 20)
 /* ... and no more records logged than this: the logs hold RT_LOOKAHEAD + 1
- * rounds of them (40 bytes each) and the replay sorts a round's (16 bytes
- * twice). bench's mix logs one record in three events (8 Mi events: 2.8 M
- * records); a trace of collectives only, one an event: 8 Mi of them a
- * round held 1.3 GiB at 16,384 ranks. */
+ * rounds of them (40 bytes each; the replay sorted a round's at once, 16
+ * bytes twice, before it took slices). bench's mix logs one record in
+ * three events (8 Mi events: 2.8 M records); a trace of collectives only,
+ * one an event: 8 Mi of them a round held 1.3 GiB at 16,384 ranks. */
 #define RT_ROUND_MAX_RECORDS ((uint64_t)3 << 20)
-/* records a replay sorts at once (logs.c: a slice of the clocks), 72
- * bytes of room each: 4.5 MB, in the caches */
+/* records a replay sorts at once (logs.c: a slice of the clocks; more
+ * where more share a clock), 72 bytes of room each: 4.5 MB, in the caches */
 #define RT_REPLAY_SLICE ((size_t)64 << 10)
 #define RT_FIRST_WINDOW_NS 1000000ull
 /* round_growth; a round without events: the window x RT_GROW_EMPTY */
