@@ -30,20 +30,34 @@ TABLE="$T/table"
 # "-": none) into $T/NAME; run's exit in $rc, stderr in NAME.err, verdict
 # word and exit in NAME.verdict and $vrc, view in NAME.view and NAME.json
 cell() {
-  local name=$1 v=$2 inj=$3 deps=deps injarg=() t0=$SECONDS; shift 3
+  local name=$1 v=$2 inj=$3 deps=deps injarg=() t0=$SECONDS note=""; shift 3
   case $v in 5.*) deps=deps5 ;; esac
   [ "$inj" != - ] && injarg=(--inject "$inj")
-  PYTHONPATH="$TD/transformers-$v:$TD/$deps" timeout -k 10 400 "$RT" run -o "$T/$name" \
-    "${injarg[@]}" -- "$PY" -m torch.distributed.run --standalone --nproc-per-node 2 "$HFT" \
-    --steps $STEPS "$@" > "$T/$name.log" 2> "$T/$name.err"
-  rc=$?
+  for attempt in 1 2; do
+    PYTHONPATH="$TD/transformers-$v:$TD/$deps" timeout -k 10 400 "$RT" run -o "$T/$name" \
+      "${injarg[@]}" -- "$PY" -m torch.distributed.run --standalone --nproc-per-node 2 "$HFT" \
+      --steps $STEPS "$@" > "$T/$name.log" 2> "$T/$name.err"
+    rc=$?
+    # gloo's teardown aborts a few CPU runs after both ranks finished
+    # (test_trainer.sh: traced or not; here twice in a fresh machine's CI, in
+    # the unprepared run, "terminate called without an active exception"):
+    # such a run once more, said in the table
+    if [ $rc -ne 0 ] && [ $attempt = 1 ] && grep -q 'terminate called' "$T/$name.err" &&
+      [ "$(grep -cE "^hf_trainer: rank [01] (trained $STEPS steps|ran [0-9]+ trials)$" "$T/$name.err")" -eq 2 ]; then
+      echo "# $name: a rank aborted in teardown after both finished ($(grep -m1 'terminate called' "$T/$name.err")): once more"
+      note=" (rerun: teardown abort)"
+      rm -rf "${T:?}/$name"
+      continue
+    fi
+    break
+  done
   "$RT" verdict "$T/$name" > "$T/$name.verdict" 2> "$T/$name.why"
   vrc=$?
   "$RT" view "$T/$name" > "$T/$name.view" 2>&1
   "$RT" view --json "$T/$name" > "$T/$name.json" 2> /dev/null
   sed -n '/^findings:/,$p' "$T/$name.view" | sed -n '2,3p' | cut -c1-400 | sed "s/^ */# $name: /"
-  printf '%-14s %-7s %-19s %-32s %4s %-18s %3ss\n' "$name" "$v" "${inj/#-/}" "$*" "$rc" \
-    "$(cat "$T/$name.verdict")" $((SECONDS - t0)) >> "$TABLE"
+  printf '%-14s %-7s %-19s %-32s %4s %-18s %3ss%s\n' "$name" "$v" "${inj/#-/}" "$*" "$rc" \
+    "$(cat "$T/$name.verdict")" $((SECONDS - t0)) "$note" >> "$TABLE"
 }
 # judged NAME WORD: verdict WORD with its exit code (healthy 0, else 1)
 judged() {
