@@ -50,11 +50,8 @@ cell() {
     PYTHONPATH="$TD/transformers-$v:$TD/deps" timeout -k 10 400 \
       "$RT" run -o "$T/$name" "${injarg[@]}" -- "${LAUNCH[@]}" > "$T/$name.log" 2>&1
     rc=$?
-    # gloo's teardown aborts a few healthy CPU runs after training finished
-    # (traced or not): run such a one once more, and say so
-    if [ $rc -ne 0 ] && [ $attempt = 1 ] && [ "$want" = healthy ] &&
-      grep -q 'terminate called' "$T/$name.log" &&
-      [ "$(grep -c "^hf_trainer: rank [01] trained $STEPS steps" "$T/$name.log")" -eq 2 ]; then
+    # gloo's teardown aborted a rank after training (trainer_lib.sh): once more
+    if [ $rc -ne 0 ] && [ $attempt = 1 ] && [ "$want" = healthy ] && aborted_in_teardown "$T/$name.log"; then
       note=" (rerun: a rank aborted in teardown after training)"
       rm -rf "${T:?}/$name"
       continue
