@@ -101,7 +101,7 @@ cell unprepared 4.52.4 skip-prepare-model --wrap ddp --expect none
 check "--inject skip-prepare-model: the model reached the Trainer as given" prepared unprepared "nothing \(LlamaForCausalLM as given\)"
 check "--inject skip-prepare-model: every rank trains its own copy, nothing fails (exit $rc)" [ $rc -eq 0 ] ||
   { tail -n 15 "$T/unprepared.err" | sed 's/^/# unprepared stderr: /'; sed -n '/^findings:/,$p' "$T/unprepared.view" | head -8 | sed 's/^/# /'
-    # the ranks' own words before torchrun's summary (a teardown abort seen once in CI under load)
+    # the ranks' own words before torchrun's summary (a teardown abort in CI: aborted_in_teardown)
     grep -iE 'terminate|what\(\)|abort|fatal|error|exception|warning' "$T/unprepared.err" | grep -vE 'elastic|ChildFailedError|error_file' |
       head -n 12 | sed 's/^/# unprepared ranks: /'; }
 check "--inject skip-prepare-model: verdict unprepared-model, exit 1" judged unprepared unprepared-model
