@@ -115,12 +115,12 @@ struct read_result {
 	char err[512];
 };
 
-static struct read_result read_chain(const struct rt_vw_rank_meta *m)
+/* The files written in dir (a template, made a directory) and opened as one
+ * stream; chain_remove removes them. */
+static struct rt_vw_cursor *chain_open(char *dir, const struct rt_vw_rank_meta *m)
 {
-	char dir[] = "/tmp/rt-chain-XXXXXX", path[600], err[512] = "";
-	struct read_result r = { 0 };
+	char path[600], err[512] = "";
 	struct rt_vw_cursor *c;
-	struct rt_vw_event e;
 
 	cr_assert_not_null(mkdtemp(dir));
 	for (int f = 0; f < FILES; f++) {
@@ -134,15 +134,32 @@ static struct read_result read_chain(const struct rt_vw_rank_meta *m)
 	}
 	c = rt_vw_cursor_open_chain(dir, (char *const *)names, FILES, m, err, sizeof(err));
 	cr_assert_not_null(c, "%s", err);
-	while ((r.rc = rt_vw_cursor_next(c, &e)) == 1)
-		r.records++;
-	snprintf(r.err, sizeof(r.err), "%s", r.rc < 0 ? rt_vw_cursor_error(c) : "");
-	rt_vw_cursor_close(c);
+	return c;
+}
+
+static void chain_remove(const char *dir)
+{
+	char path[600];
+
 	for (int f = 0; f < FILES; f++) {
 		snprintf(path, sizeof(path), "%s/%s", dir, names[f]);
 		unlink(path);
 	}
 	rmdir(dir);
+}
+
+static struct read_result read_chain(const struct rt_vw_rank_meta *m)
+{
+	char dir[] = "/tmp/rt-chain-XXXXXX";
+	struct read_result r = { 0 };
+	struct rt_vw_cursor *c = chain_open(dir, m);
+	struct rt_vw_event e;
+
+	while ((r.rc = rt_vw_cursor_next(c, &e)) == 1)
+		r.records++;
+	snprintf(r.err, sizeof(r.err), "%s", r.rc < 0 ? rt_vw_cursor_error(c) : "");
+	rt_vw_cursor_close(c);
+	chain_remove(dir);
 	return r;
 }
 
@@ -209,4 +226,51 @@ Test(chain, no_metadata_promises_nothing)
 	r = read_chain(NULL);
 	cr_assert_eq(r.rc, 0, "%s", r.err);
 	cr_assert_eq(r.records, 2 * 2 * PER_PACKET, "files 0 and 2 read (%d)", r.records);
+}
+
+/* rt_vw_cursor_peek: the first file's first packet as it was mapped, before
+ * any read (the parallel pass plans its first window from it), and the pace
+ * the read then finds in that same packet; reading on into later files
+ * changes nothing. A first packet that is not a used one's (zeros, a bad
+ * magic) peeks nothing, and the read still says what it finds there. */
+Test(chain, the_first_files_first_packet_is_peeked_before_a_read)
+{
+	struct rt_vw_rank_meta m = { .file_records = true };
+	char dir[] = "/tmp/rt-chain-XXXXXX", dir2[] = "/tmp/rt-chain-XXXXXX";
+	uint64_t ts = 0, bytes = 0, ns = 0, pb = 0, pns = 0;
+	struct rt_vw_cursor *c;
+	struct rt_vw_event e;
+	struct rt_fmt_packet h;
+	int rc;
+
+	build();
+	cr_assert(rt_fmt_packet_get(files[0], &h));
+	c = chain_open(dir, &m);
+	cr_assert(rt_vw_cursor_peek(c, &ts, &bytes, &ns), "a used first packet is peeked");
+	cr_expect_eq(ts, h.ts_begin);
+	cr_expect_eq(bytes, h.content_bytes - RT_PACKET_HEADER_BYTES);
+	cr_expect_eq(ns, h.ts_end - h.ts_begin);
+	cr_expect_eq(rt_vw_cursor_info(c)->packets, 0, "peeking reads no packet");
+	cr_assert_eq(rt_vw_cursor_next(c, &e), 1);
+	cr_assert(rt_vw_cursor_pace(c, &pb, &pns));
+	cr_expect(pb == bytes && pns == ns, "the read's pace %llu/%llu, the peek's %llu/%llu",
+		  (unsigned long long)pb, (unsigned long long)pns, (unsigned long long)bytes,
+		  (unsigned long long)ns);
+	while (rt_vw_cursor_next(c, &e) == 1)
+		;
+	cr_assert(rt_vw_cursor_peek(c, &ts, &bytes, &ns));
+	cr_expect_eq(ts, h.ts_begin, "the first file's, after the third was read");
+	rt_vw_cursor_close(c);
+	chain_remove(dir);
+
+	damage(ZERO_FILE1); /* file 1 zeros: file 0 still peeked */
+	memset(files[0], 0, RT_PACKET_HEADER_BYTES); /* and file 0's first header lost */
+	c = chain_open(dir2, &m);
+	cr_expect_not(rt_vw_cursor_peek(c, &ts, &bytes, &ns), "zeros are not a packet to plan by");
+	while ((rc = rt_vw_cursor_next(c, &e)) == 1)
+		;
+	cr_expect_eq(rc, -1, "the read reports them");
+	cr_expect(strstr(rt_vw_cursor_error(c), "stream-42-43: offset 0:"), "%s", rt_vw_cursor_error(c));
+	rt_vw_cursor_close(c);
+	chain_remove(dir2);
 }

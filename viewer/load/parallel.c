@@ -34,9 +34,6 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/syscall.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include "model.h"
@@ -85,9 +82,6 @@ enum { RT_LOOKAHEAD = 2 };
  * 10 % more CPU: not taken. */
 #define RT_FAULT_AROUND ((size_t)64 << 10)
 #define RT_DROP_MAX ((size_t)2 << 20)
-/* paused cursors whose pages are dropped at once (release_flush): at
- * ~200 KiB mapped each, 50 MB held a little longer */
-#define RT_REL_BATCH 256
 
 int rt_vw_jobs; /* 0: one per core */
 
@@ -132,9 +126,7 @@ struct pass {
 	size_t slice;        /* records a replay sorts at once */
 	size_t drop;         /* read bytes a cursor drops at once (RT_READ_BUDGET) */
 	bool release;        /* a paused rank job unmaps its cursors' pages */
-	/* under mu: pages of paused cursors to drop, at once (release_flush) */
-	struct iovec rel[RT_REL_BATCH];
-	int nrel, pidfd;     /* pidfd < 0: no process_madvise, one madvise each */
+	struct rt_vw_drops drops; /* under mu: pages of paused cursors to drop, at once */
 	/* under mu: the work after reading (rt_vw_after_read): once taken, chunks taken, done */
 	const struct rt_vw_after_read *after;
 	bool once_taken;
@@ -198,38 +190,6 @@ static double round_growth(const struct pass *p)
 	return p->round_events * RT_GROW_FAR <= p->round_target ? RT_GROW_FAR_MAX : 4;
 }
 
-/* Under mu: the paused cursors' pages listed in rel dropped. Each madvise
- * of a process on several threads flushes the other cores' TLBs (an IPI):
- * one per rank job and round was 15 % of a 16,384-rank verdict's CPU on 2
- * threads, most of it in that flush. process_madvise takes RT_REL_BATCH
- * ranges in one call (one flush since Linux 6.16's batching; one each
- * before, as madvise); where it is refused (before 5.10, or DONTNEED on
- * oneself before 6.13), a madvise each. Only under mu and before the next
- * round starts: a range stays its cursor's (paused, not closed) till then. */
-static void release_flush(struct pass *p)
-{
-	size_t want = 0;
-	long got = -1;
-
-	if (!p->nrel)
-		return;
-	for (int i = 0; i < p->nrel; i++)
-		want += p->rel[i].iov_len;
-#ifdef SYS_process_madvise
-	if (p->pidfd >= 0)
-		got = syscall(SYS_process_madvise, p->pidfd, p->rel, (size_t)p->nrel, MADV_DONTNEED, 0u);
-#endif
-	if (got < 0 || (size_t)got != want) {
-		if (got < 0 && p->pidfd >= 0) { /* refused: not again */
-			close(p->pidfd);
-			p->pidfd = -1;
-		}
-		for (int i = 0; i < p->nrel; i++) /* again for a part done: harmless */
-			madvise(p->rel[i].iov_base, p->rel[i].iov_len, MADV_DONTNEED);
-	}
-	p->nrel = 0;
-}
-
 /* Under mu, rank job rj paused: its live cursors' pages to drop, and those
  * of the cursors that ended in it (kept mapped till close: keep_mapped). */
 static void release_job(struct pass *p, const struct rank_job *rj)
@@ -241,9 +201,7 @@ static void release_job(struct pass *p, const struct rank_job *rj)
 		if (!(rj->live[k] ? rt_vw_cursor_release_range(rj->s[k].c, &addr, &len) :
 				    rt_vw_cursor_ended_range(rj->s[k].c, &addr, &len)))
 			continue;
-		if (p->nrel == RT_REL_BATCH)
-			release_flush(p);
-		p->rel[p->nrel++] = (struct iovec){ addr, len };
+		rt_vw_drops_add(&p->drops, addr, len);
 	}
 }
 
@@ -265,6 +223,34 @@ static void first_width(struct pass *p)
 		p->width = w < 1e18 ? (uint64_t)w : (uint64_t)1e18;
 }
 
+/* Before any read, the first window as round 0 would set it, from each
+ * stream's first packet as mapped (rt_vw_cursor_peek), and no round 0: a
+ * job per rank for one event, each file's first pages faulted in (64 KiB
+ * around) and dropped again before round 1. None peeked (LTTng): round 0
+ * runs. Windows do not change the result (above). */
+static void peek_first_window(struct pass *p)
+{
+	uint64_t lo = UINT64_MAX;
+
+	for (int k = 0; k < p->nrj; k++) {
+		struct rank_job *rj = &p->rj[k];
+
+		for (int i = 0; i < rj->n; i++) {
+			uint64_t ts, bytes, ns;
+
+			if (!rt_vw_cursor_peek(rj->s[i].c, &ts, &bytes, &ns))
+				continue;
+			rj->pace += (double)bytes / (double)ns;
+			lo = ts < lo ? ts : lo;
+		}
+	}
+	if (lo == UINT64_MAX)
+		return;
+	first_width(p);
+	p->w = lo > UINT64_MAX - p->width ? UINT64_MAX : lo + p->width;
+	p->rounds_done = p->replayed = 1; /* round 0: nothing logged, nothing to replay */
+}
+
 /* The last rank job of a round ended (under mu): publish the round's
  * records, size the next window, list the ranks with events left. */
 static void end_round(struct pass *p)
@@ -272,7 +258,7 @@ static void end_round(struct pass *p)
 	uint64_t lo = UINT64_MAX;
 	int n = 0;
 
-	release_flush(p);
+	rt_vw_drops_flush(&p->drops);
 	for (int i = 0; i < p->t->nranks; i++) {
 		p->logs[i].pub = p->logs[i].n;
 		p->failed |= p->logs[i].oom;
@@ -502,10 +488,8 @@ static int plan(struct pass *p, int nsrc)
 	 * drop 64 KiB into every file was 16 k madvise calls, 16 k TLB flushes) */
 	if (p->release)
 		p->drop = RT_DROP_MAX;
-#ifdef SYS_pidfd_open
-	if (p->release) /* release_flush's: this process */
-		p->pidfd = (int)syscall(SYS_pidfd_open, getpid(), 0u);
-#endif
+	if (p->release)
+		rt_vw_drops_init(&p->drops);
 	for (int i = 0; i < nsrc; i++) {
 		if (!p->srcs[i].c)
 			continue;
@@ -514,8 +498,10 @@ static int plan(struct pass *p, int nsrc)
 			rt_vw_cursor_keep_mapped(p->srcs[i].c);
 	}
 	p->back = p->ntodo - 1;
-	p->w = 0; /* round 0 starts every rank: its first events set the window */
 	p->finished = p->ntodo == 0;
+	p->w = 0; /* round 0 starts every rank: its first events set the window */
+	if (!p->finished)
+		peek_first_window(p); /* ... unless the files' first packets say it */
 	return 0;
 }
 
@@ -523,8 +509,7 @@ static int plan(struct pass *p, int nsrc)
  * NULL when their allocation failed). */
 static void unplan(struct pass *p)
 {
-	if (p->pidfd >= 0)
-		close(p->pidfd);
+	rt_vw_drops_fini(&p->drops);
 	rt_vw_chunks_free(&p->chunks); /* the logs' chunks */
 	for (int k = 0; k < p->nrj; k++)
 		free(p->rj[k].s);
@@ -542,7 +527,7 @@ int rt_vw_parallel_pass(struct rt_vw_trace *t, struct rt_vw_matcher *m, struct r
 int rt_vw_parallel_pass_then(struct rt_vw_trace *t, struct rt_vw_matcher *m, struct rt_vw_src *srcs, int nsrc,
 			     const struct rt_vw_after_read *after)
 {
-	struct pass p = { .t = t, .m = m, .srcs = srcs, .pidfd = -1, .after = after };
+	struct pass p = { .t = t, .m = m, .srcs = srcs, .drops.pidfd = -1, .after = after };
 	pthread_t th[256];
 	struct worker_arg args[256];
 	int jobs, started = 0;

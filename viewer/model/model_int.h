@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 
 #include "model.h"
 
@@ -105,6 +106,22 @@ bool rt_vw_src_next(struct rt_vw_trace *t, struct rt_vw_src *s);
  * each rank's read error noted on it. */
 int rt_vw_open_sources(struct rt_vw_trace *t, struct rt_vw_src **out, int *nout);
 void rt_vw_close_sources(struct rt_vw_src *srcs, int nsrc);
+/* merge.c: pages of paused cursors dropped in batches (MADV_DONTNEED): a
+ * madvise of a process on several threads is a TLB shootdown on the other
+ * cores each. rt_vw_drops_init asks for a pidfd of this process
+ * (process_madvise); rt_vw_drops_add keeps a range, dropping the batch
+ * first when full; rt_vw_drops_flush drops what it keeps (a range must
+ * stay its cursor's, paused, till then); rt_vw_drops_fini closes the pidfd.
+ * Not thread-safe: one lock around all. pidfd -1 before init. */
+#define RT_VW_DROP_BATCH 256
+struct rt_vw_drops {
+	struct iovec rel[RT_VW_DROP_BATCH];
+	int n, pidfd; /* pidfd < 0: no process_madvise, one madvise each */
+};
+void rt_vw_drops_init(struct rt_vw_drops *d);
+void rt_vw_drops_add(struct rt_vw_drops *d, void *addr, size_t len);
+void rt_vw_drops_flush(struct rt_vw_drops *d);
+void rt_vw_drops_fini(struct rt_vw_drops *d);
 /* A rank's first read error, kept (ranks are read on several threads). */
 void rt_vw_note_damage(struct rt_vw_trace *t, int ri, const char *msg);
 

@@ -63,6 +63,38 @@ struct rt_vw_cursor *rt_vw_cursor_mem(const struct rt_vw_event *ev, size_t n, ui
 	return c;
 }
 
+/* The first packet's header of the stream's first file, read while the
+ * file is open (one pread, no page of the mapping touched): the time its
+ * first event should come at and the pace of its records, for a caller
+ * that plans before it reads (rt_vw_cursor_peek). A header that does not
+ * read as a used packet's is left to the read to report. */
+static void peek(struct rt_vw_cursor *c, int fd)
+{
+	uint8_t hdr[RT_PACKET_HEADER_BYTES];
+	struct rt_fmt_packet h;
+
+	if (c->peeked || c->info.packets || c->size < sizeof(hdr) ||
+	    pread(fd, hdr, sizeof(hdr), 0) != (ssize_t)sizeof(hdr) || !rt_fmt_packet_get(hdr, &h))
+		return;
+	if (h.ts_begin >= RT_TS_UNUSED || h.ts_end >= RT_TS_UNUSED || h.ts_end <= h.ts_begin ||
+	    h.content_bytes <= RT_PACKET_HEADER_BYTES || h.content_bytes > h.packet_bytes)
+		return;
+	c->peek_ts = h.ts_begin;
+	c->peek_bytes = h.content_bytes - RT_PACKET_HEADER_BYTES;
+	c->peek_ns = h.ts_end - h.ts_begin;
+	c->peeked = true;
+}
+
+bool rt_vw_cursor_peek(const struct rt_vw_cursor *c, uint64_t *ts, uint64_t *bytes, uint64_t *ns)
+{
+	if (!c || !c->peeked)
+		return false;
+	*ts = c->peek_ts;
+	*bytes = c->peek_bytes;
+	*ns = c->peek_ns;
+	return true;
+}
+
 /* Map path into c (read-only): 0, or -1 with err set. */
 int rt_vw_cursor_map(struct rt_vw_cursor *c, const char *path, char *err, size_t errlen)
 {
@@ -98,6 +130,7 @@ int rt_vw_cursor_map(struct rt_vw_cursor *c, const char *path, char *err, size_t
 	 * before it is named and only ever released, so one seen unlocked
 	 * stays so (the live state after the pass needs no open of it) */
 	c->unlocked = fcntl(fd, F_OFD_GETLK, &fl) == 0 && fl.l_type == F_UNLCK;
+	peek(c, fd);
 	if (c->size > 0) {
 		c->base = mmap(NULL, c->size, PROT_READ, MAP_PRIVATE, fd, 0);
 		if (c->base == MAP_FAILED) {
