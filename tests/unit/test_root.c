@@ -336,7 +336,7 @@ Test(root, counts_replace_not_add)
 	rt_vw_model_finish(m);
 	cr_expect_eq(t->ranks[0].unwrapped_calls, 5);
 	cr_expect_eq(t->ranks[0].nunwrapped, 2);
-	cr_expect_str_eq(t->ranks[0].unwrapped[1].caller, "b.py:2 g");
+	cr_expect_str_eq(t->ranks[0].lists->unwrapped[1].caller, "b.py:2 g");
 	cr_expect_eq(t->verdict, RT_V_SKIPPED_FSDP_ROOT);
 	rt_vw_free(t);
 	free(m);

@@ -25,11 +25,11 @@ static bool rule_fired(const struct rt_vw_trace *t, int rule, struct rt_vw_findi
 
 		fired = fired || (rule < 64 && (r->rules_fired >> rule & 1));
 		for (int j = 0; j < r->nrules; j++) {
-			if (r->rules[j].rule != rule)
+			if (r->lists->rules[j].rule != rule)
 				continue;
-			fired = fired || r->rules[j].fired;
-			*seen += r->rules[j].seen;
-			*first = *first ? *first : &r->rules[j];
+			fired = fired || r->lists->rules[j].fired;
+			*seen += r->lists->rules[j].seen;
+			*first = *first ? *first : &r->lists->rules[j];
 			if (f)
 				rt_vw_finding_rank(f, r->meta.rank);
 		}
@@ -42,7 +42,7 @@ static bool judged(const struct rt_vw_trace *t, int ri, int rule)
 {
 	for (int i = 0; i < ri; i++)
 		for (int j = 0; j < t->ranks[i].nrules; j++)
-			if (t->ranks[i].rules[j].rule == rule)
+			if (t->ranks[i].lists->rules[j].rule == rule)
 				return true;
 	return false;
 }
@@ -74,6 +74,6 @@ void rt_vw_detect_INJECTION_NEVER_FIRED(struct rt_vw_trace *t, enum rt_finding_k
 {
 	for (int i = 0; i < t->nranks; i++)
 		for (int j = 0; j < t->ranks[i].nrules; j++)
-			if (!judged(t, i, t->ranks[i].rules[j].rule))
-				never_fired(t, k, t->ranks[i].rules[j].rule);
+			if (!judged(t, i, t->ranks[i].lists->rules[j].rule))
+				never_fired(t, k, t->ranks[i].lists->rules[j].rule);
 }

@@ -57,7 +57,7 @@ static const struct rt_vw_exception *first_exception(const struct rt_vw_trace *t
 {
 	for (int i = 0; i < k; i++)
 		if (t->ranks[idx[i]].nexc)
-			return &t->ranks[idx[i]].exc[0];
+			return &t->ranks[idx[i]].lists->exc[0];
 	return NULL;
 }
 
@@ -81,8 +81,9 @@ static struct rt_vw_finding *unwrapped_finding(struct rt_vw_trace *t, enum rt_fi
 		unwrapped_support(r, &freed, &views);
 		rt_vw_finding_rank(f, r->meta.rank);
 	}
-	rt_vw_fv_text(f, RT_FV_module, r0->unwrapped[0].module);
-	rt_vw_fv_text(f, RT_FV_caller, r0->unwrapped[0].caller);
+	/* no pair kept only when out of memory as its first came (calls counted) */
+	rt_vw_fv_text(f, RT_FV_module, r0->nunwrapped ? r0->lists->unwrapped[0].module : "");
+	rt_vw_fv_text(f, RT_FV_caller, r0->nunwrapped ? r0->lists->unwrapped[0].caller : "");
 	rt_vw_fv_int(f, RT_FV_calls, (int64_t)calls);
 	rt_vw_fv_flag(f, RT_FV_more_pairs, r0->nunwrapped > 1);
 	rt_vw_fv_int(f, RT_FV_root_forwards_before, (int64_t)r0->root_forwards_before_unwrapped);

@@ -281,6 +281,7 @@ void rt_vw_free(struct rt_vw_trace *t)
 		free(t->ranks[i].mem);
 		free(t->ranks[i].changes);
 		free(t->ranks[i].entered);
+		free(t->ranks[i].lists);
 		free(t->ranks[i].threads);
 		rt_vw_dev_free(&t->ranks[i]);
 		rt_vw_comms_free(&t->ranks[i]);

@@ -42,13 +42,20 @@ struct rt_vw_layout rt_vw_take_layout(struct rt_vw_rank *r, const char *name)
 	return l;
 }
 
+struct rt_vw_rank_lists *rt_vw_rank_lists(struct rt_vw_rank *r)
+{
+	if (!r->lists)
+		r->lists = calloc(1, sizeof(*r->lists));
+	return r->lists;
+}
+
 static void on_exception(struct rt_vw_rank *r, const struct rt_vw_event *e)
 {
 	struct rt_vw_exception *x;
 
-	if (r->nexc == RT_VW_MAX_EXC)
-		return;
-	x = &r->exc[r->nexc++];
+	if (r->nexc == RT_VW_MAX_EXC || !rt_vw_rank_lists(r))
+		return; /* full, or out of memory: dropped */
+	x = &r->lists->exc[r->nexc++];
 	memset(x, 0, sizeof(*x));
 	rt_field_text(e->id, e->fields, RT_FN_module, x->module);
 	rt_field_text(e->id, e->fields, RT_FN_exc_type, x->type);
@@ -62,7 +69,7 @@ static void on_exception_text(struct rt_vw_rank *r, const struct rt_vw_event *e)
 	char part[2][65];
 
 	for (int i = r->nexc - 1; i >= 0; i--) {
-		struct rt_vw_exception *x = &r->exc[i];
+		struct rt_vw_exception *x = &r->lists->exc[i];
 
 		if (x->tid != e->tid || x->has_text)
 			continue;
@@ -95,12 +102,12 @@ static void on_rule(struct rt_vw_rank *r, const struct rt_vw_event *e)
 	struct rt_vw_rule *u = NULL;
 
 	for (int i = 0; i < r->nrules && !u; i++)
-		if (r->rules[i].rule == rule)
-			u = &r->rules[i];
+		if (r->lists->rules[i].rule == rule)
+			u = &r->lists->rules[i];
 	if (!u) {
-		if (r->nrules == RT_VW_MAX_RULES)
-			return;
-		u = &r->rules[r->nrules++];
+		if (r->nrules == RT_VW_MAX_RULES || !rt_vw_rank_lists(r))
+			return; /* full, or out of memory: dropped */
+		u = &r->lists->rules[r->nrules++];
 		memset(u, 0, sizeof(*u));
 		u->rule = rule;
 		rt_field_text(e->id, e->fields, RT_FN_spec, u->spec);

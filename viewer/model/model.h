@@ -149,6 +149,15 @@ struct rt_vw_rule {
 	char spec[65], target[65]; /* target: a preset's (format/presets.def), or the spec's */
 	uint64_t seen, fired;
 };
+/* A rank's lists of the probe's evidence and the plan's rules, out of its
+ * rank's line (rt_vw_rank_lists): 4.8 KB a rank, of which a trace of
+ * 16,384 ranks without the probe used none, yet it spread each rank's
+ * fields over three pages (the rank table, 8.7 KB a rank, faulted in whole). */
+struct rt_vw_rank_lists {
+	struct rt_vw_unwrapped unwrapped[RT_VW_MAX_UNWRAPPED];
+	struct rt_vw_exception exc[RT_VW_MAX_EXC];
+	struct rt_vw_rule rules[RT_VW_MAX_RULES];
+};
 /* rt_marker names the probe reserves: report points (below), teardown. */
 #define RT_VW_TEARDOWN_MARKER "rt.teardown"
 #define RT_VW_STALL_DEFAULT_NS 30000000000ull
@@ -215,17 +224,17 @@ struct rt_vw_rank {
 	char first_fault[160];
 	/* the probe's direct evidence of a skipped FSDP root (root.c): calls of a
 	 * module the root wraps while no root forward ran, per (module, caller),
-	 * in the order first seen; root forwards before the first of them */
-	struct rt_vw_unwrapped unwrapped[RT_VW_MAX_UNWRAPPED];
+	 * in the order first seen (lists->unwrapped); root forwards before the
+	 * first of them */
+	struct rt_vw_rank_lists *lists; /* NULL until the first of its lists' entries */
 	int nunwrapped;
 	uint64_t unwrapped_calls, root_forwards_before_unwrapped;
 	/* the probe's further evidence (evidence.c): the exceptions that left
-	 * those calls, the optimizer's steps; the fault plan's rules as its
-	 * processes ended, and the rules an rt_fault says fired (bit: index) */
-	struct rt_vw_exception exc[RT_VW_MAX_EXC];
+	 * those calls (lists->exc), the optimizer's steps; the fault plan's rules
+	 * as its processes ended (lists->rules), and the rules an rt_fault says
+	 * fired (bit: index) */
 	int nexc;
 	struct rt_vw_optim optim;
-	struct rt_vw_rule rules[RT_VW_MAX_RULES];
 	int nrules;
 	uint64_t rules_fired;
 	/* teardown (root.c): when the main process began it after training

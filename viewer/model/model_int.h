@@ -106,6 +106,9 @@ bool rt_vw_src_next(struct rt_vw_trace *t, struct rt_vw_src *s);
  * each rank's read error noted on it. */
 int rt_vw_open_sources(struct rt_vw_trace *t, struct rt_vw_src **out, int *nout);
 void rt_vw_close_sources(struct rt_vw_src *srcs, int nsrc);
+/* evidence.c: r's evidence lists (r->lists), taken zeroed at the first
+ * entry; NULL when out of memory (the entry is dropped, as when full). */
+struct rt_vw_rank_lists *rt_vw_rank_lists(struct rt_vw_rank *r);
 /* merge.c: pages of paused cursors dropped in batches (MADV_DONTNEED): a
  * madvise of a process on several threads is a TLB shootdown on the other
  * cores each. rt_vw_drops_init asks for a pidfd of this process

@@ -25,8 +25,8 @@ void rt_vw_unwrapped_event(struct rt_vw_rank *r, const struct rt_vw_event *e)
 	if (!calls)
 		calls = 1;
 	for (int i = 0; i < r->nunwrapped && !u; i++)
-		if (!strcmp(r->unwrapped[i].module, module) && !strcmp(r->unwrapped[i].caller, caller))
-			u = &r->unwrapped[i];
+		if (!strcmp(r->lists->unwrapped[i].module, module) && !strcmp(r->lists->unwrapped[i].caller, caller))
+			u = &r->lists->unwrapped[i];
 	if (!r->nunwrapped && !r->unwrapped_calls)
 		r->root_forwards_before_unwrapped = r->fsdp_root_forwards;
 	if (u) {
@@ -35,9 +35,9 @@ void rt_vw_unwrapped_event(struct rt_vw_rank *r, const struct rt_vw_event *e)
 		return;
 	}
 	r->unwrapped_calls += calls;
-	if (r->nunwrapped == RT_VW_MAX_UNWRAPPED)
-		return;
-	u = &r->unwrapped[r->nunwrapped++];
+	if (r->nunwrapped == RT_VW_MAX_UNWRAPPED || !rt_vw_rank_lists(r))
+		return; /* full, or out of memory: dropped (the calls are counted) */
+	u = &r->lists->unwrapped[r->nunwrapped++];
 	memcpy(u->module, module, sizeof(u->module));
 	memcpy(u->caller, caller, sizeof(u->caller));
 	u->calls = calls;

@@ -128,9 +128,9 @@ static void rank_probe(struct rt_json *w, const struct rt_vw_rank *r)
 	rt_json_arr(w, RT_JK(sites));
 	for (int i = 0; i < r->nunwrapped; i++) {
 		rt_json_obj(w, NULL);
-		rt_json_str(w, RT_JK(module), r->unwrapped[i].module);
-		rt_json_str(w, RT_JK(caller), r->unwrapped[i].caller);
-		rt_json_uint(w, RT_JK(calls), r->unwrapped[i].calls);
+		rt_json_str(w, RT_JK(module), r->lists->unwrapped[i].module);
+		rt_json_str(w, RT_JK(caller), r->lists->unwrapped[i].caller);
+		rt_json_uint(w, RT_JK(calls), r->lists->unwrapped[i].calls);
 		rt_json_end(w);
 	}
 	rt_json_end(w);
