@@ -10,7 +10,8 @@
 # $TMPDIR, read once to warm the page cache, then timed ROUNDS times
 # (default 3: the median); removed before the next. Refuses to start a
 # shape without twice its size free. Writes OUT_DIR/scale.tsv and
-# OUT_DIR/scale.svg.
+# OUT_DIR/scale.svg. From 1,024 ranks on, each shape's floor too: the system
+# calls its ranks' files cost alone (bench/rank_floor.c).
 set -euo pipefail
 B=$(cd "${1:?usage: bench/scale.sh BUILD OUT_DIR [RANKSxEVENTS...]}" && pwd)
 OUT=${2:?usage: bench/scale.sh BUILD OUT_DIR [RANKSxEVENTS...]}
@@ -48,6 +49,12 @@ for s in "${SHAPES[@]}"; do
   printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$ranks" "$ev" "$((ranks * ev))" "$bytes" "$secs" "$rss" "$cpu" >> "$TSV"
   printf 'scale: %6d ranks x %8d events: verdict %6.2f s (median of %d; CPU %.2f s), peak RSS %4d MiB, %s on disk\n' \
     "$ranks" "$ev" "$secs" "$R" "$cpu" "$((rss / 1024))" "$(du -sh "$T/t" | cut -f1)"
+  # what those ranks' files cost before any event is read (the kernel's part of
+  # the load: list, metadata, open and map each stream), alone, same trace
+  if [ "$ranks" -ge 1024 ] && [ -x "$B/bin/rank_floor" ]; then
+    th=$(nproc); [ "$th" -le 64 ] || th=64
+    (ulimit -n 1024; "$B/bin/rank_floor" "$T/t" "$ranks" "$th") | sed 's/^/scale:   /' || true
+  fi
   rm -rf "$T/t"
 done
 python3 "$(dirname "$0")/scale_svg.py" "$TSV" "$OUT/scale.svg"
