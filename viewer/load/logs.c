@@ -263,7 +263,7 @@ static int cursors_open(struct rt_vw_replay_room *rm, struct rt_vw_log *logs, in
 	*hi = 0;
 	for (int i = 0; i < nranks; i++) {
 		struct rt_vw_log_cursor *q = &rm->cur[n];
-		uint64_t left = lim[i] - logs[i].used;
+		uint64_t left = lim[i] - logs[i].used, first;
 		const struct chunk *c;
 		uint32_t at;
 
@@ -271,7 +271,8 @@ static int cursors_open(struct rt_vw_replay_room *rm, struct rt_vw_log *logs, in
 			continue;
 		*q = (struct rt_vw_log_cursor){ logs[i].head, logs[i].head_i, i, left };
 		n++;
-		*lo = cursor_rec(q)->ts < *lo ? cursor_rec(q)->ts : *lo;
+		first = cursor_rec(q)->ts;
+		*lo = first < *lo ? first : *lo;
 		for (c = q->c, at = q->i; c->cap - at < left; c = c->next, at = 0)
 			left -= c->cap - at;
 		*hi = c->r[at + left - 1].ts > *hi ? c->r[at + left - 1].ts : *hi;
