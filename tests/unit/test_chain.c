@@ -231,12 +231,12 @@ Test(chain, no_metadata_promises_nothing)
 /* rt_vw_cursor_peek: the first file's first packet as it was mapped, before
  * any read (the parallel pass plans its first window from it), and the pace
  * the read then finds in that same packet; reading on into later files
- * changes nothing. A first packet that is not a used one's (zeros, a bad
+ * changes nothing. A first packet header that is not one (zeros, a bad
  * magic) peeks nothing, and the read still says what it finds there. */
 Test(chain, the_first_files_first_packet_is_peeked_before_a_read)
 {
 	struct rt_vw_rank_meta m = { .file_records = true };
-	char dir[] = "/tmp/rt-chain-XXXXXX", dir2[] = "/tmp/rt-chain-XXXXXX";
+	char dir[] = "/tmp/rt-chain-XXXXXX";
 	uint64_t ts = 0, bytes = 0, ns = 0, pb = 0, pns = 0;
 	struct rt_vw_cursor *c;
 	struct rt_vw_event e;
@@ -263,14 +263,24 @@ Test(chain, the_first_files_first_packet_is_peeked_before_a_read)
 	rt_vw_cursor_close(c);
 	chain_remove(dir);
 
-	damage(ZERO_FILE1); /* file 1 zeros: file 0 still peeked */
-	memset(files[0], 0, RT_PACKET_HEADER_BYTES); /* and file 0's first header lost */
-	c = chain_open(dir2, &m);
-	cr_expect_not(rt_vw_cursor_peek(c, &ts, &bytes, &ns), "zeros are not a packet to plan by");
-	while ((rc = rt_vw_cursor_next(c, &e)) == 1)
-		;
-	cr_expect_eq(rc, -1, "the read reports them");
-	cr_expect(strstr(rt_vw_cursor_error(c), "stream-42-43: offset 0:"), "%s", rt_vw_cursor_error(c));
-	rt_vw_cursor_close(c);
-	chain_remove(dir2);
+	/* file 0's first packet header: zeros (lost), then a bad magic */
+	for (int k = 0; k < 2; k++) {
+		char d2[] = "/tmp/rt-chain-XXXXXX";
+
+		build();
+		if (k == 0)
+			memset(files[0], 0, RT_PACKET_HEADER_BYTES);
+		else
+			rt_fmt_put32(files[0], 0xdeadbeefu);
+		c = chain_open(d2, &m);
+		cr_expect_not(rt_vw_cursor_peek(c, &ts, &bytes, &ns), "case %d: no packet to plan by", k);
+		while ((rc = rt_vw_cursor_next(c, &e)) == 1)
+			;
+		cr_expect_eq(rc, -1, "case %d: the read reports it", k);
+		cr_expect(strstr(rt_vw_cursor_error(c), "stream-42-43: offset 0:") &&
+			  strstr(rt_vw_cursor_error(c), k == 0 ? "zeros where a packet" : "bad packet magic"),
+			  "case %d: %s", k, rt_vw_cursor_error(c));
+		rt_vw_cursor_close(c);
+		chain_remove(d2);
+	}
 }

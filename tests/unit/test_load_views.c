@@ -5,6 +5,8 @@
  * libbabeltrace2 (read_bt2.c) into the same model. Traces written in
  * $TMPDIR by dir_rig.h. */
 #include "dir_rig.h"
+#include "model_int.h"
+#include "view.h"
 
 TestSuite(load_views, .fini = tw_teardown);
 
@@ -120,6 +122,73 @@ Test(load_views, a_ranks_threads_are_merged_and_a_cut_one_is_damage)
 	cr_expect_eq(t->ranks[0].events, 10);
 	cr_expect(t->ranks[0].damaged[0], "the cut stream is damage");
 	rt_vw_free(t);
+}
+
+/* `view --json` of the trace in w.dir, windows of `round` events
+ * (RANKTRACE_ROUND_EVENTS), the first window from the streams' first
+ * packets or from a round 0 (no_peek). */
+static char *view_json(const char *round, bool no_peek)
+{
+	struct rt_vw_report rp;
+	struct rt_vw_trace *t;
+	char *s = NULL;
+	size_t n = 0;
+	FILE *m;
+
+	cr_assert_eq(setenv("RANKTRACE_ROUND_EVENTS", round, 1), 0);
+	rt_vw_pass_no_peek = no_peek;
+	t = load(0);
+	rt_vw_pass_no_peek = false;
+	unsetenv("RANKTRACE_ROUND_EVENTS");
+	m = open_memstream(&s, &n);
+	cr_assert_not_null(m);
+	cr_assert_eq(rt_vw_report_make(t, -1, &rp), 0);
+	rt_vw_view_json(m, &rp);
+	rt_vw_report_free(&rp);
+	fclose(m);
+	rt_vw_free(t);
+	return s;
+}
+
+/* The first window from the streams' first packet headers (no round 0) or
+ * from a round 0 that reads each stream's first event: the same model,
+ * whatever the windows; ranks that begin at other times (rank 2 a second
+ * late, rank 3 with a second thread whose first packet is one instant:
+ * nothing to plan by, so round 0 runs). */
+Test(load_views, the_first_window_from_the_packets_or_a_round_0_gives_one_model)
+{
+	static const char *const rounds[] = { "1", "3", "40", "100000" };
+	char path[400];
+	uint8_t pkt[4096] = { 0 };
+
+	tw_init(4);
+	for (int ri = 0; ri < 4; ri++) {
+		if (ri == 2)
+			w.now += 1000000000ull;
+		rank_life(ri, 8 + (uint64_t)ri, 0);
+	}
+	tw_write();
+	for (int k = 0; k < 4; k++) {
+		char *peeked = view_json(rounds[k], false), *round0 = view_json(rounds[k], true);
+
+		cr_expect_str_eq(peeked, round0, "windows of %s events", rounds[k]);
+		cr_expect(strstr(peeked, "\"verdict\""), "%.200s", peeked);
+		free(peeked);
+		free(round0);
+	}
+	{
+		struct rt_fmt_packet h = { NULL, w.now, w.now, RT_PACKET_HEADER_BYTES, 4096, 0, 103, 204 };
+		char *peeked, *round0;
+
+		rt_fmt_packet_put(pkt, &h); /* a used packet of one instant: no pace */
+		snprintf(path, sizeof(path), "%s/rank-00003/stream-103-204", w.dir);
+		write_file(path, pkt, sizeof(pkt));
+		peeked = view_json("3", false);
+		round0 = view_json("3", true);
+		cr_expect_str_eq(peeked, round0);
+		free(peeked);
+		free(round0);
+	}
 }
 
 /* An LTTng session's directory (ust/ inside) whose CTF trace holds no

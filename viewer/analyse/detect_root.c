@@ -81,7 +81,7 @@ static struct rt_vw_finding *unwrapped_finding(struct rt_vw_trace *t, enum rt_fi
 		unwrapped_support(r, &freed, &views);
 		rt_vw_finding_rank(f, r->meta.rank);
 	}
-	/* no pair kept only when out of memory as its first came (calls counted) */
+	/* a rank with calls has a pair (a pass that lost one failed): guarded all the same */
 	rt_vw_fv_text(f, RT_FV_module, r0->nunwrapped ? r0->lists->unwrapped[0].module : "");
 	rt_vw_fv_text(f, RT_FV_caller, r0->nunwrapped ? r0->lists->unwrapped[0].caller : "");
 	rt_vw_fv_int(f, RT_FV_calls, (int64_t)calls);

@@ -7,7 +7,10 @@
  * source's events with rt_vw_src_first/next.
  * rt_vw_foreach merges every stream of every rank by order time
  * (rt_vw_order_ts) for the exports. A rank's read errors are noted on it
- * (rt_vw_note_damage: the first one, thread-safe). */
+ * (rt_vw_note_damage: the first one, thread-safe). The streams' mappings
+ * let go of: the pass's paused cursors' pages dropped in batches
+ * (rt_vw_dontneed_*), the files unmapped in runs after it
+ * (rt_vw_close_sources). */
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -289,8 +292,7 @@ void rt_vw_close_sources(struct rt_vw_src *srcs, int nsrc)
 	free(srcs);
 }
 
-
-void rt_vw_drops_init(struct rt_vw_drops *d)
+void rt_vw_dontneed_init(struct rt_vw_dontneed *d)
 {
 	d->n = 0;
 	d->pidfd = -1;
@@ -299,12 +301,12 @@ void rt_vw_drops_init(struct rt_vw_drops *d)
 #endif
 }
 
-/* One system call for the batch: process_madvise takes RT_VW_DROP_BATCH
+/* One system call for the batch: process_madvise takes RT_VW_DONTNEED_BATCH
  * ranges (one TLB flush since Linux 6.16's batching; one each before, as
  * madvise). A madvise a paused rank job was 15 % of a 16,384-rank
  * verdict's CPU on 2 threads, most of it in the flush. Where refused
  * (before 5.10, or DONTNEED on oneself before 6.13): a madvise each. */
-void rt_vw_drops_flush(struct rt_vw_drops *d)
+void rt_vw_dontneed_flush(struct rt_vw_dontneed *d)
 {
 	size_t want = 0;
 	long got = -1;
@@ -328,14 +330,14 @@ void rt_vw_drops_flush(struct rt_vw_drops *d)
 	d->n = 0;
 }
 
-void rt_vw_drops_add(struct rt_vw_drops *d, void *addr, size_t len)
+void rt_vw_dontneed_add(struct rt_vw_dontneed *d, void *addr, size_t len)
 {
-	if (d->n == RT_VW_DROP_BATCH)
-		rt_vw_drops_flush(d);
+	if (d->n == RT_VW_DONTNEED_BATCH)
+		rt_vw_dontneed_flush(d);
 	d->rel[d->n++] = (struct iovec){ addr, len };
 }
 
-void rt_vw_drops_fini(struct rt_vw_drops *d)
+void rt_vw_dontneed_fini(struct rt_vw_dontneed *d)
 {
 	if (d->pidfd >= 0)
 		close(d->pidfd);

@@ -20,8 +20,10 @@
  * the whole logs. Round k+1's rank jobs run beside that replay; the replay
  * gives back the log chunks it has read (logs.c). The result depends neither on the
  * windows (sized on the fly to about RT_ROUND_EVENTS events, RT_JOB_EVENTS
- * per rank at least; tests make them tiny with RANKTRACE_ROUND_EVENTS) nor
- * on `jobs`: one thread runs the same jobs in turn.
+ * per rank at least; tests make them tiny with RANKTRACE_ROUND_EVENTS; the
+ * first from the streams' first packet headers, else from a round 0 that
+ * reads each stream's first event) nor on `jobs`: one thread runs the same
+ * jobs in turn.
  *
  * Threads take jobs under one mutex (a few per rank and round): the first
  * thread takes a replay first when one is due (the matcher stays in one
@@ -120,13 +122,14 @@ struct pass {
 	int pos[256], back;  /* where thread i's search of its slice, and the steal from the end, stand */
 	int rounds_done, replayed;
 	bool replaying, finished, failed;
+	bool peeked;         /* the first window from the first packets: no round 0 */
 	uint64_t w, width;   /* window end, its width */
 	uint64_t round_events, round_target;
 	uint64_t round_records; /* logged by this round's jobs */
 	size_t slice;        /* records a replay sorts at once */
 	size_t drop;         /* read bytes a cursor drops at once (RT_READ_BUDGET) */
 	bool release;        /* a paused rank job unmaps its cursors' pages */
-	struct rt_vw_drops drops; /* under mu: pages of paused cursors to drop, at once */
+	struct rt_vw_dontneed drops; /* under mu: pages of paused cursors to drop, at once */
 	/* under mu: the work after reading (rt_vw_after_read): once taken, chunks taken, done */
 	const struct rt_vw_after_read *after;
 	bool once_taken;
@@ -152,7 +155,7 @@ static uint64_t model_rank(struct pass *p, struct rank_job *rj, uint64_t w)
 			uint64_t bytes, ns;
 
 			rj->live[k] = rt_vw_src_first(p->t, &s[k]);
-			if (rj->live[k] && rt_vw_cursor_pace(s[k].c, &bytes, &ns))
+			if (rj->live[k] && !p->peeked && rt_vw_cursor_pace(s[k].c, &bytes, &ns))
 				rj->pace += (double)bytes / (double)ns;
 		}
 	}
@@ -201,12 +204,12 @@ static void release_job(struct pass *p, const struct rank_job *rj)
 		if (!(rj->live[k] ? rt_vw_cursor_release_range(rj->s[k].c, &addr, &len) :
 				    rt_vw_cursor_ended_range(rj->s[k].c, &addr, &len)))
 			continue;
-		rt_vw_drops_add(&p->drops, addr, len);
+		rt_vw_dontneed_add(&p->drops, addr, len);
 	}
 }
 
-/* After round 0: the first window from the pace of every rank's first
- * packet (RT_PACE_BYTES an event), a quarter of the round's target where
+/* After round 0 (or the peek): the first window from the pace of every
+ * rank's first packet (RT_PACE_BYTES an event), a quarter of the round's target where
  * the packets say it (it grows x4 a round after that); else as planned
  * (it grows x64 while rounds are small). At 16,384 x 2,000 three rounds of
  * 0 to 98 k events, each a job per rank, came before the first full one. */
@@ -226,26 +229,29 @@ static void first_width(struct pass *p)
 /* Before any read, the first window as round 0 would set it, from each
  * stream's first packet as mapped (rt_vw_cursor_peek), and no round 0: a
  * job per rank for one event, each file's first pages faulted in (64 KiB
- * around) and dropped again before round 1. None peeked (LTTng): round 0
- * runs. Windows do not change the result (above). */
+ * around) and dropped again before round 1. Only where every stream says
+ * (not an LTTng trace, no damaged or unused first packet): a stream that
+ * does not could begin long before the others, and round 1 would take all
+ * of it up to their window. Windows do not change the result (above). */
+bool rt_vw_pass_no_peek;
+
 static void peek_first_window(struct pass *p)
 {
-	uint64_t lo = UINT64_MAX;
+	uint64_t lo = UINT64_MAX, ts, bytes, ns;
 
-	for (int k = 0; k < p->nrj; k++) {
-		struct rank_job *rj = &p->rj[k];
-
-		for (int i = 0; i < rj->n; i++) {
-			uint64_t ts, bytes, ns;
-
-			if (!rt_vw_cursor_peek(rj->s[i].c, &ts, &bytes, &ns))
-				continue;
-			rj->pace += (double)bytes / (double)ns;
+	for (int k = 0; k < p->nrj; k++)
+		for (int i = 0; i < p->rj[k].n; i++) {
+			if (rt_vw_pass_no_peek || !rt_vw_cursor_peek(p->rj[k].s[i].c, &ts, &bytes, &ns)) {
+				for (int j = 0; j <= k; j++)
+					p->rj[j].pace = 0; /* round 0 sums it */
+				return;
+			}
+			p->rj[k].pace += (double)bytes / (double)ns;
 			lo = ts < lo ? ts : lo;
 		}
-	}
 	if (lo == UINT64_MAX)
 		return;
+	p->peeked = true; /* before the threads start: read-only in them */
 	first_width(p);
 	p->w = lo > UINT64_MAX - p->width ? UINT64_MAX : lo + p->width;
 	p->rounds_done = p->replayed = 1; /* round 0: nothing logged, nothing to replay */
@@ -258,10 +264,10 @@ static void end_round(struct pass *p)
 	uint64_t lo = UINT64_MAX;
 	int n = 0;
 
-	rt_vw_drops_flush(&p->drops);
+	rt_vw_dontneed_flush(&p->drops);
 	for (int i = 0; i < p->t->nranks; i++) {
 		p->logs[i].pub = p->logs[i].n;
-		p->failed |= p->logs[i].oom;
+		p->failed |= p->logs[i].oom || p->t->ranks[i].lists_lost;
 	}
 	for (int k = 0; k < p->ntodo; k++) {
 		struct rank_job *rj = &p->rj[p->todo[k]];
@@ -436,7 +442,7 @@ static void *worker(void *arg)
 }
 
 /* The rank jobs (srcs are grouped by rank) and the first window: from the
- * earliest first event. */
+ * streams' first packets (peek_first_window), else round 0's first events. */
 static int plan(struct pass *p, int nsrc)
 {
 	struct rt_env_val round; /* tests: many small rounds (the CLI refuses a bad value) */
@@ -489,7 +495,7 @@ static int plan(struct pass *p, int nsrc)
 	if (p->release)
 		p->drop = RT_DROP_MAX;
 	if (p->release)
-		rt_vw_drops_init(&p->drops);
+		rt_vw_dontneed_init(&p->drops);
 	for (int i = 0; i < nsrc; i++) {
 		if (!p->srcs[i].c)
 			continue;
@@ -509,7 +515,7 @@ static int plan(struct pass *p, int nsrc)
  * NULL when their allocation failed). */
 static void unplan(struct pass *p)
 {
-	rt_vw_drops_fini(&p->drops);
+	rt_vw_dontneed_fini(&p->drops);
 	rt_vw_chunks_free(&p->chunks); /* the logs' chunks */
 	for (int k = 0; k < p->nrj; k++)
 		free(p->rj[k].s);

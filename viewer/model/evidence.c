@@ -5,9 +5,11 @@
  * not), the optimizer's steps and what they updated; and what the fault
  * plan did, as each of the rank's processes ended (rt_inj_rule).
  *
- * Called from the model's single pass (model.c) per event; allocates
- * nothing: fixed slots (RT_VW_MAX_EXC exceptions, RT_VW_MAX_RULES rules,
- * later ones dropped; a rule's counts summed over the rank's processes). */
+ * Called from the model's single pass (model.c) per event; allocates the
+ * rank's lists at their first entry (rt_vw_rank_lists, freed with the
+ * trace; out of memory fails the pass), else fixed slots (RT_VW_MAX_EXC
+ * exceptions, RT_VW_MAX_RULES rules, later ones dropped; a rule's counts
+ * summed over the rank's processes). */
 #include <stdio.h>
 #include <string.h>
 
@@ -44,8 +46,8 @@ struct rt_vw_layout rt_vw_take_layout(struct rt_vw_rank *r, const char *name)
 
 struct rt_vw_rank_lists *rt_vw_rank_lists(struct rt_vw_rank *r)
 {
-	if (!r->lists)
-		r->lists = calloc(1, sizeof(*r->lists));
+	if (!r->lists && !(r->lists = calloc(1, sizeof(*r->lists))))
+		r->lists_lost = true; /* evidence lost changes findings: the pass fails */
 	return r->lists;
 }
 
@@ -54,7 +56,7 @@ static void on_exception(struct rt_vw_rank *r, const struct rt_vw_event *e)
 	struct rt_vw_exception *x;
 
 	if (r->nexc == RT_VW_MAX_EXC || !rt_vw_rank_lists(r))
-		return; /* full, or out of memory: dropped */
+		return; /* full: dropped (out of memory: the pass fails) */
 	x = &r->lists->exc[r->nexc++];
 	memset(x, 0, sizeof(*x));
 	rt_field_text(e->id, e->fields, RT_FN_module, x->module);
@@ -106,7 +108,7 @@ static void on_rule(struct rt_vw_rank *r, const struct rt_vw_event *e)
 			u = &r->lists->rules[i];
 	if (!u) {
 		if (r->nrules == RT_VW_MAX_RULES || !rt_vw_rank_lists(r))
-			return; /* full, or out of memory: dropped */
+			return; /* full: dropped (out of memory: the pass fails) */
 		u = &r->lists->rules[r->nrules++];
 		memset(u, 0, sizeof(*u));
 		u->rule = rule;

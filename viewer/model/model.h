@@ -227,6 +227,7 @@ struct rt_vw_rank {
 	 * in the order first seen (lists->unwrapped); root forwards before the
 	 * first of them */
 	struct rt_vw_rank_lists *lists; /* NULL until the first of its lists' entries */
+	bool lists_lost;             /* out of memory for them: the pass fails */
 	int nunwrapped;
 	uint64_t unwrapped_calls, root_forwards_before_unwrapped;
 	/* the probe's further evidence (evidence.c): the exceptions that left

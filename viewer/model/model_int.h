@@ -107,24 +107,25 @@ bool rt_vw_src_next(struct rt_vw_trace *t, struct rt_vw_src *s);
 int rt_vw_open_sources(struct rt_vw_trace *t, struct rt_vw_src **out, int *nout);
 void rt_vw_close_sources(struct rt_vw_src *srcs, int nsrc);
 /* evidence.c: r's evidence lists (r->lists), taken zeroed at the first
- * entry; NULL when out of memory (the entry is dropped, as when full). */
+ * entry; NULL when out of memory (r->lists_lost: the pass fails, as when a
+ * log's record is lost). */
 struct rt_vw_rank_lists *rt_vw_rank_lists(struct rt_vw_rank *r);
 /* merge.c: pages of paused cursors dropped in batches (MADV_DONTNEED): a
  * madvise of a process on several threads is a TLB shootdown on the other
- * cores each. rt_vw_drops_init asks for a pidfd of this process
- * (process_madvise); rt_vw_drops_add keeps a range, dropping the batch
- * first when full; rt_vw_drops_flush drops what it keeps (a range must
- * stay its cursor's, paused, till then); rt_vw_drops_fini closes the pidfd.
+ * cores each. rt_vw_dontneed_init asks for a pidfd of this process
+ * (process_madvise); rt_vw_dontneed_add keeps a range, dropping the batch
+ * first when full; rt_vw_dontneed_flush drops what it keeps (a range must
+ * stay its cursor's, paused, till then); rt_vw_dontneed_fini closes the pidfd.
  * Not thread-safe: one lock around all. pidfd -1 before init. */
-#define RT_VW_DROP_BATCH 256
-struct rt_vw_drops {
-	struct iovec rel[RT_VW_DROP_BATCH];
+#define RT_VW_DONTNEED_BATCH 256
+struct rt_vw_dontneed {
+	struct iovec rel[RT_VW_DONTNEED_BATCH];
 	int n, pidfd; /* pidfd < 0: no process_madvise, one madvise each */
 };
-void rt_vw_drops_init(struct rt_vw_drops *d);
-void rt_vw_drops_add(struct rt_vw_drops *d, void *addr, size_t len);
-void rt_vw_drops_flush(struct rt_vw_drops *d);
-void rt_vw_drops_fini(struct rt_vw_drops *d);
+void rt_vw_dontneed_init(struct rt_vw_dontneed *d);
+void rt_vw_dontneed_add(struct rt_vw_dontneed *d, void *addr, size_t len);
+void rt_vw_dontneed_flush(struct rt_vw_dontneed *d);
+void rt_vw_dontneed_fini(struct rt_vw_dontneed *d);
 /* A rank's first read error, kept (ranks are read on several threads). */
 void rt_vw_note_damage(struct rt_vw_trace *t, int ri, const char *msg);
 
@@ -174,6 +175,9 @@ struct rt_vw_after_read {
 	int n;
 	void *arg;
 };
+/* Tests: true, the pass runs its round 0 though the streams' first packets
+ * could set its first window (parallel.c): the same model either way. */
+extern bool rt_vw_pass_no_peek;
 int rt_vw_parallel_pass_then(struct rt_vw_trace *t, struct rt_vw_matcher *m, struct rt_vw_src *srcs, int nsrc,
 			     const struct rt_vw_after_read *after);
 /* fanout.c: fn(arg, slot, lo, hi) on the chunks of ranks [lo, hi) of

@@ -4,9 +4,10 @@
  * evidence of a skipped root, rt_unwrapped_call) and the start of teardown
  * (rt_marker "rt.teardown"), with whether training work followed it.
  *
- * Called from the model's single pass (model.c) per event; allocates nothing
- * (a rank keeps RT_VW_MAX_UNWRAPPED (module, caller) pairs, later pairs are
- * counted in unwrapped_calls only). */
+ * Called from the model's single pass (model.c) per event; allocates only
+ * the rank's lists, at the first pair (rt_vw_rank_lists, evidence.c): a rank
+ * keeps RT_VW_MAX_UNWRAPPED (module, caller) pairs, later pairs are counted
+ * in unwrapped_calls only. */
 #include <stdio.h>
 #include <string.h>
 
@@ -36,7 +37,7 @@ void rt_vw_unwrapped_event(struct rt_vw_rank *r, const struct rt_vw_event *e)
 	}
 	r->unwrapped_calls += calls;
 	if (r->nunwrapped == RT_VW_MAX_UNWRAPPED || !rt_vw_rank_lists(r))
-		return; /* full, or out of memory: dropped (the calls are counted) */
+		return; /* full: counted only (out of memory: the pass fails) */
 	u = &r->lists->unwrapped[r->nunwrapped++];
 	memcpy(u->module, module, sizeof(u->module));
 	memcpy(u->caller, caller, sizeof(u->caller));

@@ -63,8 +63,8 @@ struct rt_vw_cursor *rt_vw_cursor_mem(const struct rt_vw_event *ev, size_t n, ui
 	return c;
 }
 
-/* The first packet's header of the stream's first file, read while the
- * file is open (one pread, no page of the mapping touched): the time its
+/* The first packet's header of the stream's first file (the first one
+ * mapped), read while the file is open (one pread, no page of the mapping touched): the time its
  * first event should come at and the pace of its records, for a caller
  * that plans before it reads (rt_vw_cursor_peek). A header that does not
  * read as a used packet's is left to the read to report. */
@@ -73,7 +73,10 @@ static void peek(struct rt_vw_cursor *c, int fd)
 	uint8_t hdr[RT_PACKET_HEADER_BYTES];
 	struct rt_fmt_packet h;
 
-	if (c->peeked || c->info.packets || c->size < sizeof(hdr) ||
+	if (c->peek_tried)
+		return; /* the stream's first file only */
+	c->peek_tried = true;
+	if (c->size < sizeof(hdr) ||
 	    pread(fd, hdr, sizeof(hdr), 0) != (ssize_t)sizeof(hdr) || !rt_fmt_packet_get(hdr, &h))
 		return;
 	if (h.ts_begin >= RT_TS_UNUSED || h.ts_end >= RT_TS_UNUSED || h.ts_end <= h.ts_begin ||

@@ -104,12 +104,11 @@ bool rt_vw_cursor_take_map(struct rt_vw_cursor *c, void **addr, size_t *len);
  * span (its begin to end time). false: no packet read yet, or none to go
  * by (an LTTng trace's cursor, a packet of one instant). */
 bool rt_vw_cursor_pace(const struct rt_vw_cursor *c, uint64_t *bytes, uint64_t *ns);
-/* The first packet of c's stream as it was when mapped, read without
- * touching the mapping: the time it begins (where its first event should
- * be: for plans, never for results), its records' bytes and the time they
- * span. false: none
- * (not a used packet's header, a damaged one, an LTTng trace's cursor):
- * reading tells. */
+/* The first packet of c's stream (of the first of its files mapped) as it
+ * was when mapped, read without touching the mapping: the time it begins
+ * (where its first event should be: for plans, never for results), its
+ * records' bytes and the time they span. false: none (not a used packet's
+ * header, a damaged one, an LTTng trace's cursor): reading tells. */
 bool rt_vw_cursor_peek(const struct rt_vw_cursor *c, uint64_t *ts, uint64_t *bytes, uint64_t *ns);
 /* A cursor over events already decoded (an LTTng trace, read_bt2.c); ev
  * must outlive it. discarded is reported by rt_vw_cursor_info(). */

@@ -55,7 +55,7 @@ struct rt_vw_cursor {
 	uint64_t rec_base;   /* events read before the stream (a tid reused) began */
 	/* its first file's first packet as read when mapped (rt_vw_cursor_peek) */
 	uint64_t peek_ts, peek_bytes, peek_ns;
-	bool peeked;
+	bool peek_tried, peeked;
 };
 
 /* reader.c: map path into c (read-only): 0, or -1 with err set */
