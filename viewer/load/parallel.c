@@ -86,6 +86,7 @@ enum { RT_LOOKAHEAD = 2 };
 #define RT_DROP_MAX ((size_t)2 << 20)
 
 int rt_vw_jobs; /* 0: one per core */
+bool rt_vw_pass_no_peek; /* tests: round 0 though the streams' packets could be peeked */
 
 void rt_vw_set_jobs(int n)
 {
@@ -209,8 +210,8 @@ static void release_job(struct pass *p, const struct rank_job *rj)
 }
 
 /* After round 0 (or the peek): the first window from the pace of every
- * rank's first packet (RT_PACE_BYTES an event), a quarter of the round's target where
- * the packets say it (it grows x4 a round after that); else as planned
+ * rank's first packet (RT_PACE_BYTES an event), a quarter of the round's
+ * target where the packets say it (it grows x4 a round after that); else as planned
  * (it grows x64 while rounds are small). At 16,384 x 2,000 three rounds of
  * 0 to 98 k events, each a job per rank, came before the first full one. */
 static void first_width(struct pass *p)
@@ -233,8 +234,6 @@ static void first_width(struct pass *p)
  * (not an LTTng trace, no damaged or unused first packet): a stream that
  * does not could begin long before the others, and round 1 would take all
  * of it up to their window. Windows do not change the result (above). */
-bool rt_vw_pass_no_peek;
-
 static void peek_first_window(struct pass *p)
 {
 	uint64_t lo = UINT64_MAX, ts, bytes, ns;
