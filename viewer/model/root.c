@@ -25,9 +25,12 @@ void rt_vw_unwrapped_event(struct rt_vw_rank *r, const struct rt_vw_event *e)
 	rt_field_text(e->id, e->fields, RT_FN_caller, caller);
 	if (!calls)
 		calls = 1;
-	for (int i = 0; i < r->nunwrapped && !u; i++)
-		if (!strcmp(r->lists->unwrapped[i].module, module) && !strcmp(r->lists->unwrapped[i].caller, caller))
-			u = &r->lists->unwrapped[i];
+	for (int i = 0; i < r->nunwrapped && !u; i++) {
+		struct rt_vw_unwrapped *p = &r->lists->unwrapped[i];
+
+		if (!strcmp(p->module, module) && !strcmp(p->caller, caller))
+			u = p;
+	}
 	if (!r->nunwrapped && !r->unwrapped_calls)
 		r->root_forwards_before_unwrapped = r->fsdp_root_forwards;
 	if (u) {

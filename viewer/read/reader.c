@@ -64,9 +64,9 @@ struct rt_vw_cursor *rt_vw_cursor_mem(const struct rt_vw_event *ev, size_t n, ui
 }
 
 /* The first packet's header of the stream's first file (the first one
- * mapped), read while the file is open (one pread, no page of the mapping touched): the time its
- * first event should come at and the pace of its records, for a caller
- * that plans before it reads (rt_vw_cursor_peek). A header that does not
+ * mapped), read while the file is open (one pread, no page of the mapping
+ * touched): the time its first event should come at and the pace of its
+ * records, for a caller that plans before it reads (rt_vw_cursor_peek). A header that does not
  * read as a used packet's is left to the read to report. */
 static void peek(struct rt_vw_cursor *c, int fd)
 {
