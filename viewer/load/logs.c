@@ -203,21 +203,28 @@ static void apply(struct rt_vw_matcher *m, int ri, const struct rec *r)
 }
 
 /* Where the replay stands in a log with records to take: the next record
- * (c->r[i]; i == c->cap: the chunk after c), how many are left, whose log. */
+ * r, the end of its chunk's records (r == end: the chunk after c), how
+ * many are left, whose log. The chunk's end is kept here: at 16,384 ranks
+ * a slice takes a few records a log, and reading the chunk's capacity
+ * beside the record was a second cache miss a log and slice. */
 struct rt_vw_log_cursor {
+	const struct rec *r, *end;
 	const struct chunk *c;
-	uint32_t i;
-	int ri;
 	uint64_t left;
 };
 
+static void cursor_at(struct rt_vw_log_cursor *q, const struct chunk *c, uint32_t i)
+{
+	q->c = c;
+	q->r = c->r + i;
+	q->end = c->r + c->cap;
+}
+
 static const struct rec *cursor_rec(struct rt_vw_log_cursor *q)
 {
-	if (q->i == q->c->cap) { /* published past it: next is set */
-		q->c = q->c->next;
-		q->i = 0;
-	}
-	return &q->c->r[q->i];
+	if (q->r == q->end) /* published past it: next is set */
+		cursor_at(q, q->c->next, 0);
+	return q->r;
 }
 
 /* The room for at least need entries, those at e and their records kept. */
@@ -269,11 +276,12 @@ static int cursors_open(struct rt_vw_replay_room *rm, struct rt_vw_log *logs, in
 
 		if (!left)
 			continue;
-		*q = (struct rt_vw_log_cursor){ logs[i].head, logs[i].head_i, i, left };
+		cursor_at(q, logs[i].head, logs[i].head_i);
+		q->left = left;
 		n++;
 		first = cursor_rec(q)->ts;
 		*lo = first < *lo ? first : *lo;
-		for (c = q->c, at = q->i; c->cap - at < left; c = c->next, at = 0)
+		for (c = logs[i].head, at = logs[i].head_i; c->cap - at < left; c = c->next, at = 0)
 			left -= c->cap - at;
 		*hi = c->r[at + left - 1].ts > *hi ? c->r[at + left - 1].ts : *hi;
 	}
@@ -293,9 +301,9 @@ static long gather_upto(struct rt_vw_replay_room *rm, int *ncur, uint64_t upto, 
 	for (int j = 0; j < *ncur; j++) {
 		struct rt_vw_log_cursor *q = &rm->cur[j];
 
-		if (j + 4 < *ncur) /* a log's next record: a cache miss a log and slice */
-			__builtin_prefetch(&rm->cur[j + 4].c->r[rm->cur[j + 4].i]);
-		for (const struct rec *r; q->left && (r = cursor_rec(q))->ts <= upto; q->i++, q->left--) {
+		if (j + 8 < *ncur) /* a log's next record: a cache miss a log and slice */
+			__builtin_prefetch(rm->cur[j + 8].r);
+		for (const struct rec *r; q->left && (r = cursor_rec(q))->ts <= upto; q->r++, q->left--) {
 			if (k == rm->cap && room_fit(rm, k + 1) != 0)
 				return -1;
 			rm->rec[k] = *r;

@@ -25,9 +25,9 @@
  * reads each stream's first event) nor on `jobs`: one thread runs the same
  * jobs in turn.
  *
- * Threads take jobs under one mutex (a few per rank and round): the first
- * thread takes a replay first when one is due (the matcher stays in one
- * core's caches), then every thread its own slice of the round's ranks
+ * Threads take jobs under one mutex (rank jobs a batch at a time): the
+ * first thread takes a replay first when one is due (the matcher stays in
+ * one core's caches), then every thread its own slice of the round's ranks
  * (a rank's model, cursors and log stay on one core), then the others';
  * phase 1 runs at most RT_LOOKAHEAD rounds ahead of the replay. Memory: the
  * records of those rounds only. */
@@ -47,6 +47,11 @@
 enum { RT_LOOKAHEAD = 2 };
 #define RT_ROUND_EVENTS 262144
 #define RT_JOB_EVENTS 2048
+/* rank jobs a thread takes under the mutex at once: about RT_BATCH_EVENTS
+ * of the round's events, RT_BATCH_MAX jobs at most and a quarter of a
+ * thread's share of the round's ranks (at 16,384 ranks a job a take was 2
+ * takes of the mutex a rank and round, 15 k of them contended) */
+enum { RT_BATCH_MAX = 16, RT_BATCH_EVENTS = 8192 };
 /* ... but no more than this per round: the logs hold the records of
  * RT_LOOKAHEAD + 1 rounds (a round of every rank at once was all of 16,384
  * ranks x 2,000 events: 11 M records, 436 MB). Each round costs every rank
@@ -338,6 +343,16 @@ static int take_rank(struct pass *p, int id)
 	return -1;
 }
 
+/* Under mu: how many rank jobs a take (RT_BATCH_EVENTS). */
+static int take_batch(const struct pass *p)
+{
+	uint64_t per_job = p->round_target / (uint64_t)p->ntodo + 1;
+	uint64_t b = RT_BATCH_EVENTS / per_job, share = (uint64_t)p->ntodo / ((uint64_t)p->threads * 4);
+
+	b = b < share ? b : share;
+	return b < 1 ? 1 : b > RT_BATCH_MAX ? RT_BATCH_MAX : (int)b;
+}
+
 struct worker_arg {
 	struct pass *p;
 	int id;
@@ -409,19 +424,28 @@ static void *worker(void *arg)
 			pthread_cond_broadcast(&p->cv);
 		} else if (!p->finished && p->next < p->ntodo &&
 			   p->rounds_done - p->replayed <= RT_LOOKAHEAD) {
-			int k = take_rank(p, id);
-			struct rank_job *rj = &p->rj[p->todo[k]];
-			uint64_t w = p->w, ev;
+			int ks[RT_BATCH_MAX], nb = 0, batch = take_batch(p);
+			uint64_t w = p->w, ev[RT_BATCH_MAX];
 
-			p->taken[k] = true;
-			p->next++;
+			while (nb < batch && p->next < p->ntodo) {
+				ks[nb] = take_rank(p, id);
+				p->taken[ks[nb]] = true;
+				p->next++;
+				nb++;
+			}
 			pthread_mutex_unlock(&p->mu);
-			ev = model_rank(p, rj, w);
+			for (int b = 0; b < nb; b++)
+				ev[b] = model_rank(p, &p->rj[p->todo[ks[b]]], w);
 			pthread_mutex_lock(&p->mu);
-			release_job(p, rj);
-			p->round_events += ev;
-			p->round_records += p->logs[rj->ri].round_n;
-			if (++p->done == p->ntodo) {
+			for (int b = 0; b < nb; b++) {
+				const struct rank_job *rj = &p->rj[p->todo[ks[b]]];
+
+				release_job(p, rj);
+				p->round_events += ev[b];
+				p->round_records += p->logs[rj->ri].round_n;
+			}
+			p->done += nb;
+			if (p->done == p->ntodo) {
 				end_round(p);
 				pthread_cond_broadcast(&p->cv);
 			}
