@@ -32,6 +32,7 @@ struct rec {
  * below that, so a chunk given back fits the next rank's. */
 struct chunk {
 	struct chunk *next;
+	struct chunk *next_batch; /* in the pool, a batch's first: the batch after it */
 	uint32_t cap;
 	struct rec r[];
 };
@@ -45,59 +46,91 @@ static unsigned class_of(uint32_t want)
 	return k;
 }
 
-/* Under pool->mu: a chunk of cap records cut from the current slab, or a
- * new one. */
-static struct chunk *chunk_cut(struct rt_vw_chunks *pool, uint32_t cap)
+/* A chunk of cap records cut from cc's slab, or from a new one (the pool
+ * keeps every slab, to free them). */
+static struct chunk *chunk_cut(struct rt_vw_chunks *pool, struct rt_vw_chunk_cache *cc, uint32_t cap)
 {
 	size_t need = (sizeof(struct chunk) + sizeof(struct rec) * cap + 63) & ~(size_t)63;
 	struct chunk *c;
 
-	if (pool->left < need) {
-		size_t size = pool->next_size ? pool->next_size : RT_SLAB_FIRST;
-		char *slab = malloc(size);
+	if (cc->left < need) {
+		size_t size;
+		char *slab;
 
+		pthread_mutex_lock(&pool->mu);
+		size = pool->next_size ? pool->next_size : RT_SLAB_FIRST;
+		slab = malloc(size);
+		if (slab) {
+			*(void **)slab = pool->slabs;
+			pool->slabs = slab;
+			pool->next_size = size < RT_SLAB_MAX ? size * 2 : size;
+		}
+		pthread_mutex_unlock(&pool->mu);
 		if (!slab)
 			return NULL;
-		*(void **)slab = pool->slabs;
-		pool->slabs = slab;
-		pool->slab = slab + RT_SLAB_HEAD;
-		pool->left = size - RT_SLAB_HEAD;
-		pool->next_size = size < RT_SLAB_MAX ? size * 2 : size;
+		cc->slab = slab + RT_SLAB_HEAD;
+		cc->left = size - RT_SLAB_HEAD;
 	}
-	c = (struct chunk *)pool->slab;
-	pool->slab += need;
-	pool->left -= need;
+	c = (struct chunk *)cc->slab;
+	cc->slab += need;
+	cc->left -= need;
 	c->cap = cap;
 	return c;
 }
 
-static struct chunk *chunk_get(struct rt_vw_chunks *pool, uint32_t want)
+/* A chunk of about want records for log l: from its thread's cache, else
+ * a batch from the pool, else cut new. */
+static struct chunk *chunk_get(struct rt_vw_log *l, uint32_t want)
 {
+	struct rt_vw_chunk_cache *cc = l->cache;
+	struct rt_vw_chunks *pool = l->pool;
 	unsigned k = class_of(want);
-	struct chunk *c;
+	struct chunk *c = cc->free[k];
 
-	pthread_mutex_lock(&pool->mu);
-	c = pool->free[k];
-	if (c)
-		pool->free[k] = c->next;
-	else
-		c = chunk_cut(pool, (uint32_t)RT_CHUNK_MIN << k);
-	pthread_mutex_unlock(&pool->mu);
+	if (!c) {
+		pthread_mutex_lock(&pool->mu);
+		c = pool->free[k];
+		if (c)
+			pool->free[k] = c->next_batch;
+		pthread_mutex_unlock(&pool->mu);
+		if (!c)
+			return chunk_cut(pool, cc, (uint32_t)RT_CHUNK_MIN << k);
+	}
+	cc->free[k] = c->next;
 	return c;
 }
 
-/* Chunks from *l (linked by next, NULL-ended) back to the pool. */
+/* Chunks from *l (linked by next, NULL-ended) back to the pool: sorted
+ * into batches of their class unlocked, each class's batches spliced in
+ * under the lock (a replay gives back thousands of chunks; the rank jobs
+ * waited on the lock while it walked them). */
 static void chunks_put(struct rt_vw_chunks *pool, struct chunk *l)
 {
-	pthread_mutex_lock(&pool->mu);
+	struct chunk *first[RT_CHUNK_CLASSES] = { 0 }, *last[RT_CHUNK_CLASSES] = { 0 };
+	unsigned n[RT_CHUNK_CLASSES] = { 0 };
+
 	while (l) {
 		struct chunk *c = l;
 		unsigned k = class_of(c->cap);
 
 		l = c->next;
-		c->next = pool->free[k];
-		pool->free[k] = c;
+		if (n[k]++ % RT_CHUNK_BATCH == 0) { /* a new batch */
+			c->next = NULL;
+			c->next_batch = first[k];
+		} else {
+			c->next = first[k];
+			c->next_batch = first[k]->next_batch;
+		}
+		first[k] = c; /* its batch's first */
+		if (n[k] <= RT_CHUNK_BATCH) /* the last batch's first, spliced onto the pool's */
+			last[k] = c;
 	}
+	pthread_mutex_lock(&pool->mu);
+	for (unsigned k = 0; k < RT_CHUNK_CLASSES; k++)
+		if (first[k]) {
+			last[k]->next_batch = pool->free[k];
+			pool->free[k] = first[k];
+		}
 	pthread_mutex_unlock(&pool->mu);
 }
 
@@ -121,7 +154,7 @@ void rt_vw_chunks_free(struct rt_vw_chunks *pool)
 static void log_add(struct rt_vw_log *l, struct rec r)
 {
 	if (!l->tail || l->tail_n == l->tail->cap) {
-		struct chunk *c = chunk_get(l->pool, l->round_n ? l->round_n : l->last_n);
+		struct chunk *c = chunk_get(l, l->round_n ? l->round_n : l->last_n);
 
 		if (!c) { /* a record lost would change the matching: fail the pass */
 			l->oom = true;

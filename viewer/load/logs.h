@@ -23,14 +23,25 @@ struct chunk;
  * given back on another thread: from malloc they were a third of the
  * pass's page faults, the arenas trimmed and grown again. (In transparent
  * huge pages the kernel's zeroing of them was 11 % of the CPU on this VM:
- * not taken.) Under its own lock; all freed at once (rt_vw_chunks_free). */
-enum { RT_CHUNK_CLASSES = 7 };
+ * not taken.) The free chunks in batches of RT_CHUNK_BATCH at most (a
+ * rank job's thread takes a batch at once: struct rt_vw_chunk_cache).
+ * Under its own lock; all freed at once (rt_vw_chunks_free). */
+enum { RT_CHUNK_CLASSES = 7, RT_CHUNK_BATCH = 32 };
 struct rt_vw_chunks {
 	pthread_mutex_t mu;
-	struct chunk *free[RT_CHUNK_CLASSES];
-	char *slab;       /* the current slab's room left: slab[0, left) */
-	size_t left, next_size;
+	struct chunk *free[RT_CHUNK_CLASSES]; /* batches, linked by their first's next_batch */
+	size_t next_size; /* the next slab's */
 	void *slabs;      /* every slab, linked through its first word */
+};
+
+/* A rank job thread's chunks: a batch of each class taken from the pool
+ * under its lock at once, and a slab of its own to cut new ones from (the
+ * pool's lock once a batch or a slab, not once a chunk: at 16,384 ranks
+ * the two threads' takes were most of the pass's contended locks). */
+struct rt_vw_chunk_cache {
+	struct chunk *free[RT_CHUNK_CLASSES];
+	char *slab;       /* its slab's room left: slab[0, left) */
+	size_t left;
 };
 
 /* A rank's log: the writer's half (its rank job) and the reader's half (the
@@ -41,7 +52,8 @@ struct rt_vw_log {
 	uint32_t round_n;    /* records logged in this round's job so far */
 	uint32_t last_n;     /* ... and in its last round's */
 	int ri;              /* its rank index */
-	struct rt_vw_chunks *pool; /* where its chunks come from and go back to */
+	struct rt_vw_chunks *pool; /* where its chunks go back to */
+	struct rt_vw_chunk_cache *cache; /* its rank job's thread's: where they come from */
 	uint64_t n;          /* records logged */
 	uint64_t clock;      /* the rank's clock: largest order time so far */
 	bool oom;            /* a record could not be logged */

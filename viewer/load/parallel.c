@@ -142,9 +142,10 @@ struct pass {
 	int after_next, after_done, after_chunks;
 };
 
-/* Rank job: rj's events with order time < w through the model. Returns
- * the events modelled; rj->more and rj->next say what is left. */
-static uint64_t model_rank(struct pass *p, struct rank_job *rj, uint64_t w)
+/* Rank job: rj's events with order time < w through the model, its log's
+ * chunks from cc (this thread's). Returns the events modelled; rj->more
+ * and rj->next say what is left. */
+static uint64_t model_rank(struct pass *p, struct rank_job *rj, uint64_t w, struct rt_vw_chunk_cache *cc)
 {
 	struct rt_vw_log *l = &p->logs[rj->ri];
 	struct rt_vw_src *s = rj->s;
@@ -152,6 +153,7 @@ static uint64_t model_rank(struct pass *p, struct rank_job *rj, uint64_t w)
 	int n = rj->n;
 	uint64_t count = 0;
 
+	l->cache = cc; /* the chunks it logs into: this thread's */
 	if (l->round_n)
 		l->last_n = l->round_n;
 	l->round_n = 0;
@@ -407,6 +409,7 @@ static void *worker(void *arg)
 	int id = ((struct worker_arg *)arg)->id, nr = p->t->nranks;
 	uint64_t *lim = malloc(sizeof(*lim) * ((size_t)nr + 1));
 	struct rt_vw_replay_room rr = { .slice = p->slice };
+	struct rt_vw_chunk_cache cc = { 0 };
 
 	pthread_mutex_lock(&p->mu);
 	if (!lim)
@@ -435,7 +438,7 @@ static void *worker(void *arg)
 			}
 			pthread_mutex_unlock(&p->mu);
 			for (int b = 0; b < nb; b++)
-				ev[b] = model_rank(p, &p->rj[p->todo[ks[b]]], w);
+				ev[b] = model_rank(p, &p->rj[p->todo[ks[b]]], w, &cc);
 			pthread_mutex_lock(&p->mu);
 			for (int b = 0; b < nb; b++) {
 				const struct rank_job *rj = &p->rj[p->todo[ks[b]]];
