@@ -57,17 +57,17 @@ static struct chunk *chunk_cut(struct rt_vw_chunks *pool, struct rt_vw_chunk_cac
 		size_t size;
 		char *slab;
 
-		pthread_mutex_lock(&pool->mu);
+		pthread_mutex_lock(&pool->mu); /* the size under the lock, the malloc not */
 		size = pool->next_size ? pool->next_size : RT_SLAB_FIRST;
-		slab = malloc(size);
-		if (slab) {
-			*(void **)slab = pool->slabs;
-			pool->slabs = slab;
-			pool->next_size = size < RT_SLAB_MAX ? size * 2 : size;
-		}
+		pool->next_size = size < RT_SLAB_MAX ? size * 2 : size;
 		pthread_mutex_unlock(&pool->mu);
+		slab = malloc(size);
 		if (!slab)
 			return NULL;
+		pthread_mutex_lock(&pool->mu);
+		*(void **)slab = pool->slabs;
+		pool->slabs = slab;
+		pthread_mutex_unlock(&pool->mu);
 		cc->slab = slab + RT_SLAB_HEAD;
 		cc->left = size - RT_SLAB_HEAD;
 	}
@@ -236,8 +236,8 @@ static void apply(struct rt_vw_matcher *m, int ri, const struct rec *r)
 }
 
 /* Where the replay stands in a log with records to take: the next record
- * r, the end of its chunk's records (r == end: the chunk after c), how
- * many are left, whose log. The chunk's end is kept here: at 16,384 ranks
+ * r, the end of its chunk c's records (r == end: the chunk after c), how
+ * many are left. The chunk's end is kept here: at 16,384 ranks
  * a slice takes a few records a log, and reading the chunk's capacity
  * beside the record was a second cache miss a log and slice. */
 struct rt_vw_log_cursor {

@@ -18,14 +18,13 @@ struct chunk;
 
 /* Where the logs' chunks come from (logs.c): slabs, 64 KiB first, each
  * next twice the last up to 64 MiB, cut into chunks; and the chunks the
- * replay is done with, for the rank jobs to log into again, a list per
- * capacity class. At 16,384 ranks a rank logs a chunk or two a round,
+ * replay is done with, for the rank jobs to log into again, a list of
+ * batches per capacity class. At 16,384 ranks a rank logs a chunk or two a round,
  * given back on another thread: from malloc they were a third of the
  * pass's page faults, the arenas trimmed and grown again. (In transparent
  * huge pages the kernel's zeroing of them was 11 % of the CPU on this VM:
- * not taken.) The free chunks in batches of RT_CHUNK_BATCH at most (a
- * rank job's thread takes a batch at once: struct rt_vw_chunk_cache).
- * Under its own lock; all freed at once (rt_vw_chunks_free). */
+ * not taken.) A batch is RT_CHUNK_BATCH chunks at most (a rank job's
+ * thread takes one at once: struct rt_vw_chunk_cache). Under its own lock; all freed at once (rt_vw_chunks_free). */
 enum { RT_CHUNK_CLASSES = 7, RT_CHUNK_BATCH = 32 };
 struct rt_vw_chunks {
 	pthread_mutex_t mu;
@@ -52,8 +51,8 @@ struct rt_vw_log {
 	uint32_t round_n;    /* records logged in this round's job so far */
 	uint32_t last_n;     /* ... and in its last round's */
 	int ri;              /* its rank index */
-	struct rt_vw_chunks *pool; /* where its chunks go back to */
-	struct rt_vw_chunk_cache *cache; /* its rank job's thread's: where they come from */
+	struct rt_vw_chunks *pool; /* where its chunks go back to (and its cache's come from) */
+	struct rt_vw_chunk_cache *cache; /* where they come from: set by each rank job before it logs */
 	uint64_t n;          /* records logged */
 	uint64_t clock;      /* the rank's clock: largest order time so far */
 	bool oom;            /* a record could not be logged */

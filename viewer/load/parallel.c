@@ -430,11 +430,9 @@ static void *worker(void *arg)
 			int ks[RT_BATCH_MAX], nb = 0, batch = take_batch(p);
 			uint64_t w = p->w, ev[RT_BATCH_MAX];
 
-			while (nb < batch && p->next < p->ntodo) {
-				ks[nb] = take_rank(p, id);
-				p->taken[ks[nb]] = true;
+			while (nb < batch && p->next < p->ntodo && (ks[nb] = take_rank(p, id)) >= 0) {
+				p->taken[ks[nb++]] = true;
 				p->next++;
-				nb++;
 			}
 			pthread_mutex_unlock(&p->mu);
 			for (int b = 0; b < nb; b++)
