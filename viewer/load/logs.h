@@ -19,12 +19,13 @@ struct chunk;
 /* Where the logs' chunks come from (logs.c): slabs, 64 KiB first, each
  * next twice the last up to 64 MiB, cut into chunks; and the chunks the
  * replay is done with, for the rank jobs to log into again, a list of
- * batches per capacity class. At 16,384 ranks a rank logs a chunk or two a round,
- * given back on another thread: from malloc they were a third of the
- * pass's page faults, the arenas trimmed and grown again. (In transparent
- * huge pages the kernel's zeroing of them was 11 % of the CPU on this VM:
- * not taken.) A batch is RT_CHUNK_BATCH chunks at most (a rank job's
- * thread takes one at once: struct rt_vw_chunk_cache). Under its own lock; all freed at once (rt_vw_chunks_free). */
+ * batches per capacity class. At 16,384 ranks a rank logs a chunk or two
+ * a round, given back on another thread: from malloc they were a third of
+ * the pass's page faults, the arenas trimmed and grown again. (In
+ * transparent huge pages the kernel's zeroing of them was 11 % of the CPU
+ * on this VM: not taken.) A batch is RT_CHUNK_BATCH chunks at most (a rank
+ * job's thread takes one at once: struct rt_vw_chunk_cache). Under its own
+ * lock; all freed at once (rt_vw_chunks_free). */
 enum { RT_CHUNK_CLASSES = 7, RT_CHUNK_BATCH = 32 };
 struct rt_vw_chunks {
 	pthread_mutex_t mu;

@@ -50,7 +50,7 @@ enum { RT_LOOKAHEAD = 2 };
 /* rank jobs a thread takes under the mutex at once: about RT_BATCH_EVENTS
  * of the round's events, RT_BATCH_MAX jobs at most and a quarter of a
  * thread's share of the round's ranks (at 16,384 ranks a job a take was 2
- * takes of the mutex a rank and round, 15 k of them contended) */
+ * takes of the mutex a rank and round) */
 enum { RT_BATCH_MAX = 16, RT_BATCH_EVENTS = 8192 };
 /* ... but no more than this per round: the logs hold the records of
  * RT_LOOKAHEAD + 1 rounds (a round of every rank at once was all of 16,384
