@@ -427,23 +427,23 @@ static void *worker(void *arg)
 			pthread_cond_broadcast(&p->cv);
 		} else if (!p->finished && p->next < p->ntodo &&
 			   p->rounds_done - p->replayed <= RT_LOOKAHEAD) {
-			int ks[RT_BATCH_MAX], nb = 0, batch = take_batch(p);
+			struct rank_job *js[RT_BATCH_MAX];
+			int nb = 0, batch = take_batch(p), k;
 			uint64_t w = p->w, ev[RT_BATCH_MAX];
 
-			while (nb < batch && p->next < p->ntodo && (ks[nb] = take_rank(p, id)) >= 0) {
-				p->taken[ks[nb++]] = true;
+			while (nb < batch && p->next < p->ntodo && (k = take_rank(p, id)) >= 0) {
+				p->taken[k] = true;
 				p->next++;
+				js[nb++] = &p->rj[p->todo[k]];
 			}
 			pthread_mutex_unlock(&p->mu);
 			for (int b = 0; b < nb; b++)
-				ev[b] = model_rank(p, &p->rj[p->todo[ks[b]]], w, &cc);
+				ev[b] = model_rank(p, js[b], w, &cc);
 			pthread_mutex_lock(&p->mu);
 			for (int b = 0; b < nb; b++) {
-				const struct rank_job *rj = &p->rj[p->todo[ks[b]]];
-
-				release_job(p, rj);
+				release_job(p, js[b]);
 				p->round_events += ev[b];
-				p->round_records += p->logs[rj->ri].round_n;
+				p->round_records += p->logs[js[b]->ri].round_n;
 			}
 			p->done += nb;
 			if (p->done == p->ntodo) {
