@@ -56,15 +56,16 @@ enum { RT_BATCH_MAX = 16, RT_BATCH_EVENTS = 8192 };
  * RT_LOOKAHEAD + 1 rounds (a round of every rank at once was all of 16,384
  * ranks x 2,000 events: 11 M records, 436 MB). Each round costs every rank
  * a job (its cursors faulted in and released, its model and log touched
- * cold): at 16,384 x 2,000, 8 Mi a round took 7.6-8.1 s of CPU and 650 MiB
- * at peak, 4 Mi 9.4-10.2 s and 450-470 MiB (the goal: 1 GiB). */
-#define RT_ROUND_MAX_EVENTS ((uint64_t)8 << 20)
+ * cold, ~9 us at 16,384 ranks): 16,384 x 2,000 read in five rounds at 8 Mi,
+ * three at 16 Mi (4-5 % faster; 620 MiB at peak, not 490; the goal: 1 GiB). */
+#define RT_ROUND_MAX_EVENTS ((uint64_t)16 << 20)
 /* ... and no more records logged than this: the logs hold RT_LOOKAHEAD + 1
  * rounds of them (40 bytes each; the replay sorted a round's at once, 16
  * bytes twice, before it took slices). bench's mix logs one record in
- * three events (8 Mi events: 2.8 M records); a trace of collectives only,
- * one an event: 8 Mi of them a round held 1.3 GiB at 16,384 ranks. */
-#define RT_ROUND_MAX_RECORDS ((uint64_t)3 << 20)
+ * three events (16 Mi events: 5.6 M records); a trace of collectives only,
+ * one an event: at 16,384 ranks rounds of 8 Mi records held 1.3 GiB, of 6
+ * Mi 870 MiB, of 5 Mi 690 MiB. */
+#define RT_ROUND_MAX_RECORDS ((uint64_t)5 << 20)
 /* records a replay sorts at once (logs.c: a slice of the clocks; more
  * where more share a clock), 72 bytes of room each: 4.5 MB, in the caches */
 #define RT_REPLAY_SLICE ((size_t)64 << 10)
