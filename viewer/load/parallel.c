@@ -42,41 +42,17 @@
 #include "model_int.h"
 #include "env.h"
 #include "logs.h"
+#include "pass_int.h"
 #include "rt_sort.h"
 
-enum { RT_LOOKAHEAD = 2 };
-#define RT_ROUND_EVENTS 262144
-#define RT_JOB_EVENTS 2048
 /* rank jobs a thread takes under the mutex at once: about RT_BATCH_EVENTS
  * of the round's events, RT_BATCH_MAX jobs at most and a quarter of a
  * thread's share of the round's ranks (at 16,384 ranks a job a take was 2
  * takes of the mutex a rank and round) */
 enum { RT_BATCH_MAX = 16, RT_BATCH_EVENTS = 8192 };
-/* ... but no more than this per round: the logs hold the records of
- * RT_LOOKAHEAD + 1 rounds (a round of every rank at once was all of 16,384
- * ranks x 2,000 events: 11 M records, 436 MB). Each round costs every rank
- * a job (its cursors faulted in and released, its model and log touched
- * cold, ~9 us at 16,384 ranks): 16,384 x 2,000 read in five rounds at 8 Mi,
- * three at 16 Mi (4-5 % faster; 620 MiB at peak, not 490; the goal: 1 GiB). */
-#define RT_ROUND_MAX_EVENTS ((uint64_t)16 << 20)
-/* ... and no more records logged than this: the logs hold RT_LOOKAHEAD + 1
- * rounds of them (40 bytes each; the replay sorted a round's at once, 16
- * bytes twice, before it took slices). bench's mix logs one record in
- * three events (16 Mi events: 5.6 M records); a trace of collectives only,
- * one an event: at 16,384 ranks rounds of 8 Mi records held 1.3 GiB, of 6
- * Mi 870 MiB, of 5 Mi 690 MiB. */
-#define RT_ROUND_MAX_RECORDS ((uint64_t)5 << 20)
 /* records a replay sorts at once (logs.c: a slice of the clocks; more
  * where more share a clock), 72 bytes of room each: 4.5 MB, in the caches */
 #define RT_REPLAY_SLICE ((size_t)64 << 10)
-#define RT_FIRST_WINDOW_NS 1000000ull
-/* round_growth; a round without events: the window x RT_GROW_EMPTY */
-#define RT_GROW_FAR 16u
-#define RT_GROW_FAR_MAX 64.0
-#define RT_GROW_EMPTY 16u
-/* bytes an event, to guess a window's events from its packets' pace (the
- * tracer's mix: 22-37) */
-#define RT_PACE_BYTES 32.0
 /* pages read and not yet dropped, all cursors together: the more cursors,
  * the sooner each drops (a madvise is a TLB shootdown, an IPI to the other
  * threads' cores: 900 of them were 7 % of the CPU time at 64 ranks) */
@@ -99,49 +75,7 @@ void rt_vw_set_jobs(int n)
 	rt_vw_jobs = n > 0 ? n : 0;
 }
 
-/* One rank's streams and where its merge stands between rounds. Its
- * sources are a copy on cache lines of their own (src and live change with
- * every event; neighbouring ranks run on other threads). */
-struct rank_job {
-	int ri, n;           /* trace rank index, its streams */
-	struct rt_vw_src *s; /* copies of its sources (same cursors) */
-	bool *live;          /* per stream: an event is waiting */
-	bool started, more;
-	uint64_t next;       /* order time of its next event (more) */
-	double pace;         /* its streams' first packets' bytes per ns */
-};
 
-struct pass {
-	struct rt_vw_trace *t;
-	struct rt_vw_matcher *m;
-	struct rt_vw_src *srcs;
-	struct rt_vw_log *logs;
-	struct rt_vw_chunks chunks; /* the logs' */
-	struct rank_job *rj;
-	int nrj;
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	/* under mu */
-	int *todo, ntodo;    /* this round's rank jobs (indices into rj) */
-	bool *taken;         /* per todo entry */
-	int next, done;      /* taken, finished */
-	int threads;         /* thread i prefers the i-th slice of todo */
-	int pos[256], back;  /* where thread i's search of its slice, and the steal from the end, stand */
-	int rounds_done, replayed;
-	bool replaying, finished, failed;
-	bool peeked;         /* the first window from the first packets: no round 0 */
-	uint64_t w, width;   /* window end, its width */
-	uint64_t round_events, round_target;
-	uint64_t round_records; /* logged by this round's jobs */
-	size_t slice;        /* records a replay sorts at once */
-	size_t drop;         /* read bytes a cursor drops at once (RT_READ_BUDGET) */
-	bool release;        /* a paused rank job unmaps its cursors' pages */
-	struct rt_vw_dontneed drops; /* under mu: pages of paused cursors to drop, at once */
-	/* under mu: the work after reading (rt_vw_after_read): once taken, chunks taken, done */
-	const struct rt_vw_after_read *after;
-	bool once_taken;
-	int after_next, after_done, after_chunks;
-};
 
 /* Rank job: rj's events with order time < w through the model, its log's
  * chunks from cc (this thread's). Returns the events modelled; rj->more
@@ -191,17 +125,6 @@ static uint64_t model_rank(struct pass *p, struct rank_job *rj, uint64_t w, stru
 	return count;
 }
 
-/* How much wider the next window may be than the last, whose round had
- * round_events: x4 near the target; x64 when that round was under a 16th
- * of it. Every round runs a job per rank with events left (its cursors
- * faulted in and released, its log begun): at 16,384 ranks a window
- * growing x4 from 61 ns took 7 rounds of 1 to 10 events a rank before
- * the first of 4 Mi events (15 rounds in all, now 12). */
-static double round_growth(const struct pass *p)
-{
-	return p->round_events * RT_GROW_FAR <= p->round_target ? RT_GROW_FAR_MAX : 4;
-}
-
 /* Under mu, rank job rj paused: its live cursors' pages to drop, and those
  * of the cursors that ended in it (kept mapped till close: keep_mapped). */
 static void release_job(struct pass *p, const struct rank_job *rj)
@@ -215,53 +138,6 @@ static void release_job(struct pass *p, const struct rank_job *rj)
 			continue;
 		rt_vw_dontneed_add(&p->drops, addr, len);
 	}
-}
-
-/* After round 0 (or the peek): the first window from the pace of every
- * rank's first packet (RT_PACE_BYTES an event), a quarter of the round's
- * target where the packets say it (it grows x4 a round after that); else as planned
- * (it grows x64 while rounds are small). At 16,384 x 2,000 three rounds of
- * 0 to 98 k events, each a job per rank, came before the first full one. */
-static void first_width(struct pass *p)
-{
-	double pace = 0, w;
-
-	for (int k = 0; k < p->nrj; k++)
-		pace += p->rj[k].pace;
-	if (pace <= 0)
-		return;
-	w = (double)p->round_target / 4 * RT_PACE_BYTES / pace;
-	if (w > (double)p->width)
-		p->width = w < 1e18 ? (uint64_t)w : (uint64_t)1e18;
-}
-
-/* Before any read, the first window as round 0 would set it, from each
- * stream's first packet as mapped (rt_vw_cursor_peek), and no round 0: a
- * job per rank for one event, each file's first pages faulted in (64 KiB
- * around) and dropped again before round 1. Only where every stream says
- * (not an LTTng trace, no damaged or unused first packet): a stream that
- * does not could begin long before the others, and round 1 would take all
- * of it up to their window. Windows do not change the result (above). */
-static void peek_first_window(struct pass *p)
-{
-	uint64_t lo = UINT64_MAX, ts, bytes, ns;
-
-	for (int k = 0; k < p->nrj; k++)
-		for (int i = 0; i < p->rj[k].n; i++) {
-			if (rt_vw_pass_no_peek || !rt_vw_cursor_peek(p->rj[k].s[i].c, &ts, &bytes, &ns)) {
-				for (int j = 0; j <= k; j++)
-					p->rj[j].pace = 0; /* round 0 sums it */
-				return;
-			}
-			p->rj[k].pace += (double)bytes / (double)ns;
-			lo = ts < lo ? ts : lo;
-		}
-	if (lo == UINT64_MAX)
-		return;
-	p->peeked = true; /* before the threads start: read-only in them */
-	first_width(p);
-	p->w = lo > UINT64_MAX - p->width ? UINT64_MAX : lo + p->width;
-	p->rounds_done = p->replayed = 1; /* round 0: nothing logged, nothing to replay */
 }
 
 /* The last rank job of a round ended (under mu): publish the round's
@@ -291,23 +167,7 @@ static void end_round(struct pass *p)
 	memset(p->pos, 0, sizeof(p->pos));
 	p->back = n - 1;
 	p->finished = n == 0;
-	if (p->rounds_done++ == 0) { /* round 0 only read each rank's first event */
-		first_width(p);
-	} else if (p->round_events) { /* aim at round_target events, RT_ROUND_MAX_RECORDS records */
-		double f = (double)p->round_target / (double)p->round_events;
-
-		if (p->round_records && (double)RT_ROUND_MAX_RECORDS / (double)p->round_records < f)
-			f = (double)RT_ROUND_MAX_RECORDS / (double)p->round_records;
-		f = f > round_growth(p) ? round_growth(p) : f < 0.25 ? 0.25 : f;
-		p->width = (uint64_t)((double)p->width * f) + 1;
-	} else {
-		p->width = p->width > UINT64_MAX / RT_GROW_EMPTY ? UINT64_MAX : p->width * RT_GROW_EMPTY;
-	}
-	p->round_events = 0;
-	p->round_records = 0;
-	if (lo < p->w)
-		lo = p->w;
-	p->w = lo > UINT64_MAX - p->width ? UINT64_MAX : lo + p->width;
+	rt_vw_pass_next_window(p, lo);
 }
 
 /* Under mu: a replay job, if one is due and none runs: its records' limits. */
@@ -467,7 +327,7 @@ static void *worker(void *arg)
 }
 
 /* The rank jobs (srcs are grouped by rank) and the first window: from the
- * streams' first packets (peek_first_window), else round 0's first events. */
+ * streams' first packets (windows.c), else round 0's first events. */
 static int plan(struct pass *p, int nsrc)
 {
 	struct rt_env_val round; /* tests: many small rounds (the CLI refuses a bad value) */
@@ -532,7 +392,7 @@ static int plan(struct pass *p, int nsrc)
 	p->finished = p->ntodo == 0;
 	p->w = 0; /* round 0 starts every rank: its first events set the window */
 	if (!p->finished)
-		peek_first_window(p); /* ... unless the files' first packets say it */
+		rt_vw_pass_peek_first_window(p); /* ... unless the files' first packets say it */
 	return 0;
 }
 

@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: MIT */
+/* windows.c - how far each round of the parallel pass reads (parallel.c):
+ * its window's end, sized to about the round's target of events and
+ * records from what the round before read. Windows change the pass's cost
+ * and memory, never its result. */
+#include "pass_int.h"
+#include "reader.h"
+
+/* round_growth; a round without events: the window x RT_GROW_EMPTY */
+#define RT_GROW_FAR 16u
+#define RT_GROW_FAR_MAX 64.0
+#define RT_GROW_EMPTY 16u
+/* bytes an event, to guess a window's events from its packets' pace (the
+ * tracer's mix: 22-37) */
+#define RT_PACE_BYTES 32.0
+
+/* How much wider the next window may be than the last, whose round had
+ * round_events: x4 near the target; x64 when that round was under a 16th
+ * of it. Every round runs a job per rank with events left (its cursors
+ * faulted in and released, its log begun): at 16,384 ranks a window
+ * growing x4 from 61 ns took 7 rounds of 1 to 10 events a rank before
+ * the first of 4 Mi events (15 rounds in all, now 12). */
+static double round_growth(const struct pass *p)
+{
+	return p->round_events * RT_GROW_FAR <= p->round_target ? RT_GROW_FAR_MAX : 4;
+}
+
+/* After round 0 (or the peek): the first window from the pace of every
+ * rank's first packet (RT_PACE_BYTES an event), a quarter of the round's
+ * target where the packets say it (it grows x4 a round after that); else as planned
+ * (it grows x64 while rounds are small). At 16,384 x 2,000 three rounds of
+ * 0 to 98 k events, each a job per rank, came before the first full one. */
+static void first_width(struct pass *p)
+{
+	double pace = 0, w;
+
+	for (int k = 0; k < p->nrj; k++)
+		pace += p->rj[k].pace;
+	if (pace <= 0)
+		return;
+	w = (double)p->round_target / 4 * RT_PACE_BYTES / pace;
+	if (w > (double)p->width)
+		p->width = w < 1e18 ? (uint64_t)w : (uint64_t)1e18;
+}
+
+/* Before any read, the first window as round 0 would set it, from each
+ * stream's first packet as mapped (rt_vw_cursor_peek), and no round 0: a
+ * job per rank for one event, each file's first pages faulted in (64 KiB
+ * around) and dropped again before round 1. Only where every stream says
+ * (not an LTTng trace, no damaged or unused first packet): a stream that
+ * does not could begin long before the others, and round 1 would take all
+ * of it up to their window. Windows do not change the result (above). */
+void rt_vw_pass_peek_first_window(struct pass *p)
+{
+	uint64_t lo = UINT64_MAX, ts, bytes, ns;
+
+	for (int k = 0; k < p->nrj; k++)
+		for (int i = 0; i < p->rj[k].n; i++) {
+			if (rt_vw_pass_no_peek || !rt_vw_cursor_peek(p->rj[k].s[i].c, &ts, &bytes, &ns)) {
+				for (int j = 0; j <= k; j++)
+					p->rj[j].pace = 0; /* round 0 sums it */
+				return;
+			}
+			p->rj[k].pace += (double)bytes / (double)ns;
+			lo = ts < lo ? ts : lo;
+		}
+	if (lo == UINT64_MAX)
+		return;
+	p->peeked = true; /* before the threads start: read-only in them */
+	first_width(p);
+	p->w = lo > UINT64_MAX - p->width ? UINT64_MAX : lo + p->width;
+	p->rounds_done = p->replayed = 1; /* round 0: nothing logged, nothing to replay */
+}
+
+/* The next window, once a round ended: about round_target events and
+ * RT_ROUND_MAX_RECORDS records, from the last round's. */
+void rt_vw_pass_next_window(struct pass *p, uint64_t lo)
+{
+	if (p->rounds_done++ == 0) { /* round 0 only read each rank's first event */
+		first_width(p);
+	} else if (p->round_events) { /* aim at round_target events, RT_ROUND_MAX_RECORDS records */
+		double f = (double)p->round_target / (double)p->round_events;
+
+		if (p->round_records && (double)RT_ROUND_MAX_RECORDS / (double)p->round_records < f)
+			f = (double)RT_ROUND_MAX_RECORDS / (double)p->round_records;
+		f = f > round_growth(p) ? round_growth(p) : f < 0.25 ? 0.25 : f;
+		p->width = (uint64_t)((double)p->width * f) + 1;
+	} else {
+		p->width = p->width > UINT64_MAX / RT_GROW_EMPTY ? UINT64_MAX : p->width * RT_GROW_EMPTY;
+	}
+	p->round_events = 0;
+	p->round_records = 0;
+	if (lo < p->w)
+		lo = p->w;
+	p->w = lo > UINT64_MAX - p->width ? UINT64_MAX : lo + p->width;
+}
