@@ -51,8 +51,13 @@
  * takes of the mutex a rank and round) */
 enum { RT_BATCH_MAX = 16, RT_BATCH_EVENTS = 8192 };
 /* records a replay sorts at once (logs.c: a slice of the clocks; more
- * where more share a clock), 72 bytes of room each: 4.5 MB, in the caches */
-#define RT_REPLAY_SLICE ((size_t)64 << 10)
+ * where more share a clock), 72 bytes of room each: 1.2 MB, about the
+ * replaying core's L2 cache (1 MiB on this VM). Slices of 64 Ki (4.5 MB,
+ * out to the shared L3) replayed 16,384 x 2,000 in 25-40 % more time, its
+ * last replay (alone on the critical path) 230 ms instead of 178; 8 Ki
+ * were as fast, 32 Ki between (the verdict's whole time and CPU: the same
+ * within this VM's noise). */
+#define RT_REPLAY_SLICE ((size_t)16 << 10)
 /* pages read and not yet dropped, all cursors together: the more cursors,
  * the sooner each drops (a madvise is a TLB shootdown, an IPI to the other
  * threads' cores: 900 of them were 7 % of the CPU time at 64 ranks) */
