@@ -80,8 +80,6 @@ void rt_vw_set_jobs(int n)
 	rt_vw_jobs = n > 0 ? n : 0;
 }
 
-
-
 /* Rank job: rj's events with order time < w through the model, its log's
  * chunks from cc (this thread's). Returns the events modelled; rj->more
  * and rj->next say what is left. */

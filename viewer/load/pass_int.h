@@ -13,7 +13,10 @@
 #include "model.h"
 #include "model_int.h"
 
+/* rounds the rank jobs run ahead of the replay */
 enum { RT_LOOKAHEAD = 2 };
+/* a round's target: RT_JOB_EVENTS events a rank, RT_ROUND_EVENTS at least
+ * (parallel.c's plan) ... */
 #define RT_ROUND_EVENTS 262144
 #define RT_JOB_EVENTS 2048
 /* ... but no more than this per round: the logs hold the records of
@@ -21,7 +24,8 @@ enum { RT_LOOKAHEAD = 2 };
  * ranks x 2,000 events: 11 M records, 436 MB). Each round costs every rank
  * a job (its cursors faulted in and released, its model and log touched
  * cold, ~9 us at 16,384 ranks): 16,384 x 2,000 read in five rounds at 8 Mi,
- * three at 16 Mi (4-5 % faster; 620 MiB at peak, not 490; the goal: 1 GiB). */
+ * three at 16 Mi (5-12 % faster in paired runs; 620 MiB at peak, not 490;
+ * the goal: 1 GiB). */
 #define RT_ROUND_MAX_EVENTS ((uint64_t)16 << 20)
 /* ... and no more records logged than this: the logs hold RT_LOOKAHEAD + 1
  * rounds of them (40 bytes each; the replay sorted a round's at once, 16
@@ -30,6 +34,7 @@ enum { RT_LOOKAHEAD = 2 };
  * one an event: at 16,384 ranks rounds of 8 Mi records held 1.3 GiB, of 6
  * Mi 870 MiB, of 5 Mi 690 MiB. */
 #define RT_ROUND_MAX_RECORDS ((uint64_t)5 << 20)
+/* the first window when nothing says it: this over the rank count */
 #define RT_FIRST_WINDOW_NS 1000000ull
 
 /* One rank's streams and where its merge stands between rounds. Its
