@@ -30,3 +30,7 @@ bisect() {
 # jq-like: field PATH of $T/out.json (python expression on j)
 field() { python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print($1)" "${2:-$T/out.json}"; }
 launched() { [ -f "$LAUNCH_LOG" ] && wc -l < "$LAUNCH_LOG" || echo 0; }
+# the interpreter itself, for a test's `pip install`, not a pyenv shim: a
+# shim's `pip install` ends in `pyenv rehash`, which fails (exit 1, "cannot
+# rehash") while another test's pip holds the shims' lock under ctest -j2
+real_python() { python3 -c 'import sys; print(sys.executable)'; }

@@ -10,10 +10,7 @@
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/bisect_lib.sh"
 export PIP_NO_INDEX=1 PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1
-# the interpreter itself, not a pyenv shim: a shim's `pip install` ends in
-# `pyenv rehash`, which fails (exit 1, "cannot rehash") while another test's
-# pip holds the shims' lock under ctest -j2
-PY=$(python3 -c 'import sys; print(sys.executable)')
+PY=$(real_python)
 python3 "$(dirname "$0")/make_wheels.py" "$T/wheels" || exit 1
 # --python: a wrapper logging every `pip install` bisect asks for
 cat > "$T/py" <<SH
