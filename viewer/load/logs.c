@@ -2,7 +2,9 @@
 /* logs.c - the parallel pass's per-rank logs (logs.h): records in chunks
  * sized to what the rank logs, and the replay that merges the logs'
  * finished records into the matcher by sorting them (rt_sort.h). */
+#include <stdint.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 
 #include "logs.h"
 
@@ -11,6 +13,14 @@ enum { RT_CHUNK = 1024, RT_CHUNK_MIN = 16 }; /* RT_CHUNK_MIN << (RT_CHUNK_CLASSE
 #define RT_SLAB_FIRST ((size_t)64 << 10)
 #define RT_SLAB_MAX ((size_t)64 << 20)
 #define RT_SLAB_HEAD 64 /* a slab's link to the one before, a cache line */
+/* a slab's pages made present this far ahead of its cut at once: a
+ * madvise(MADV_POPULATE_WRITE) each 4 MiB, not a page fault each page
+ * (16,384 x 2,000 logs 400 MB: 96 k faults, whose entries and page walks
+ * were 3 % of the verdict's time beside the pages' own allocation and
+ * clearing; 1 MiB saved 1 % less). A kernel without it (before 5.14)
+ * fails the call and faults the pages as before. */
+#define RT_POPULATE ((uintptr_t)4 << 20)
+#define RT_PAGE ((uintptr_t)4095)
 
 /* 40 bytes: seq doubles as a learn's size; ri is its log's rank (the
  * replay takes records in clock order, each without its log); the kind of
@@ -70,10 +80,19 @@ static struct chunk *chunk_cut(struct rt_vw_chunks *pool, struct rt_vw_chunk_cac
 		pthread_mutex_unlock(&pool->mu);
 		cc->slab = slab + RT_SLAB_HEAD;
 		cc->left = size - RT_SLAB_HEAD;
+		cc->pop = slab; /* its first page, the link: written above */
 	}
 	c = (struct chunk *)cc->slab;
 	cc->slab += need;
 	cc->left -= need;
+	if (cc->slab > cc->pop) { /* the cut ends past what was made present */
+		uintptr_t from = ((uintptr_t)cc->pop + RT_PAGE) & ~RT_PAGE, end = (uintptr_t)(cc->slab + cc->left);
+		uintptr_t to = end - (uintptr_t)cc->slab > RT_POPULATE ? (uintptr_t)cc->slab + RT_POPULATE : end;
+
+		if (to > from)
+			(void)madvise((void *)from, to - from, MADV_POPULATE_WRITE);
+		cc->pop = (char *)to;
+	}
 	c->cap = cap;
 	return c;
 }

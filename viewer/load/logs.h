@@ -41,6 +41,7 @@ struct rt_vw_chunks {
 struct rt_vw_chunk_cache {
 	struct chunk *free[RT_CHUNK_CLASSES];
 	char *slab;       /* its slab's room left: slab[0, left) */
+	char *pop;        /* the slab's pages are present up to here (logs.c: RT_POPULATE) */
 	size_t left;
 };
 
