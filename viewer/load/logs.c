@@ -263,6 +263,7 @@ struct rt_vw_log_cursor {
 	const struct rec *r, *end;
 	const struct chunk *c;
 	uint64_t left;
+	int log;
 };
 
 static void cursor_at(struct rt_vw_log_cursor *q, const struct chunk *c, uint32_t i)
@@ -330,6 +331,7 @@ static int cursors_open(struct rt_vw_replay_room *rm, struct rt_vw_log *logs, in
 			continue;
 		cursor_at(q, logs[i].head, logs[i].head_i);
 		q->left = left;
+		q->log = i;
 		n++;
 		first = cursor_rec(q)->ts;
 		*lo = first < *lo ? first : *lo;
@@ -371,11 +373,13 @@ static long gather_upto(struct rt_vw_replay_room *rm, int *ncur, uint64_t upto, 
 	return (long)k;
 }
 
-/* Replay job: every record of finished rounds (lim[ri] per rank), merged
- * in (clock, rank, order logged), into the matcher: each log's records
- * laid end to end in rank order and sorted by clock, stable (rt_sort.h:
- * a pass per 11 bits of the clocks' spread, where a heap over 16,384 logs
- * cost 14 levels a record).
+/* Replay job: every record of finished rounds (lim[ri] per rank) with a
+ * clock below bound (UINT64_MAX: every one), merged in (clock, rank,
+ * order logged), into the matcher: each log's records laid end to end in
+ * rank order and sorted by clock, stable (rt_sort.h: a pass per 11 bits of
+ * the clocks' spread, where a heap over 16,384 logs cost 14 levels a
+ * record). Those at bound or past it stay in their logs for a later replay
+ * (a round cut short: parallel.c).
  *
  * A slice of the clocks at a time, about rm->slice records each: every
  * log's records up to a clock are a prefix of it, and a slice's records
@@ -385,41 +389,52 @@ static long gather_upto(struct rt_vw_replay_room *rm, int *ncur, uint64_t upto, 
  * its log holds it was a cache miss (35 % of the replay at 16,384 ranks).
  * A round of 16,384 ranks was 3 M records, its sort 100 MB of room out
  * of the caches; a slice is a few MB, the room reused. */
-int rt_vw_logs_replay(struct rt_vw_log *logs, int nranks, const uint64_t *lim, struct rt_vw_matcher *m,
-		      struct rt_vw_replay_room *rm)
+int rt_vw_logs_replay(struct rt_vw_log *logs, int nranks, const uint64_t *lim, uint64_t bound,
+		      struct rt_vw_matcher *m, struct rt_vw_replay_room *rm)
 {
 	struct chunk *done = NULL;
-	uint64_t n = 0, lo, hi, slices, step, next;
-	int ncur;
+	uint64_t n = 0, lo, hi, slices, step, next, last = bound == UINT64_MAX ? UINT64_MAX : bound - 1;
+	int ncur, k = 0;
 
 	for (int i = 0; i < nranks; i++)
 		n += lim[i] - logs[i].used;
-	if (n == 0)
+	if (n == 0 || bound == 0)
 		return 0;
 	ncur = cursors_open(rm, logs, nranks, lim, &lo, &hi);
 	slices = rm->slice ? (n + rm->slice - 1) / rm->slice : 1;
 	if (ncur < 0 || room_fit(rm, slices > 1 ? rm->slice : n) != 0)
 		return -1;
-	step = (hi - lo) / slices;
-	/* slice j takes the clocks up to lo + step * j (the last: all left);
-	 * past the ones without a record */
-	for (uint64_t j = 1; ncur > 0;) {
-		long k = gather_upto(rm, &ncur, j < slices ? lo + step * j : UINT64_MAX, &next);
+	hi = hi < last ? hi : last;
+	step = lo <= hi ? (hi - lo) / slices : 0;
+	/* slice j takes the clocks up to lo + step * j (the last: up to the
+	 * bound); past the ones without a record */
+	for (uint64_t j = 1; ncur > 0 && lo <= last;) {
+		uint64_t upto = j < slices ? lo + step * j : last;
+		long got = gather_upto(rm, &ncur, upto, &next);
 		const struct rt_sort_entry *e;
 
-		if (k < 0)
+		if (got < 0)
 			return -1;
-		j = step && next - lo < step * slices ? (next - lo) / step + 1 : slices;
-		e = rt_sort_by_key(rm->e, rm->tmp, (size_t)k);
-		for (long x = 0; x < k; x++) {
+		e = rt_sort_by_key(rm->e, rm->tmp, (size_t)got);
+		for (long x = 0; x < got; x++) {
 			const struct rec *r = &rm->rec[e[x].val];
 
 			apply(m, r->ri, r);
 		}
+		if (upto == last)
+			break;
+		j = step && next - lo < step * slices ? (next - lo) / step + 1 : slices;
 	}
-	for (int i = 0; i < nranks; i++)
-		if (logs[i].used < lim[i])
-			log_advance(&logs[i], lim[i], &done);
+	/* each log past what was taken: all up to lim[i] but the records its
+	 * cursor has left (the cursors left are in rank order) */
+	for (int i = 0; i < nranks; i++) {
+		uint64_t to = lim[i];
+
+		if (k < ncur && rm->cur[k].log == i)
+			to -= rm->cur[k++].left;
+		if (logs[i].used < to)
+			log_advance(&logs[i], to, &done);
+	}
 	if (nranks > 0 && done)
 		chunks_put(logs[0].pool, done);
 	return 0;

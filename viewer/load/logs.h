@@ -78,11 +78,13 @@ struct rt_vw_replay_room {
 	struct rt_vw_log_cursor *cur;
 	int ncur;
 };
-/* The records of every log i up to lim[i] into the matcher m, merged in
- * (clock, rank, order logged), a slice of the clocks at a time; their
- * chunks freed. 0, or -1: no room (m has part of them). */
-int rt_vw_logs_replay(struct rt_vw_log *logs, int nranks, const uint64_t *lim, struct rt_vw_matcher *m,
-		      struct rt_vw_replay_room *rm);
+/* The records of every log i up to lim[i] whose clock is below bound
+ * (UINT64_MAX: all of them) into the matcher m, merged in (clock, rank,
+ * order logged), a slice of the clocks at a time; the chunks they emptied
+ * freed, the others left for a later replay. 0, or -1: no room (m has part
+ * of them). */
+int rt_vw_logs_replay(struct rt_vw_log *logs, int nranks, const uint64_t *lim, uint64_t bound,
+		      struct rt_vw_matcher *m, struct rt_vw_replay_room *rm);
 void rt_vw_replay_room_free(struct rt_vw_replay_room *rm);
 /* pool made empty: 0, or -1. rt_vw_chunks_free: every chunk of it freed,
  * the logs' too. */

@@ -151,6 +151,10 @@ static void end_round(struct pass *p)
 	int n = 0;
 
 	rt_vw_dontneed_flush(&p->drops);
+	/* every rank read all its events before the round's window end (the
+	 * smallest any of its jobs had: rt_vw_pass_check_window): the records
+	 * with clocks below it are all logged */
+	p->pub_bound = p->w;
 	for (int i = 0; i < p->t->nranks; i++) {
 		p->logs[i].pub = p->logs[i].n;
 		p->failed |= p->logs[i].oom || p->t->ranks[i].lists_lost;
@@ -170,16 +174,21 @@ static void end_round(struct pass *p)
 	memset(p->pos, 0, sizeof(p->pos));
 	p->back = n - 1;
 	p->finished = n == 0;
+	if (p->finished)
+		p->pub_bound = UINT64_MAX;
+	p->checked = false;
 	rt_vw_pass_next_window(p, lo);
 }
 
-/* Under mu: a replay job, if one is due and none runs: its records' limits. */
-static bool take_replay(struct pass *p, uint64_t *lim)
+/* Under mu: a replay job, if one is due and none runs: its records' limits
+ * and the clock they are complete below. */
+static bool take_replay(struct pass *p, uint64_t *lim, uint64_t *bound)
 {
 	if (p->replaying || p->replayed == p->rounds_done)
 		return false;
 	for (int i = 0; i < p->t->nranks; i++)
 		lim[i] = p->logs[i].pub;
+	*bound = p->pub_bound;
 	p->replaying = true;
 	return true;
 }
@@ -279,11 +288,13 @@ static void *worker(void *arg)
 	if (!lim)
 		p->failed = true;
 	while (!p->failed) {
-		if (id == 0 && take_replay(p, lim)) {
+		uint64_t bound;
+
+		if (id == 0 && take_replay(p, lim, &bound)) {
 			int upto = p->rounds_done, ret;
 
 			pthread_mutex_unlock(&p->mu);
-			ret = rt_vw_logs_replay(p->logs, p->t->nranks, lim, p->m, &rr);
+			ret = rt_vw_logs_replay(p->logs, p->t->nranks, lim, bound, p->m, &rr);
 			pthread_mutex_lock(&p->mu);
 			p->failed |= ret != 0;
 			p->replaying = false;
@@ -310,6 +321,8 @@ static void *worker(void *arg)
 				p->round_records += p->logs[js[b]->ri].round_n;
 			}
 			p->done += nb;
+			if (!p->checked && p->done * RT_CHECK_PART >= p->ntodo && p->done < p->ntodo)
+				rt_vw_pass_check_window(p);
 			if (p->done == p->ntodo) {
 				end_round(p);
 				pthread_cond_broadcast(&p->cv);
@@ -368,10 +381,12 @@ static int plan(struct pass *p, int nsrc)
 	 * round): 1 ms of 16,384 ranks was 40 % of their events in one round */
 	p->width = RT_FIRST_WINDOW_NS / (uint64_t)(p->nrj > 0 ? p->nrj : 1) + 1;
 	p->slice = RT_REPLAY_SLICE;
+	p->rec_cap = RT_ROUND_MAX_RECORDS;
 	if (set) {
 		p->round_target = (uint64_t)round.n;
 		p->width = 1;
 		p->slice = (size_t)round.n; /* slices as small */
+		p->rec_cap = (uint64_t)round.n; /* rounds cut short often */
 	}
 	p->drop = nsrc > 0 ? RT_READ_BUDGET / (size_t)nsrc : RT_DROP_MAX;
 	p->drop = p->drop < RT_DROP_MIN ? RT_DROP_MIN : p->drop > RT_DROP_MAX ? RT_DROP_MAX : p->drop;
