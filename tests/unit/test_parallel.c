@@ -267,6 +267,29 @@ Test(parallel, same_model_for_any_jobs_and_windows)
 		same_model(seed);
 }
 
+/* A round logging far more records than it aims at is cut short (windows of 40 events aim at
+ * 40 records): some of these are, the model the same (test_logs.c: the replay's bound). */
+Test(parallel, a_round_that_logs_too_much_is_cut_short_and_the_model_is_the_same)
+{
+	unsigned long cuts = rt_vw_pass_cuts;
+
+	for (uint64_t seed = 8; seed <= 64; seed += 8) { /* every 8th: up to 96 ranks */
+		struct job j;
+		char *ref, *got;
+
+		build(&j, seed);
+		ref = model(&j, 1, 0);
+		for (int jobs = 1; jobs <= 2; jobs++) {
+			got = model(&j, jobs, 40);
+			cr_assert_str_eq(got, ref, "seed %llu, --jobs %d", (unsigned long long)seed, jobs);
+			free(got);
+		}
+		free(ref);
+		job_free(&j);
+	}
+	cr_assert_gt(rt_vw_pass_cuts, cuts, "no round was cut short");
+}
+
 /* A stream's clock that goes back does not move a collective before what
  * its rank did first. Two communicators diverge at their first all-reduce;
  * the finding names the one whose collective completed first. Rank 0 calls

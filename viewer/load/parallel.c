@@ -74,6 +74,7 @@ enum { RT_BATCH_MAX = 16, RT_BATCH_EVENTS = 8192 };
 
 int rt_vw_jobs; /* 0: one per core */
 bool rt_vw_pass_no_peek; /* tests: round 0 though the streams' packets could be peeked */
+unsigned long rt_vw_pass_cuts; /* tests: rounds cut short (windows.c) */
 
 void rt_vw_set_jobs(int n)
 {

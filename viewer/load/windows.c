@@ -127,4 +127,5 @@ void rt_vw_pass_check_window(struct pass *p)
 		return;
 	p->width = span;
 	p->w = p->round_lo + span;
+	__atomic_fetch_add(&rt_vw_pass_cuts, 1, __ATOMIC_RELAXED);
 }

@@ -178,6 +178,9 @@ struct rt_vw_after_read {
 /* Tests: true, the pass runs its round 0 though the streams' first packets
  * could set its first window (parallel.c): the same model either way. */
 extern bool rt_vw_pass_no_peek;
+/* Tests: the rounds cut short so far, every pass of the process together
+ * (rt_vw_pass_check_window: a round that would log too many records). */
+extern unsigned long rt_vw_pass_cuts;
 int rt_vw_parallel_pass_then(struct rt_vw_trace *t, struct rt_vw_matcher *m, struct rt_vw_src *srcs, int nsrc,
 			     const struct rt_vw_after_read *after);
 /* fanout.c: fn(arg, slot, lo, hi) on the chunks of ranks [lo, hi) of
