@@ -34,9 +34,9 @@ enum { RT_LOOKAHEAD = 2 };
  * one an event: at 16,384 ranks rounds of 8 Mi records held 1.3 GiB, of 6
  * Mi 870 MiB, of 5 Mi 690 MiB. */
 #define RT_ROUND_MAX_RECORDS ((uint64_t)5 << 20)
-/* A round's pace of records is checked once this part of its rank jobs
- * is done (rt_vw_pass_check_window): the window is cut short for the rest
- * where the round would log over RT_CHECK_OVER times rec_cap. */
+/* A round's pace of records is checked each time another part of its
+ * rank jobs is done (rt_vw_pass_check_window): the window is cut short for
+ * the rest where the round would log over RT_CHECK_OVER times rec_cap. */
 #define RT_CHECK_PART 16
 #define RT_CHECK_OVER 1.25
 /* the first window when nothing says it: this over the rank count */
@@ -76,7 +76,9 @@ struct pass {
 	uint64_t w, width;   /* window end, its width */
 	uint64_t round_lo;   /* where this round's window begins */
 	uint64_t rec_cap;    /* records a round aims at (RT_ROUND_MAX_RECORDS) */
-	bool checked;        /* this round's pace of records checked (rt_vw_pass_check_window) */
+	int check_at;        /* rank jobs done at the round's next check (rt_vw_pass_check_window) */
+	int cut_done;        /* ... and at its last cut, with the records then */
+	uint64_t cut_records;
 	uint64_t pub_bound;  /* the published records' clocks are complete below this */
 	uint64_t round_events, round_target;
 	uint64_t round_records; /* logged by this round's jobs */
@@ -96,9 +98,10 @@ struct pass {
  * order time of the ranks' next events). */
 void rt_vw_pass_peek_first_window(struct pass *p);
 void rt_vw_pass_next_window(struct pass *p, uint64_t lo);
-/* windows.c, under the mutex, once a round's first rank jobs are done:
- * the window cut short for the jobs still to run when the round, at their
- * pace, would log far more records than rec_cap. */
+/* windows.c, under the mutex, each time another part of a round's rank
+ * jobs is done: the window cut short for the jobs still to run when the
+ * round, at the pace of those since the last cut, would log far more
+ * records than rec_cap; the next check set. */
 void rt_vw_pass_check_window(struct pass *p);
 
 #endif

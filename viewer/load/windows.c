@@ -101,31 +101,39 @@ void rt_vw_pass_next_window(struct pass *p, uint64_t lo)
 	p->w = lo > UINT64_MAX - p->width ? UINT64_MAX : lo + p->width;
 }
 
-/* Once RT_CHECK_PART of a round's rank jobs are done (under the mutex):
- * the records the whole round would log at their pace; over RT_CHECK_OVER
- * times rec_cap, the window ends earlier for the jobs still to run, in
- * proportion. The jobs done read to the old end: their records past the
- * new one wait in the logs, since every record below it, and only those,
- * is known complete at the round's end (parallel.c: end_round, the replay's
- * bound). The first window is sized from the packets' bytes alone; a
- * trace that logs a record an event (collectives only) logged 9 M records
- * in a first round of 16 Mi events (944 MiB at peak at 16,384 ranks). */
+/* Each time another RT_CHECK_PART of a round's rank jobs is done (under
+ * the mutex): the records the round would log if the jobs still to run
+ * log at the pace of those since the last cut; over RT_CHECK_OVER times
+ * rec_cap, the window ends earlier for the jobs still to run, so that they
+ * log what is left of rec_cap (a RT_CHECK_PART of it at least). The jobs
+ * done read to the old end: their records past the new one wait in the
+ * logs, since every record below it, and only those, is known complete at
+ * the round's end (parallel.c: end_round, the replay's bound). The first
+ * window is sized from the packets' bytes alone: a trace that logs a record
+ * an event (collectives only) logged 9 M records in a first round of 16 Mi
+ * events (944 MiB at peak at 16,384 ranks); checked again and again, a
+ * round whose first ranks log little and its last ones much is cut too. */
 void rt_vw_pass_check_window(struct pass *p)
 {
-	double all, f;
-	uint64_t span;
+	int ran = p->done - p->cut_done, step = p->ntodo / RT_CHECK_PART;
+	uint64_t recent = p->round_records - p->cut_records, span;
+	double rest, left;
 
-	p->checked = true;
-	if (!p->done || !p->round_records || p->w == UINT64_MAX || p->w <= p->round_lo)
+	p->check_at = p->done + (step > 0 ? step : 1);
+	if (ran <= 0 || !recent || p->w == UINT64_MAX || p->w <= p->round_lo)
 		return;
-	all = (double)p->round_records * (double)p->ntodo / (double)p->done;
-	if (all <= (double)p->rec_cap * RT_CHECK_OVER)
+	rest = (double)recent / ran * (double)(p->ntodo - p->done); /* the jobs to run, at the old end */
+	if ((double)p->round_records + rest <= (double)p->rec_cap * RT_CHECK_OVER)
 		return;
-	f = (double)p->rec_cap / all;
-	span = (uint64_t)((double)(p->w - p->round_lo) * f) + 1;
+	left = (double)p->rec_cap - (double)p->round_records;
+	if (left < (double)p->rec_cap / RT_CHECK_PART)
+		left = (double)p->rec_cap / RT_CHECK_PART;
+	span = (uint64_t)((double)(p->w - p->round_lo) * (left / rest)) + 1;
 	if (span >= p->w - p->round_lo)
 		return;
 	p->width = span;
 	p->w = p->round_lo + span;
+	p->cut_done = p->done;
+	p->cut_records = p->round_records;
 	__atomic_fetch_add(&rt_vw_pass_cuts, 1, __ATOMIC_RELAXED);
 }
