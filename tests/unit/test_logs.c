@@ -98,3 +98,31 @@ Test(logs, a_bound_below_every_record_takes_none)
 	cr_assert_eq(b.logs[1].used, 0);
 	bench_free(&b);
 }
+
+/* A log of 40 records (its first chunks hold 16, 16, then 32): a bound in
+ * its second chunk takes the 24 below it, in order, and the next replay
+ * the rest, across the chunk it stopped in; log 1's records between them
+ * land in clock order. */
+Test(logs, a_bound_inside_a_chunk_leaves_the_rest_of_it)
+{
+	for (size_t slice = 0; slice <= 7; slice += 7) {
+		struct bench b;
+
+		bench_init(&b, slice);
+		for (uint64_t k = 1; k <= 40; k++)
+			learn(&b, 0, k * 10, 0x100 + k, 2);
+		cr_assert_eq(replay(&b, 245), 0);
+		cr_assert_eq(b.t.ncomms, 24, "slice %zu: %d comms", slice, b.t.ncomms);
+		cr_assert_eq(b.logs[0].used, 24);
+		learn(&b, 1, 255, 0x999, 2); /* between records 25 and 26 */
+		cr_assert_eq(replay(&b, UINT64_MAX), 0);
+		cr_assert_eq(b.t.ncomms, 41);
+		for (int k = 0; k < 41; k++) {
+			uint64_t want = k < 25 ? 0x101 + (uint64_t)k : k == 25 ? 0x999 : 0x100 + (uint64_t)k;
+
+			cr_assert_eq(b.t.comms[k].id, want, "slice %zu: comm %d is %#llx", slice, k,
+				     (unsigned long long)b.t.comms[k].id);
+		}
+		bench_free(&b);
+	}
+}

@@ -89,8 +89,10 @@ static struct chunk *chunk_cut(struct rt_vw_chunks *pool, struct rt_vw_chunk_cac
 		uintptr_t from = ((uintptr_t)cc->pop + RT_PAGE) & ~RT_PAGE, end = (uintptr_t)(cc->slab + cc->left);
 		uintptr_t to = end - (uintptr_t)cc->slab > RT_POPULATE ? (uintptr_t)cc->slab + RT_POPULATE : end;
 
+#ifdef MADV_POPULATE_WRITE /* headers before glibc 2.35 lack it: the pages fault */
 		if (to > from)
 			(void)madvise((void *)from, to - from, MADV_POPULATE_WRITE);
+#endif
 		cc->pop = (char *)to;
 	}
 	c->cap = cap;

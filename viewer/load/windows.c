@@ -115,19 +115,26 @@ void rt_vw_pass_next_window(struct pass *p, uint64_t lo)
  * round whose first ranks log little and its last ones much is cut too. */
 void rt_vw_pass_check_window(struct pass *p)
 {
-	int ran = p->done - p->cut_done, step = p->ntodo / RT_CHECK_PART;
+	int ran = p->done - p->cut_done, step = p->ntodo / RT_CHECK_PART, untaken = p->ntodo - p->next;
 	uint64_t recent = p->round_records - p->cut_records, span;
-	double rest, left;
+	double pace, rest, left;
 
 	p->check_at = p->done + (step > 0 ? step : 1);
-	if (ran <= 0 || !recent || p->w == UINT64_MAX || p->w <= p->round_lo)
+	/* a cut reaches only the jobs not taken yet: none, no cut (it would
+	 * hold records back and start the next round where ranks have read) */
+	if (ran <= 0 || !recent || untaken <= 0 || p->w == UINT64_MAX || p->w <= p->round_lo)
 		return;
-	rest = (double)recent / ran * (double)(p->ntodo - p->done); /* the jobs to run, at the old end */
-	if ((double)p->round_records + rest <= (double)p->rec_cap * RT_CHECK_OVER)
+	pace = (double)recent / ran; /* records a job since the last cut */
+	if ((double)p->round_records + pace * (double)(p->ntodo - p->done) <= (double)p->rec_cap * RT_CHECK_OVER)
 		return;
-	left = (double)p->rec_cap - (double)p->round_records;
+	/* what is left of rec_cap for the jobs not taken, those running at
+	 * the old end counted (a RT_CHECK_PART of it at least) */
+	left = (double)p->rec_cap - (double)p->round_records - pace * (double)(p->next - p->done);
 	if (left < (double)p->rec_cap / RT_CHECK_PART)
 		left = (double)p->rec_cap / RT_CHECK_PART;
+	rest = pace * (double)untaken;
+	if (left >= rest) /* (and no span past the window's) */
+		return;
 	span = (uint64_t)((double)(p->w - p->round_lo) * (left / rest)) + 1;
 	if (span >= p->w - p->round_lo)
 		return;
