@@ -17,7 +17,11 @@
  * at 2^64-1 has no end: that round takes all). So once round k is done
  * for all ranks, the records logged so far all sort before any record still
  * to come: replaying them (a replay job) is exactly a prefix of the merge of
- * the whole logs. Round k+1's rank jobs run beside that replay; the replay
+ * the whole logs. A round may end earlier for the jobs still to run than
+ * for those done (windows.c cuts a round that logs too much short): W_k is
+ * then the smallest end any job had, and the replay takes the records with
+ * clocks below it only, the others' later ones waiting in their logs (the
+ * replay's bound, logs.c). Round k+1's rank jobs run beside that replay; the replay
  * gives back the log chunks it has read (logs.c). The result depends neither on the
  * windows (sized on the fly to about RT_ROUND_EVENTS events, RT_JOB_EVENTS
  * per rank at least; tests make them tiny with RANKTRACE_ROUND_EVENTS; the
