@@ -181,9 +181,6 @@ static void end_round(struct pass *p)
 	p->finished = n == 0;
 	if (p->finished)
 		p->pub_bound = UINT64_MAX;
-	p->check_at = n / RT_CHECK_PART > 0 ? n / RT_CHECK_PART : 1;
-	p->cut_done = 0;
-	p->cut_records = 0;
 	rt_vw_pass_next_window(p, lo);
 }
 
@@ -414,7 +411,6 @@ static int plan(struct pass *p, int nsrc)
 			rt_vw_cursor_keep_mapped(p->srcs[i].c);
 	}
 	p->back = p->ntodo - 1;
-	p->check_at = p->ntodo / RT_CHECK_PART > 0 ? p->ntodo / RT_CHECK_PART : 1;
 	p->finished = p->ntodo == 0;
 	p->w = 0; /* round 0 starts every rank: its first events set the window */
 	if (!p->finished)

@@ -25,6 +25,21 @@ static double round_growth(const struct pass *p)
 	return p->round_events * RT_GROW_FAR <= p->round_target ? RT_GROW_FAR_MAX : 4;
 }
 
+/* Rank jobs between a round's checks of its records (rt_vw_pass_check_window). */
+static int check_step(const struct pass *p)
+{
+	return p->ntodo / RT_CHECK_PART > 0 ? p->ntodo / RT_CHECK_PART : 1;
+}
+
+/* A round begins (its window set): no cut yet, its first check due. */
+static void round_begins(struct pass *p, uint64_t lo)
+{
+	p->round_lo = lo;
+	p->check_at = check_step(p);
+	p->cut_done = 0;
+	p->cut_records = 0;
+}
+
 /* After round 0 (or the peek): the first window from the pace of every
  * rank's first packet (RT_PACE_BYTES an event), the round's target where
  * the packets say it; else as planned (it grows x64 while rounds are
@@ -72,7 +87,7 @@ void rt_vw_pass_peek_first_window(struct pass *p)
 		return;
 	p->peeked = true; /* before the threads start: read-only in them */
 	first_width(p);
-	p->round_lo = lo;
+	round_begins(p, lo);
 	p->w = lo > UINT64_MAX - p->width ? UINT64_MAX : lo + p->width;
 	p->rounds_done = p->replayed = 1; /* round 0: nothing logged, nothing to replay */
 }
@@ -97,7 +112,7 @@ void rt_vw_pass_next_window(struct pass *p, uint64_t lo)
 	p->round_records = 0;
 	if (lo < p->w)
 		lo = p->w;
-	p->round_lo = lo;
+	round_begins(p, lo);
 	p->w = lo > UINT64_MAX - p->width ? UINT64_MAX : lo + p->width;
 }
 
@@ -115,11 +130,11 @@ void rt_vw_pass_next_window(struct pass *p, uint64_t lo)
  * round whose first ranks log little and its last ones much is cut too. */
 void rt_vw_pass_check_window(struct pass *p)
 {
-	int ran = p->done - p->cut_done, step = p->ntodo / RT_CHECK_PART, untaken = p->ntodo - p->next;
+	int ran = p->done - p->cut_done, untaken = p->ntodo - p->next;
 	uint64_t recent = p->round_records - p->cut_records, span;
 	double pace, rest, left;
 
-	p->check_at = p->done + (step > 0 ? step : 1);
+	p->check_at = p->done + check_step(p);
 	/* a cut reaches only the jobs not taken yet: none, no cut (it would
 	 * hold records back and start the next round where ranks have read) */
 	if (ran <= 0 || !recent || untaken <= 0 || p->w == UINT64_MAX || p->w <= p->round_lo)
